@@ -1,0 +1,246 @@
+"""CoreDump: the typed, lazy view of a CUDA coredump.
+
+Tables are decoded when first asked for, and register, predicate, parameter and memory sections
+only when a caller asks for that one lane, warp or grid, so that opening a dump of a million
+sections costs one pass over its header table.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from functools import cached_property
+
+from ..errors import CoreFormatError
+from .constants import MEMORY_TYPES, SectionType
+from .elf import ElfImage
+from .layouts import TABLE_LAYOUTS, decoder
+from .model import (
+    CTA,
+    SM,
+    BacktraceFrame,
+    ConstBank,
+    Context,
+    Device,
+    Grid,
+    Lane,
+    MemoryRegion,
+    Metadata,
+    Module,
+    ParamBlock,
+    Warp,
+)
+from .sections import SectionIndex
+
+#: Register and predicate sections are small arrays; cap what one read may return so that a
+#: lying sh_size cannot make crashlab decode a gigabyte of "registers".
+MAX_REGISTERS = 1024
+#: Kernel parameters are at most 32 KiB since CUDA 12.1.
+MAX_PARAM_BYTES = 32 * 1024
+_LANE_EXCEPTION_OFFSET = TABLE_LAYOUTS[SectionType.LN_TABLE].by_name["exception"].offset
+
+
+class CoreDump:
+    """Open with ``CoreDump(path)`` (or as a context manager); close to unmap the file."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.image = ElfImage(path)
+        try:
+            self.index = SectionIndex(self.image)
+        except BaseException:
+            self.image.close()
+            raise
+        self.warnings: list[str] = list(self.image.warnings)
+
+    @property
+    def path(self) -> str:
+        return self.image.path
+
+    def close(self) -> None:
+        self.image.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # -- generic table decoding -------------------------------------------------------------
+    def _rows(self, section: int, kind: SectionType) -> list[dict]:
+        layout = TABLE_LAYOUTS[kind]
+        count = self.index.rows(section, layout.min_size)
+        if count == 0:
+            return []
+        reader = decoder(layout, self.image.sections.entsize[section])
+        rows = reader.decode_all(self.image.data(section))
+        for name in reader.string_names:
+            for row in rows:
+                row[name] = self.string(row[name], f"{layout.table} {name}")
+        return rows
+
+    def _child_rows(self, kind: SectionType, parent: int, row: int):
+        """(section, row index, values) of every row in ``kind`` tables under one parent row."""
+        for section in self.index.children(kind, parent, row):
+            for number, values in enumerate(self._rows(section, kind)):
+                yield section, number, values
+
+    def string(self, offset: int, what: str) -> str:
+        strtab = self.index.strtab
+        if strtab is None:
+            if offset == 0:
+                return ""
+            raise CoreFormatError(f"{self.path}: {what} needs a .strtab, and the dump has none")
+        return self.image.string_at(strtab, offset, what)
+
+    # -- the tables -------------------------------------------------------------------------
+    @cached_property
+    def device_table(self) -> int:
+        tables = self.index.of_type(SectionType.DEV_TABLE)
+        if not tables:
+            raise CoreFormatError(
+                f"{self.path}: no device table (.cudbg.devtbl); an ELF core, but not a CUDA one"
+            )
+        if len(tables) > 1:
+            self.warnings.append(f"{len(tables)} device tables; using the first")
+        return tables[0]
+
+    @cached_property
+    def devices(self) -> list[Device]:
+        section = self.device_table
+        return [
+            Device(section=section, row=number, **values)
+            for number, values in enumerate(self._rows(section, SectionType.DEV_TABLE))
+        ]
+
+    @cached_property
+    def metadata(self) -> Metadata | None:
+        for section in self.index.of_type(SectionType.META_DATA):
+            for number, values in enumerate(self._rows(section, SectionType.META_DATA)):
+                return Metadata(section=section, row=number, **values)
+        return None
+
+    def _records(self, record, kind: SectionType, parent, **links) -> list:
+        """Every row of the ``kind`` tables under ``parent``'s row, as ``record`` objects."""
+        return [
+            record(section=s, row=n, **links, **values)
+            for s, n, values in self._child_rows(kind, parent.section, parent.row)
+        ]
+
+    def contexts(self, device: Device) -> list[Context]:
+        return self._records(Context, SectionType.CTX_TABLE, device, device=device)
+
+    def modules(self, context: Context) -> list[Module]:
+        return self._records(Module, SectionType.MOD_TABLE, context, context=context)
+
+    def grids(self, device: Device) -> list[Grid]:
+        return self._records(Grid, SectionType.GRID_TABLE, device, device=device)
+
+    def sms(self, device: Device) -> list[SM]:
+        return self._records(SM, SectionType.SM_TABLE, device, device=device)
+
+    def ctas(self, sm: SM) -> list[CTA]:
+        return self._records(CTA, SectionType.CTA_TABLE, sm, sm=sm)
+
+    def warps(self, cta: CTA) -> list[Warp]:
+        return self._records(Warp, SectionType.WP_TABLE, cta, cta=cta)
+
+    def lanes(self, warp: Warp) -> list[Lane]:
+        return self._records(Lane, SectionType.LN_TABLE, warp, warp=warp)
+
+    def scan_lanes(self, warp: Warp) -> tuple[list[Lane], Lane | None]:
+        """(lanes of ``warp`` with an exception, its first active lane) from one read.
+
+        A hang dump has tens of thousands of warps and needs only where each one stands, so the
+        exception column is tested in bulk and, when it is all zero, only rows up to the first
+        active lane (rows are written by lane id, so usually row 0) are decoded.
+        """
+        layout = TABLE_LAYOUTS[SectionType.LN_TABLE]
+        faulting: list[Lane] = []
+        head = None
+        for section in self.index.children(SectionType.LN_TABLE, warp.section, warp.row):
+            count = self.index.rows(section, layout.min_size)
+            entsize = self.image.sections.entsize[section]
+            reader = decoder(layout, entsize)
+            data = self.image.data(section)
+            marked = True
+            if entsize % 4 == 0:
+                marked = any(memoryview(data).cast("I")[_LANE_EXCEPTION_OFFSET // 4 :: entsize // 4])
+            for number in range(count):
+                if head is not None and not marked:
+                    break
+                lane = Lane(section=section, row=number, warp=warp,
+                            **reader.decode(data, number * entsize))
+                if lane.exception:
+                    faulting.append(lane)
+                if head is None and warp.active_lanes_mask >> (lane.ln & 31) & 1:
+                    head = lane
+        return faulting, head
+
+    # -- per-lane, per-warp and per-grid arrays -------------------------------------------
+    def _words(self, kind: SectionType, parent: int, row: int) -> list[int] | None:
+        sections = self.index.children(kind, parent, row)
+        if not sections:
+            return None
+        data = self.image.data(sections[0], limit=MAX_REGISTERS * 4)
+        usable = len(data) - len(data) % 4
+        return list(struct.unpack_from(f"<{usable // 4}I", data)) if usable else []
+
+    def registers(self, lane: Lane) -> list[int] | None:
+        return self._words(SectionType.DEV_REGS, lane.section, lane.row)
+
+    def predicates(self, lane: Lane) -> list[bool] | None:
+        words = self._words(SectionType.DEV_PRED, lane.section, lane.row)
+        return None if words is None else [bool(w) for w in words]
+
+    def uniform_registers(self, warp: Warp) -> list[int] | None:
+        return self._words(SectionType.DEV_UREGS, warp.section, warp.row)
+
+    def uniform_predicates(self, warp: Warp) -> list[bool] | None:
+        words = self._words(SectionType.DEV_UPRED, warp.section, warp.row)
+        return None if words is None else [bool(w) for w in words]
+
+    def backtrace(self, lane: Lane) -> list[BacktraceFrame]:
+        return sorted(self._records(BacktraceFrame, SectionType.BT, lane), key=lambda f: f.level)
+
+    def params(self, grid: Grid) -> ParamBlock | None:
+        sections = self.index.children(SectionType.PARAM_MEM, grid.section, grid.row)
+        if not sections:
+            return None
+        section = sections[0]
+        columns = self.image.sections
+        data = self.image.data(section, limit=MAX_PARAM_BYTES)
+        return ParamBlock(address=columns.addr[section], size=columns.size[section], data=data)
+
+    def const_banks(self, grid: Grid) -> list[ConstBank]:
+        return self._records(ConstBank, SectionType.CB_TABLE, grid)
+
+    # -- code and memory ------------------------------------------------------------------
+    def relocated_images(self, device: Device | None = None) -> list[tuple[int, Module]]:
+        """(section, module) of every relocated cubin, optionally of one device only."""
+        images = []
+        for dev in self.devices if device is None else [device]:
+            for context in self.contexts(dev):
+                for module in self.modules(context):
+                    for section in self.index.children(
+                        SectionType.RELF_IMG, module.section, module.row
+                    ):
+                        images.append((section, module))
+        return images
+
+    def image_bytes(self, section: int) -> bytes:
+        return self.image.data(section)
+
+    def memory_regions(self) -> list[MemoryRegion]:
+        """Every memory section, with its address and size; no byte of them is read."""
+        columns = self.image.sections
+        return [
+            MemoryRegion(section=index, kind=kind.name, address=columns.addr[index],
+                         size=columns.size[index])
+            for kind in sorted(MEMORY_TYPES)
+            for index in self.index.of_type(kind)
+        ]
+
+    def read_memory(self, region: MemoryRegion, offset: int, size: int) -> bytes:
+        if offset < 0 or size < 0 or offset + size > region.size:
+            raise ValueError(f"{offset:#x}+{size:#x} is outside the region of {region.size:#x} bytes")
+        return self.image.data(region.section, limit=size, offset=offset)

@@ -1,0 +1,146 @@
+"""Which section is which: sections grouped by type, and children found through sh_link/sh_info.
+
+Names such as ``.cudbg.lntbl.dev0.sm3.cta1.wp7`` carry row indices that are easy to misread and
+are not unique, so they are never parsed: a child names its parent table in sh_link and its row in
+that table in sh_info. Each link is checked against the parent type the format prescribes, which
+also rules out link cycles (a cycle would need a section to be its own ancestor type).
+
+A big dump has millions of per-lane sections (registers, predicates, local memory, backtraces).
+Nothing here loops over them in Python: sections of one type are found by a C-level byte search
+in the sh_type column, and the few per-lane sections a report needs by a search in the sh_link
+column for their parent.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from array import array
+from collections import defaultdict
+
+from ..errors import CoreFormatError
+from .constants import PARENT_TYPE, SectionType
+from .elf import ElfImage
+from .layouts import TABLE_LAYOUTS
+
+#: Types with one section per lane or per warp: looked up for the few lanes a report shows,
+#: never indexed as a whole.
+LEAF_TYPES = frozenset(
+    {
+        SectionType.DEV_REGS,
+        SectionType.DEV_PRED,
+        SectionType.LOCAL_MEM,
+        SectionType.BT,
+        SectionType.DEV_UREGS,
+        SectionType.DEV_UPRED,
+        SectionType.CBU_BAR,
+    }
+)
+
+
+def _aligned_hits(column: bytes, value: int) -> array:
+    """Indices i with column[i] == value, for a column of little-endian u32 values.
+
+    ``re.finditer`` does the scan in C. A match at an unaligned position straddles two values
+    and is skipped; it cannot hide an aligned one, because every sh_type value searched for has
+    a low byte that occurs nowhere else in its own encoding.
+    """
+    pattern = re.compile(re.escape(struct.pack("<I", value)))
+    return array("I", (m.start() >> 2 for m in pattern.finditer(column) if not m.start() & 3))
+
+
+class SectionIndex:
+    def __init__(self, image: ElfImage):
+        self.image = image
+        self._types = image.sections.type.tobytes()
+        self._links: bytes | None = None
+        self._by_type: dict[int, array] = {}
+        self._children: dict[SectionType, dict[tuple[int, int], list[int]]] = {}
+        self.strtab = self._find_strtab()
+
+    def of_type(self, kind: int) -> array:
+        kind = int(kind)
+        if kind not in self._by_type:
+            self._by_type[kind] = _aligned_hits(self._types, kind)
+        return self._by_type[kind]
+
+    def count(self, kind: SectionType) -> int:
+        return len(self.of_type(kind))
+
+    def rows(self, index: int, min_entsize: int) -> int:
+        """Row count of a table section, after checking that its entry size makes sense."""
+        columns = self.image.sections
+        entsize, size = columns.entsize[index], columns.size[index]
+        if entsize < min_entsize:
+            raise CoreFormatError(
+                f"{self.image.path}: section {index} ({self.describe(index)}) has entry size "
+                f"{entsize}, smaller than the {min_entsize} bytes of the oldest known row format"
+            )
+        if size % entsize:
+            raise CoreFormatError(
+                f"{self.image.path}: section {index} ({self.describe(index)}) is {size} bytes, "
+                f"not a whole number of {entsize}-byte rows"
+            )
+        return size // entsize
+
+    def children(self, kind: SectionType, parent: int, row: int) -> list[int]:
+        """Sections of type ``kind`` hanging off row ``row`` of table section ``parent``."""
+        if kind in LEAF_TYPES:
+            return self._leaf_children(kind, parent, row)
+        table = self._children.get(kind)
+        if table is None:
+            table = self._children[kind] = self._link_all(kind)
+        return table.get((parent, row), [])
+
+    def _leaf_children(self, kind: SectionType, parent: int, row: int) -> list[int]:
+        if self._links is None:
+            self._links = self.image.sections.link.tobytes()
+        columns = self.image.sections
+        found, pattern, position = [], struct.pack("<I", parent), -1
+        while (position := self._links.find(pattern, position + 1)) >= 0:
+            if position & 3 == 0:
+                index = position >> 2
+                if columns.type[index] == kind and columns.info[index] == row:
+                    found.append(index)
+        return found
+
+    def _link_all(self, kind: SectionType) -> dict[tuple[int, int], list[int]]:
+        columns = self.image.sections
+        parent_type = PARENT_TYPE[kind]
+        sole_parent = self.of_type(parent_type)
+        parent_layout = TABLE_LAYOUTS[parent_type]
+        parent_rows: dict[int, int] = {}
+        table: dict[tuple[int, int], list[int]] = defaultdict(list)
+        for index in self.of_type(kind):
+            link, info = columns.link[index], columns.info[index]
+            if link == 0 and parent_type is SectionType.DEV_TABLE and len(sole_parent) == 1:
+                # libcudacore finds a device's tables by sh_info alone; accept a zero link.
+                link = sole_parent[0]
+            if link >= columns.count or columns.type[link] != parent_type:
+                found = "nothing" if link >= columns.count else self.describe(link)
+                raise CoreFormatError(
+                    f"{self.image.path}: section {index} ({kind.name}) links to section {link} "
+                    f"({found}); its parent must be a {parent_type.name}"
+                )
+            if link not in parent_rows:
+                parent_rows[link] = self.rows(link, parent_layout.min_size)
+            if info >= parent_rows[link]:
+                raise CoreFormatError(
+                    f"{self.image.path}: section {index} ({kind.name}) names row {info} of "
+                    f"section {link}, which has {parent_rows[link]} rows"
+                )
+            table[(link, info)].append(index)
+        return dict(table)
+
+    def describe(self, index: int) -> str:
+        kind = self.image.sections.type[index]
+        try:
+            return SectionType(kind).name
+        except ValueError:
+            return f"type {kind:#x}"
+
+    def _find_strtab(self) -> int | None:
+        for index in self.of_type(3):  # SHT_STRTAB
+            if self.image.section_name(index) == ".strtab":
+                return index
+        return None
