@@ -1,0 +1,312 @@
+"""SASS around a faulting PC: carve the relocated cubin out of the dump, disassemble with nvdisasm.
+
+The dump keeps every loaded module as a relocated cubin whose executable sections carry their
+GPU addresses in sh_addr, so the cubin whose ``.text.*`` section holds the PC is the code that
+ran. Before nvdisasm sees it, the carved copy is rebased to address 0 (sh_addr and symbol values),
+which nvdisasm always accepts and which makes its printed addresses offsets into the section,
+whatever the driver did with the symbol values. Line info comes from nvdisasm's ``-gi`` comments,
+which give the inline chain innermost first.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from elftools.elf.elffile import ELFFile
+
+from .coredump.core import CoreDump
+from .coredump.model import Grid
+
+NVDISASM_TIMEOUT_S = 120
+_SHF_EXECINSTR = 0x4
+_SYMBOL_SIZE = 24
+_INSTRUCTION = re.compile(r"^\s*/\*([0-9a-fA-F]+)\*/\s+(.*?)\s*;?\s*(?:/\*[^*]*\*/\s*)?$")
+_LINE_INFO = re.compile(r'//## File "(?P<file>[^"]*)", line (?P<line>\d+)(?P<inlined> inlined at)?')
+
+
+@dataclass(frozen=True)
+class SourceLine:
+    file: str
+    line: int
+
+
+@dataclass(frozen=True)
+class Instruction:
+    address: int
+    text: str
+    faulting: bool = False
+    current: bool = False
+    source: tuple[SourceLine, ...] = ()
+
+
+@dataclass(frozen=True)
+class CodeLocation:
+    """Where a PC lies in the dump's code: which cubin, which section, which function."""
+
+    image_section: int
+    text_section: str
+    text_address: int
+    function_symbol: int
+    function: str | None
+    function_offset: int | None
+
+
+@dataclass
+class SassView:
+    location: CodeLocation | None = None
+    instructions: list[Instruction] = field(default_factory=list)
+    #: the faulting instruction's inline chain, innermost first
+    source: list[SourceLine] = field(default_factory=list)
+    unavailable_reason: str | None = None
+    tool: str | None = None
+
+    @property
+    def function(self) -> str | None:
+        return self.location.function if self.location else None
+
+
+# -- finding the code -----------------------------------------------------------------------
+@dataclass
+class _Function:
+    name: str
+    start: int  # offset into its section
+    size: int
+
+
+@dataclass
+class _Text:
+    index: int
+    name: str
+    address: int
+    size: int
+    symbol: int  # sh_info of a .text section: its function's symbol index (nvdisasm -fun)
+    functions: list[_Function]
+
+
+@dataclass
+class _Cubin:
+    section: int
+    texts: list[_Text]
+    rebase: list[tuple[int, int]]  # (file offset of a u64, value to write) that rebase to 0
+
+
+def _parse_cubin(section: int, data: bytes) -> _Cubin:
+    elf = ELFFile(io.BytesIO(data))
+    shoff, shentsize = elf["e_shoff"], elf["e_shentsize"]
+    addresses = {}
+    rebase = []
+    texts = []
+    for index, sec in enumerate(elf.iter_sections()):
+        addresses[index] = sec["sh_addr"]
+        if sec["sh_addr"]:
+            rebase.append((shoff + index * shentsize + 16, 0))
+        if sec["sh_flags"] & _SHF_EXECINSTR and sec["sh_size"]:
+            texts.append(_Text(index, sec.name, sec["sh_addr"], sec["sh_size"], sec["sh_info"], []))
+    by_index = {text.index: text for text in texts}
+    symtab = elf.get_section_by_name(".symtab")
+    if symtab is not None:
+        base = symtab["sh_offset"]
+        for number, symbol in enumerate(symtab.iter_symbols()):
+            shndx = symbol["st_shndx"]
+            if not isinstance(shndx, int):
+                continue
+            value, address = symbol["st_value"], addresses.get(shndx, 0)
+            relative = value - address if address and value >= address else value
+            if relative != value:
+                rebase.append((base + number * _SYMBOL_SIZE + 8, relative))
+            text = by_index.get(shndx)
+            if text is not None and symbol["st_info"]["type"] == "STT_FUNC":
+                text.functions.append(_Function(symbol.name, relative, symbol["st_size"]))
+    return _Cubin(section, texts, rebase)
+
+
+class CodeFinder:
+    """Maps PCs to the relocated cubins of one dump, parsing each cubin at most once."""
+
+    def __init__(self, core: CoreDump):
+        self.core = core
+        self._parsed: dict[int, _Cubin | None] = {}
+        self.problems: list[str] = []
+
+    def _cubin(self, section: int) -> _Cubin | None:
+        if section not in self._parsed:
+            try:
+                self._parsed[section] = _parse_cubin(section, self.core.image_bytes(section))
+            except Exception as exc:  # pyelftools raises many types on a damaged image
+                self.problems.append(f"relocated cubin in section {section} is unreadable: {exc}")
+                self._parsed[section] = None
+        return self._parsed[section]
+
+    def _candidates(self, grid: Grid | None):
+        """The faulting grid's own module first, then the rest of its device, then all."""
+        seen = set()
+        everything = self.core.relocated_images()
+        if grid is not None:
+            ordered = [s for s, m in everything if m.module_handle == grid.module_handle
+                       and m.context.device is grid.device]
+            ordered += [s for s, m in everything if m.context.device is grid.device]
+        else:
+            ordered = []
+        ordered += [s for s, _ in everything]
+        for section in ordered:
+            if section not in seen:
+                seen.add(section)
+                yield section
+
+    def locate(self, pc: int, grid: Grid | None = None) -> tuple[CodeLocation, _Cubin] | None:
+        for section in self._candidates(grid):
+            cubin = self._cubin(section)
+            if cubin is None:
+                continue
+            for text in cubin.texts:
+                if text.address <= pc < text.address + text.size:
+                    return _location(section, text, pc - text.address), cubin
+        return None
+
+
+def _location(section: int, text: _Text, offset: int) -> CodeLocation:
+    holders = [f for f in text.functions if f.start <= offset < f.start + max(f.size, 1)]
+    holder = max(holders, key=lambda f: f.start, default=None)
+    return CodeLocation(
+        image_section=section,
+        text_section=text.name,
+        text_address=text.address,
+        function_symbol=text.symbol,
+        function=holder.name if holder else None,
+        function_offset=offset - holder.start if holder else None,
+    )
+
+
+# -- disassembling --------------------------------------------------------------------------
+def find_nvdisasm() -> tuple[str | None, str]:
+    """Path of nvdisasm, or None and a sentence saying where it was looked for."""
+    override = os.environ.get("CRASHLAB_NVDISASM")
+    if override:
+        if os.access(override, os.X_OK) and os.path.isfile(override):
+            return override, ""
+        return None, f"CRASHLAB_NVDISASM={override} is not an executable file"
+    found = shutil.which("nvdisasm")
+    if found:
+        return found, ""
+    homes = [os.environ.get(v) for v in ("CUDA_HOME", "CUDA_PATH")] + ["/usr/local/cuda"]
+    for home in filter(None, homes):
+        candidate = Path(home, "bin", "nvdisasm")
+        if os.access(candidate, os.X_OK):
+            return str(candidate), ""
+    spec = importlib.util.find_spec("nvidia")
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        for candidate in sorted(Path(root).glob("cu*/bin/nvdisasm"), reverse=True):
+            if os.access(candidate, os.X_OK):
+                return str(candidate), ""
+    return None, (
+        "nvdisasm not found (looked on PATH, under CUDA_HOME and /usr/local/cuda, and for the "
+        "nvidia-cuda-nvdisasm wheel); install it with: pip install 'crashlab[sass]'"
+    )
+
+
+@lru_cache(maxsize=8)
+def nvdisasm_version(path: str) -> str:
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, errors="replace",
+                             timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return "nvdisasm (version unknown)"
+    release = re.search(r"release ([\d.]+), (V[\d.]+)", out)
+    return f"nvdisasm {release.group(2)}" if release else "nvdisasm (version unknown)"
+
+
+def parse_listing(listing: str) -> list[Instruction]:
+    """Instructions of an ``nvdisasm -c -gi`` listing, each with the inline chain in force."""
+    instructions = []
+    chain: list[SourceLine] = []
+    closed = True
+    for line in listing.splitlines():
+        info = _LINE_INFO.search(line)
+        if info:
+            if closed:
+                chain = []
+            chain.append(SourceLine(info["file"], int(info["line"])))
+            closed = info["inlined"] is None
+            continue
+        match = _INSTRUCTION.match(line)
+        if match:
+            instructions.append(Instruction(int(match[1], 16), match[2], source=tuple(chain)))
+    return instructions
+
+
+def _rebased_copy(data: bytes, cubin: _Cubin) -> bytes:
+    image = bytearray(data)
+    for offset, value in cubin.rebase:
+        image[offset : offset + 8] = value.to_bytes(8, "little")
+    return bytes(image)
+
+
+def disassemble(
+    finder: CodeFinder,
+    pc: int,
+    *,
+    grid: Grid | None = None,
+    current_pc: int | None = None,
+    context: int = 8,
+) -> SassView:
+    """A window of ``context`` instructions either side of ``pc``, the faulting one marked."""
+    found = finder.locate(pc, grid)
+    if found is None:
+        reason = "no relocated cubin in the dump holds this PC"
+        if finder.problems:
+            reason += f" ({finder.problems[0]})"
+        return SassView(unavailable_reason=reason)
+    location, cubin = found
+    view = SassView(location=location)
+    tool, why = find_nvdisasm()
+    if tool is None:
+        view.unavailable_reason = why
+        return view
+    view.tool = nvdisasm_version(tool)
+    data = _rebased_copy(finder.core.image_bytes(location.image_section), cubin)
+    with tempfile.TemporaryDirectory(prefix="crashlab-sass-") as scratch:
+        path = Path(scratch, "carved.cubin")
+        path.write_bytes(data)
+        command = [tool, "-c", "-gi", "-ndf", "-fun", str(location.function_symbol), str(path)]
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, errors="replace",
+                                  timeout=NVDISASM_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            view.unavailable_reason = f"nvdisasm took longer than {NVDISASM_TIMEOUT_S} s"
+            return view
+        except OSError as exc:
+            view.unavailable_reason = f"nvdisasm could not run: {exc.strerror}"
+            return view
+    if done.returncode != 0:
+        first = (done.stderr.strip().splitlines() or ["no message"])[0]
+        view.unavailable_reason = f"nvdisasm failed: {first}"
+        return view
+    base = location.text_address
+    offset = pc - base
+    listing = parse_listing(done.stdout)
+    at = next((i for i, ins in enumerate(listing) if ins.address <= offset < ins.address + 16), None)
+    if at is None:
+        view.unavailable_reason = f"nvdisasm's listing has no instruction at offset {offset:#x}"
+        return view
+    window = listing[max(0, at - context) : at + context + 1]
+    view.instructions = [
+        Instruction(
+            address=base + ins.address,
+            text=ins.text,
+            faulting=ins is listing[at],
+            current=current_pc is not None and base + ins.address == current_pc,
+            source=ins.source,
+        )
+        for ins in window
+    ]
+    view.source = list(listing[at].source)
+    return view
