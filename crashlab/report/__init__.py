@@ -1,0 +1,1 @@
+"""The TriageReport model and its renderings."""

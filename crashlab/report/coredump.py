@@ -1,0 +1,235 @@
+"""Turn what the reader found in a coredump into a TriageReport.
+
+Inputs are finished values (the CoreDump for its tables, the located faults, the SASS views and
+a map of PCs to functions); nothing here reads the file or runs a tool.
+"""
+
+from __future__ import annotations
+
+from .. import __version__
+from ..coredump import exceptions
+from ..coredump.constants import generation_flag_names
+from ..coredump.core import CoreDump
+from ..coredump.fault import Fault as FoundFault
+from ..coredump.fault import Location, Residency
+from ..demangle import demangle
+from ..sass import CodeLocation, SassView
+from . import model as m
+from .text import dim, short_source
+
+#: Distinct PCs listed per kernel in ``warps_at``; the rest are counted in the totals.
+MAX_POSITIONS = 16
+
+
+def _hex(value: int | None) -> str | None:
+    return None if value is None else f"{value:#x}"
+
+
+def _exception(kind: exceptions.ExceptionKind) -> m.ExceptionInfo:
+    signal = kind.cuda_gdb_signal
+    return m.ExceptionInfo(
+        code=kind.code,
+        name=kind.name,
+        display=kind.display,
+        cuda_gdb_signal=None if signal is None else f"CUDA_EXCEPTION_{signal}",
+        scope=kind.scope,
+        known=kind.known,
+    )
+
+
+def _clustered(dim: tuple | None) -> tuple | None:
+    """A cluster shape, or None where the launch used no clusters (all zeros)."""
+    return dim if dim and any(dim) else None
+
+
+def _named(values: list | None, prefix: str) -> dict | None:
+    return None if values is None else {f"{prefix}{i}": v for i, v in enumerate(values)}
+
+
+def _sass(view: SassView) -> m.Sass:
+    return m.Sass(
+        instructions=[
+            m.SassInstruction(
+                address=f"{ins.address:#x}",
+                text=ins.text,
+                faulting=ins.faulting,
+                current=ins.current,
+                source=[m.SourceLine(file=s.file, line=s.line) for s in ins.source],
+            )
+            for ins in view.instructions
+        ],
+        source=[m.SourceLine(file=s.file, line=s.line) for s in view.source],
+        section=view.location.text_section if view.location else None,
+        tool=view.tool,
+        unavailable_reason=view.unavailable_reason,
+    )
+
+
+def _fault(found: FoundFault, view: SassView, code: dict[int, CodeLocation | None]) -> m.Fault:
+    site = found.site
+    grid, cta, lane = site.grid, site.cta, site.lane
+    place = view.location
+    if place is not None and place.function_offset is not None:
+        function, offset = demangle(place.function), place.function_offset
+    elif grid is not None and site.pc is not None:
+        function, offset = None, site.pc - grid.function_entry
+    else:
+        function, offset = None, None
+    cluster_dim = _clustered(cta.cluster_dim if cta else None) or _clustered(
+        grid.cluster_dim if grid else None)
+    target = None
+    if site.sm.cluster_target_block_valid:
+        target = (site.sm.cluster_target_block_x, site.sm.cluster_target_block_y,
+                  site.sm.cluster_target_block_z)
+    return m.Fault(
+        exception=_exception(found.exception),
+        device=site.device.dev_id,
+        device_name=site.device.name,
+        sm_type=site.device.sm_type,
+        sm=site.sm.sm_id,
+        warp=site.warp.warp_id if site.warp else None,
+        lane=lane.ln if lane else None,
+        grid_id=grid.grid_id if grid else None,
+        kernel=m.KernelRef(name=demangle(grid.function), mangled=grid.function) if grid else None,
+        kernel_inferred=found.grid_inferred,
+        function=function,
+        block_idx=cta.block_idx if cta else None,
+        thread_idx=lane.thread_idx if lane else None,
+        cluster_idx=cta.cluster_idx if cta and cluster_dim else None,
+        grid_dim=grid.grid_dim if grid else None,
+        block_dim=grid.block_dim if grid else None,
+        cluster_dim=cluster_dim,
+        cluster_target_block=target,
+        pc=_hex(site.pc),
+        pc_source=site.pc_source,
+        current_pc=_hex(lane.virtual_pc) if lane else None,
+        function_offset=offset,
+        faulting_lanes=found.faulting_lanes,
+        faulting_warps=found.faulting_warps,
+        blocks=m.Range(**vars(found.blocks)) if found.blocks else None,
+        threads=m.Range(**vars(found.threads)) if found.threads else None,
+        reported_by_sm=found.reported_by_sm,
+        notes=list(found.notes),
+        registers=_named(found.registers, "R"),
+        predicates=_named(found.predicates, "P"),
+        uniform_registers=_named(found.uniform_registers, "UR"),
+        uniform_predicates=_named(found.uniform_predicates, "UP"),
+        backtrace=[_frame(frame.level, frame.virtual_return_address, code)
+                   for frame in found.backtrace],
+        params=m.Params(address=f"{found.params.address:#x}", size=found.params.size,
+                        hex=found.params.data.hex()) if found.params else None,
+        const_banks=[m.ConstBank(bank=b.bank_id, address=f"{b.address:#x}", size=b.size)
+                     for b in found.const_banks],
+        sass=_sass(view),
+    )
+
+
+def _frame(level: int, pc: int, code: dict[int, CodeLocation | None]) -> m.Frame:
+    place = code.get(pc)
+    return m.Frame(
+        level=level,
+        pc=f"{pc:#x}",
+        function=demangle(place.function) if place and place.function else None,
+        function_offset=place.function_offset if place else None,
+    )
+
+
+def _kernel(stats: Residency, code: dict[int, CodeLocation | None]) -> m.Kernel:
+    grid = stats.grid
+    return m.Kernel(
+        device=grid.device.dev_id,
+        grid_id=grid.grid_id,
+        name=demangle(grid.function),
+        mangled=grid.function,
+        grid_dim=grid.grid_dim,
+        block_dim=grid.block_dim,
+        cluster_dim=_clustered(grid.cluster_dim),
+        status=grid.grid_status,
+        resident_sms=len(stats.sms),
+        resident_blocks=stats.blocks,
+        resident_warps=stats.warps,
+        warps_at=[
+            m.WarpPosition(
+                pc=_hex(position.pc),
+                function_offset=code[position.pc].function_offset
+                if code.get(position.pc) else None,
+                warps=position.warps,
+            )
+            for position in stats.sorted_positions()[:MAX_POSITIONS]
+        ],
+    )
+
+
+def build(
+    core: CoreDump,
+    location: Location,
+    views: list[SassView],
+    code: dict[int, CodeLocation | None],
+    warnings: list[str],
+) -> m.TriageReport:
+    meta = core.metadata
+    regions = core.memory_regions()
+    dump = m.Dump(
+        abi_version=core.image.abi_version,
+        section_count=core.image.section_count,
+        memory_sections=len(regions),
+        memory_bytes=sum(region.size for region in regions),
+    )
+    if meta is not None:
+        dump.generator = meta.generator or None
+        if meta.driver_version_major is not None:
+            dump.driver_version = f"{meta.driver_version_major}.{meta.driver_version_minor:02d}"
+            dump.cuda_version = f"{meta.cuda_version_major}.{meta.cuda_version_minor}"
+        dump.generation_flags = generation_flag_names(meta.flags or 0)
+        dump.timestamp = meta.timestamp
+    faults = [_fault(found, views[i] if i < len(views) else SassView(
+        unavailable_reason="not disassembled: only the most relevant faults are"), code)
+        for i, found in enumerate(location.faults)]
+    kernels = [_kernel(stats, code) for stats in location.residency]
+    report = m.TriageReport(
+        tool=m.Tool(version=__version__),
+        status="fault" if faults else "no-exception",
+        summary="",
+        source=m.Source(path=core.path, size_bytes=core.image.file_size, kind="cuda-coredump",
+                        compressed=core.image.compressed),
+        dump=dump,
+        devices=[
+            m.Device(index=d.dev_id, name=d.name, sm_type=d.sm_type, num_sms=d.num_sms,
+                     warps_per_sm=d.num_warps_per_sm, lanes_per_warp=d.num_lanes_per_warp,
+                     regs_per_lane=d.num_regs_per_lane)
+            for d in core.devices
+        ],
+        kernels=kernels,
+        faults=faults,
+        omitted_faults=location.omitted_groups,
+        warnings=warnings,
+    )
+    report.summary = summarize(report)
+    return report
+
+
+def summarize(report: m.TriageReport) -> str:
+    """One line a human reads first."""
+    if not report.faults:
+        resident = [k for k in report.kernels if k.resident_warps]
+        names = ", ".join(k.name for k in resident[:3]) + (" ..." if len(resident) > 3 else "")
+        return (
+            f"No exception in this dump (user-triggered or taken on abort?); "
+            f"{len(resident)} kernel(s) resident" + (f": {names}" if names else "")
+        )
+    fault = report.faults[0]
+    where = fault.kernel.name if fault.kernel else "an unidentified kernel"
+    parts = [f"{fault.exception.display} in {where}"]
+    if fault.block_idx is not None:
+        parts.append(f"block {dim(fault.block_idx)} thread {dim(fault.thread_idx)}")
+    parts.append(f"device {fault.device} SM {fault.sm}")
+    if fault.pc:
+        offset = f" (+{fault.function_offset:#x})" if fault.function_offset is not None else ""
+        parts.append(f"PC {fault.pc}{offset}")
+    if fault.sass.source:
+        parts.append(f"at {short_source(fault.sass.source)}")
+    more = len(report.faults) - 1 + report.omitted_faults
+    text = ", ".join(parts)
+    return text + (f" (+{more} more fault group{'s' if more > 1 else ''})" if more else "")
+
+

@@ -1,0 +1,161 @@
+"""A TriageReport as a GitHub issue body: tables up front, SASS and details folded away.
+
+GitHub refuses an issue body over 65,536 characters. The report is rendered at full detail
+first; while it is too long, the least important parts are cut one step at a time (registers of
+secondary faults, their SASS, where warps stand, long tables, the primary's registers, its SASS
+window), each cut is named in the body, and a last resort truncation says so too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from . import text
+from .model import Fault, TriageReport
+
+GITHUB_LIMIT = 65_536
+
+
+@dataclass(frozen=True)
+class _Detail:
+    secondary_registers: bool = True
+    secondary_sass: bool = True
+    positions: int = 16
+    kernel_rows: int = 10_000
+    fault_rows: int = 10_000
+    primary_registers: bool = True
+    primary_sass_context: int = 10_000
+    cuts: tuple[str, ...] = ()
+
+
+_STEPS = (
+    ("registers of secondary faults", dict(secondary_registers=False)),
+    ("SASS of secondary faults", dict(secondary_sass=False)),
+    ("positions of warps beyond 3 per kernel", dict(positions=3)),
+    ("kernel rows beyond 50", dict(kernel_rows=50)),
+    ("fault rows beyond 50", dict(fault_rows=50)),
+    ("registers of the primary fault", dict(primary_registers=False)),
+    ("SASS beyond 4 instructions around the faulting one", dict(primary_sass_context=4)),
+    ("kernel rows beyond 5", dict(kernel_rows=5, positions=1)),
+    ("fault rows beyond 5", dict(fault_rows=5)),
+)
+
+
+def render(report: TriageReport, limit: int = GITHUB_LIMIT) -> str:
+    detail = _Detail()
+    body = _render(report, detail)
+    for label, change in _STEPS:
+        if len(body) <= limit:
+            return body
+        detail = replace(detail, cuts=detail.cuts + (label,), **change)
+        body = _render(report, detail)
+    if len(body) <= limit:
+        return body
+    note = "\n\n_(cut here to fit GitHub's 65,536-character limit; see report.json)_\n"
+    return body[: limit - len(note)] + note
+
+
+def _render(report: TriageReport, detail: _Detail) -> str:
+    out: list[str] = [f"### crashlab: {report.summary}", ""]
+    if detail.cuts:
+        out += [f"_Shortened to fit GitHub's limit: omitted {'; '.join(detail.cuts)}. "
+                "The JSON report has everything._", ""]
+    for number, fault in enumerate(report.faults[: detail.fault_rows]):
+        primary = number == 0
+        out += _fault(fault, number + 1, primary, detail)
+    hidden = len(report.faults) - detail.fault_rows + report.omitted_faults
+    if hidden > 0:
+        out += [f"_{hidden} more fault group(s) in the JSON report._", ""]
+    out += _kernels(report, detail)
+    out += _dump(report)
+    if report.warnings:
+        out += ["**Warnings**", ""] + [f"- {w}" for w in report.warnings] + [""]
+    out.append(f"<sub>crashlab {report.tool.version}, report schema {report.schema_version}</sub>")
+    return "\n".join(out) + "\n"
+
+
+def _fault(fault: Fault, number: int, primary: bool, detail: _Detail) -> list[str]:
+    rows = [
+        ("Exception", text.exception_line(fault)),
+        ("Kernel", f"`{text.kernel_line(fault)}`"),
+        ("Function", f"`{text.function_line(fault)}`"),
+        ("Where", text.place(fault)),
+        ("Block / thread", f"{text.dim(fault.block_idx)} / {text.dim(fault.thread_idx)}"),
+        ("Launch", f"grid {text.dim(fault.grid_dim)} x block {text.dim(fault.block_dim)}"
+                   + (f", cluster {text.dim(fault.cluster_dim)}" if fault.cluster_dim else "")),
+        ("PC", f"`{fault.pc or '-'}` ({fault.pc_source})"),
+        ("Source", f"`{text.source_chain(fault.sass.source)}`"),
+        ("Spread", text.spread(fault)),
+    ]
+    if fault.cluster_idx is not None:
+        rows.append(("Cluster", text.dim(fault.cluster_idx)))
+    rows += [(f"Frame #{f.level}", f"`{f.pc}` {f.function or '?'}") for f in fault.backtrace]
+    rows += [("Note", note) for note in fault.notes]
+    out = [f"#### Fault {number}: {fault.exception.display}", "", "| | |", "|---|---|"]
+    out += [f"| {k} | {_cell(v)} |" for k, v in rows]
+    out.append("")
+    show_sass = detail.secondary_sass or primary
+    if show_sass:
+        out += _sass(fault, detail.primary_sass_context if primary else 10_000)
+    if detail.secondary_registers or (primary and detail.primary_registers):
+        out += _registers(fault)
+    return out
+
+
+def _sass(fault: Fault, context: int) -> list[str]:
+    sass = fault.sass
+    if not sass.instructions:
+        return [f"SASS unavailable: {sass.unavailable_reason}", ""]
+    at = next((i for i, ins in enumerate(sass.instructions) if ins.faulting), 0)
+    window = sass.instructions[max(0, at - context) : at + context + 1]
+    lines = [f"{text.marker(ins):>3} {ins.address}  {ins.text:<48} {text.short_source(ins.source)}"
+             for ins in window]
+    return ["<details><summary>SASS around the faulting PC "
+            f"({sass.tool}, <code>{sass.section}</code>)</summary>", "", "```", *lines, "```", "",
+            "</details>", ""]
+
+
+def _registers(fault: Fault) -> list[str]:
+    rows = text.register_rows(fault.registers)
+    if not rows:
+        return []
+    extra = text.predicate_line(fault.predicates)
+    return [f"<details><summary>Registers of lane {fault.lane}</summary>", "", "```", *rows,
+            *([extra] if extra else []), "```", "", "</details>", ""]
+
+
+def _kernels(report: TriageReport, detail: _Detail) -> list[str]:
+    if not report.kernels:
+        return []
+    title = f"Resident kernels ({len(report.kernels)})"
+    rows = ["| dev | grid | kernel | grid x block | SMs | warps | warps stand at |",
+            "|---|---|---|---|---|---|---|"]
+    for kernel in report.kernels[: detail.kernel_rows]:
+        where = ", ".join(f"{p.warps} at `{p.pc}`" for p in kernel.warps_at[: detail.positions])
+        rows.append(f"| {kernel.device} | {kernel.grid_id} | `{_cell(kernel.name)}` | "
+                    f"{text.dim(kernel.grid_dim)} x {text.dim(kernel.block_dim)} | "
+                    f"{kernel.resident_sms} | {kernel.resident_warps} | {where or '-'} |")
+    if len(report.kernels) > detail.kernel_rows:
+        rows.append(f"\n_{len(report.kernels) - detail.kernel_rows} more in the JSON report._")
+    opened = " open" if not report.faults else ""
+    return [f"<details{opened}><summary>{title}</summary>", "", *rows, "", "</details>", ""]
+
+
+def _dump(report: TriageReport) -> list[str]:
+    d = report.dump
+    devices = "; ".join(f"{x.index}: {x.name} ({x.sm_type}, {x.num_sms} SMs)" for x in report.devices)
+    rows = [
+        ("File", f"`{report.source.path}` ({report.source.size_bytes} bytes"
+                 f"{', gzip' if report.source.compressed else ''})"),
+        ("Driver", f"{d.driver_version or '?'} (CUDA {d.cuda_version or '?'})"),
+        ("Flags", ", ".join(d.generation_flags) or "none recorded"),
+        ("Sections", f"{d.section_count}; {d.memory_sections} memory sections, "
+                     f"{d.memory_bytes} bytes (not read)"),
+        ("Devices", devices),
+    ]
+    return ["<details><summary>Dump</summary>", "", "| | |", "|---|---|",
+            *[f"| {k} | {_cell(v)} |" for k, v in rows], "", "</details>", ""]
+
+
+def _cell(value: str) -> str:
+    return value.replace("|", "\\|").replace("\n", " ")

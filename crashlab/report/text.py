@@ -1,0 +1,85 @@
+"""Small phrases both human renderings (terminal and Markdown) build their lines from."""
+
+from __future__ import annotations
+
+from .model import Fault, Range, SourceLine
+
+MAX_REGISTERS_SHOWN = 64
+
+
+def dim(value) -> str:
+    return "(" + ",".join(str(v) for v in value) + ")" if value is not None else "-"
+
+
+def span(value: Range | None) -> str:
+    if value is None:
+        return "-"
+    if value.first == value.last:
+        return dim(value.first)
+    return f"{dim(value.first)}..{dim(value.last)} ({value.count})"
+
+
+def exception_line(fault: Fault) -> str:
+    e = fault.exception
+    signal = f", cuda-gdb {e.cuda_gdb_signal}" if e.cuda_gdb_signal else ""
+    return f"{e.display} ({e.name} = {e.code}{signal})"
+
+
+def place(fault: Fault) -> str:
+    parts = [f"device {fault.device} ({fault.device_name}, {fault.sm_type})", f"SM {fault.sm}"]
+    if fault.warp is not None:
+        parts.append(f"warp {fault.warp}")
+    if fault.lane is not None:
+        parts.append(f"lane {fault.lane}")
+    return " ".join(parts)
+
+
+def kernel_line(fault: Fault) -> str:
+    if fault.kernel is None:
+        return "unknown (no block of it is left in the dump)"
+    guess = " (deduced from the PC)" if fault.kernel_inferred else ""
+    return f"{fault.kernel.name}, grid {fault.grid_id}{guess}"
+
+
+def function_line(fault: Fault) -> str:
+    name = fault.function or (fault.kernel.name if fault.kernel else "?")
+    offset = f" +{fault.function_offset:#x}" if fault.function_offset is not None else ""
+    return f"{name}{offset}"
+
+
+def spread(fault: Fault) -> str:
+    lanes = f"{fault.faulting_lanes} lane(s) marked" if fault.faulting_lanes else "no lane marked"
+    return (f"{lanes} in {fault.faulting_warps} warp(s); blocks {span(fault.blocks)}; "
+            f"threads {span(fault.threads)}")
+
+
+def source_chain(chain: list[SourceLine]) -> str:
+    """``inner.h:10 <- caller.cu:24``: innermost first, as the inline chain runs."""
+    return " <- ".join(f"{s.file}:{s.line}" for s in chain) if chain else "-"
+
+
+def short_source(chain: list[SourceLine]) -> str:
+    return " <- ".join(f"{s.file.rsplit('/', 1)[-1]}:{s.line}" for s in chain)
+
+
+def marker(instruction) -> str:
+    """cuda-gdb's markers: ``*>`` the errorPC, ``=>`` the current PC, ``*=>`` both."""
+    return {(True, True): "*=>", (True, False): "*>", (False, True): "=>"}.get(
+        (instruction.faulting, instruction.current), ""
+    )
+
+
+def register_rows(values: dict[str, int] | None, per_row: int = 4) -> list[str]:
+    if not values:
+        return []
+    items = [f"{name:>4}={value:#010x}" for name, value in list(values.items())[:MAX_REGISTERS_SHOWN]]
+    rows = ["  ".join(items[i : i + per_row]) for i in range(0, len(items), per_row)]
+    if len(values) > MAX_REGISTERS_SHOWN:
+        rows.append(f"... {len(values) - MAX_REGISTERS_SHOWN} more in the JSON report")
+    return rows
+
+
+def predicate_line(values: dict[str, bool] | None) -> str:
+    if not values:
+        return ""
+    return " ".join(f"{name}={int(v)}" for name, v in values.items())
