@@ -1,0 +1,55 @@
+"""Shared test helpers: build synthetic dumps into tmp_path, run the real crashlab CLI."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests import coredump_builder
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def build(tmp_path):
+    """build(scenario_or_spec, name="core.nvcudmp", **write_options) -> Built"""
+    def _build(what, name="core.nvcudmp", **options):
+        spec = getattr(what, "spec", what)
+        return coredump_builder.write(spec, tmp_path / name, **options)
+    return _build
+
+
+def run_cli(*args, stdin=None, env=None, timeout=120) -> subprocess.CompletedProcess:
+    """The real command, as a user runs it (python -m crashlab), in its own process."""
+    environment = {**os.environ, **(env or {})}
+    environment.pop("CRASHLAB_DEBUG", None)
+    return subprocess.run([sys.executable, "-m", "crashlab", *map(str, args)], input=stdin,
+                          capture_output=True, timeout=timeout, env=environment, cwd=ROOT)
+
+
+def _gpu_present() -> str | None:
+    """None when a CUDA GPU and nvcc are usable here, else why not."""
+    import shutil
+
+    if shutil.which("nvidia-smi") is None:
+        return "no nvidia-smi: no NVIDIA GPU on this machine"
+    probe = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
+    if probe.returncode != 0 or "GPU" not in probe.stdout:
+        return "nvidia-smi lists no GPU"
+    if shutil.which("nvcc") is None:
+        return "no nvcc to build the planted-fault programs"
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    gpu_items = [item for item in items if "gpu" in item.keywords]
+    if not gpu_items:
+        return
+    why = _gpu_present()
+    if why:
+        for item in gpu_items:
+            item.add_marker(pytest.mark.skip(reason=f"gpu test: {why}"))

@@ -1,0 +1,55 @@
+"""Byte-level surgery on built dumps, for the bad-input and fuzz tests."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+# Elf64_Shdr field -> (offset, struct code)
+SHDR = {
+    "name": (0, "I"), "type": (4, "I"), "flags": (8, "Q"), "addr": (16, "Q"), "offset": (24, "Q"),
+    "size": (32, "Q"), "link": (40, "I"), "info": (44, "I"), "align": (48, "Q"), "entsize": (56, "Q"),
+}
+EHDR = {"shoff": (0x28, "Q"), "shentsize": (0x3A, "H"), "shnum": (0x3C, "H"), "shstrndx": (0x3E, "H")}
+
+
+def section_header_offset(data: bytes | bytearray, index: int) -> int:
+    shoff = struct.unpack_from("<Q", data, 0x28)[0]
+    return shoff + 64 * index
+
+
+def read_section(data: bytes | bytearray, index: int, field: str) -> int:
+    at, code = SHDR[field]
+    return struct.unpack_from("<" + code, data, section_header_offset(data, index) + at)[0]
+
+
+def set_section(data: bytearray, index: int, field: str, value: int) -> None:
+    at, code = SHDR[field]
+    struct.pack_into("<" + code, data, section_header_offset(data, index) + at, value)
+
+
+def set_header(data: bytearray, field: str, value: int) -> None:
+    at, code = EHDR[field]
+    struct.pack_into("<" + code, data, at, value)
+
+
+def section_count(data: bytes | bytearray) -> int:
+    count = struct.unpack_from("<H", data, 0x3C)[0]
+    return count or read_section(data, 0, "size")
+
+
+def structure_boundaries(data: bytes) -> list[int]:
+    """Every offset where one structure of the file ends and another begins."""
+    points = {0, 1, 4, 16, 63, 64, len(data) - 1}
+    shoff = struct.unpack_from("<Q", data, 0x28)[0]
+    for index in range(section_count(data)):
+        start = read_section(data, index, "offset")
+        points.update((start, start + read_section(data, index, "size"), shoff + 64 * index))
+    return sorted(p for p in points if 0 <= p < len(data))
+
+
+def patched(path: Path, out: Path, change) -> Path:
+    data = bytearray(path.read_bytes())
+    change(data)
+    out.write_bytes(data)
+    return out

@@ -1,0 +1,209 @@
+"""SYNTHETIC crash scenarios for tests, benchmarks and the bundled example.
+
+Each scenario describes a coredump (tests.coredump_builder.Spec) around a real nvcc-built cubin
+and returns, beside it, what was planted: the values crashlab must find. The faulting PC is the
+instruction a FAULT marker names in fixtures/kernels, so the expected source line comes from
+the .cu file itself, not from crashlab.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .coredump_builder import (
+    CTA,
+    SM,
+    Context,
+    Device,
+    Grid,
+    Lane,
+    Marker,
+    Module,
+    Spec,
+    Warp,
+    load_cubin,
+    markers,
+    relocate,
+)
+
+CODE_BASE = 0x7FFF_3A00_0000
+WARP_ILLEGAL_ADDRESS = 14
+WARP_OUT_OF_RANGE_ADDRESS = 5
+WARP_MISALIGNED_ADDRESS = 6
+WARP_ASSERT = 12
+WARP_ILLEGAL_INSTRUCTION = 4
+
+
+@dataclass
+class Planted:
+    """What a scenario put in the dump, for tests to compare crashlab's report with."""
+
+    exception: int
+    device: int
+    sm: int
+    warp: int
+    lane: int
+    block_idx: tuple[int, int, int]
+    thread_idx: tuple[int, int, int]
+    grid_id: int
+    kernel: str
+    pc: int
+    function_offset: int
+    marker: Marker
+    registers: list[int] = field(default_factory=list)
+    faulting_lanes: int = 0
+    faulting_warps: int = 1
+
+
+@dataclass
+class Scenario:
+    spec: Spec
+    planted: Planted | None
+    notes: dict = field(default_factory=dict)
+
+
+def _kernel_section(cubin_name: str, kernel: str | None, marker: Marker) -> str:
+    return ".text." + kernel if kernel else marker.text_section
+
+
+def _lane_registers(ln: int, salt: int) -> list[int]:
+    return [(salt * 0x10000 + ln * 0x100 + r) & 0xFFFFFFFF for r in range(32)]
+
+
+def fault(
+    marker_key: str = "illegal_address.sm_90.cubin:illegal-address",
+    exception: int = WARP_ILLEGAL_ADDRESS,
+    *,
+    kernel: str | None = None,
+    rows: dict[str, int] | None = None,
+    sm_reports: bool = True,
+    warp_error_pc: bool = True,
+    marked_lanes: tuple[int, ...] = (0, 1, 2, 3),
+    absolute_symbols: bool = True,
+    cluster: bool = False,
+    device_count: int = 1,
+    faulting_device: int = 0,
+    bystander_blocks: int = 3,
+    metadata: bool = True,
+) -> Scenario:
+    """One kernel faulting in one warp of block (1,0,0), with bystander blocks elsewhere."""
+    marker = markers()[marker_key]
+    rows = rows or {}
+    devices = []
+    planted = None
+    for dev in range(device_count):
+        base = CODE_BASE + dev * 0x1000_0000
+        cubin = relocate(load_cubin(marker.cubin), base, absolute_symbols=absolute_symbols)
+        kernel_section = _kernel_section(marker.cubin, kernel, marker)
+        mangled = kernel_section[len(".text."):]
+        entry = cubin.addresses[kernel_section]
+        fault_pc = cubin.addresses[marker.text_section] + marker.offset
+        module = Module(handle=0x5550_0000 + dev, relocated=cubin.data)
+        grid = Grid(grid_id=7 + dev, function=mangled, function_entry=entry,
+                    module_handle=module.handle, grid_dim=(4, 1, 1), block_dim=(256, 1, 1),
+                    cluster_dim=(2, 1, 1) if cluster else (0, 0, 0),
+                    params=bytes(range(16)) + (1024).to_bytes(4, "little"),
+                    const_banks=[(0x7E00_0000_1000, 0x400, 0)])
+        device = Device(dev_id=dev, contexts=[Context(0x1000 + dev, [module])], grids=[grid])
+        cluster_dim = (2, 1, 1) if cluster else (0, 0, 0)
+        for block in range(bystander_blocks + 1):
+            sm_id = 10 + 7 * block
+            warps = []
+            for warp_id in range(2):
+                lanes = [Lane(ln, (warp_id * 32 + ln, 0, 0), pc=entry + 0x40,
+                              registers=_lane_registers(ln, block), predicates=[0, 1, 0, 0, 0, 0, 0])
+                         for ln in range(32)]
+                warps.append(Warp(warp_id + 4 * block, lanes, uniform_registers=[0x11, 0x22],
+                                  uniform_predicates=[1, 0]))
+            cta = CTA(grid.grid_id, (block, 0, 0), warps,
+                      cluster_idx=(block // 2, 0, 0) if cluster else (0, 0, 0), cluster_dim=cluster_dim)
+            sm = SM(sm_id, [cta])
+            if block == 1 and dev == faulting_device:
+                victim = warps[1]
+                victim.broken = 1
+                if warp_error_pc:
+                    victim.error_pc = fault_pc
+                else:
+                    victim.error_pc, victim.error_pc_valid = fault_pc + 0x30, False
+                for lane in victim.lanes:
+                    lane.pc = fault_pc + 0x20
+                    if lane.ln in marked_lanes:
+                        lane.exception = exception
+                if sm_reports:
+                    sm.exception, sm.error_pc = exception, fault_pc
+                    sm.exception_string = "synthetic: access to 0x7fff00001000 out of bounds"
+                    if cluster:
+                        sm.cluster_target = (3, 0, 0)
+                shown = victim.lanes[marked_lanes[0] if marked_lanes else 0]
+                planted = Planted(
+                    exception=exception, device=dev, sm=sm_id, warp=victim.warp_id,
+                    lane=shown.ln, block_idx=cta.block_idx, thread_idx=shown.thread_idx,
+                    grid_id=grid.grid_id, kernel=mangled,
+                    pc=fault_pc if warp_error_pc else shown.pc,
+                    function_offset=marker.function_offset + (0 if warp_error_pc else shown.pc - fault_pc),
+                    marker=marker, registers=shown.registers,
+                    faulting_lanes=len(marked_lanes),
+                )
+            device.sms.append(sm)
+        devices.append(device)
+    spec = Spec(devices, rows=rows, metadata=metadata)
+    return Scenario(spec, planted)
+
+
+def hang() -> Scenario:
+    """No exception anywhere: one kernel spinning on a flag, one waiting in a fake all-reduce."""
+    spin = markers()["hang.sm_90.cubin:spin"]
+    wait = markers()["tp_ranks.sm_90.cubin:tp-rank1"]
+    spin_code = relocate(load_cubin(spin.cubin), CODE_BASE)
+    wait_code = relocate(load_cubin(wait.cubin), CODE_BASE + 0x100_0000)
+    grids = [
+        Grid(1, spin.text_section[6:], spin_code.addresses[spin.text_section], 0xA1,
+             grid_dim=(8, 1, 1), block_dim=(64, 1, 1)),
+        Grid(2, wait.text_section[6:], wait_code.addresses[wait.text_section], 0xA2,
+             grid_dim=(1, 1, 1), block_dim=(32, 1, 1)),
+    ]
+    spin_pc = spin_code.addresses[spin.text_section] + spin.offset
+    wait_pc = wait_code.addresses[wait.text_section] + wait.offset
+    sms = []
+    for block in range(8):
+        warps = [Warp(w, [Lane(ln, (32 * w + ln, 0, 0), pc=spin_pc + (0x10 if block % 4 == 3 else 0))
+                          for ln in range(32)]) for w in range(2)]
+        sms.append(SM(2 * block, [CTA(1, (block, 0, 0), warps)]))
+    sms.append(SM(40, [CTA(2, (0, 0, 0), [Warp(0, [Lane(ln, (ln, 0, 0), pc=wait_pc) for ln in range(32)])])]))
+    device = Device(contexts=[Context(0x1000, [Module(0xA1, spin_code.data), Module(0xA2, wait_code.data)])],
+                    grids=grids, sms=sms)
+    return Scenario(Spec([device], flags=47), None,
+                    notes={"spin_pc": spin_pc, "wait_pc": wait_pc, "spin_marker": spin,
+                           "wait_marker": wait})
+
+
+def exited_warp() -> Scenario:
+    """The SM saw the exception after its warp had exited: only the SM row remembers it."""
+    base = fault()
+    device = base.spec.devices[0]
+    sm = device.sms[1]
+    pc = base.planted.pc
+    sm.ctas = []
+    sm.exception, sm.error_pc = WARP_ILLEGAL_ADDRESS, pc
+    return Scenario(base.spec, base.planted, notes={"pc": pc, "sm": sm.sm_id})
+
+
+def device_function(debug_build: bool = False) -> Scenario:
+    """The bad store is in a non-inlined device function: frame 0 is the callee, frame 1 the kernel."""
+    cubin = "device_function.sm_90.G.cubin" if debug_build else "device_function.sm_90.cubin"
+    scenario = fault(f"{cubin}:device-function", kernel="_Z12scatter_rowsPfPKii")
+    planted = scenario.planted
+    device = scenario.spec.devices[0]
+    code = relocate(load_cubin(cubin), CODE_BASE)
+    kernel_text = code.addresses[".text._Z12scatter_rowsPfPKii"]
+    return_pc = kernel_text + 0xC0
+    for sm in device.sms:
+        for cta in sm.ctas:
+            for warp in cta.warps:
+                for lane in warp.lanes:
+                    if lane.exception:
+                        lane.call_depth = 1
+                        lane.backtrace = [(0xC0, return_pc, 1)]
+    scenario.notes["return_pc"] = return_pc
+    scenario.notes["kernel_text"] = kernel_text
+    return scenario

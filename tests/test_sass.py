@@ -1,0 +1,122 @@
+"""SASS extraction: finding nvdisasm, carving cubins, parsing its listing on real cubins."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+
+import pytest
+
+import crashlab
+from crashlab import sass
+from tests import scenarios
+from tests.coredump_builder import CUBINS, markers
+
+
+def _real_nvdisasm(monkeypatch) -> str:
+    monkeypatch.delenv("CRASHLAB_NVDISASM", raising=False)
+    found, why = sass.find_nvdisasm()
+    if found is None:
+        pytest.fail(f"the test environment must have nvdisasm (pip install '.[sass]'): {why}")
+    return found
+
+
+def test_nvdisasm_found_from_the_wheel_or_path(monkeypatch):
+    found = _real_nvdisasm(monkeypatch)
+    assert os.access(found, os.X_OK)
+    assert sass.nvdisasm_version(found).startswith("nvdisasm V")
+
+
+def test_override_that_does_not_exist(monkeypatch, tmp_path):
+    monkeypatch.setenv("CRASHLAB_NVDISASM", str(tmp_path / "missing"))
+    assert sass.find_nvdisasm()[0] is None
+
+
+def test_path_wins_over_the_wheel(monkeypatch, tmp_path):
+    monkeypatch.delenv("CRASHLAB_NVDISASM", raising=False)
+    fake = tmp_path / "nvdisasm"
+    fake.write_text("#!/bin/sh\necho fake\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    assert sass.find_nvdisasm()[0] == str(fake)
+
+
+def test_without_nvdisasm_the_report_still_names_function_and_offset(build, monkeypatch, tmp_path):
+    monkeypatch.setenv("CRASHLAB_NVDISASM", str(tmp_path / "absent"))
+    scenario = scenarios.device_function()
+    report = crashlab.inspect(build(scenario).path)
+    fault = report.faults[0]
+    assert fault.sass.instructions == []
+    assert "CRASHLAB_NVDISASM" in fault.sass.unavailable_reason
+    assert fault.function == "scatter_row(float*, int const*, int, float)"
+    assert fault.function_offset == scenario.planted.function_offset
+    assert fault.sass.section == ".text._Z12scatter_rowsPfPKii"
+
+
+def test_no_sass_flag_skips_nvdisasm(build, monkeypatch, tmp_path):
+    log = tmp_path / "called"
+    spy = tmp_path / "nvdisasm"
+    spy.write_text(f"#!/bin/sh\ntouch {log}\nexit 1\n")
+    spy.chmod(0o755)
+    monkeypatch.setenv("CRASHLAB_NVDISASM", str(spy))
+    report = crashlab.inspect(build(scenarios.fault()).path, sass=False)
+    assert not log.exists()
+    assert report.faults[0].sass.unavailable_reason == "disassembly not requested"
+
+
+def test_failing_nvdisasm_is_reported_not_raised(build, monkeypatch, tmp_path):
+    broken = tmp_path / "nvdisasm"
+    broken.write_text("#!/bin/sh\necho 'nvdisasm fatal : boom' >&2\nexit 3\n")
+    broken.chmod(0o755)
+    monkeypatch.setenv("CRASHLAB_NVDISASM", str(broken))
+    report = crashlab.inspect(build(scenarios.fault()).path)
+    assert report.faults[0].sass.unavailable_reason == "nvdisasm failed: nvdisasm fatal : boom"
+    assert report.faults[0].function == "write_past_end(int*, int)"
+
+
+def test_parse_listing_on_a_real_cubin(monkeypatch):
+    """Every marker's instruction, line chain included, as parse_listing reads nvdisasm -gi."""
+    tool = _real_nvdisasm(monkeypatch)
+    for marker in markers().values():
+        out = subprocess.run([tool, "-c", "-gi", str(CUBINS / marker.cubin)], check=True,
+                             capture_output=True, text=True).stdout
+        sections = out.split("//--------------------- ")
+        body = next(s for s in sections if s.startswith(marker.text_section + " "))
+        listing = sass.parse_listing(body)
+        hit = next(ins for ins in listing if ins.address == marker.offset)
+        assert hit.text.endswith(marker.instruction)
+        assert [f"{s.file.rsplit('/', 1)[-1]}:{s.line}" for s in hit.source] == list(marker.chain)
+
+
+def test_parse_listing_keeps_predicates_and_ignores_encodings():
+    listing = sass.parse_listing(
+        '\t//## File "/a/k.cu", line 3\n'
+        "        /*0070*/               @P0 EXIT ;                       /* 0x000000000000094d */\n"
+        "                                                                /* 0x000fea0003800000 */\n"
+        '\t//## File "/a/h.h", line 9 inlined at "/a/k.cu", line 4\n'
+        '\t//## File "/a/k.cu", line 4\n'
+        "        /*0080*/                   STG.E desc[UR4][R2.64], R5 ;\n"
+        "        /*0090*/                   BRA `(.L_x_0);\n"
+    )
+    assert [(i.address, i.text) for i in listing] == [
+        (0x70, "@P0 EXIT"), (0x80, "STG.E desc[UR4][R2.64], R5"), (0x90, "BRA `(.L_x_0)")]
+    assert [(s.file, s.line) for s in listing[1].source] == [("/a/h.h", 9), ("/a/k.cu", 4)]
+    assert listing[2].source == listing[1].source
+
+
+def test_pc_outside_every_cubin(build):
+    scenario = scenarios.fault()
+    victim = scenario.spec.devices[0].sms[1].ctas[0].warps[1]
+    victim.error_pc = 0x1234_5670
+    scenario.spec.devices[0].sms[1].error_pc = 0x1234_5670
+    report = crashlab.inspect(build(scenario).path)
+    fault = report.faults[0]
+    assert fault.pc == "0x12345670"
+    assert fault.sass.unavailable_reason == "no relocated cubin in the dump holds this PC"
+
+
+def test_disassembly_window_size(build):
+    report = crashlab.inspect(build(scenarios.fault()).path, context=2)
+    instructions = report.faults[0].sass.instructions
+    assert len(instructions) == 5 and instructions[2].faulting
