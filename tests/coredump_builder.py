@@ -294,6 +294,8 @@ class Spec:
     abi_version: int = 7
     #: (address, size) of global-memory sections, written as holes (sparse)
     global_memory: list[tuple[int, int]] = field(default_factory=list)
+    #: (address, size) of managed-memory sections, likewise
+    managed_memory: list[tuple[int, int]] = field(default_factory=list)
     #: empty filler sections, to push the count past the ELF limit in tests
     filler_sections: int = 0
     #: section names that lie about their row indices (to prove they are not parsed)
@@ -417,9 +419,11 @@ def _write_all(w: _Writer, spec: Spec, keys: dict[str, int]) -> None:
             flags=spec.flags, timestamp=1_763_700_000,
         )
         keys["meta"] = w.add(".cudbg.meta", SHT["META_DATA"], meta, entsize=size("meta"))
-    for number, (address, length) in enumerate(spec.global_memory):
-        keys[f"global{number}"] = w.add(f".cudbg.global.{number}", SHT["GLOBAL_MEM"], hole=length,
-                                        addr=address)
+    memory = [("GLOBAL_MEM", region) for region in spec.global_memory]
+    memory += [("MANAGED_MEM", region) for region in spec.managed_memory]
+    for number, (kind, (address, length)) in enumerate(memory):
+        keys[f"{kind.lower()}{number}"] = w.add(f".cudbg.global.{number}", SHT[kind], hole=length,
+                                                addr=address)
     dev_rows = []
     for d in spec.devices:
         extra = {}

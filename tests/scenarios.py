@@ -207,3 +207,22 @@ def device_function(debug_build: bool = False) -> Scenario:
     scenario.notes["return_pc"] = return_pc
     scenario.notes["kernel_text"] = kernel_text
     return scenario
+
+
+def every_section_type() -> Scenario:
+    """The fault scenario with at least one section of each of the 23 CUDBG types."""
+    scenario = fault()
+    spec = scenario.spec
+    spec.global_memory = [(0x7F00_0000_0000, 1 << 20)]
+    spec.managed_memory = [(0x7F80_0000_0000, 4096)]
+    device = spec.devices[0]
+    module = device.contexts[0].modules[0]
+    module.unrelocated = load_cubin(scenario.planted.marker.cubin)
+    cta = device.sms[1].ctas[0]
+    cta.shared_memory = 48 * 1024
+    victim = cta.warps[1]
+    victim.cbu_bar = bytes(64)
+    for lane in victim.lanes:
+        lane.local_memory = 256
+        lane.backtrace = [(0x40, device.grids[0].function_entry + 0x40, 0)]
+    return scenario

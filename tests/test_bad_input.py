@@ -6,6 +6,7 @@ import gzip
 import shutil
 import subprocess
 import sys
+import tracemalloc
 
 import pytest
 
@@ -97,6 +98,22 @@ def test_gzip_of_something_else(tmp_path, payload):
     path = tmp_path / "x.nvcudmp.gz"
     path.write_bytes(gzip.compress(payload))
     _refused(path)
+
+
+def test_gzip_bomb_is_unpacked_to_disk_not_memory(tmp_path):
+    """64 MiB of zeros in a 64 KiB gzip: refused as not ELF, without holding it in memory."""
+    path = tmp_path / "bomb.nvcudmp.gz"
+    with gzip.open(path, "wb", compresslevel=9) as out:
+        for _ in range(64):
+            out.write(bytes(1 << 20))
+    assert path.stat().st_size < 1 << 17
+    tracemalloc.start()
+    try:
+        _refused(path, "not an ELF file")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 << 20
 
 
 def test_truncated_gzip(tmp_path, good):

@@ -10,7 +10,7 @@ import pytest
 
 import crashlab
 from crashlab.coredump import CoreDump
-from crashlab.coredump.constants import MEMORY_TYPES
+from crashlab.coredump.constants import MEMORY_TYPES, SectionType
 from crashlab.coredump.elf import ElfImage
 from tests import scenarios
 from tests.coredump_builder import NEWEST, OLDEST, ROW_GENERATIONS, Spec
@@ -340,3 +340,16 @@ def test_unknown_abi_version_warns(build):
 
 def test_spec_defaults_are_newest():
     assert Spec([]).row_size("warp") == 80 and Spec([]).row_size("lane") == 64
+
+
+def test_every_section_type_is_recognised(build):
+    scenario = scenarios.every_section_type()
+    with CoreDump(build(scenario).path) as core:
+        counts = {kind: core.index.count(kind) for kind in SectionType}
+        missing = [kind.name for kind, count in counts.items() if count == 0]
+        assert missing == [], missing
+        assert {r.kind for r in core.memory_regions()} == {
+            "MANAGED_MEM", "GLOBAL_MEM", "LOCAL_MEM", "SHARED_MEM", "PARAM_MEM"}
+    report = crashlab.inspect(build(scenario, name="again.nvcudmp").path)
+    assert_planted(report.faults[0], scenario.planted)
+    assert report.faults[0].backtrace[0].level == 0

@@ -200,6 +200,8 @@ def _fault_from(members: list[Site]) -> Fault:
             "the SM recorded this exception after the faulting warp had exited: no block or "
             "thread is left in the dump"
         )
+    if fault.grid_inferred:
+        fault.notes.append("kernel deduced from the PC: the nearest kernel entry point below it")
     if head.pc_source == PC_FROM_LANE:
         fault.notes.append("the warp's errorPC is not valid; the lane's current PC is shown")
     if head.warp is not None and not head.lane_marked:
