@@ -23,11 +23,11 @@ from pathlib import Path
 
 from elftools.elf.elffile import ELFFile
 
+from .coredump.constants import SHF_EXECINSTR
 from .coredump.core import CoreDump
 from .coredump.model import Grid
 
 NVDISASM_TIMEOUT_S = 120
-_SHF_EXECINSTR = 0x4
 _SYMBOL_SIZE = 24
 _INSTRUCTION = re.compile(r"^\s*/\*([0-9a-fA-F]+)\*/\s+(.*?)\s*;?\s*(?:/\*[^*]*\*/\s*)?$")
 _LINE_INFO = re.compile(r'//## File "(?P<file>[^"]*)", line (?P<line>\d+)(?P<inlined> inlined at)?')
@@ -109,7 +109,7 @@ def _parse_cubin(section: int, data: bytes) -> _Cubin:
         addresses[index] = sec["sh_addr"]
         if sec["sh_addr"]:
             rebase.append((shoff + index * shentsize + 16, 0))
-        if sec["sh_flags"] & _SHF_EXECINSTR and sec["sh_size"]:
+        if sec["sh_flags"] & SHF_EXECINSTR and sec["sh_size"]:
             texts.append(_Text(index, sec.name, sec["sh_addr"], sec["sh_size"], sec["sh_info"], []))
     by_index = {text.index: text for text in texts}
     symtab = elf.get_section_by_name(".symtab")

@@ -18,7 +18,6 @@ import struct
 import sys
 import tempfile
 import zlib
-from dataclasses import dataclass
 
 from ..errors import BadInput, CoreFormatError
 from .constants import (
@@ -45,20 +44,6 @@ _ELF_HEADER = struct.Struct("<16sHHIQQQIHHHHHH")
 _SPOOL_CHUNK = 1 << 20
 
 
-@dataclass(frozen=True)
-class SectionHeader:
-    index: int
-    name_offset: int
-    type: int
-    flags: int
-    addr: int
-    offset: int
-    size: int
-    link: int
-    info: int
-    entsize: int
-
-
 class SectionColumns:
     """The section header table as columns: ``columns.type[i]`` is section i's sh_type."""
 
@@ -75,20 +60,6 @@ class SectionColumns:
         self.link = words[10::16]
         self.info = words[11::16]
         self.entsize = quads[7::8]
-
-    def header(self, index: int) -> SectionHeader:
-        return SectionHeader(
-            index,
-            self.name[index],
-            self.type[index],
-            self.flags[index],
-            self.addr[index],
-            self.offset[index],
-            self.size[index],
-            self.link[index],
-            self.info[index],
-            self.entsize[index],
-        )
 
 
 class ElfImage:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-NONE = 0
 UNKNOWN = 0xFFFFFFFF
 
 

@@ -19,7 +19,7 @@ from array import array
 from collections import defaultdict
 
 from ..errors import CoreFormatError
-from .constants import PARENT_TYPE, SectionType
+from .constants import PARENT_TYPE, SHT_STRTAB, SectionType
 from .elf import ElfImage
 from .layouts import TABLE_LAYOUTS
 
@@ -140,7 +140,7 @@ class SectionIndex:
             return f"type {kind:#x}"
 
     def _find_strtab(self) -> int | None:
-        for index in self.of_type(3):  # SHT_STRTAB
+        for index in self.of_type(SHT_STRTAB):
             if self.image.section_name(index) == ".strtab":
                 return index
         return None

@@ -31,6 +31,7 @@ def _exception(kind: exceptions.ExceptionKind) -> m.ExceptionInfo:
         code=kind.code,
         name=kind.name,
         display=kind.display,
+        display_from_cuda_gdb=kind.display_from_cuda_gdb,
         cuda_gdb_signal=None if signal is None else f"CUDA_EXCEPTION_{signal}",
         scope=kind.scope,
         known=kind.known,

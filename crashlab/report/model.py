@@ -80,6 +80,8 @@ class ExceptionInfo(_Model):
     code: int = Field(description="CUDBG exception code, the driver's numbering")
     name: str = Field(description="CUDBG_EXCEPTION_* name")
     display: str = Field(description="the text cuda-gdb prints")
+    display_from_cuda_gdb: bool = Field(
+        True, description="false where cuda-gdb has no text for this code and crashlab made one")
     cuda_gdb_signal: str | None = Field(None, description="cuda-gdb's CUDA_EXCEPTION_n")
     scope: str
     known: bool = True
