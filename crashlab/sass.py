@@ -18,7 +18,7 @@ import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 from elftools.elf.elffile import ELFFile
@@ -28,7 +28,6 @@ from .coredump.core import CoreDump
 from .coredump.model import Grid
 
 NVDISASM_TIMEOUT_S = 120
-_SYMBOL_SIZE = 24
 _INSTRUCTION = re.compile(r"^\s*/\*([0-9a-fA-F]+)\*/\s+(.*?)\s*;?\s*(?:/\*[^*]*\*/\s*)?$")
 _LINE_INFO = re.compile(r'//## File "(?P<file>[^"]*)", line (?P<line>\d+)(?P<inlined> inlined at)?')
 
@@ -114,7 +113,7 @@ def _parse_cubin(section: int, data: bytes) -> _Cubin:
     by_index = {text.index: text for text in texts}
     symtab = elf.get_section_by_name(".symtab")
     if symtab is not None:
-        base = symtab["sh_offset"]
+        base, entsize = symtab["sh_offset"], symtab["sh_entsize"]
         for number, symbol in enumerate(symtab.iter_symbols()):
             shndx = symbol["st_shndx"]
             if not isinstance(shndx, int):
@@ -122,7 +121,7 @@ def _parse_cubin(section: int, data: bytes) -> _Cubin:
             value, address = symbol["st_value"], addresses.get(shndx, 0)
             relative = value - address if address and value >= address else value
             if relative != value:
-                rebase.append((base + number * _SYMBOL_SIZE + 8, relative))
+                rebase.append((base + number * entsize + 8, relative))
             text = by_index.get(shndx)
             if text is not None and symbol["st_info"]["type"] == "STT_FUNC":
                 text.functions.append(_Function(symbol.name, relative, symbol["st_size"]))
@@ -146,10 +145,14 @@ class CodeFinder:
                 self._parsed[section] = None
         return self._parsed[section]
 
+    @cached_property
+    def _images(self):
+        return self.core.relocated_images()
+
     def _candidates(self, grid: Grid | None):
         """The faulting grid's own module first, then the rest of its device, then all."""
         seen = set()
-        everything = self.core.relocated_images()
+        everything = self._images
         if grid is not None:
             ordered = [s for s, m in everything if m.module_handle == grid.module_handle
                        and m.context.device is grid.device]
