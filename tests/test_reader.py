@@ -353,3 +353,23 @@ def test_every_section_type_is_recognised(build):
     report = crashlab.inspect(build(scenario, name="again.nvcudmp").path)
     assert_planted(report.faults[0], scenario.planted)
     assert report.faults[0].backtrace[0].level == 0
+
+
+def test_every_lane_faulting_is_one_group(build):
+    """A kernel whose every warp hits the same bad store: one fault, all warps and lanes counted."""
+    scenario = scenarios.fault()
+    device = scenario.spec.devices[0]
+    pc = scenario.planted.pc
+    for sm in device.sms:
+        sm.exception, sm.error_pc = scenarios.WARP_ILLEGAL_ADDRESS, pc
+        for cta in sm.ctas:
+            for warp in cta.warps:
+                warp.error_pc = pc
+                for lane in warp.lanes:
+                    lane.exception = scenarios.WARP_ILLEGAL_ADDRESS
+    report = crashlab.inspect(build(scenario).path, sass=False)
+    assert len(report.faults) == 1
+    fault = report.faults[0]
+    assert (fault.faulting_warps, fault.faulting_lanes) == (8, 256)
+    assert fault.blocks.first == (0, 0, 0) and fault.blocks.last == (3, 0, 0)
+    assert fault.blocks.count == 4 and fault.threads.count == 64

@@ -105,25 +105,28 @@ class Location:
 
 def locate(core: CoreDump) -> Location:
     warnings: list[str] = []
-    sites: list[Site] = []
+    groups: dict[tuple, _Group] = {}
     residency: dict[tuple[int, int], Residency] = {}
     for device in core.devices:
         grids = {grid.grid_id: grid for grid in core.grids(device)}
         for grid in grids.values():
             residency[(device.row, grid.grid_id)] = Residency(grid)
         for sm in core.sms(device):
-            sm_sites = _scan_sm(core, device, sm, grids, residency, warnings)
-            sites.extend(sm_sites)
-            if sm.exception and not any(s.exception.code == sm.exception for s in sm_sites):
-                sites.append(_sm_only_site(device, sm, grids))
-    faults, omitted = _group(sites)
+            seen_sm_code = False
+            for site in _scan_sm(core, device, sm, grids, residency, warnings):
+                seen_sm_code |= site.exception.code == sm.exception
+                _add(groups, site)
+            if sm.exception and not seen_sm_code:
+                _add(groups, _sm_only_site(device, sm, grids))
+    faults = sorted((group.fault() for group in groups.values()), key=_relevance)
     for fault in faults[:DETAILED_GROUPS]:
         _add_details(core, fault)
-    return Location(faults, list(residency.values()), omitted, warnings)
+    omitted = max(0, len(faults) - MAX_FAULT_GROUPS)
+    return Location(faults[:MAX_FAULT_GROUPS], list(residency.values()), omitted, warnings)
 
 
-def _scan_sm(core, device, sm, grids, residency, warnings) -> list[Site]:
-    found = []
+def _scan_sm(core, device, sm, grids, residency, warnings):
+    """Every faulting lane, and every warp with an errorPC but no lane marked, on one SM."""
     sm_code = sm.exception or 0
     for cta in core.ctas(sm):
         grid = grids.get(cta.grid_id)
@@ -145,13 +148,12 @@ def _scan_sm(core, device, sm, grids, residency, warnings) -> list[Site]:
             for lane in lanes:
                 pc, source = (error_pc, PC_FROM_WARP) if error_pc is not None else (
                     lane.virtual_pc, PC_FROM_LANE)
-                found.append(Site(exceptions.describe(lane.exception), device, sm, cta, warp, lane,
-                                  grid, pc, source, True))
+                yield Site(exceptions.describe(lane.exception), device, sm, cta, warp, lane,
+                           grid, pc, source, True)
             if not lanes and error_pc is not None:
                 code = sm_code or exceptions.UNKNOWN
-                found.append(Site(exceptions.describe(code), device, sm, cta, warp, head, grid,
-                                  error_pc, PC_FROM_WARP, False))
-    return found
+                yield Site(exceptions.describe(code), device, sm, cta, warp, head, grid,
+                           error_pc, PC_FROM_WARP, False)
 
 
 def _sm_only_site(device: Device, sm: SM, grids: dict[int, Grid]) -> Site:
@@ -169,54 +171,75 @@ def _grid_holding(pc: int | None, grids: dict[int, Grid]) -> Grid | None:
     return max(below, key=lambda grid: grid.function_entry, default=None)
 
 
-def _group(sites: list[Site]) -> tuple[list[Fault], int]:
-    groups: dict[tuple, list[Site]] = {}
-    for site in sites:
-        grid_id = site.grid.grid_id if site.grid else None
-        key = (site.device.row, grid_id, site.pc, site.exception.code)
-        groups.setdefault(key, []).append(site)
-    faults = [_fault_from(members) for members in groups.values()]
-    faults.sort(key=_relevance)
-    return faults[:MAX_FAULT_GROUPS], max(0, len(faults) - MAX_FAULT_GROUPS)
+def _add(groups: dict[tuple, "_Group"], site: Site) -> None:
+    key = (site.device.row, site.grid.grid_id if site.grid else None, site.pc, site.exception.code)
+    group = groups.get(key)
+    if group is None:
+        group = groups[key] = _Group(site)
+    group.add(site)
 
 
-def _fault_from(members: list[Site]) -> Fault:
-    head = members[0]
-    lanes = [s for s in members if s.lane_marked]
-    warps = {(s.sm.sm_id, s.warp.warp_id) for s in members if s.warp is not None}
-    reported = any(s.sm.exception == head.exception.code for s in members)
-    fault = Fault(
-        exception=head.exception,
-        site=head,
-        faulting_lanes=len(lanes),
-        faulting_warps=len(warps),
-        blocks=_range([s.cta.block_idx for s in members if s.cta is not None]),
-        threads=_range([s.lane.thread_idx for s in members if s.lane is not None]),
-        reported_by_sm=reported,
-        grid_inferred=head.cta is None and head.grid is not None,
-    )
-    if head.cta is None:
-        fault.notes.append(
-            "the SM recorded this exception after the faulting warp had exited: no block or "
-            "thread is left in the dump"
+class _Group:
+    """The sites of one (device, grid, PC, exception), summed up as they are found: a dump in
+    which every lane of every GPU faults costs memory per group, not per lane."""
+
+    def __init__(self, first: Site):
+        self.first = first
+        self.lanes = 0
+        self.warps: set[tuple[int, int]] = set()
+        self.blocks: set[Dim3] = set()
+        self.threads: set[Dim3] = set()
+        self.reported = False
+
+    def add(self, site: Site) -> None:
+        self.lanes += site.lane_marked
+        if site.warp is not None:
+            self.warps.add((site.sm.sm_id, site.warp.warp_id))
+        if site.cta is not None:
+            self.blocks.add(site.cta.block_idx)
+        if site.lane is not None:
+            self.threads.add(site.lane.thread_idx)
+        self.reported |= site.sm.exception == site.exception.code
+
+    def fault(self) -> Fault:
+        head = self.first
+        fault = Fault(
+            exception=head.exception,
+            site=head,
+            faulting_lanes=self.lanes,
+            faulting_warps=len(self.warps),
+            blocks=_range(self.blocks),
+            threads=_range(self.threads),
+            reported_by_sm=self.reported,
+            grid_inferred=head.cta is None and head.grid is not None,
         )
+        fault.notes.extend(_notes(fault))
+        return fault
+
+
+def _notes(fault: Fault) -> list[str]:
+    """What a reader of the report needs to know to trust (or not) what the fault says."""
+    head, notes = fault.site, []
+    if head.cta is None:
+        notes.append("the SM recorded this exception after the faulting warp had exited: no "
+                     "block or thread is left in the dump")
     if fault.grid_inferred:
-        fault.notes.append("kernel deduced from the PC: the nearest kernel entry point below it")
+        notes.append("kernel deduced from the PC: the nearest kernel entry point below it")
     if head.pc_source == PC_FROM_LANE:
-        fault.notes.append("the warp's errorPC is not valid; the lane's current PC is shown")
+        notes.append("the warp's errorPC is not valid; the lane's current PC is shown")
     if head.warp is not None and not head.lane_marked:
-        fault.notes.append("warp-scoped exception with no lane marked; the first active lane is shown")
+        notes.append("warp-scoped exception with no lane marked; the first active lane is shown")
     if not head.exception.known:
-        fault.notes.append(f"exception code {head.exception.code} is newer than crashlab's table")
+        notes.append(f"exception code {head.exception.code} is newer than crashlab's table")
     if head.sm.exception_string:
-        fault.notes.append(f"driver's message: {head.sm.exception_string}")
-    return fault
+        notes.append(f"driver's message: {head.sm.exception_string}")
+    return notes
 
 
-def _range(points: list[Dim3]) -> Range | None:
+def _range(points: set[Dim3]) -> Range | None:
     if not points:
         return None
-    order = sorted(set(points), key=lambda p: (p[2], p[1], p[0]))
+    order = sorted(points, key=lambda p: (p[2], p[1], p[0]))
     return Range(first=order[0], last=order[-1], count=len(order))
 
 
