@@ -16,6 +16,7 @@ from .report import markdown, terminal
 from .report.model import json_schema
 
 EXIT_FOUND, EXIT_NOTHING, EXIT_BAD_INPUT = 0, 1, 2
+PIPED_WIDTH = 140
 
 
 def _fail(message: str, code: int) -> None:
@@ -71,7 +72,9 @@ def inspect(core: str, as_json: bool, as_markdown: bool, no_sass: bool, context:
     elif as_markdown:
         click.echo(markdown.render(report), nl=False)
     else:
-        terminal.render(report, Console(highlight=False))
+        # Piped into a file, rich would wrap at 80 columns; SASS lines read better unwrapped.
+        width = None if sys.stdout.isatty() else PIPED_WIDTH
+        terminal.render(report, Console(highlight=False, width=width))
     sys.exit(EXIT_FOUND if report.found else EXIT_NOTHING)
 
 
