@@ -72,7 +72,7 @@ def host_crash(tmp_path_factory):
     if not (shutil.which("gcc") and shutil.which("gdb")):
         pytest.skip("needs gcc and gdb (installed by .ci/run)")
     work = tmp_path_factory.mktemp("host-crash")
-    (work / "crash.c").write_text(HOST_PROGRAM)
+    (work / "crash.c").write_text(HOST_PROGRAM.lstrip("\n"))  # depth() on line 3, main() on 4
     exe, core = work / "crash", work / "crash.core"
     subprocess.run(["gcc", "-g", "-O0", "-o", str(exe), str(work / "crash.c")], check=True)
     subprocess.run(["gdb", "-nx", "-batch", "-ex", "run", "-ex", f"generate-core-file {core}", str(exe)],

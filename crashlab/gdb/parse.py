@@ -118,7 +118,7 @@ def load(text: str) -> tuple[DebuggerLoad, list[DebuggerProblem]]:
     if device:
         seen.triggered_device = int(device.group("device"))
     seen.assertion = "Assertion failed." in text
-    frames = backtrace(text)
+    frames = backtrace(text) or _frame_after_focus(text)
     seen.frame = frames[0] if frames else None
     seen.warnings = [line.strip() for line in text.splitlines() if line.startswith("warning:")]
     unhandled = _UNHANDLED.search(text)
@@ -130,6 +130,15 @@ def load(text: str) -> tuple[DebuggerLoad, list[DebuggerProblem]]:
                     "Unknown Exception': it is likely older than the driver that wrote the dump",
         ))
     return seen, problems
+
+
+def _frame_after_focus(text: str) -> list[DebuggerFrame]:
+    """A focus switch (and a live stop) prints frame #0 without its '#0' on the next line."""
+    lines = text.splitlines()
+    for index, line in enumerate(lines[:-1]):
+        if _FOCUS_LINE.search(line) and lines[index + 1].strip() and not _SOURCE_LINE.match(lines[index + 1]):
+            return backtrace("#0  " + "\n".join(lines[index + 1:]))[:1]
+    return []
 
 
 def load_failure(text: str) -> DebuggerProblem | None:
