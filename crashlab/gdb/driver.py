@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import shutil
 import signal
 import time
 from dataclasses import dataclass, field
@@ -26,6 +25,8 @@ from typing import Literal
 
 import pexpect
 import psutil
+
+from ..toolpath import find_cuda_tool
 
 SCRIPTS = Path(__file__).resolve().parent.parent.parent / "gdb_scripts"
 SESSION_SCRIPT = SCRIPTS / "crashlab-session.gdb"
@@ -72,20 +73,9 @@ def session_settings() -> list[str]:
 
 def find_cuda_gdb() -> tuple[str | None, str]:
     """Path of cuda-gdb, or None and a sentence saying where it was looked for."""
-    override = os.environ.get("CRASHLAB_CUDA_GDB")
-    if override:
-        found = shutil.which(override)
-        if found:
-            return found, ""
-        return None, f"CRASHLAB_CUDA_GDB={override} is not an executable file"
-    found = shutil.which("cuda-gdb")
-    if found:
-        return found, ""
-    homes = [os.environ.get(v) for v in ("CUDA_HOME", "CUDA_PATH")] + ["/usr/local/cuda"]
-    for home in filter(None, homes):
-        candidate = Path(home, "bin", "cuda-gdb")
-        if os.access(candidate, os.X_OK) and candidate.is_file():
-            return str(candidate), ""
+    found, problem = find_cuda_tool("cuda-gdb", "CRASHLAB_CUDA_GDB")
+    if found or problem:
+        return found, problem
     return None, ("cuda-gdb not found (looked at CRASHLAB_CUDA_GDB, on PATH, under CUDA_HOME, "
                   "CUDA_PATH and /usr/local/cuda); it ships with the CUDA toolkit")
 
