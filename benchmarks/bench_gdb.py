@@ -106,6 +106,7 @@ def main() -> None:
         print(f"{version}; {options.commands} commands ({', '.join(COMMANDS)}), median of {options.repeat}")
         print(f"  driver (pexpect, one at a time): {d * 1e3:.2f} ms/command")
         print(f"  gdb -batch (same commands):      {b * 1e3:.2f} ms/command")
+        print(f"  driver overhead:                 {(d - b) * 1e3:.2f} ms/command")
         print(f"  ratio driver / batch:            {d / b:.1f}x")
 
         print("whole --debugger flow on fixtures/synthetic (STAND-IN debugger, not cuda-gdb):")

@@ -114,6 +114,9 @@ class Debugger:
             self._child = pexpect.spawn(self.program, argv, echo=False, encoding="utf-8",
                                         codec_errors="replace", env=environment, maxread=65536,
                                         dimensions=(24, 512))
+            # pexpect sleeps 50 ms before every send for programs that turn echo off late; the
+            # pty's echo is off before the debugger starts, so that sleep would only cost time
+            self._child.delaybeforesend = None
         except (pexpect.ExceptionPexpect, OSError) as exc:
             return Reply("(start)", "", "died", time.monotonic() - began,
                          note=f"could not start {self.program}: {exc}")
