@@ -22,6 +22,13 @@ def _descendants() -> list[psutil.Process]:
     return psutil.Process(os.getpid()).children(recursive=True)
 
 
+def _dead(process: psutil.Process) -> bool:
+    try:
+        return process.status() == psutil.STATUS_ZOMBIE and process.ppid() != os.getpid()
+    except psutil.NoSuchProcess:
+        return True
+
+
 @pytest.fixture(autouse=True)
 def no_process_left():
     before = {p.pid for p in _descendants()}
@@ -70,9 +77,10 @@ def test_error_output_comes_back_with_the_prompt(gdb):
 def test_hang_that_yields_to_an_interrupt_keeps_the_session(gdb):
     gdb.start()
     pid = gdb.pid
-    reply = gdb.run("python import time; time.sleep(1000)", timeout=2)
+    reply = gdb.run('python print("before the hang"); import time; time.sleep(1000)', timeout=2)
     assert reply.status == "timeout" and "interrupted, the session goes on" in reply.note
     assert "KeyboardInterrupt" in reply.output
+    assert reply.output.count("before the hang") == 1, reply.output  # nothing read twice
     after = gdb.run("print 6 * 7", timeout=30)
     assert after.ok and after.output.strip().endswith("= 42") and not after.restarted
     assert gdb.pid == pid and gdb.restarts == 0
@@ -98,15 +106,26 @@ def test_hang_that_ignores_the_interrupt_is_killed_and_the_debugger_restarted(ho
 def test_debugger_killed_mid_command_is_reported_and_reaped(gdb):
     gdb.start()
     pid = gdb.pid
-    killer = threading.Timer(1.0, os.kill, (pid, signal.SIGKILL))
+    started: list[psutil.Process] = []
+    names: list[str] = []
+
+    def kill_gdb():
+        started.extend(psutil.Process(pid).children(recursive=True))  # sh and sleep, running
+        names.extend(p.name() for p in started)
+        os.kill(pid, signal.SIGKILL)
+
+    killer = threading.Timer(1.5, kill_gdb)
     killer.start()
     try:
-        reply = gdb.run("shell sleep 30", timeout=60)
+        # sh and sleep ignore the SIGHUP a dying session leader sends: only a kill ends them
+        reply = gdb.run("shell trap '' HUP; sleep 30", timeout=60)
     finally:
         killer.cancel()
     assert reply.status == "died" and "killed by signal 9" in reply.note, reply
     assert reply.seconds < 30
-    assert not psutil.pid_exists(pid) or psutil.Process(pid).ppid() != os.getpid()
+    assert "sleep" in names, names
+    # what the dead gdb started is dead too (an orphan's zombie is its new parent's, init's, to reap)
+    assert all(_dead(p) for p in started), started
     again = gdb.run("print 1 + 1", timeout=60)
     assert again.ok and again.restarted and again.output.strip().endswith("= 2")
 

@@ -36,6 +36,8 @@ PAGER_PROMPTS = {
     "--Type <RET> for more, q to quit, c to continue without paging--": "c",
     "---Type <return> to continue, or q <return> to quit---": "",
 }
+#: How often a wait looks whether the debugger process itself is still there, in seconds.
+POLL_S = 0.5
 #: Restarts allowed in one session: a debugger that keeps hanging is given up, not fed forever.
 MAX_RESTARTS = 3
 
@@ -188,26 +190,47 @@ class Debugger:
         return started, None
 
     def _read(self, command: str, timeout: float, began: float) -> Reply:
-        """Collect output until the prompt, answering the pager; on timeout interrupt, then kill."""
+        """Collect output until the prompt, answering the pager; on timeout interrupt, then kill.
+
+        The wait is cut into short slices to notice a debugger that died while what it started
+        still holds the pty open (then no EOF comes until they end)."""
         child = self._child
         patterns = [self._prompt, *PAGER_PROMPTS, pexpect.EOF, pexpect.TIMEOUT]
         chunks: list[str] = []
         deadline = began + timeout
         while True:
-            index = child.expect_exact(patterns, timeout=max(0.0, deadline - time.monotonic()))
+            wait = max(0.0, min(deadline - time.monotonic(), POLL_S))
+            index = child.expect_exact(patterns, timeout=wait)
+            if patterns[index] is pexpect.TIMEOUT:
+                # pexpect keeps what came so far and hands it over with the next match
+                if self._exited():
+                    chunks.append(child.before)
+                    return self._died(command, chunks, began)
+                if time.monotonic() < deadline:
+                    continue
+                return self._interrupt(command, chunks, began, timeout)
             chunks.append(child.before)
             if index == 0:
                 return Reply(command, _clean(chunks), "ok", time.monotonic() - began)
             if 0 < index <= len(PAGER_PROMPTS):
                 child.sendline(list(PAGER_PROMPTS.values())[index - 1])
                 continue
-            if patterns[index] is pexpect.EOF:
-                child.close()
-                how = (f"killed by signal {child.signalstatus}" if child.signalstatus
-                       else f"exit status {child.exitstatus}")
-                return Reply(command, _clean(chunks), "died", time.monotonic() - began,
-                             note=f"the debugger died ({how})")
-            return self._interrupt(command, chunks, began, timeout)
+            return self._died(command, chunks, began)
+
+    def _exited(self) -> bool:
+        """The debugger itself is gone (a zombie not yet reaped counts), without reaping it."""
+        try:
+            return psutil.Process(self._child.pid).status() == psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return True
+
+    def _died(self, command: str, chunks: list[str], began: float) -> Reply:
+        child = self._child
+        self._kill()  # before reaping: what the dead debugger started may still run
+        how = (f"killed by signal {child.signalstatus}" if child.signalstatus
+               else f"exit status {child.exitstatus}")
+        return Reply(command, _clean(chunks), "died", time.monotonic() - began,
+                     note=f"the debugger died ({how})")
 
     def _interrupt(self, command: str, chunks: list[str], began: float, timeout: float) -> Reply:
         child = self._child
@@ -224,9 +247,10 @@ class Debugger:
                           "interrupt; the debugger was killed")
 
     def _kill(self) -> None:
-        """SIGKILL the debugger's process group and any child that left it, then reap."""
+        """SIGKILL the debugger's process group and any child that left it, then reap. Never
+        after reaping: the pid could then belong to another process."""
         child = self._child
-        if child is None:
+        if child is None or child.closed:
             return
         try:
             family = psutil.Process(child.pid).children(recursive=True)
