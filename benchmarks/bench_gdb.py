@@ -1,6 +1,6 @@
 """Cost of crashlab's debugger driver, and of the whole --debugger flow.
 
-    python benchmarks/bench_gdb.py [--commands 200] [--repeat 5]
+    python benchmarks/bench_gdb.py [--commands 2000] [--repeat 5]
 
 1. Per-command overhead of the pexpect driver against ``gdb -batch`` running the same commands,
    both on the same real host core (a gcc-built program cored by GNU gdb), same run:
@@ -86,7 +86,8 @@ def standin_scenario(report) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--commands", type=int, default=200)
+    parser.add_argument("--commands", type=int, default=2000,
+                        help="enough that gdb -batch spends clearly more than its start-up noise")
     parser.add_argument("--repeat", type=int, default=5)
     options = parser.parse_args()
     gdb = shutil.which("gdb")
