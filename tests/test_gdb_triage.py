@@ -174,3 +174,13 @@ def test_cli_debugger_section_and_exit_codes(planted_dump, standin, tmp_path):
     assert json.loads(bare.stdout)["debugger"]["status"] == "unavailable"
     lines = bare.stderr.decode().splitlines()
     assert len(lines) == 1 and "cuda-gdb not found" in lines[0] and "native report stands" in lines[0]
+
+
+def test_missing_command_files_leave_the_section_empty_with_a_reason(planted_dump, standin, monkeypatch, tmp_path):
+    from crashlab.gdb import triage
+
+    path, _ = planted_dump
+    monkeypatch.setattr(triage, "FAULT_SCRIPT", tmp_path / "gone.gdb")
+    report = _inspect(path, standin())
+    assert report.debugger.status == "unavailable" and "gone.gdb is missing" in report.debugger.reason
+    assert report.faults == crashlab.inspect(path, sass=False).faults

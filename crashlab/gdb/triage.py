@@ -106,6 +106,11 @@ def view(core_path: str, report: m.TriageReport, *, program: str | None = None,
          max_faults: int = DETAILED_GROUPS) -> m.DebuggerSection:
     """The debugger section for ``report``, read from the dump at ``core_path``."""
     began = time.monotonic()
+    missing = [path for path in (TRIAGE_SCRIPT, FAULT_SCRIPT) if not path.is_file()]
+    if missing:
+        return m.DebuggerSection(status="unavailable", reason=(
+            f"crashlab's command file {missing[0]} is missing (gdb_scripts/ ships with the source "
+            "tree, not yet in a wheel)"))
     if program is None:
         program, why = find_cuda_gdb()
         if program is None:
