@@ -6,17 +6,24 @@ import os
 
 from .coredump.core import CoreDump
 from .coredump.fault import DETAILED_GROUPS, locate
+from .gdb.triage import view as debugger_view
 from .report.coredump import MAX_POSITIONS, build
 from .report.model import TriageReport
 from .sass import CodeFinder, CodeLocation, SassView, disassemble
 
 
-def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8) -> TriageReport:
+def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
+            debugger: bool = False, debugger_program: str | None = None,
+            debugger_timeout: float = 60.0) -> TriageReport:
     """Triage a CUDA coredump (plain or gzip): faults, kernels, SASS around each faulting PC.
 
     Raises crashlab.errors.BadInput for a file that is not a readable CUDA coredump.
     ``sass=False`` skips disassembly; ``context`` is the number of instructions shown on each
-    side of the faulting one.
+    side of the faulting one. ``debugger=True`` adds cuda-gdb's view of each fault and its
+    agreement with the native one (report.debugger); without cuda-gdb that section says why it
+    is empty and the rest of the report is the same. ``debugger_program`` names the debugger
+    (default: cuda-gdb as found by crashlab.gdb.driver.find_cuda_gdb); ``debugger_timeout`` is
+    the limit of each debugger command in seconds (loading the dump gets 15 times as long).
     """
     with CoreDump(path) as core:
         location = locate(core)
@@ -33,7 +40,12 @@ def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8) -> 
                                          current_pc=site.lane.virtual_pc if site.lane else None))
         code = _code_map(finder, location)
         warnings = core.warnings + location.warnings + finder.problems
-        return build(core, location, views, code, warnings)
+        report = build(core, location, views, code, warnings)
+    if debugger:
+        report.debugger = debugger_view(os.fspath(path), report, program=debugger_program,
+                                        command_timeout=debugger_timeout,
+                                        load_timeout=15 * debugger_timeout)
+    return report
 
 
 def _code_map(finder: CodeFinder, location) -> dict[int, CodeLocation | None]:

@@ -42,7 +42,12 @@ def main() -> None:
 @click.option("--no-sass", is_flag=True, help="Skip disassembly (nvdisasm is not run).")
 @click.option("--context", type=click.IntRange(0, 200), default=8, show_default=True,
               help="SASS instructions shown on each side of the faulting one.")
-def inspect(core: str, as_json: bool, as_markdown: bool, no_sass: bool, context: int) -> None:
+@click.option("--debugger", is_flag=True,
+              help="Add cuda-gdb's view of each fault and whether it agrees with crashlab's. "
+                   "Without cuda-gdb the report is the same, its debugger section says why it is "
+                   "empty, and the exit code does not change.")
+def inspect(core: str, as_json: bool, as_markdown: bool, no_sass: bool, context: int,
+            debugger: bool) -> None:
     """Explain a CUDA GPU coredump: faulting kernel, exception, block, thread, PC, SASS, source.
 
     CORE is a .nvcudmp file, gzip-compressed or not, or - for standard input. No GPU and no
@@ -53,11 +58,12 @@ def inspect(core: str, as_json: bool, as_markdown: bool, no_sass: bool, context:
       crashlab inspect core_1754_node_12345.nvcudmp
       crashlab inspect core.nvcudmp.gz --markdown > issue.md
       crashlab inspect core.nvcudmp --json | jq '.faults[0].kernel'
+      crashlab inspect core.nvcudmp --debugger
     """
     if as_json and as_markdown:
         _fail("choose one of --json and --markdown", EXIT_BAD_INPUT)
     try:
-        report = inspect_core(core, sass=not no_sass, context=context)
+        report = inspect_core(core, sass=not no_sass, context=context, debugger=debugger)
     except CrashlabError as exc:
         _fail(str(exc), exc.exit_code)
     except MemoryError:
@@ -67,6 +73,9 @@ def inspect(core: str, as_json: bool, as_markdown: bool, no_sass: bool, context:
             raise
         _fail(f"{core}: could not be read ({type(exc).__name__}: {exc}); this is a crashlab bug, "
               "please report it (CRASHLAB_DEBUG=1 shows the traceback)", EXIT_BAD_INPUT)
+    if report.debugger is not None and report.debugger.status in ("unavailable", "failed"):
+        click.echo(f"crashlab: --debugger: {report.debugger.reason}; the native report stands",
+                   err=True)
     if as_json:
         click.echo(report.model_dump_json(indent=2))
     elif as_markdown:
@@ -82,6 +91,46 @@ def inspect(core: str, as_json: bool, as_markdown: bool, no_sass: bool, context:
 def schema() -> None:
     """Print the JSON Schema of the report that --json emits."""
     click.echo(json.dumps(json_schema(), indent=2))
+
+
+# -- crashlab debug (cuda-gdb issue) ---------------------------------------------------------
+EXIT_NO_TOOL = 3
+
+
+@main.command()
+@click.argument("core", type=click.Path(dir_okay=False))
+@click.option("--host-core", type=click.Path(dir_okay=False), help="The host (CPU) core of the same crash.")
+@click.option("--exe", type=click.Path(dir_okay=False), help="The executable that crashed (needed with --host-core).")
+@click.option("--print", "print_only", is_flag=True, help="Print the debugger command line instead of running it.")
+def debug(core: str, host_core: str | None, exe: str | None, print_only: bool) -> None:
+    """Open cuda-gdb on a CUDA coredump, its focus already on the first fault.
+
+    Like coredumpctl debug: the terminal becomes cuda-gdb's (found on PATH, under CUDA_HOME, or
+    at CRASHLAB_CUDA_GDB). Exit 3 when there is no cuda-gdb.
+
+    \b
+    Examples:
+      crashlab debug core_1754_node_12345.nvcudmp
+      crashlab debug core.nvcudmp --exe ./server --host-core core.12345
+    """
+    from .gdb.debug import command_line, exec_debugger, printable
+    from .gdb.driver import find_cuda_gdb
+
+    try:
+        report = inspect_core(core, sass=False)
+        program, why = find_cuda_gdb()
+        if program is None:
+            _fail(why, EXIT_NO_TOOL)
+        argv = command_line(program, core, report, host_core=host_core, exe=exe)
+    except CrashlabError as exc:
+        _fail(str(exc), exc.exit_code)
+    if print_only:
+        click.echo(printable(argv))
+        return
+    try:
+        exec_debugger(argv)
+    except OSError as exc:
+        _fail(f"could not run {argv[0]}: {exc}", EXIT_NO_TOOL)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -14,7 +14,6 @@ import importlib.util
 import io
 import os
 import re
-import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from elftools.elf.elffile import ELFFile
 from .coredump.constants import SHF_EXECINSTR
 from .coredump.core import CoreDump
 from .coredump.model import Grid
+from .toolpath import find_cuda_tool
 
 NVDISASM_TIMEOUT_S = 120
 _INSTRUCTION = re.compile(r"^\s*/\*([0-9a-fA-F]+)\*/\s+(.*?)\s*;?\s*(?:/\*[^*]*\*/\s*)?$")
@@ -192,19 +192,9 @@ def _location(section: int, text: _Text, offset: int) -> CodeLocation:
 # -- disassembling --------------------------------------------------------------------------
 def find_nvdisasm() -> tuple[str | None, str]:
     """Path of nvdisasm, or None and a sentence saying where it was looked for."""
-    override = os.environ.get("CRASHLAB_NVDISASM")
-    if override:
-        if os.access(override, os.X_OK) and os.path.isfile(override):
-            return override, ""
-        return None, f"CRASHLAB_NVDISASM={override} is not an executable file"
-    found = shutil.which("nvdisasm")
-    if found:
-        return found, ""
-    homes = [os.environ.get(v) for v in ("CUDA_HOME", "CUDA_PATH")] + ["/usr/local/cuda"]
-    for home in filter(None, homes):
-        candidate = Path(home, "bin", "nvdisasm")
-        if os.access(candidate, os.X_OK):
-            return str(candidate), ""
+    found, problem = find_cuda_tool("nvdisasm", "CRASHLAB_NVDISASM")
+    if found or problem:
+        return found, problem
     spec = importlib.util.find_spec("nvidia")
     for root in (spec.submodule_search_locations or []) if spec else []:
         for candidate in sorted(Path(root).glob("cu*/bin/nvdisasm"), reverse=True):

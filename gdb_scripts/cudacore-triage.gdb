@@ -1,17 +1,8 @@
-# The fixed look at a CUDA coredump that crashlab's debugger flow starts from; usable by hand:
-#   cuda-gdb -nx -batch -ex "target cudacore core.nvcudmp" -x gdb_scripts/cudacore-triage.gdb
-# (target first: -ex and -x run in the order given). The pexpect driver of crashlab/gdb/ that
-# is to run these one at a time is not written yet (the cuda-gdb issue).
-set pagination off
-set width 0
-set confirm off
-info cuda devices
-info cuda kernels
-info cuda sms
-info cuda warps
-info cuda lanes
-bt
-x/20i $errorpc-0x80
-x/8i $pc
-info registers
-info line *$errorpc
+# What crashlab asks cuda-gdb right after opening a dump (inspect --debugger), one command at a
+# time. Usable by hand, after the session settings and the dump:
+#   cuda-gdb -nx -batch -x gdb_scripts/crashlab-session.gdb -ex "target cudacore core.nvcudmp" \
+#            -x gdb_scripts/cudacore-triage.gdb
+# The -cuda-* commands are cuda-gdb's MI commands, run from the CLI through interpreter-exec:
+# their named fields survive the column changes of the CLI tables between releases.
+interpreter-exec mi "-cuda-info-kernels"
+interpreter-exec mi "-cuda-focus-query kernel grid block thread device sm warp lane"

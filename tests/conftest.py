@@ -53,3 +53,29 @@ def pytest_collection_modifyitems(config, items):
     if why:
         for item in gpu_items:
             item.add_marker(pytest.mark.skip(reason=f"gpu test: {why}"))
+
+
+# -- issue 4 (cuda-gdb driver): a real host program and its core, for tests that drive GNU gdb --
+HOST_PROGRAM = r"""
+#include <signal.h>
+#include <stdio.h>
+int depth(int n) { if (n == 0) { raise(SIGSEGV); } return depth(n - 1) + 1; }
+int main(void) { printf("%d\n", depth(3)); return 0; }
+"""
+
+
+@pytest.fixture(scope="session")
+def host_crash(tmp_path_factory):
+    """(executable, core): a small C program built by gcc and cored by GNU gdb's generate-core-file."""
+    import shutil
+
+    if not (shutil.which("gcc") and shutil.which("gdb")):
+        pytest.skip("needs gcc and gdb (installed by .ci/run)")
+    work = tmp_path_factory.mktemp("host-crash")
+    (work / "crash.c").write_text(HOST_PROGRAM.lstrip("\n"))  # depth() on line 3, main() on 4
+    exe, core = work / "crash", work / "crash.core"
+    subprocess.run(["gcc", "-g", "-O0", "-o", str(exe), str(work / "crash.c")], check=True)
+    subprocess.run(["gdb", "-nx", "-batch", "-ex", "run", "-ex", f"generate-core-file {core}", str(exe)],
+                   check=True, capture_output=True, timeout=120)
+    assert core.is_file()
+    return exe, core

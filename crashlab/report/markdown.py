@@ -66,6 +66,8 @@ def _render(report: TriageReport, detail: _Detail) -> str:
     hidden = len(report.faults) - detail.fault_rows + report.omitted_faults
     if hidden > 0:
         out += [f"_{hidden} more fault group(s) in the JSON report._", ""]
+    if report.debugger is not None:
+        out += _debugger(report)
     out += _kernels(report, detail)
     out += _dump(report)
     if report.warnings:
@@ -122,6 +124,35 @@ def _registers(fault: Fault) -> list[str]:
     extra = text.predicate_line(fault.predicates)
     return [f"<details><summary>Registers of lane {fault.lane}</summary>", "", "```", *rows,
             *([extra] if extra else []), "```", "", "</details>", ""]
+
+
+def _debugger(report: TriageReport) -> list[str]:
+    """The debugger's view: one agreement row per fault, both values of every disagreement."""
+    section = report.debugger
+    out = [f"#### {_cell(text.debugger_headline(section))}", ""]
+    if section.load is not None:
+        out += [f"On load: {_cell(text.load_line(section.load))}", ""]
+    if section.faults:
+        fields = ("kernel", "exception", "block", "thread", "pc")
+        out += ["| fault | " + " | ".join(fields) + " |", "|---" * (len(fields) + 1) + "|"]
+        for view in section.faults:
+            cells = {a.field: _verdict_cell(a) for a in view.agreement}
+            out.append(f"| {view.fault + 1} | " + " | ".join(cells.get(f, "-") for f in fields) + " |")
+        out.append("")
+    out += [f"- problem ({p.kind}): {_cell(p.message)}" for p in section.problems]
+    frames = section.faults[0].backtrace if section.faults else []
+    if frames:
+        lines = [f"#{f.level} {f.function or '?'}{f.launch or ''}"
+                 + (f" at {f.file}:{f.line}" if f.file and f.line else "") for f in frames[:10]]
+        out += ["", "<details><summary>Debugger backtrace of fault 1</summary>", "", "```", *lines,
+                "```", "", "</details>"]
+    return out + [""]
+
+
+def _verdict_cell(agreement) -> str:
+    if agreement.verdict == "disagree":
+        return f"**disagree**: native `{agreement.native}`, debugger `{agreement.debugger}`"
+    return agreement.verdict
 
 
 def _kernels(report: TriageReport, detail: _Detail) -> list[str]:

@@ -179,6 +179,126 @@ class Fault(_Model):
     sass: Sass = Field(default_factory=Sass)
 
 
+class DebuggerProblem(_Model):
+    """Something the debugger did or said that kept part of its view from the report."""
+
+    kind: str = Field(description="not-found | not-cuda-gdb | start-failed | cannot-read-dump | "
+                                  "format-too-new | unknown-exception | timeout | died | "
+                                  "command-error | no-focus | given-up")
+    message: str
+    command: str | None = None
+
+
+class DebuggerCommand(_Model):
+    """One command of the session, as sent, with what came back (cut to a few KiB)."""
+
+    command: str
+    status: Literal["ok", "timeout", "died", "not-run"]
+    seconds: float
+    output: str
+    note: str | None = None
+
+
+class DebuggerFocus(_Model):
+    """cuda-gdb's focus: physical (device, sm, warp, lane) and logical coordinates."""
+
+    device: int | None = None
+    sm: int | None = None
+    warp: int | None = None
+    lane: int | None = None
+    kernel: int | None = None
+    grid: int | None = None
+    cluster_idx: Dim3 | None = None
+    block_idx: Dim3 | None = None
+    thread_idx: Dim3 | None = None
+
+
+class DebuggerFrame(_Model):
+    level: int
+    pc: str | None = None
+    function: str | None = None
+    launch: str | None = Field(None, description="cuda-gdb's <<<grid,block>>> of a kernel frame")
+    file: str | None = None
+    line: int | None = None
+    inlined: str | None = Field(None, description="cuda-gdb's 'in F inlined from FILE:LINE' tail")
+
+
+class DebuggerInstruction(_Model):
+    address: str
+    function: str | None = None
+    offset: int | None = None
+    text: str
+    marker: Literal["", "=>", "*>", "*=>"] = Field(
+        "", description="cuda-gdb's markers: => current PC, *> errorPC, *=> both")
+
+
+class DebuggerLoad(_Model):
+    """What the debugger printed while opening the dump, whatever the order it printed it in."""
+
+    exception: str | None = Field(None, description="'CUDA Exception: ...' or the signal's text")
+    signal: str | None = Field(None, description="e.g. CUDA_EXCEPTION_14, or SIGTRAP for no exception")
+    triggered_pc: str | None = None
+    triggered_function: str | None = None
+    triggered_source: str | None = None
+    triggered_device: int | None = None
+    assertion: bool = False
+    focus: DebuggerFocus | None = None
+    frame: DebuggerFrame | None = None
+    warnings: list[str] = Field(default_factory=list)
+
+
+class DebuggerKernel(_Model):
+    kernel: int
+    device: int | None = None
+    grid: int | None = None
+    status: str | None = None
+    grid_dim: Dim3 | None = None
+    block_dim: Dim3 | None = None
+    name: str
+    args: str | None = None
+    current: bool = False
+
+
+class Agreement(_Model):
+    """One fact read natively and by the debugger, and whether the two agree."""
+
+    field: Literal["kernel", "exception", "block", "thread", "pc"]
+    verdict: Literal["agree", "disagree", "unknown"]
+    native: str | None = None
+    debugger: str | None = None
+    note: str | None = None
+
+
+class DebuggerFaultView(_Model):
+    """The debugger's view of one natively found fault, taken with its focus on that fault."""
+
+    fault: int = Field(description="index into faults")
+    focus: DebuggerFocus | None = None
+    exception: str | None = None
+    error_pc: str | None = None
+    kernel: str | None = None
+    source: str | None = Field(None, description="'info line *$errorpc', as printed")
+    backtrace: list[DebuggerFrame] = Field(default_factory=list)
+    disassembly: list[DebuggerInstruction] = Field(default_factory=list)
+    registers: dict[str, int] = Field(default_factory=dict)
+    agreement: list[Agreement] = Field(default_factory=list)
+
+
+class DebuggerSection(_Model):
+    """cuda-gdb's answers beside crashlab's own; the native report stands whatever happens here."""
+
+    tool: str | None = Field(None, description="the debugger's path")
+    version: str | None = None
+    status: Literal["ok", "partial", "failed", "unavailable"]
+    reason: str | None = Field(None, description="why the section is empty or partial, in one sentence")
+    load: DebuggerLoad | None = None
+    kernels: list[DebuggerKernel] = Field(default_factory=list)
+    faults: list[DebuggerFaultView] = Field(default_factory=list)
+    problems: list[DebuggerProblem] = Field(default_factory=list)
+    transcript: list[DebuggerCommand] = Field(default_factory=list)
+    seconds: float = 0.0
+
+
 class TriageReport(_Model):
     schema_version: Literal[1] = SCHEMA_VERSION
     tool: Tool
@@ -191,6 +311,8 @@ class TriageReport(_Model):
     faults: list[Fault] = Field(description="most relevant first")
     omitted_faults: int = 0
     warnings: list[str] = Field(default_factory=list)
+    debugger: DebuggerSection | None = Field(
+        None, description="cuda-gdb's view and its agreement with the native one (inspect --debugger)")
 
     @property
     def found(self) -> bool:

@@ -23,6 +23,8 @@ def render(report: TriageReport, console: Console) -> None:
         _registers(primary, console)
         if len(report.faults) > 1:
             console.print(_other_faults(report.faults[1:], report.omitted_faults))
+    if report.debugger is not None:
+        _debugger(report, console)
     console.print(_kernels(report))
     console.print(_dump_line(report), style="dim")
     for warning in report.warnings:
@@ -82,6 +84,24 @@ def _registers(fault: Fault, console: Console) -> None:
     predicates = text.predicate_line(fault.predicates)
     if predicates:
         console.print("  " + predicates)
+
+
+def _debugger(report: TriageReport, console: Console) -> None:
+    section = report.debugger
+    style = {"ok": "green", "partial": "yellow"}.get(section.status, "red")
+    console.print(text.debugger_headline(section), style=f"bold {style}")
+    if section.load is not None:
+        console.print(f"  on load: {text.load_line(section.load)}")
+    for view in section.faults:
+        disagree = any(a.verdict == "disagree" for a in view.agreement)
+        console.print(f"  fault {view.fault + 1}: {text.agreement_line(view.agreement)}",
+                      style="bold red" if disagree else "")
+        for frame in view.backtrace[:4]:
+            where = f" at {frame.file}:{frame.line}" if frame.file and frame.line else ""
+            console.print(f"    #{frame.level} {frame.function or '?'}{frame.launch or ''}{where}",
+                          style="dim")
+    for problem in section.problems:
+        console.print(f"  problem ({problem.kind}): {problem.message}", style="yellow")
 
 
 def _other_faults(faults: list[Fault], omitted: int) -> Table:

@@ -83,3 +83,47 @@ def predicate_line(values: dict[str, bool] | None) -> str:
     if not values:
         return ""
     return " ".join(f"{name}={int(v)}" for name, v in values.items())
+
+
+def agreement_line(agreements) -> str:
+    """``kernel agree · block DISAGREE (native (1,0,0), debugger (0,0,0)) · ...``: both values
+    of a disagreement are always shown."""
+    parts = []
+    for a in agreements:
+        if a.verdict == "agree":
+            parts.append(f"{a.field} agree")
+        elif a.verdict == "disagree":
+            parts.append(f"{a.field} DISAGREE (native {a.native}, debugger {a.debugger})")
+        else:
+            parts.append(f"{a.field} unknown" + (f" ({a.note})" if a.note else ""))
+    return " · ".join(parts)
+
+
+def debugger_headline(section) -> str:
+    tool = section.version or section.tool or "cuda-gdb"
+    reason = f": {section.reason}" if section.reason else ""
+    return f"debugger {tool}: {section.status}{reason}"
+
+
+def focus_text(focus) -> str:
+    if focus is None:
+        return "-"
+    return (f"kernel {focus.kernel}, grid {focus.grid}, block {dim(focus.block_idx)}, thread "
+            f"{dim(focus.thread_idx)}, device {focus.device}, sm {focus.sm}, warp {focus.warp}, "
+            f"lane {focus.lane}")
+
+
+def load_line(load) -> str:
+    """What the debugger said on opening the dump, in one line."""
+    if load is None:
+        return "-"
+    said = [f"CUDA Exception: {load.exception}" if load.exception else
+            ("no exception (SIGTRAP)" if load.signal == "SIGTRAP" else "no exception named")]
+    if load.triggered_pc:
+        where = " ".join(filter(None, [load.triggered_function,
+                                       f"({load.triggered_source})" if load.triggered_source else None]))
+        said.append(f"triggered at PC {load.triggered_pc}" + (f" {where}" if where else ""))
+    if load.triggered_device is not None:
+        said.append(f"triggered in device {load.triggered_device}")
+    said.append(f"focus {focus_text(load.focus)}")
+    return "; ".join(said)

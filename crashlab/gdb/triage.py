@@ -1,0 +1,258 @@
+"""cuda-gdb's view of a dump, fault by fault, beside crashlab's own (``inspect --debugger``).
+
+The flow adapts to what the debugger says: it opens the dump (``target cudacore``), reads the
+load messages in whatever order they come, runs gdb_scripts/cudacore-triage.gdb, then for each
+fault found natively switches the focus to its lane and runs gdb_scripts/cudacore-fault.gdb.
+
+Which channel for which fact, and why:
+- focus, kernels, the lane's exception, ``$errorpc``: MI, through ``interpreter-exec mi`` in the
+  same session. The CLI prints these as tables and sentences whose shape changed between
+  releases (``Name Args`` became ``Invocation``; the focus line gained ``cluster``) and whose
+  kernel names contain spaces and commas; MI gives named fields. Where the debugger has no such
+  MI command, the CLI command is read instead (``_CLI_FALLBACK``).
+- the load messages (exception, trigger PC, first focus): CLI; MI has no record for them.
+- ``bt``: CLI; cuda-gdb's frame line carries the ``<<<grid,block>>>`` launch and the
+  ``in F inlined from FILE:LINE`` tail, and MI frames are not known to carry either.
+- ``x/Ni``: CLI; the ``*>`` / ``=>`` / ``*=>`` markers exist only in CLI output.
+- ``info line``, ``info registers``: CLI; one line per fact, unchanged since GDB 7.
+Whatever fails becomes a DebuggerProblem; the native report is never changed by this module.
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+import shutil
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+from ..coredump.fault import DETAILED_GROUPS
+from ..report import model as m
+from . import mi, parse
+from .agreement import compare
+from .driver import SCRIPTS, Debugger, Reply, SetupCommand, find_cuda_gdb
+
+TRIAGE_SCRIPT = SCRIPTS / "cudacore-triage.gdb"
+FAULT_SCRIPT = SCRIPTS / "cudacore-fault.gdb"
+#: Output kept per command in the report's transcript.
+TRANSCRIPT_LIMIT = 4096
+_MI_COMMAND = re.compile(r'^interpreter-exec mi "(?P<command>(?:[^"\\]|\\.)*)"$')
+#: CLI commands that give what an MI command gives, for debuggers without the MI command.
+_CLI_FALLBACK = {
+    "-cuda-info-kernels": "info cuda kernels",
+    "-cuda-info-lanes": "info cuda lanes",
+    "-cuda-focus-query": "cuda kernel grid block thread device sm warp lane",
+    "-cuda-focus-switch": "cuda",
+}
+_PROBLEM_OF_STATUS = {"timeout": "timeout", "died": "died", "not-run": "given-up"}
+
+
+def script(path: Path) -> list[str]:
+    """The commands of a gdb_scripts file, comments and blank lines left out."""
+    lines = path.read_text().splitlines()
+    return [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
+
+
+def mi_command(command: str) -> str:
+    return 'interpreter-exec mi "' + command.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+class _Session:
+    """A Debugger plus the transcript and the problems of the section being built."""
+
+    def __init__(self, debugger: Debugger, section: m.DebuggerSection, timeout: float):
+        self.debugger, self.section, self.timeout = debugger, section, timeout
+
+    def run(self, command: str, timeout: float | None = None) -> Reply:
+        reply = self.debugger.run(command, timeout or self.timeout)
+        self.record(reply)
+        return reply
+
+    def record(self, reply: Reply) -> None:
+        output = reply.output
+        if len(output) > TRANSCRIPT_LIMIT:
+            output = output[:TRANSCRIPT_LIMIT] + f"\n[... {len(reply.output) - TRANSCRIPT_LIMIT} more characters cut]"
+        self.section.transcript.append(m.DebuggerCommand(
+            command=reply.command, status=reply.status, seconds=round(reply.seconds, 3),
+            output=output, note=reply.note or None))
+        if not reply.ok:
+            self.problem(_PROBLEM_OF_STATUS[reply.status], reply.note or reply.status, reply.command)
+
+    def problem(self, kind: str, message: str, command: str | None = None) -> None:
+        self.section.problems.append(m.DebuggerProblem(kind=kind, message=message, command=command))
+
+    def ask(self, line: str) -> tuple[mi.MiResult | None, str]:
+        """Run one script line. An MI line gives its result record; where the debugger lacks the
+        MI command, the CLI equivalent runs and its text is returned instead."""
+        match = _MI_COMMAND.match(line)
+        if match is None:
+            return None, self.run(line).output
+        command = match.group("command").replace('\\"', '"').replace("\\\\", "\\")
+        reply = self.run(line)
+        result = mi.result(reply.output)
+        head, _, arguments = command.partition(" ")
+        if result is not None and result.undefined and head in _CLI_FALLBACK:
+            fallback = _CLI_FALLBACK[head] + (" " + arguments if head == "-cuda-focus-switch" else "")
+            return None, self.run(fallback).output
+        if result is not None and not result.ok:
+            self.problem("command-error", result.error or "error", line)
+        return result, reply.output
+
+
+def view(core_path: str, report: m.TriageReport, *, program: str | None = None,
+         command_timeout: float = 60.0, load_timeout: float = 900.0,
+         max_faults: int = DETAILED_GROUPS) -> m.DebuggerSection:
+    """The debugger section for ``report``, read from the dump at ``core_path``."""
+    began = time.monotonic()
+    missing = [path for path in (TRIAGE_SCRIPT, FAULT_SCRIPT) if not path.is_file()]
+    if missing:
+        return m.DebuggerSection(status="unavailable", reason=(
+            f"crashlab's command file {missing[0]} is missing (gdb_scripts/ ships with the source "
+            "tree, not yet in a wheel)"))
+    if program is None:
+        program, why = find_cuda_gdb()
+        if program is None:
+            return m.DebuggerSection(status="unavailable", reason=why)
+    section = m.DebuggerSection(tool=program, status="ok")
+    if not Path(core_path).is_file():
+        section.status = "unavailable"
+        section.reason = "the dump came from a pipe or standard input; cuda-gdb reads only files"
+        return section
+    with _plain_copy(core_path, report.source.compressed) as plain, \
+            Debugger(program, start_timeout=command_timeout) as debugger:
+        session = _Session(debugger, section, command_timeout)
+        started = debugger.start()
+        if not started.ok:
+            session.record(started)
+            section.problems[-1].kind = "start-failed"
+            section.status, section.reason = "failed", started.note or "the debugger did not start"
+        else:
+            section.version = _version(session.run("show version").output)
+        if started.ok and _load(session, plain, load_timeout):
+            _overview(session)
+            for index, fault in enumerate(report.faults[:max_faults]):
+                section.faults.append(_fault_view(session, index, fault))
+    section.seconds = round(time.monotonic() - began, 3)
+    if section.status == "ok" and section.problems:
+        section.status = "partial"
+        section.reason = f"{len(section.problems)} problem(s) with the debugger; see problems"
+    return section
+
+
+@contextmanager
+def _plain_copy(path: str, compressed: bool):
+    """The dump as a plain file: cuda-gdb cannot read the driver's gzip_compress output."""
+    if not compressed:
+        yield str(Path(path).resolve())
+        return
+    with tempfile.TemporaryDirectory(prefix="crashlab-gdb-") as work:
+        plain = Path(work, Path(path).name.removesuffix(".gz"))
+        with gzip.open(path, "rb") as source, open(plain, "wb") as target:
+            shutil.copyfileobj(source, target, 1 << 20)
+        yield str(plain)
+
+
+def _load(session: _Session, core: str, timeout: float) -> bool:
+    section = session.section
+    command = f"target cudacore {core}"
+    session.debugger.setup = [SetupCommand(command, timeout)]
+    reply = session.run(command, timeout)
+    section.load, problems = parse.load(reply.output)
+    section.problems.extend(problems)
+    failed = any(p.kind in ("not-cuda-gdb", "cannot-read-dump", "format-too-new") for p in problems)
+    if failed or not reply.ok:
+        section.status = "failed"
+        section.reason = next((p.message for p in problems), reply.note or "the dump was not loaded")
+        return False
+    return True
+
+
+def _overview(session: _Session) -> None:
+    section = session.section
+    for line in script(TRIAGE_SCRIPT):
+        result, text = session.ask(line)
+        if "-cuda-info-kernels" in line:
+            section.kernels = mi.kernels(result.payload) if result else parse.kernels_table(text)
+        elif "-cuda-focus-query" in line and section.load is not None:
+            section.load.focus = _focus(result, text) or section.load.focus
+
+
+def _version(text: str) -> str | None:
+    """``cuda-gdb 12.8 (GNU gdb (GDB) 13.2)`` or GNU gdb's first line."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    gnu = next((line for line in lines if line.startswith("GNU gdb")), None)
+    cuda = re.search(r"(\d+\.\d+) release", text)
+    if "CUDA Debugger" in text:
+        return f"cuda-gdb {cuda.group(1) if cuda else '?'}" + (f" ({gnu})" if gnu else "")
+    return gnu or (lines[0] if lines else None)
+
+
+def _focus(result: mi.MiResult | None, text: str) -> m.DebuggerFocus | None:
+    if result is not None:
+        return mi.focus(result.payload)
+    return parse.focus_line(text) or parse.coordinates(text)
+
+
+def _fault_view(session: _Session, index: int, fault: m.Fault) -> m.DebuggerFaultView:
+    section = session.section
+    view = m.DebuggerFaultView(fault=index)
+    if fault.warp is None or fault.lane is None:
+        session.problem("no-focus", f"fault {index + 1}: no thread of it is left in the dump, so "
+                                    "the debugger cannot focus on it")
+        view.agreement = compare(fault, view)
+        return view
+    switch = f"-cuda-focus-switch device {fault.device} sm {fault.sm} warp {fault.warp} lane {fault.lane}"
+    result, text = session.ask(mi_command(switch))
+    focus = _focus(result, text) if result is None or result.ok else None
+    if focus is None:
+        session.problem("no-focus", f"fault {index + 1}: the debugger would not focus on device "
+                                    f"{fault.device} sm {fault.sm} warp {fault.warp} lane {fault.lane}")
+        view.agreement = compare(fault, view)
+        return view
+    session.debugger.setup = session.debugger.setup[:1] + [SetupCommand(mi_command(switch), session.timeout)]
+    for line in script(FAULT_SCRIPT):
+        _read_fault_line(view, line, *session.ask(line))
+    view.kernel = _kernel_name(section, view)
+    if view.error_pc is None:
+        marked = [ins for ins in view.disassembly if ins.marker.startswith("*")]
+        view.error_pc = marked[0].address if marked else None
+    if view.exception is None and section.load is not None and _same_lane(section.load.focus, view.focus):
+        view.exception = section.load.exception
+    view.agreement = compare(fault, view)
+    return view
+
+
+def _read_fault_line(view: m.DebuggerFaultView, line: str, result: mi.MiResult | None, text: str) -> None:
+    if "-cuda-focus-query" in line:
+        view.focus = _focus(result, text) or view.focus
+    elif "-cuda-info-lanes" in line:
+        exception = mi.current_lane_exception(result.payload) if result else parse.current_lane_exception(text)
+        view.exception = exception if exception and exception != "None" else None
+    elif "-data-evaluate-expression" in line:
+        number = mi.value(result.payload) if result is not None and result.ok else None
+        view.error_pc = f"{number:#x}" if number is not None else None
+    elif line.startswith(("bt", "backtrace", "where")):
+        view.backtrace = parse.backtrace(text)
+    elif line.startswith("x/"):
+        view.disassembly = parse.disassembly(text)
+    elif line.startswith("info line"):
+        found = parse.line_info(text)
+        view.source = f"{found[0]}:{found[1]}" if found else (text.strip().splitlines() or [None])[0]
+    elif line.startswith("info registers"):
+        view.registers = parse.registers(text)
+
+
+def _kernel_name(section: m.DebuggerSection, view: m.DebuggerFaultView) -> str | None:
+    if view.focus is not None and view.focus.kernel is not None:
+        for kernel in section.kernels:
+            if kernel.kernel == view.focus.kernel:
+                return kernel.name
+    top = view.backtrace[-1] if view.backtrace else None
+    return top.function if top else None
+
+
+def _same_lane(a: m.DebuggerFocus | None, b: m.DebuggerFocus | None) -> bool:
+    return (a is not None and b is not None and a.device is not None
+            and (a.device, a.sm, a.warp, a.lane) == (b.device, b.sm, b.warp, b.lane))

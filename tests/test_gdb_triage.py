@@ -1,0 +1,186 @@
+"""The whole debugger flow end to end: crashlab's real driver, readers, flow and cross-check
+behind a real pty, talking to tests/standin_cuda_gdb.py (a STAND-IN replaying public cuda-gdb
+output shapes with the values planted in a SYNTHETIC dump). Real cuda-gdb: tests/test_gpu_debugger.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import psutil
+import pytest
+from rich.console import Console
+
+import crashlab
+from crashlab.report import markdown, terminal
+from tests import scenarios
+from tests.conftest import ROOT, run_cli
+
+STANDIN = ROOT / "tests" / "standin_cuda_gdb.py"
+
+
+@pytest.fixture(scope="module")
+def planted_dump(tmp_path_factory):
+    from tests.coredump_builder import write
+
+    scenario = scenarios.fault()
+    built = write(scenario.spec, tmp_path_factory.mktemp("triage") / "core.nvcudmp")
+    return built.path, scenario.planted
+
+
+@pytest.fixture
+def standin(tmp_path, planted_dump, monkeypatch):
+    """configure(**changes) -> path of an executable stand-in that answers for the planted fault."""
+    _, planted = planted_dump
+
+    def configure(**changes):
+        values = {
+            "device": planted.device, "sm": planted.sm, "warp": planted.warp, "lane": planted.lane,
+            "grid": planted.grid_id, "block": list(planted.block_idx), "thread": list(planted.thread_idx),
+            "exception": "Warp Illegal Address", "pc": planted.pc,
+            "entry": planted.pc - planted.function_offset, "current_pc": planted.pc + 0x20,
+            "mangled": planted.kernel, "short": "write_past_end", "name": "write_past_end(int*, int)",
+            "grid_dim": [4, 1, 1], "block_dim": [256, 1, 1], "file": planted.marker.source,
+            "line": planted.marker.line, "registers": [0xF0, 0xFFFC48, 0x7800, 0x80],
+        }
+        values.update(changes)
+        (tmp_path / "scenario.json").write_text(json.dumps(values))
+        program = tmp_path / "cuda-gdb"
+        program.write_text(f"#!/bin/sh\nexec {sys.executable} {STANDIN} \"$@\"\n")
+        program.chmod(0o755)
+        monkeypatch.setenv("STANDIN_SCENARIO", str(tmp_path / "scenario.json"))
+        return str(program)
+
+    return configure
+
+
+@pytest.fixture(autouse=True)
+def no_process_left():
+    yield
+    left = [p for p in psutil.Process(os.getpid()).children(recursive=True)
+            if "standin" in " ".join(p.cmdline()) or p.name() == "cuda-gdb"]
+    assert not left, left
+
+
+def _inspect(path, program, **options):
+    return crashlab.inspect(path, sass=False, debugger=True, debugger_program=program, **options)
+
+
+@pytest.mark.parametrize("order", ["exception-first", "focus-first"])
+def test_debugger_view_agrees_with_the_native_one(planted_dump, standin, order):
+    path, planted = planted_dump
+    report = _inspect(path, standin(order=order))
+    section = report.debugger
+    assert section.status == "ok", section.problems
+    assert section.version == "cuda-gdb 12.1 (GNU gdb (GDB) 12.1)"
+    assert section.load.exception == "Warp Illegal Address"
+    assert section.load.triggered_pc == f"{planted.pc:#x}"
+    assert section.load.focus.block_idx == planted.block_idx
+    assert [k.name for k in section.kernels] == ["write_past_end"]
+    view = section.faults[0]
+    assert {a.field: a.verdict for a in view.agreement} == dict.fromkeys(
+        ["kernel", "exception", "block", "thread", "pc"], "agree")
+    assert view.error_pc == f"{planted.pc:#x}" and view.kernel == "write_past_end"
+    assert view.source == f"{planted.marker.source}:{planted.marker.line}"
+    assert [i.marker for i in view.disassembly if i.marker] == ["*>", "=>"]
+    assert view.registers == {"R0": 0xF0, "R1": 0xFFFC48, "R2": 0x7800, "R3": 0x80}
+    assert view.backtrace[0].launch == "<<<(4,1,1),(256,1,1)>>>"
+    commands = [entry.command for entry in section.transcript]
+    assert commands[:2] == ["show version", f"target cudacore {path.resolve()}"]
+    assert any("-cuda-focus-switch device" in c for c in commands)
+    # the native report is the same with or without the debugger
+    native = crashlab.inspect(path, sass=False)
+    assert report.model_copy(update={"debugger": None}) == native
+
+
+def test_disagreement_is_shown_with_both_values(planted_dump, standin):
+    path, planted = planted_dump
+    wrong = [planted.block_idx[0] + 1, 0, 0]
+    report = _inspect(path, standin(block=wrong, exception="Warp Misaligned Address"))
+    verdicts = {a.field: a for a in report.debugger.faults[0].agreement}
+    assert verdicts["block"].verdict == "disagree"
+    assert verdicts["block"].native == "(1,0,0)" and verdicts["block"].debugger == "(2,0,0)"
+    assert verdicts["exception"].verdict == "disagree"
+    assert verdicts["kernel"].verdict == verdicts["pc"].verdict == "agree"
+    console = Console(record=True, width=200)
+    terminal.render(report, console)
+    shown = console.export_text()
+    assert "block DISAGREE (native (1,0,0), debugger (2,0,0))" in shown
+    assert "exception DISAGREE (native Warp Illegal Address, debugger Warp Misaligned Address)" in shown
+    body = markdown.render(report)
+    assert "**disagree**: native `(1,0,0)`, debugger `(2,0,0)`" in body
+
+
+def test_dump_the_debugger_cannot_read(planted_dump, standin):
+    path, _ = planted_dump
+    report = _inspect(path, standin(load_error="Failed to read core file: Invalid ELF header"))
+    section = report.debugger
+    assert section.status == "failed" and section.faults == []
+    assert [p.kind for p in section.problems] == ["cannot-read-dump"]
+    assert section.reason == "Failed to read core file: Invalid ELF header"
+    assert report.faults == crashlab.inspect(path, sass=False).faults
+
+
+def test_command_that_hangs_is_killed_and_the_flow_goes_on(planted_dump, standin):
+    path, _ = planted_dump
+    report = _inspect(path, standin(hang_on="bt"), debugger_timeout=3)
+    section = report.debugger
+    assert section.status == "partial"
+    assert [p.kind for p in section.problems] == ["timeout"]
+    assert "killed" in section.problems[0].message
+    view = section.faults[0]
+    assert view.backtrace == []  # the command that hung
+    # after the restart (dump reloaded, focus switched back) the rest of the fault's commands ran
+    assert view.disassembly and view.registers and view.source
+    assert {a.verdict for a in view.agreement} == {"agree"}
+
+
+def test_debugger_that_dies_is_a_problem_not_a_crash(planted_dump, standin):
+    path, _ = planted_dump
+    report = _inspect(path, standin(die_on="info registers"))
+    kinds = [p.kind for p in report.debugger.problems]
+    assert kinds == ["died"]
+    assert report.debugger.faults[0].registers == {} and report.debugger.faults[0].disassembly
+
+
+def test_focus_the_debugger_refuses(planted_dump, standin):
+    path, planted = planted_dump
+    report = _inspect(path, standin(lane=planted.lane + 5))
+    section = report.debugger
+    assert "no-focus" in [p.kind for p in section.problems]
+    view = section.faults[0]
+    assert {a.field: a.verdict for a in view.agreement}["block"] == "unknown"
+    assert view.disassembly == []  # nothing is read from a thread that is not the fault's
+
+
+def test_cli_debugger_section_and_exit_codes(planted_dump, standin, tmp_path):
+    path, _ = planted_dump
+    done = run_cli("inspect", path, "--no-sass", "--debugger", "--json",
+                   env={"CRASHLAB_CUDA_GDB": standin(), "STANDIN_SCENARIO": os.environ["STANDIN_SCENARIO"]})
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["debugger"]["status"] == "ok"
+    assert [a["verdict"] for a in data["debugger"]["faults"][0]["agreement"]] == ["agree"] * 5
+    # no cuda-gdb: the same native report, the same exit code, one line saying why
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    bare = run_cli("inspect", path, "--no-sass", "--debugger", "--json",
+                   env={"CRASHLAB_CUDA_GDB": "", "PATH": str(empty), "CUDA_HOME": str(empty),
+                        "CUDA_PATH": str(empty)})
+    if os.path.exists("/usr/local/cuda/bin/cuda-gdb"):
+        pytest.skip("this machine has cuda-gdb in /usr/local/cuda")
+    assert bare.returncode == 0
+    assert json.loads(bare.stdout)["debugger"]["status"] == "unavailable"
+    lines = bare.stderr.decode().splitlines()
+    assert len(lines) == 1 and "cuda-gdb not found" in lines[0] and "native report stands" in lines[0]
+
+
+def test_missing_command_files_leave_the_section_empty_with_a_reason(planted_dump, standin, monkeypatch, tmp_path):
+    from crashlab.gdb import triage
+
+    path, _ = planted_dump
+    monkeypatch.setattr(triage, "FAULT_SCRIPT", tmp_path / "gone.gdb")
+    report = _inspect(path, standin())
+    assert report.debugger.status == "unavailable" and "gone.gdb is missing" in report.debugger.reason
+    assert report.faults == crashlab.inspect(path, sass=False).faults
