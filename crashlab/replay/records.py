@@ -136,7 +136,7 @@ def _ids(value):
     return value
 
 
-def _output(out: dict) -> tuple[Output, bool]:
+def output_of(out: dict) -> tuple[Output, bool]:
     """The recorded output and whether the request was still running (no finish reason)."""
     meta = out.get("meta_info") if type(out.get("meta_info")) is dict else {}
     reason = meta.get("finish_reason")
@@ -163,7 +163,7 @@ def request_from(record, position: int) -> Request:
     if type(out) is not dict or type(created) not in (int, float) or type(finished) not in (int, float):
         raise ValueError("its output is not a dict or its times are not numbers")
     fields = obj.fields()
-    output, in_flight = _output(out)
+    output, in_flight = output_of(out)
     request = Request(
         index=0, position=position, kind=REQUEST_KINDS[(obj.cls.module, obj.cls.name)],
         sglang_class=obj.cls.qualified, rid=fields.get("rid"), text=fields.get("text"),

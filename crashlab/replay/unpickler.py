@@ -29,15 +29,17 @@ class PickleRefused(BadInput):
 class Instance:
     """An object of an allowed SGLang class as the pickle described it; none of its code ran.
 
-    ``args``/``kwargs`` are what NEWOBJ or REDUCE passed, ``state`` what BUILD passed, and
-    ``made_by`` the builder call (function and arguments) for objects rebuilt through one.
+    ``how`` is the opcode that made it (NEWOBJ, NEWOBJ_EX or REDUCE), ``args``/``kwargs`` what
+    that opcode passed, ``state`` what BUILD passed, and ``made_by`` the builder call (function
+    and arguments) for objects rebuilt through one. Kept so that a dump can be written back.
     """
 
-    __slots__ = ("cls", "args", "kwargs", "state", "made_by")
+    __slots__ = ("cls", "how", "args", "kwargs", "state", "made_by")
 
-    def __init__(self, cls: Global, args: tuple = (), kwargs: dict | None = None,
+    def __init__(self, cls: Global, how: str, args: tuple = (), kwargs: dict | None = None,
                  made_by: tuple[Global, tuple] | None = None):
         self.cls = cls
+        self.how = how
         self.args = args
         self.kwargs = kwargs
         self.state = None
@@ -387,7 +389,7 @@ class _Machine:
             raise self.refuse(f"{opcode} on {_describe(cls)}, not an allowed SGLang class")
         if type(args) is not tuple:
             raise self.refuse(f"{opcode} with arguments that are not a tuple")
-        return Instance(cls, args, kwargs)
+        return Instance(cls, opcode, args, kwargs)
 
     def op_build(self):
         state = self.pop()
@@ -400,7 +402,7 @@ class _Machine:
         if type(function) is not Global:
             raise self.refuse(f"REDUCE calls {_describe(function)}")
         if function.kind in ("request", "held"):
-            return Instance(function, args)
+            return Instance(function, "REDUCE", args)
         if function.kind == "builder":
             return self.build_with(function, args)
         return self.container(function, args)
@@ -413,7 +415,7 @@ class _Machine:
                   and all(type(part) is dict for part in args[1:]))
         if not shaped:
             raise self.refuse(f"{builder.qualified} called with arguments of an unexpected shape")
-        return Instance(args[0], made_by=(builder, args))
+        return Instance(args[0], "REDUCE", made_by=(builder, args))
 
     def container(self, function: Global, args: tuple):
         name = function.name
