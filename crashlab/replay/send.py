@@ -20,6 +20,7 @@ from typing import Callable
 import requests
 from pydantic import ValidationError
 
+from ..errors import BadInput
 from .body import request_body
 from .oracle import Oracle
 from .records import Request, output_of
@@ -37,6 +38,17 @@ class Plan:
     max_rate: float | None = None
     concurrency: int | None = None
     timeout: float = 120.0
+
+    @classmethod
+    def choose(cls, speed: float = 1.0, max_rate: float | None = None,
+               concurrency: int | None = None, timeout: float = 120.0) -> "Plan":
+        """Recorded times scaled by ``speed``, or as fast as ``max_rate``/``concurrency`` allow."""
+        if speed != 1.0 and (max_rate or concurrency):
+            raise BadInput("--speed scales the recorded times; --max-rate and --concurrency "
+                           "replace them: choose one")
+        mode = "rate" if max_rate else "concurrency" if concurrency else "recorded"
+        return cls(mode=mode, speed=speed, max_rate=max_rate, concurrency=concurrency,
+                   timeout=timeout)
 
     def times(self, batch: list[Request]) -> list[float]:
         """Planned send time of each request, seconds from the run's start."""
