@@ -6,9 +6,9 @@ the deterministic rule of tests/standin_model.py, records every request it recei
 time and body, one JSON line each) and fails the way a crashing SGLang does when it has received
 a chosen request, or every request of a chosen combination:
 
-  kill   write SGLang's crash lines to --log (if given) and SIGKILL itself (SGLang ends with -9)
+  kill   write SGLang's crash lines to stderr and --log, then SIGKILL itself (SGLang ends with -9)
   hang   stop answering anything (a hung scheduler: /health times out)
-  log    only write the crash lines to --log and keep serving
+  log    only write the crash lines to stderr and --log, and keep serving
   core   only drop a file into --core-dir and keep serving
 
 A request matches a marker when its first input id equals it or its text contains it. The real
@@ -73,9 +73,12 @@ class StandIn:
 
     def fail(self) -> None:
         how = self.options.die_how
-        if how in ("kill", "log") and self.options.log:
-            with open(self.options.log, "a") as log:
-                log.write(CRASH_LINES)
+        if how in ("kill", "log"):
+            sys.stderr.write(CRASH_LINES)
+            sys.stderr.flush()
+            if self.options.log:
+                with open(self.options.log, "a") as log:
+                    log.write(CRASH_LINES)
         if how == "core" and self.options.core_dir:
             Path(self.options.core_dir, f"core.cuda.standin.{os.getpid()}").write_bytes(b"\x7fELF")
         if how == "hang":

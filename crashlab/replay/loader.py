@@ -6,6 +6,7 @@ import os
 
 from ..errors import BadInput
 from . import bounds, unpickler
+from .unpickler import printable
 from .records import CrashDump, crash_dump_from
 
 _GZIP = b"\x1f\x8b"
@@ -18,9 +19,9 @@ def load(path: str | os.PathLike) -> CrashDump:
     Raises crashlab.errors.BadInput (exit 2) for a missing, unreadable, hostile, damaged or
     non-SGLang file; the message is one line and names the offending global or byte offset.
     """
-    name = os.fspath(path)
+    name = printable(os.fspath(path), 500)
     try:
-        with open(name, "rb") as file:
+        with open(path, "rb") as file:
             data = file.read()
     except FileNotFoundError:
         raise BadInput(f"{name}: no such file") from None

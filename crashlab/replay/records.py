@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from .allowlist import REQUEST_KINDS
-from .unpickler import Instance
+from .unpickler import Instance, printable
 
 MODALITIES = ("image", "video", "audio")
 
@@ -158,7 +158,8 @@ def request_from(record, position: int) -> Request:
         raise ValueError("not an (obj, output, created, finished) tuple")
     obj, out, created, finished = record
     if type(obj) is not Instance or (obj.cls.module, obj.cls.name) not in REQUEST_KINDS:
-        raise ValueError(f"its request is {getattr(obj, 'cls', type(obj).__name__)!s}, "
+        found = obj.cls.qualified if type(obj) is Instance else f"a {type(obj).__name__}"
+        raise ValueError(f"its request is {found}, "
                          "not a GenerateReqInput or EmbeddingReqInput")
     if type(out) is not dict or type(created) not in (int, float) or type(finished) not in (int, float):
         raise ValueError("its output is not a dict or its times are not numbers")
@@ -195,13 +196,15 @@ def crash_dump_from(root, path: str, size: int) -> CrashDump:
     if type(root) is dict and "requests" in root:
         keys = [key for key in root if type(key) is str]
         layout = next((name for wanted, name in LAYOUTS if wanted == set(keys)), None)
-        warnings = [] if layout else [f"unrecognised top-level keys {sorted(keys)}; read as a crash dump"]
+        warnings = [] if layout else [f"unrecognised top-level keys {printable(str(sorted(keys)))}; "
+                                      "read as a crash dump"]
         records = root["requests"]
     elif type(root) is list:
         keys, layout, warnings, records, root = [], "record list", [], root, {"requests": root}
     else:
         raise ValueError(f"its top level is a {type(root).__name__}"
-                         + (f" with keys {sorted(map(str, root))[:8]}" if type(root) is dict else "")
+                         + (f" with keys {printable(str(sorted(map(str, root))[:8]))}"
+                            if type(root) is dict else "")
                          + ", not SGLang's dict with 'requests'")
     if type(records) not in (list, tuple):
         raise ValueError(f"its 'requests' is a {type(records).__name__}, not a list")

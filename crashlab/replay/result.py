@@ -95,6 +95,7 @@ class ReplayResult(_Model):
     reproductions: int
     attempts: list[Attempt]
     minimization: Minimization | None = None
+    server_log: str | None = Field(None, description="output of --restart-cmd's servers, kept")
     warnings: list[str] = Field(default_factory=list)
 
     @property

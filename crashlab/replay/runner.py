@@ -27,6 +27,8 @@ from .server import ManagedServer, healthy
 from .writer import write_subset
 
 Progress = Callable[[int, int], None]
+#: After the first sign of a crash, how long to wait for the rest (exit, log lines, cores).
+_CORROBORATE_S = 0.5
 
 
 @dataclass
@@ -62,6 +64,10 @@ class Target:
         if self._server is not None:
             self._server.stop()
 
+    @property
+    def log(self) -> str | None:
+        return str(self._server.log) if self._server else None
+
 
 def _percentile(values: list[float], fraction: float) -> float | None:
     if not values:
@@ -84,9 +90,11 @@ def attempt(batch: list[Request], target: Target, plan: Plan, watch: Watch, numb
                     health_timeout=watch.health_timeout).start()
     started = time.monotonic()
     outcomes = Sender(target.url, batch, plan, oracle, progress).run()
-    if not oracle.tripped.wait(watch.settle):
-        oracle.check()
+    if oracle.tripped.wait(watch.settle):
+        time.sleep(min(watch.settle, _CORROBORATE_S))  # let the other evidence land too
+    else:
         oracle.check_health()
+    oracle.check()
     oracle.stop()
     by_index = {request.index: request for request in batch}
     for outcome in outcomes:
@@ -122,7 +130,7 @@ def replay(dump: CrashDump, target: Target, plan: Plan, watch: Watch, repeat: in
     return ReplayResult(tool=Tool(version=__version__), dump=dump.path, layout=dump.layout,
                         url=target.url, pacing=_pacing(plan), repeat=repeat,
                         reproductions=sum(a.reproduced for a in attempts), attempts=attempts,
-                        warnings=dump.warnings + warnings)
+                        server_log=target.log, warnings=dump.warnings + warnings)
 
 
 def minimize(dump: CrashDump, target: Target, plan: Plan, watch: Watch, budget: Budget,
@@ -170,7 +178,7 @@ def minimize(dump: CrashDump, target: Target, plan: Plan, watch: Watch, budget: 
     result = ReplayResult(
         tool=Tool(version=__version__), dump=dump.path, layout=dump.layout, url=target.url,
         pacing=_pacing(plan), repeat=repeat, reproductions=sum(a.reproduced for a in first[:repeat]),
-        attempts=first[:repeat], warnings=list(dump.warnings),
+        attempts=first[:repeat], server_log=target.log, warnings=list(dump.warnings),
         minimization=Minimization(original=len(requests), minimal=minimal,
                                   minimal_rids=[requests[index].rid for index in minimal],
                                   trials=budget.used, budget=budget.describe(),

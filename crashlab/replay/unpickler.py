@@ -75,6 +75,12 @@ _MAX_LINE = 1024
 _MAX_PROTOCOL = 5
 
 
+def printable(text: str, limit: int = 200) -> str:
+    """File-controlled text fit for a one-line message: escaped, and cut at ``limit``."""
+    shown = text if text.isprintable() else text.encode("unicode_escape").decode("ascii")
+    return shown if len(shown) <= limit else f"{shown[:limit]}…"
+
+
 def _safe_key(key) -> bool:
     kind = type(key)
     if kind is str or kind is bytes or kind is bool or key is None or kind is Instance:
@@ -363,8 +369,8 @@ class _Machine:
     def allowed(self, module: str, name: str) -> Global:
         found = lookup(module, name)
         if found is None:
-            raise self.refuse(f"it names {module}.{name}, which is not on the allowlist of "
-                              "SGLang dump classes and plain containers")
+            raise self.refuse(f"it names {printable(f'{module}.{name}')}, which is not on the "
+                              "allowlist of SGLang dump classes and plain containers")
         return found
 
     def op_reduce(self):

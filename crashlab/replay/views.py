@@ -121,6 +121,8 @@ def render_result(result: ReplayResult, console: Console) -> None:
                           f"written to {m.output}")
         console.print(f"trials used: {m.trials} (budget {m.budget}"
                       f"{', exhausted' if m.budget_exhausted else ''})")
+    if result.server_log:
+        console.print(f"server output: {result.server_log}")
     for warning in result.warnings:
         console.print(f"[yellow]warning:[/] {warning}")
     console.print(f"[bold]reproduced {result.reproductions}/{len(result.attempts)}[/]"
