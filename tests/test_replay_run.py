@@ -92,6 +92,15 @@ def test_concurrency_one_waits_for_each_answer(tmp_path):
         assert after.sent_s >= before.sent_s + before.latency_s - 1e-3
 
 
+def test_a_server_closing_idle_connections_is_no_crash(tmp_path):
+    """Keep-alive connections the server closed while idle are reopened, not reported."""
+    dump = synthetic(tmp_path, 4, "--rate", "4")
+    with standin(tmp_path, "--idle-timeout", "0.1") as server:
+        result, data = _replay(dump, "--url", server.url)
+        assert len(server.received()) == 4
+    assert result.returncode == 1 and data["attempts"][0]["ok"] == 4 and not _signals(data)
+
+
 def test_max_rate_plans_evenly(tmp_path):
     dump = replay.load(synthetic(tmp_path, 5))
     assert Plan.choose(max_rate=200).times(dump.requests) == [0, 0.005, 0.01, 0.015, 0.02]

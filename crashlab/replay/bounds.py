@@ -17,6 +17,8 @@ MAX_DEPTH = 64
 #: Nodes and string bytes the tree may expand to, per byte of file, plus a floor for small files.
 NODES_PER_BYTE, NODE_FLOOR = 4, 200_000
 BYTES_PER_BYTE, BYTE_FLOOR = 32, 32 << 20
+_SCALARS = frozenset({int, float, bool, type(None), complex})
+_TEXTS = frozenset({str, bytes, bytearray})
 
 
 def children(value):
@@ -44,13 +46,19 @@ def check(root, file_size: int, source: str) -> None:
     pending = [(root, 0)]
     while pending:
         value, depth = pending.pop()
-        nodes += 1
-        if type(value) in (str, bytes, bytearray):
-            size += len(value)
         if depth > MAX_DEPTH:
             raise PickleRefused(f"{source}: refused to load this pickle: values nested more than "
                                 f"{MAX_DEPTH} deep (or a container that contains itself)")
+        held = children(value)
+        nodes += len(held)
+        for child in held:
+            kind = type(child)
+            if kind in _SCALARS:
+                continue
+            if kind in _TEXTS:
+                size += len(child)
+            else:
+                pending.append((child, depth + 1))
         if nodes > node_budget or size > byte_budget:
             raise PickleRefused(f"{source}: refused to load this pickle: its shared references "
                                 "expand to far more data than the file holds (a pickle bomb?)")
-        pending.extend((child, depth + 1) for child in children(value))

@@ -5,11 +5,13 @@ offset divided by --speed, or i/--max-rate) to a pool of daemon worker threads t
 whenever none is idle, so a slow server never delays later sends (SGLang's replay script holds
 a thread of a fixed pool per sleeping request, and drifts once requests outnumber it).
 --concurrency caps requests in flight; alone it means "as fast as that cap allows".
-Each worker keeps one keep-alive session. When the oracle trips, nothing more is sent.
+Each worker keeps one keep-alive connection (transport.py). When the oracle trips, nothing more
+is sent.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import queue
 import threading
@@ -17,7 +19,6 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-import requests
 from pydantic import ValidationError
 
 from ..errors import BadInput
@@ -25,6 +26,7 @@ from .body import request_body
 from .oracle import Oracle
 from .records import Request, output_of
 from .result import RequestOutcome
+from .transport import Client, ConnectionLost, Reply, TimedOut
 
 #: How long requests still running when the oracle trips may take to finish.
 GRACE_S = 2.0
@@ -66,20 +68,31 @@ class _Pool:
     def __init__(self):
         self.jobs: queue.SimpleQueue = queue.SimpleQueue()
         self.idle = 0
+        self.threads = 0
         self.lock = threading.Lock()
 
     def submit(self, job: Callable[[], None]) -> None:
         with self.lock:
             spawn = self.idle == 0
-            if not spawn:
+            if spawn:
+                self.threads += 1
+            else:
                 self.idle -= 1
         self.jobs.put(job)
         if spawn:
             threading.Thread(target=self._work, name="crashlab-send", daemon=True).start()
 
+    def close(self) -> None:
+        """Let every thread end once it is done with its job (a hung request's thread later)."""
+        with self.lock:
+            for _ in range(self.threads):
+                self.jobs.put(None)
+
     def _work(self) -> None:
         while True:
             job = self.jobs.get()
+            if job is None:
+                return
             job()
             with self.lock:
                 self.idle += 1
@@ -102,6 +115,7 @@ class Sender:
         self.local = threading.local()
         self.slots = threading.BoundedSemaphore(plan.concurrency) if plan.concurrency else None
         self.started = 0.0
+        self.client = Client(self.url, plan.timeout)
 
     def run(self) -> list[RequestOutcome]:
         times = self.plan.times(self.batch)
@@ -115,6 +129,7 @@ class Sender:
             pool.submit(lambda position=position, planned=planned: self._send(position, planned))
             submitted += 1
         self._wait_for(submitted)
+        pool.close()
         with self.finished:
             outcomes = list(self.outcomes)
         return [outcome or self._missing(position, times[position])
@@ -148,12 +163,6 @@ class Sender:
                 self.finished.wait(_POLL_S)
 
     # -- one request ------------------------------------------------------------------------
-    def _session(self) -> requests.Session:
-        session = getattr(self.local, "session", None)
-        if session is None:
-            session = self.local.session = requests.Session()
-        return session
-
     def _send(self, position: int, planned: float) -> None:
         request = self.batch[position]
         path, body = request_body(request)
@@ -162,15 +171,15 @@ class Sender:
         sent = time.monotonic()
         outcome.sent_s = round(sent - self.started, 6)
         try:
-            reply = self._session().post(f"{self.url}{path}", json=body, stream=request.stream,
-                                         timeout=(min(10.0, self.plan.timeout), self.plan.timeout))
-            self._read(reply, request.stream, sent, outcome)
-        except requests.Timeout:
+            reply = self.client.post(path, body, request.stream)
+            outcome.http_status = reply.status
+            self._read(reply, outcome)
+        except TimedOut:
             outcome.status, outcome.error = "timeout", f"no answer within {self.plan.timeout:g} s"
-        except requests.ConnectionError as problem:
-            outcome.status, outcome.error = "refused", _connection_problem(problem)
-            self.oracle.add("refused", f"request {request.index}: {outcome.error}")
-        except (requests.RequestException, ValueError, ValidationError) as problem:
+        except ConnectionLost as problem:
+            outcome.status, outcome.error = "refused", str(problem)
+            self.oracle.add("refused", f"request {request.index}: {problem}")
+        except (OSError, http.client.HTTPException, ValueError, ValidationError) as problem:
             outcome.status, outcome.error = "error", f"{type(problem).__name__}: {problem}"[:300]
         outcome.latency_s = round(time.monotonic() - sent, 6)
         if self.slots is not None:
@@ -182,31 +191,15 @@ class Sender:
         if self.progress:
             self.progress(self.done, len(self.batch))
 
-    def _read(self, reply: requests.Response, stream: bool, sent: float,
-              outcome: RequestOutcome) -> None:
-        outcome.http_status = reply.status_code
-        if reply.status_code != 200:
-            outcome.status, outcome.error = "http-error", reply.text[:300]
-            return
-        last = reply.json() if not stream else self._last_event(reply, sent)
-        if isinstance(last, dict) and "error" in last:
+    @staticmethod
+    def _read(reply: Reply, outcome: RequestOutcome) -> None:
+        last = reply.payload
+        if reply.status != 200:
+            outcome.status, outcome.error = "http-error", reply.error
+        elif isinstance(last, dict) and "error" in last:
             outcome.status, outcome.error = "http-error", json.dumps(last["error"])[:300]
         elif isinstance(last, dict):
             outcome.output = output_of(last)[0]
-
-    def _last_event(self, reply: requests.Response, sent: float):
-        """The last ``data:`` event of an SSE stream, before ``data: [DONE]``."""
-        last = None
-        for line in reply.iter_lines():
-            if time.monotonic() - sent > self.plan.timeout:
-                reply.close()
-                raise requests.Timeout()
-            if line.startswith(b"data:"):
-                payload = line[5:].strip()
-                if payload == b"[DONE]":
-                    break
-                last = json.loads(payload)
-        return last
 
     def _missing(self, position: int, planned: float) -> RequestOutcome:
         request = self.batch[position]
@@ -218,12 +211,3 @@ class Sender:
 
 def _rid(rid):
     return rid if isinstance(rid, (str, list)) or rid is None else str(rid)
-
-
-def _connection_problem(problem: Exception) -> str:
-    text = str(problem)
-    if "refused" in text.lower():
-        return "connection refused"
-    if "reset" in text.lower() or "Remote end closed" in text or "aborted" in text.lower():
-        return "connection reset by the server"
-    return f"connection failed ({type(problem).__name__})"
