@@ -118,6 +118,21 @@ class _ReplayCommand(click.Command):
 _POSITIVE = click.FloatRange(min=0, min_open=True)
 
 
+def _guarded(subject: str, action):
+    """``action()``; a failure is one line on stderr with its exit code, never a traceback."""
+    try:
+        return action()
+    except CrashlabError as exc:
+        _fail(str(exc), exc.exit_code)
+    except MemoryError:
+        _fail(f"{subject}: ran out of memory", EXIT_BAD_INPUT)
+    except Exception as exc:  # the last guard: a stranger's file must never produce a traceback
+        if os.environ.get("CRASHLAB_DEBUG"):
+            raise
+        _fail(f"{subject}: {type(exc).__name__}: {exc}; this is a crashlab bug, please report "
+              "it (CRASHLAB_DEBUG=1 shows the traceback)", EXIT_BAD_INPUT)
+
+
 def _wide_console() -> Console:
     """The terminal's width, or 160 columns into a pipe or file (rich would assume 80)."""
     console = Console(highlight=False)
@@ -186,45 +201,37 @@ def replay(dump, as_list, as_json, url, speed, max_rate, concurrency, timeout, r
     if do_minimize and not restart_cmd:
         _fail("replay: --minimize needs --restart-cmd (each trial starts a fresh server)",
               EXIT_BAD_INPUT)
-    try:
-        trials = Budget.parse(budget)
-        plan = Plan.choose(speed=speed, max_rate=max_rate, concurrency=concurrency, timeout=timeout)
-        loaded = replay_api.load(dump)
-        if url is None:
-            if as_json:
-                click.echo(json.dumps(replay_views.dump_json(loaded), indent=2))
-            else:
-                replay_views.render_dump(loaded, _wide_console())
-            sys.exit(EXIT_FOUND)
-        if not loaded.requests:
-            _fail(f"{dump}: holds no requests to replay", EXIT_BAD_INPUT)
-        watch = Watch(pid=pid, cores=watch_cores, log=watch_log,
-                      patterns=FAULT_PATTERNS + tuple(fault_pattern),
-                      health_interval=health_interval, health_timeout=health_timeout, settle=settle)
-        target = Target(url=url, restart_cmd=restart_cmd, start_timeout=start_timeout)
-        err = Console(stderr=True, highlight=False)
-        if do_minimize:
-            out = output or str(Path(dump).with_suffix("")) + ".min.pkl"
-            result = minimize_dump(
-                loaded, target, plan, watch, trials, out, repeat,
-                on_trial=lambda number, size, crashed: err.print(
-                    f"trial {number}: {size} requests -> {'crashed' if crashed else 'no crash'}"))
+    trials = _guarded("replay", lambda: Budget.parse(budget))
+    plan = _guarded("replay", lambda: Plan.choose(speed=speed, max_rate=max_rate,
+                                                  concurrency=concurrency, timeout=timeout))
+    watch = _guarded("replay", lambda: Watch(
+        pid=pid, cores=watch_cores, log=watch_log, patterns=FAULT_PATTERNS + tuple(fault_pattern),
+        health_interval=health_interval, health_timeout=health_timeout, settle=settle))
+    target = Target(url=url, restart_cmd=restart_cmd, start_timeout=start_timeout) if url else None
+    loaded = _guarded(dump, lambda: replay_api.load(dump))
+    if url is None:
+        if as_json:
+            click.echo(json.dumps(replay_views.dump_json(loaded), indent=2))
         else:
-            progress = Progress("replay", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                                console=err, transient=True, disable=not err.is_terminal)
-            with progress:
-                task = progress.add_task("replay", total=len(loaded.requests))
-                result = replay_dump(loaded, target, plan, watch, repeat,
-                                     progress=lambda done, total: progress.update(task, completed=done))
-    except CrashlabError as exc:
-        _fail(str(exc), exc.exit_code)
-    except MemoryError:
-        _fail(f"{dump}: ran out of memory reading it", EXIT_BAD_INPUT)
-    except Exception as exc:  # the last guard: a stranger's file must never produce a traceback
-        if os.environ.get("CRASHLAB_DEBUG"):
-            raise
-        _fail(f"{dump}: replay failed ({type(exc).__name__}: {exc}); this is a crashlab bug, "
-              "please report it (CRASHLAB_DEBUG=1 shows the traceback)", EXIT_BAD_INPUT)
+            replay_views.render_dump(loaded, _wide_console())
+        sys.exit(EXIT_FOUND)
+    if not loaded.requests:
+        _fail(f"{dump}: holds no requests to replay", EXIT_BAD_INPUT)
+    err = Console(stderr=True, highlight=False)
+    if do_minimize:
+        out = output or str(Path(dump).with_suffix("")) + ".min.pkl"
+        result = _guarded(dump, lambda: minimize_dump(
+            loaded, target, plan, watch, trials, out, repeat,
+            on_trial=lambda number, size, crashed: err.print(
+                f"trial {number}: {size} requests -> {'crashed' if crashed else 'no crash'}")))
+    else:
+        progress = Progress("replay", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                            console=err, transient=True, disable=not err.is_terminal)
+        with progress:
+            task = progress.add_task("replay", total=len(loaded.requests))
+            result = _guarded(dump, lambda: replay_dump(
+                loaded, target, plan, watch, repeat,
+                progress=lambda done, total: progress.update(task, completed=done)))
     if as_json:
         click.echo(result.model_dump_json(indent=2))
     else:

@@ -212,6 +212,8 @@ def test_a_restart_command_that_dies_is_exit_3(tmp_path):
     (["--list", "--json"], "choose one of --list and --json"),
     (["--speed", "0"], "Invalid value for '--speed'"),
     (["--repeat", "many"], "Invalid value for '--repeat'"),
+    (["--url", "http://x", "--fault-pattern", "(unclosed"], "--fault-pattern '(unclosed'"),
+    (["--url", "http://x", "--pid", "999999999"], "--pid 999999999: no such process"),
 ])
 def test_bad_command_lines_get_one_line_and_exit_2(args, message):
     result = run_cli("replay", FIXTURE, *args)

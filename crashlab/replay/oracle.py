@@ -143,7 +143,8 @@ class Oracle:
         if self.cores is not None:
             new = sorted(_files(self.cores) - self.core_baseline)
             if new:
-                self.add("coredump", f"new file {new[0]}" + (f" (+{len(new) - 1} more)" if len(new) > 1 else ""))
+                more = f" (+{len(new) - 1} more)" if len(new) > 1 else ""
+                self.add("coredump", f"new file {new[0]}{more}")
         if self.log is not None:
             lines = self.log.matches()
             if lines:

@@ -8,14 +8,17 @@ crashed, later attempts cannot run and are reported as skipped.
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+import psutil
+
 from .. import __version__
-from ..errors import EnvironmentProblem
+from ..errors import BadInput, EnvironmentProblem
 from ..report.model import Tool
 from .compare import divergence
 from .minimize import Budget, BudgetExhausted, ddmin
@@ -42,6 +45,16 @@ class Watch:
     health_interval: float = 1.0
     health_timeout: float = 20.0
     settle: float = 3.0
+
+    def __post_init__(self):
+        """Refuse what would only fail once a server is up: bad patterns, a pid that is gone."""
+        for pattern in self.patterns:
+            try:
+                re.compile(pattern)
+            except re.error as problem:
+                raise BadInput(f"--fault-pattern {pattern!r}: {problem}") from None
+        if self.pid is not None and not psutil.pid_exists(self.pid):
+            raise BadInput(f"--pid {self.pid}: no such process")
 
 
 @dataclass

@@ -122,7 +122,7 @@ class Sender:
         pool = _Pool()
         self.started = time.monotonic()
         submitted = 0
-        for position, (request, planned) in enumerate(zip(self.batch, times)):
+        for position, planned in enumerate(times):
             if not self._wait_until(self.started + planned) or not self._take_slot():
                 break
             self.submitted[position] = True
