@@ -69,7 +69,11 @@ class Target:
 
     def server(self) -> ManagedServer | None:
         if self.restart_cmd and self._server is None:
-            log = self.server_log or Path(tempfile.mkstemp(prefix="crashlab-server-", suffix=".log")[1])
+            log = self.server_log
+            if log is None:
+                descriptor, name = tempfile.mkstemp(prefix="crashlab-server-", suffix=".log")
+                os.close(descriptor)
+                log = Path(name)
             self._server = ManagedServer(self.restart_cmd, self.url, log, self.start_timeout)
         return self._server
 
