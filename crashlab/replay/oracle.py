@@ -1,0 +1,184 @@
+"""The crash oracle: did the server crash while (or just after) the requests were replayed?
+
+Evidence, any one of which counts: the server process exited (when crashlab started it or was
+given its pid), /health failed (an error status, a refused connection, or no answer within the
+health timeout: a hung scheduler), a /generate connection was refused mid-run, a new file
+appeared under --watch-cores, or a fault line appeared in --watch-log. A monitor thread polls all
+of them; the sender reports refused connections itself.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import time
+from pathlib import Path
+
+import subprocess
+
+import psutil
+import requests
+
+from .result import Signal
+
+#: Lines SGLang, PyTorch and the CUDA driver print when a server dies of a GPU fault or a hang
+#: (shared/reference/sglang-crash-dump.md section 6).
+FAULT_PATTERNS = (
+    r"an illegal memory access was encountered",
+    r"an illegal instruction was encountered",
+    r"misaligned address",
+    r"unspecified launch failure",
+    r"device-side assert triggered",
+    r"CUDA error: ",
+    r"Scheduler hit an exception",
+    r"DetokenizerManager hit an exception",
+    r"TokenizerManager hit an exception",
+    r"SIGQUIT received",
+    r"Subprocess \S+ \(pid=\d+\) crashed",
+    r"watchdog timeout",
+    r"Fatal Python error",
+    r"Starting GPU coredump generation",
+    r"NCCL error",
+    r"\bXid\b",
+)
+_CORE_DEPTH = 3  # SGLang writes <crash-dump-folder>/<host>/core.cuda.<t>.<pid>
+
+
+def _files(folder: Path, depth: int = _CORE_DEPTH) -> set[str]:
+    found: set[str] = set()
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return found
+    for entry in entries:
+        if entry.is_file(follow_symlinks=False):
+            found.add(entry.path)
+        elif depth > 1 and entry.is_dir(follow_symlinks=False):
+            found |= _files(Path(entry.path), depth - 1)
+    return found
+
+
+class LogWatch:
+    """New lines of a log file that match a fault pattern (the file may not exist yet)."""
+
+    def __init__(self, path: Path, patterns: list[str]):
+        self.path = path
+        self.pattern = re.compile("|".join(f"(?:{pattern})" for pattern in patterns))
+        self.offset = self._size()
+        self.partial = b""
+
+    def _size(self) -> int:
+        try:
+            return self.path.stat().st_size
+        except OSError:
+            return 0
+
+    def matches(self) -> list[str]:
+        size = self._size()
+        if size < self.offset:  # truncated or rotated: read from the start
+            self.offset, self.partial = 0, b""
+        if size == self.offset:
+            return []
+        with open(self.path, "rb") as log:
+            log.seek(self.offset)
+            data = self.partial + log.read(size - self.offset)
+        self.offset = size
+        lines = data.split(b"\n")
+        self.partial = lines.pop()
+        texts = (line.decode("utf-8", "replace").strip() for line in lines)
+        return [text for text in texts if self.pattern.search(text)]
+
+
+class Oracle:
+    """Watches one replay run; ``signals`` is the evidence found, ``tripped`` set on the first."""
+
+    def __init__(self, url: str, *, pid: int | None = None,
+                 child: subprocess.Popen | None = None, cores: Path | None = None,
+                 log: Path | None = None, patterns=FAULT_PATTERNS,
+                 health_interval: float = 1.0, health_timeout: float = 20.0):
+        self.url = url.rstrip("/")
+        self.pid = child.pid if child else pid
+        self.child = child
+        self.cores = cores
+        self.log = LogWatch(log, patterns) if log else None
+        self.health_interval = health_interval
+        self.health_timeout = health_timeout
+        self.signals: list[Signal] = []
+        self.tripped = threading.Event()
+        self.lock = threading.Lock()
+        self.kinds_seen: set[str] = set()
+        self.core_baseline = _files(cores) if cores else set()
+        self.process = psutil.Process(pid) if pid and not child and psutil.pid_exists(pid) else None
+        self.started = time.monotonic()
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._monitor, name="crashlab-oracle", daemon=True)
+        self.health = threading.Thread(target=self._health_loop, name="crashlab-health", daemon=True)
+
+    def start(self) -> "Oracle":
+        self.started = time.monotonic()
+        self.thread.start()
+        self.health.start()
+        return self
+
+    def stop(self) -> None:
+        self.stopped.set()
+
+    def add(self, kind: str, detail: str) -> None:
+        """Record evidence; the first of each kind is kept (a dead server refuses every request)."""
+        with self.lock:
+            if kind in self.kinds_seen:
+                return
+            self.kinds_seen.add(kind)
+            self.signals.append(Signal(kind=kind, detail=detail,
+                                       at_s=round(time.monotonic() - self.started, 3)))
+        self.tripped.set()
+
+    def check(self) -> None:
+        """One look at the process, the coredump folder and the log."""
+        if self.child is not None and self.child.poll() is not None:
+            self.add("exited", f"server process {self.pid} exited with code {self.child.returncode}")
+        if self.process is not None and not self._alive():
+            self.add("exited", f"server process {self.pid} exited")
+        if self.cores is not None:
+            new = sorted(_files(self.cores) - self.core_baseline)
+            if new:
+                more = f" (+{len(new) - 1} more)" if len(new) > 1 else ""
+                self.add("coredump", f"new file {new[0]}{more}")
+        if self.log is not None:
+            lines = self.log.matches()
+            if lines:
+                self.add("log", f"{self.log.path}: {lines[0][:300]}")
+
+    def check_health(self) -> None:
+        try:
+            reply = requests.get(f"{self.url}/health", timeout=self.health_timeout)
+        except requests.Timeout:
+            self.add("health", f"/health gave no answer within {self.health_timeout:g} s")
+        except requests.ConnectionError as problem:
+            self.add("health", f"/health connection failed ({_reason(problem)})")
+        else:
+            if reply.status_code != 200:
+                self.add("health", f"/health answered HTTP {reply.status_code}")
+
+    def _alive(self) -> bool:
+        try:
+            return self.process.is_running() and self.process.status() != psutil.STATUS_ZOMBIE
+        except psutil.Error:
+            return False
+
+    def _monitor(self) -> None:
+        while not self.stopped.wait(min(0.2, self.health_interval)):
+            self.check()
+
+    def _health_loop(self) -> None:
+        while not self.stopped.wait(self.health_interval):
+            self.check_health()
+
+
+def _reason(problem: Exception) -> str:
+    text = str(problem)
+    for known in ("Connection refused", "Connection reset", "Remote end closed", "timed out"):
+        if known in text:
+            return known.lower()
+    return type(problem).__name__

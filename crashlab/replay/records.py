@@ -1,0 +1,238 @@
+"""The typed view of an SGLang crash dump: Request records, server arguments as plain data.
+
+Built from the decoded pickle (stand-ins of allowlisted classes, never SGLang's own objects), for
+the three layouts of shared/reference/sglang-crash-dump.md section 3. A record that does not
+have the shape SGLang writes is skipped with a warning rather than failing the whole dump.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+
+from .allowlist import REQUEST_KINDS
+from .unpickler import Instance, printable
+
+MODALITIES = ("image", "video", "audio")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class LogprobOptions(_Model):
+    return_logprob: bool = False
+    logprob_start_len: int | list[int] | None = None
+    top_logprobs_num: int | list[int] | None = None
+    token_ids_logprob: bool = Field(False, description="whether token ids for logprobs were given")
+
+
+class Output(_Model):
+    """What the dump recorded as the request's output (for in-flight requests, the partial one)."""
+
+    finish_reason: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    text: str | None = None
+    output_ids: list[int] | None = None
+    embedding_size: int | None = None
+
+
+class Request(_Model):
+    index: int = Field(description="position in arrival order (created time), from 0")
+    position: int = Field(description="position of the record in the dump's list")
+    kind: Literal["generate", "embedding"]
+    sglang_class: str
+    rid: str | list[str] | None = None
+    text: str | list[str] | None = None
+    input_ids: list[int] | list[list[int]] | None = None
+    input_embeds: bool = Field(False, description="whether the request carries input embeddings")
+    sampling_params: dict[str, Any] = Field(default_factory=dict)
+    stream: bool = False
+    multimodal: dict[str, int] = Field(default_factory=dict, description="items per modality")
+    lora_path: str | list[str | None] | None = None
+    logprob: LogprobOptions = Field(default_factory=LogprobOptions)
+    created: float = Field(description="arrival, epoch seconds")
+    finished: float = Field(description="finish (or crash, for in-flight requests), epoch seconds")
+    offset_s: float = Field(description="arrival relative to the first request")
+    in_flight: bool = Field(description="still running when the server crashed")
+    output: Output = Field(default_factory=Output)
+
+    _raw: Instance = PrivateAttr()
+    _record: tuple = PrivateAttr()
+
+    @property
+    def fields(self) -> dict:
+        """Every field of the original request object (for rebuilding the HTTP body)."""
+        return self._raw.fields()
+
+    @property
+    def greedy(self) -> bool:
+        return self.sampling_params.get("temperature") == 0
+
+
+class CrashDump(_Model):
+    path: str
+    size_bytes: int
+    layout: str = Field(description="which SGLang writer the keys match")
+    keys: list[str]
+    server_args: dict[str, Any] | None = None
+    server_args_class: str | None = None
+    launch_command: str | None = None
+    config_updates: Any = None
+    resolved_config: Any = None
+    requests: list[Request]
+    warnings: list[str] = Field(default_factory=list)
+
+    _root: Any = PrivateAttr(default=None)
+
+    @property
+    def in_flight(self) -> list[Request]:
+        return [request for request in self.requests if request.in_flight]
+
+
+#: Top-level keys -> layout name (shared/reference/sglang-crash-dump.md, section 2 table).
+LAYOUTS = [
+    ({"server_args", "requests", "launch_command", "config_updates", "resolved_config"},
+     "sglang-0.5.23 crash dump"),
+    ({"server_args", "requests", "config_updates", "resolved_config"},
+     "sglang-0.5.23 request dump (/configure_logging)"),
+    ({"server_args", "requests", "launch_command"}, "sglang-0.5.12 crash dump"),
+    ({"server_args", "requests"}, "sglang-0.5.6 crash dump, or a request dump before 0.5.23"),
+]
+
+
+def plain(value) -> Any:
+    """JSON-able data: stand-ins as {"__class__": ..., fields}, tuples and sets as lists."""
+    kind = type(value)
+    if kind is dict:
+        return {key if type(key) is str else repr(key): plain(item) for key, item in value.items()}
+    if kind in (list, tuple):
+        return [plain(item) for item in value]
+    if kind in (set, frozenset):
+        return sorted((plain(item) for item in value), key=repr)
+    if kind in (bytes, bytearray):
+        return {"__bytes__": base64.b64encode(value).decode("ascii")}
+    if kind is Instance:
+        return {"__class__": value.cls.qualified, **plain(value.fields())}
+    if kind is complex:
+        return [value.real, value.imag]
+    return value
+
+
+def _count(items) -> int:
+    if items is None:
+        return 0
+    if type(items) in (list, tuple):
+        return sum(_count(item) if type(item) in (list, tuple) else 1 for item in items)
+    return 1
+
+
+def _ids(value):
+    if type(value) in (list, tuple):
+        return [list(row) if type(row) in (list, tuple) else row for row in value]
+    return value
+
+
+def output_of(out: dict) -> tuple[Output, bool]:
+    """The recorded output and whether the request was still running (no finish reason)."""
+    meta = out.get("meta_info") if type(out.get("meta_info")) is dict else {}
+    reason = meta.get("finish_reason")
+    embedding = out.get("embedding")
+    summary = Output(
+        finish_reason=reason.get("type") if type(reason) is dict else reason,
+        prompt_tokens=meta.get("prompt_tokens"),
+        completion_tokens=meta.get("completion_tokens"),
+        text=out.get("text"),
+        output_ids=_ids(out.get("output_ids")),
+        embedding_size=len(embedding) if type(embedding) in (list, tuple) else None,
+    )
+    return summary, reason is None
+
+
+def request_from(record, position: int) -> Request:
+    """One (obj, out_dict, created, finished) tuple as a Request; ValueError if it is not one."""
+    if type(record) not in (tuple, list) or len(record) != 4:
+        raise ValueError("not an (obj, output, created, finished) tuple")
+    obj, out, created, finished = record
+    if type(obj) is not Instance or (obj.cls.module, obj.cls.name) not in REQUEST_KINDS:
+        found = obj.cls.qualified if type(obj) is Instance else f"a {type(obj).__name__}"
+        raise ValueError(f"its request is {found}, "
+                         "not a GenerateReqInput or EmbeddingReqInput")
+    if type(out) is not dict or type(created) not in (int, float) or type(finished) not in (int, float):
+        raise ValueError("its output is not a dict or its times are not numbers")
+    fields = obj.fields()
+    output, in_flight = output_of(out)
+    request = Request(
+        index=0, position=position, kind=REQUEST_KINDS[(obj.cls.module, obj.cls.name)],
+        sglang_class=obj.cls.qualified, rid=fields.get("rid"), text=fields.get("text"),
+        input_ids=_ids(fields.get("input_ids")), input_embeds=fields.get("input_embeds") is not None,
+        sampling_params=plain(fields.get("sampling_params") or {}),
+        stream=bool(fields.get("stream")),
+        multimodal={name: count for name in MODALITIES
+                    if (count := _count(fields.get(f"{name}_data")))},
+        lora_path=fields.get("lora_path"),
+        logprob=LogprobOptions(return_logprob=bool(fields.get("return_logprob")),
+                               logprob_start_len=fields.get("logprob_start_len"),
+                               top_logprobs_num=fields.get("top_logprobs_num"),
+                               token_ids_logprob=fields.get("token_ids_logprob") is not None),
+        created=created, finished=finished, offset_s=0.0, in_flight=in_flight, output=output,
+    )
+    request._raw, request._record = obj, tuple(record)
+    return request
+
+
+def _server_args(value) -> dict | None:
+    """ServerArgs as plain fields; SGLang dumps a plain dict instead when watermarking is on."""
+    if type(value) is Instance:
+        return plain(value.fields())
+    return plain(value) if type(value) is dict else None
+
+
+def crash_dump_from(root, path: str, size: int) -> CrashDump:
+    """The typed dump; ValueError (with the reason) when ``root`` is not an SGLang dump at all."""
+    if type(root) is dict and "requests" in root:
+        keys = [key for key in root if type(key) is str]
+        layout = next((name for wanted, name in LAYOUTS if wanted == set(keys)), None)
+        warnings = [] if layout else [f"unrecognised top-level keys {printable(str(sorted(keys)))}; "
+                                      "read as a crash dump"]
+        records = root["requests"]
+    elif type(root) is list:
+        keys, layout, warnings, records, root = [], "record list", [], root, {"requests": root}
+    else:
+        raise ValueError(f"its top level is a {type(root).__name__}"
+                         + (f" with keys {printable(str(sorted(map(str, root))[:8]))}"
+                            if type(root) is dict else "")
+                         + ", not SGLang's dict with 'requests'")
+    if type(records) not in (list, tuple):
+        raise ValueError(f"its 'requests' is a {type(records).__name__}, not a list")
+    requests = []
+    for position, record in enumerate(records):
+        try:
+            requests.append(request_from(record, position))
+        except (ValueError, ValidationError) as problem:
+            reason = problem.errors()[0]["msg"] if isinstance(problem, ValidationError) else problem
+            warnings.append(f"record {position} skipped: {reason}")
+    if records and not requests:
+        raise ValueError(f"none of its {len(records)} records is a request record ({warnings[-1]})")
+    requests.sort(key=lambda request: (request.created, request.position))
+    start = requests[0].created if requests else 0.0
+    for index, request in enumerate(requests):
+        request.index, request.offset_s = index, request.created - start
+    server_args = root.get("server_args")
+    if type(server_args) not in (Instance, dict, type(None)):
+        warnings.append(f"server_args is a {type(server_args).__name__}; ignored")
+    command = root.get("launch_command")
+    dump = CrashDump(
+        path=path, size_bytes=size, layout=layout or "unrecognised", keys=keys,
+        server_args=_server_args(server_args),
+        server_args_class=server_args.cls.qualified if type(server_args) is Instance else None,
+        launch_command=command if type(command) is str else None,
+        config_updates=plain(root.get("config_updates")),
+        resolved_config=plain(root.get("resolved_config")),
+        requests=requests, warnings=warnings,
+    )
+    dump._root = root
+    return dump

@@ -1,0 +1,204 @@
+"""Replay a dump against a server N times, or minimise it: the pipelines under ``crashlab replay``.
+
+One attempt = (restart the server, if crashlab manages it) -> watch -> send -> settle -> verdict.
+Without --restart-cmd the server the user started is replayed against as it is; once it has
+crashed, later attempts cannot run and are reported as skipped.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import psutil
+
+from .. import __version__
+from ..errors import BadInput, EnvironmentProblem
+from ..report.model import Tool
+from .compare import divergence
+from .minimize import Budget, BudgetExhausted, ddmin
+from .oracle import FAULT_PATTERNS, Oracle
+from .records import CrashDump, Request
+from .result import Attempt, Minimization, Pacing, ReplayResult
+from .send import Plan, Sender
+from .server import ManagedServer, healthy
+from .writer import write_subset
+
+Progress = Callable[[int, int], None]
+#: After the first sign of a crash, how long to wait for the rest (exit, log lines, cores).
+_CORROBORATE_S = 0.5
+
+
+@dataclass
+class Watch:
+    """What the oracle watches besides /health, and how patiently."""
+
+    pid: int | None = None
+    cores: Path | None = None
+    log: Path | None = None
+    patterns: tuple[str, ...] = FAULT_PATTERNS
+    health_interval: float = 1.0
+    health_timeout: float = 20.0
+    settle: float = 3.0
+
+    def __post_init__(self):
+        """Refuse what would only fail once a server is up: bad patterns, a pid that is gone."""
+        for pattern in self.patterns:
+            try:
+                re.compile(pattern)
+            except re.error as problem:
+                raise BadInput(f"--fault-pattern {pattern!r}: {problem}") from None
+        if self.pid is not None and not psutil.pid_exists(self.pid):
+            raise BadInput(f"--pid {self.pid}: no such process")
+
+
+@dataclass
+class Target:
+    """The server: a URL, and the command that (re)starts it when crashlab manages it."""
+
+    url: str
+    restart_cmd: str | None = None
+    start_timeout: float = 600.0
+    server_log: Path | None = None
+    _server: ManagedServer | None = field(default=None, repr=False)
+
+    def server(self) -> ManagedServer | None:
+        if self.restart_cmd and self._server is None:
+            log = self.server_log
+            if log is None:
+                descriptor, name = tempfile.mkstemp(prefix="crashlab-server-", suffix=".log")
+                os.close(descriptor)
+                log = Path(name)
+            self._server = ManagedServer(self.restart_cmd, self.url, log, self.start_timeout)
+        return self._server
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.stop()
+
+    @property
+    def log(self) -> str | None:
+        return str(self._server.log) if self._server else None
+
+
+def _percentile(values: list[float], fraction: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
+
+
+def attempt(batch: list[Request], target: Target, plan: Plan, watch: Watch, number: int,
+            progress: Progress | None = None) -> Attempt:
+    """One replay of ``batch``; raises EnvironmentProblem if the server is not there to begin with."""
+    server = target.server()
+    child = server.start() if server else None
+    if child is None and not healthy(target.url):
+        raise EnvironmentProblem(f"no healthy server at {target.url} (GET /health failed); start it, "
+                                 "or give --restart-cmd")
+    log = watch.log or (server.log if server else None)
+    oracle = Oracle(target.url, pid=watch.pid, child=child, cores=watch.cores, log=log,
+                    patterns=watch.patterns, health_interval=watch.health_interval,
+                    health_timeout=watch.health_timeout).start()
+    started = time.monotonic()
+    outcomes = Sender(target.url, batch, plan, oracle, progress).run()
+    if oracle.tripped.wait(watch.settle):
+        time.sleep(min(watch.settle, _CORROBORATE_S))  # let the other evidence land too
+    else:
+        oracle.check_health()
+    oracle.check()
+    oracle.stop()
+    by_index = {request.index: request for request in batch}
+    for outcome in outcomes:
+        if outcome.status == "ok" and outcome.output is not None:
+            outcome.divergence = divergence(by_index[outcome.index], outcome.output)
+    lags = [abs(o.sent_s - o.scheduled_s) for o in outcomes if o.sent_s is not None]
+    return Attempt(number=number, reproduced=bool(oracle.signals), signals=list(oracle.signals),
+                   requests=outcomes, sent=sum(o.sent_s is not None for o in outcomes),
+                   ok=sum(o.status == "ok" for o in outcomes),
+                   divergences=sum(o.divergence is not None for o in outcomes),
+                   duration_s=round(time.monotonic() - started, 3),
+                   lag_p50_s=_percentile(lags, 0.5), lag_p99_s=_percentile(lags, 0.99))
+
+
+def _pacing(plan: Plan) -> Pacing:
+    return Pacing(mode=plan.mode, speed=plan.speed, max_rate=plan.max_rate,
+                  concurrency=plan.concurrency, timeout_s=plan.timeout)
+
+
+def replay(dump: CrashDump, target: Target, plan: Plan, watch: Watch, repeat: int = 1,
+           progress: Progress | None = None) -> ReplayResult:
+    """Replay every request ``repeat`` times; the result counts the attempts that crashed the server."""
+    attempts, warnings = [], []
+    try:
+        for number in range(1, repeat + 1):
+            if number > 1 and not target.restart_cmd and not healthy(target.url):
+                warnings.append(f"the server is down after attempt {number - 1}; the remaining "
+                                f"{repeat - number + 1} attempts need --restart-cmd to run")
+                break
+            attempts.append(attempt(dump.requests, target, plan, watch, number, progress))
+    finally:
+        target.close()
+    return ReplayResult(tool=Tool(version=__version__), dump=dump.path, layout=dump.layout,
+                        url=target.url, pacing=_pacing(plan), repeat=repeat,
+                        reproductions=sum(a.reproduced for a in attempts), attempts=attempts,
+                        server_log=target.log, warnings=dump.warnings + warnings)
+
+
+def minimize(dump: CrashDump, target: Target, plan: Plan, watch: Watch, budget: Budget,
+             output: str | os.PathLike, repeat: int = 1,
+             on_trial: Callable[[int, int, bool], None] | None = None) -> ReplayResult:
+    """ddmin over the requests (the in-flight ones tried alone first), each trial on a fresh server.
+
+    A trial reproduces when any of its ``repeat`` attempts does. Writes the smallest reproducing
+    set to ``output`` in SGLang's layout.
+    """
+    if not target.restart_cmd:
+        raise EnvironmentProblem("--minimize needs --restart-cmd: each trial starts a fresh server")
+    requests = dump.requests
+    first: list[Attempt] = []
+
+    def fails(indices: list[int]) -> bool:
+        batch = [requests[index] for index in sorted(indices)]
+        runs = [attempt(batch, target, plan, watch, number) for number in range(1, repeat + 1)]
+        if not first:
+            first.extend(runs)
+        crashed = any(run.reproduced for run in runs)
+        if on_trial:
+            on_trial(budget.used, len(indices), crashed)
+        return crashed
+
+    everything = [request.index for request in requests]
+    in_flight = [request.index for request in dump.in_flight]
+    minimal, exhausted = [], False
+    try:
+        budget.spend()
+        if fails(everything):
+            minimal = everything
+            if 0 < len(in_flight) < len(everything):
+                budget.spend()
+                if fails(in_flight):
+                    minimal = in_flight
+            minimal, exhausted = ddmin(minimal, fails, budget)
+    except BudgetExhausted:
+        exhausted = True
+    finally:
+        target.close()
+    kept = [requests[index] for index in minimal]
+    if kept:
+        write_subset(dump, kept, output)
+    result = ReplayResult(
+        tool=Tool(version=__version__), dump=dump.path, layout=dump.layout, url=target.url,
+        pacing=_pacing(plan), repeat=repeat, reproductions=sum(a.reproduced for a in first[:repeat]),
+        attempts=first[:repeat], server_log=target.log, warnings=list(dump.warnings),
+        minimization=Minimization(original=len(requests), minimal=minimal,
+                                  minimal_rids=[requests[index].rid for index in minimal],
+                                  trials=budget.used, budget=budget.describe(),
+                                  budget_exhausted=exhausted,
+                                  output=os.fspath(output) if kept else None))
+    return result

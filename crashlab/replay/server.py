@@ -1,0 +1,85 @@
+"""Start, health-check and stop the server under test from a user's --restart-cmd.
+
+The command runs through /bin/sh in a session of its own, so that stopping it reaches every
+process it started (SGLang's schedulers and detokenizer are children of the launcher). Its output
+goes to a log file that the oracle watches for fault lines.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import requests
+
+from ..errors import EnvironmentProblem
+
+_STOP_WAIT_S = 10.0
+
+
+def healthy(url: str, timeout: float = 5.0) -> bool:
+    try:
+        return requests.get(f"{url.rstrip('/')}/health", timeout=timeout).status_code == 200
+    except requests.RequestException:
+        return False
+
+
+class ManagedServer:
+    """One server process at a time, from ``command``; ``start()`` returns once /health is 200."""
+
+    def __init__(self, command: str, url: str, log: Path, start_timeout: float = 600.0):
+        self.command = command
+        self.url = url
+        self.log = log
+        self.start_timeout = start_timeout
+        self.child: subprocess.Popen | None = None
+
+    def start(self) -> subprocess.Popen:
+        self.stop()
+        if healthy(self.url, timeout=2.0):
+            raise EnvironmentProblem(f"something already answers at {self.url} before --restart-cmd "
+                                     "started a server; stop it first")
+        with open(self.log, "ab") as log:
+            self.child = subprocess.Popen(["/bin/sh", "-c", self.command], stdout=log,
+                                          stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                          start_new_session=True)
+        deadline = time.monotonic() + self.start_timeout
+        while time.monotonic() < deadline:
+            if self.child.poll() is not None:
+                raise EnvironmentProblem(f"--restart-cmd exited with code {self.child.returncode} "
+                                         f"before {self.url}/health answered (its output: {self.log})")
+            if healthy(self.url, timeout=2.0):
+                return self.child
+            time.sleep(0.1)
+        self.stop()
+        raise EnvironmentProblem(f"{self.url}/health did not answer 200 within "
+                                 f"{self.start_timeout:g} s of --restart-cmd (its output: {self.log})")
+
+    def stop(self) -> None:
+        """SIGTERM the command's process group, SIGKILL it if it lingers."""
+        child, self.child = self.child, None
+        if child is None:
+            return
+        for sig, wait in ((signal.SIGTERM, _STOP_WAIT_S), (signal.SIGKILL, _STOP_WAIT_S)):
+            try:
+                os.killpg(child.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                child.wait(timeout=wait)
+                if not _group_alive(child.pid):
+                    break
+            except subprocess.TimeoutExpired:
+                continue
+        child.poll()
+
+
+def _group_alive(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    return True

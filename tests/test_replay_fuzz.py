@@ -1,0 +1,88 @@
+"""Bounded fuzzing of the dump loader: mutated real fixtures must load or be refused cleanly.
+
+Hypothesis flips, inserts, overwrites and cuts bytes of the fixture dumps (derandomized, a fixed
+number of examples). Every outcome must be a CrashDump or a BadInput, and the loader may not
+allocate out of proportion to the file.
+"""
+
+from __future__ import annotations
+
+import functools
+import struct
+import tracemalloc
+from pickletools import code2op
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from crashlab.errors import BadInput
+from crashlab.replay import bounds, records, unpickler
+from tests.replay_support import FIXTURES
+
+SEEDS = ["crash_dump_0.5.6.pkl", "crash_dump_0.5.12.pkl", "crash_dump_0.5.23.pkl"]
+OPCODES = sorted(op.code.encode("latin-1") for op in code2op.values())
+EDGES = [0, 1, 255, 256, 65535, 1 << 31, (1 << 32) - 1, 1 << 40, (1 << 64) - 1]
+MEMORY_FACTOR = 16
+MEMORY_SLACK = 4 << 20
+
+
+@functools.lru_cache(maxsize=None)
+def seed(name: str) -> bytes:
+    return (FIXTURES / name).read_bytes()
+
+
+mutation = st.one_of(
+    st.tuples(st.just("flip"), st.integers(0, 1 << 20), st.integers(1, 255)),
+    st.tuples(st.just("insert"), st.integers(0, 1 << 20), st.sampled_from(OPCODES)),
+    st.tuples(st.just("length"), st.integers(0, 1 << 20), st.sampled_from(EDGES)),
+    st.tuples(st.just("cut"), st.integers(0, 1 << 20)),
+    st.tuples(st.just("repeat"), st.integers(0, 1 << 20), st.integers(1, 64), st.integers(1, 50)),
+)
+
+
+def mutate(data: bytearray, change) -> bytearray:
+    kind, at = change[0], change[1] % max(len(data), 1)
+    if not data:
+        return data
+    if kind == "flip":
+        data[at] ^= change[2]
+    elif kind == "insert":
+        data[at:at] = change[2]
+    elif kind == "length":
+        data[at:at + 8] = struct.pack("<Q", change[2])
+    elif kind == "cut":
+        del data[at:]
+    else:
+        data[at:at] = bytes(data[at:at + change[2]]) * change[3]
+    return data
+
+
+def load_bytes(data: bytes):
+    """What loader.load does after reading the file (in memory, to measure allocation)."""
+    root = unpickler.loads(data, "fuzz")
+    bounds.check(root, len(data), "fuzz")
+    try:
+        return records.crash_dump_from(root, "fuzz", len(data))
+    except ValueError as problem:
+        raise BadInput(str(problem)) from None
+
+
+@settings(max_examples=1500, derandomize=True, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(name=st.sampled_from(SEEDS), changes=st.lists(mutation, min_size=1, max_size=6))
+def test_mutated_dumps_load_or_are_refused(name, changes):
+    data = bytearray(seed(name))
+    for change in changes:
+        data = mutate(data, change)
+    tracemalloc.start()
+    try:
+        try:
+            dump = load_bytes(bytes(data))
+        except BadInput as refused:
+            assert "\n" not in str(refused)
+        else:
+            dump.model_dump_json()  # whatever loaded must render
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < MEMORY_FACTOR * len(data) + MEMORY_SLACK
