@@ -81,5 +81,105 @@ def schema() -> None:
     click.echo(json.dumps(json_schema(), indent=2))
 
 
+# --- crashlab serve, crashlab dump-now (issue 6) --------------------------------------------
+
+from pathlib import Path  # noqa: E402
+import signal  # noqa: E402
+
+from .report.run_views import summary_lines  # noqa: E402
+from .supervise import CoredumpMode, ServeOptions, Supervisor, dump_now  # noqa: E402
+
+
+def _say(message: str) -> None:
+    click.echo(f"crashlab: {message}", err=True)
+
+
+@main.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("--runs-dir", type=click.Path(path_type=Path), default=Path("crashlab-runs"),
+              show_default=True, help="Where run directories are made (<time>-<host>-<pid>).")
+@click.option("--coredump", type=click.Choice([m.value for m in CoredumpMode]),
+              default="lightweight", show_default=True,
+              help="GPU coredumps on a device exception: lightweight skips memory and "
+                   "non-relocated images; full keeps everything (huge); off.")
+@click.option("--user-dumps", is_flag=True,
+              help="Enable user-triggered coredumps, so that crashlab dump-now can dump a hang.")
+@click.option("--health-url", help="Polled while the server runs [default: from the "
+                                   "command's --host/--port; SGLang: 127.0.0.1:30000].")
+@click.option("--health-interval", type=click.FloatRange(min=0.05), default=10.0, show_default=True)
+@click.option("--health-timeout", type=click.FloatRange(min=0.05), default=30.0, show_default=True)
+@click.option("--dump-timeout", type=click.FloatRange(min=0), default=600.0, show_default=True,
+              help="Longest wait for a coredump in flight before killing anything.")
+@click.option("--grace", type=click.FloatRange(min=0), default=30.0, show_default=True,
+              help="Seconds between the stop signal and SIGKILL.")
+@click.option("--restart", type=click.Choice(["never", "on-crash"]), default="never",
+              show_default=True)
+@click.option("--max-restarts", type=click.IntRange(min=0), default=3, show_default=True)
+@click.option("--restart-delay", type=click.FloatRange(min=0), default=5.0, show_default=True,
+              help="Delay before the first restart; it doubles with each one.")
+@click.option("--quiet", is_flag=True, help="Do not echo the server's output (it is still logged).")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+def serve(runs_dir, coredump, user_dumps, health_url, health_interval, health_timeout,
+          dump_timeout, grace, restart, max_restarts, restart_delay, quiet, command) -> None:
+    """Run a server under watch; when it crashes, keep every artifact and triage it.
+
+    Prefix the usual launch command. The run directory gets the server's logs, its GPU
+    coredumps, SGLang's request dump (--crash-dump-folder is added), a manifest.json kept up to
+    date, and after a crash report.md and report.json. Ctrl-C stops the server (its whole
+    process group), after any coredump in flight is written.
+
+    Exit codes: 0 a crash (or a dump) was caught and triaged; 1 the server exited cleanly or
+    was stopped, nothing to report; 2 bad command line; 3 environment problem.
+
+    \b
+    Examples:
+      crashlab serve -- python -m sglang.launch_server --model-path Qwen/Qwen3-0.6B
+      crashlab serve --user-dumps --restart on-crash -- python -m sglang.launch_server ...
+      crashlab serve --coredump full -- ./my_cuda_program
+    """
+    options = ServeOptions(
+        command=list(command), runs_dir=runs_dir, coredump=CoredumpMode(coredump),
+        user_dumps=user_dumps, health_url=health_url, health_interval=health_interval,
+        health_timeout=health_timeout, dump_timeout=dump_timeout, grace=grace, restart=restart,
+        max_restarts=max_restarts, restart_delay=restart_delay, echo=not quiet)
+    try:
+        supervisor = Supervisor(options, _say)
+        _say(f"run directory: {supervisor.run_dir}")
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, lambda number, _frame: supervisor.request_stop(number))
+        outcome = supervisor.run()
+    except CrashlabError as exc:
+        _fail(str(exc), exc.exit_code)
+    if outcome.report is not None:
+        for line in summary_lines(outcome.report):
+            _say(line)
+    else:
+        _say(f"{outcome.result}: nothing to triage (manifest: {outcome.run_dir}/manifest.json)")
+    sys.exit(outcome.exit_code)
+
+
+@main.command(name="dump-now")
+@click.argument("run", type=click.Path(path_type=Path))
+@click.option("--timeout", type=click.FloatRange(min=0), default=120.0, show_default=True,
+              help="How long to wait for the dumps to be collected.")
+def dump_now_command(run: Path, timeout: float) -> None:
+    """Make a running server's GPUs write coredumps now (a hang), through the driver's pipes.
+
+    RUN is the run directory of a crashlab serve --user-dumps that is still running. Exit
+    codes: 0 dumps collected; 1 triggered but none collected in time; 2 not such a run;
+    3 no live pipe (the server has not initialised CUDA, or has ended).
+    """
+    try:
+        result = dump_now(run, timeout)
+    except CrashlabError as exc:
+        _fail(str(exc), exc.exit_code)
+    _say(f"triggered {len(result.triggered)} pipe(s)")
+    for record in result.collected:
+        _say(f"collected {run / record.path} ({record.size_bytes} bytes); "
+             f"crashlab inspect {run / record.path}")
+    if not result.collected:
+        _say(f"no dump was collected within {timeout:g} s")
+    sys.exit(EXIT_FOUND if result.collected else EXIT_NOTHING)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()
