@@ -327,3 +327,30 @@ def test_the_run_report_fits_github_and_names_the_replay_command(build, tmp_path
     assert len(body) <= 65_536
     assert "crashlab replay /r/requests/h/crash_dump_1.pkl" in body
     assert "#### FAULT dump `core.nvcudmp`" in body
+
+
+def test_the_process_tree_forgets_old_unremarkable_exits_past_its_limit(monkeypatch):
+    import subprocess
+    import sys
+    import time
+
+    from crashlab.supervise import proctree
+
+    monkeypatch.setattr(proctree, "MAX_RECORDS", 4)
+    script = ("import subprocess, sys, time\n"
+              "for _ in range(7): subprocess.run([sys.executable, '-c', 'import time; time.sleep(0.25)'])\n"
+              "crash = subprocess.Popen([sys.executable, '-c', 'import os; os.abort()'])\n"
+              "time.sleep(1.5)\n"  # a zombie for a while, as under a parent that polls lazily
+              "crash.wait()\n")
+    root = subprocess.Popen([sys.executable, "-c", script])
+    tree = proctree.ProcessTree(root)
+    deadline = time.monotonic() + 60
+    while root.poll() is None and time.monotonic() < deadline:
+        tree.poll()
+        assert len(tree.records()) <= 4 + 1  # the limit, plus the newest until the next poll
+        time.sleep(0.05)
+    tree.poll()
+    records = tree.records()
+    assert records[0] is tree.root_record and tree.root_record.exit.code == 0
+    assert tree.forgotten >= 4
+    assert any(r.exit is not None and r.exit.signal_name == "SIGABRT" for r in records)

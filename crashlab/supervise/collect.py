@@ -31,7 +31,7 @@ SETTLE_SECONDS = 1.0
 DRIVER_QUIET_SECONDS = 10.0
 REQUEST_DUMP_GLOB = "crash_dump_*.pkl"
 
-_WRITING_TO = re.compile(r"coredump: Writing ELF file to (?P<path>\S+)")
+_WRITING_TO = re.compile(r"coredump: Writing ELF file to (?P<path>.+?)\s*$")
 _DONE = re.compile(r"coredump: (?:Writing done|All done)")
 
 

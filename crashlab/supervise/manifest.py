@@ -57,6 +57,8 @@ class Incarnation(_Model):
     health: Health
     kernel_log: str = Field(description="watched, or why Xid lines are not")
     processes: list[ProcessRecord] = Field(default_factory=list)
+    forgotten_processes: int = Field(0, description="ended processes (clean or unseen exits) "
+                                     "dropped past 1000 records, oldest first")
     findings: list[Finding] = Field(default_factory=list)
     omitted_findings: int = 0
     warnings: list[str] = Field(default_factory=list)

@@ -30,6 +30,10 @@ _PR_GET_CHILD_SUBREAPER = 37
 _RANK = r"(?:ATTN_CP|MOE_DP|DP|PP|TP|EP)\d+"
 _RANK_SUFFIX = re.compile(rf"(?:_{_RANK})+$")
 MAX_CMDLINE = 500
+#: Records kept per incarnation: a server that keeps starting short-lived helpers must not
+#: grow crashlab (and the manifest) without bound. Past it, the oldest processes that ended
+#: cleanly or unseen are forgotten (counted); crashes and the server itself are always kept.
+MAX_RECORDS = 1000
 
 #: Signals that mean the process crashed, as opposed to being told to stop.
 CRASH_SIGNALS = frozenset({signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGFPE,
@@ -98,6 +102,7 @@ class ProcessTree:
         self._root_proc = psutil.Process(root.pid)
         self._born = self._root_proc.create_time()
         self._tracked: dict[tuple[int, float], tuple[psutil.Process, ProcessRecord]] = {}
+        self.forgotten = 0
         self.root_record = self._track(self._root_proc, role="server")
 
     def records(self) -> list[ProcessRecord]:
@@ -134,7 +139,19 @@ class ProcessTree:
             if (first or record.exit.observed == "zombie") and self._observe_end(proc, record) \
                     and first:
                 ended.append(record)
+        self._forget_unremarkable()
         return appeared, ended
+
+    def _forget_unremarkable(self) -> None:
+        excess = len(self._tracked) - MAX_RECORDS
+        if excess <= 0:
+            return
+        unremarkable = [key for key, (_, record) in self._tracked.items()
+                        if record is not self.root_record and record.exit is not None
+                        and (record.exit.clean or record.exit.observed == "unknown")]
+        for key in unremarkable[:excess]:
+            del self._tracked[key]
+            self.forgotten += 1
 
     def _descendants(self) -> list[psutil.Process]:
         """crashlab's descendants born with or after the server: with the subreaper set, this

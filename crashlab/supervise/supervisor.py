@@ -320,6 +320,7 @@ class Supervisor:
             return
         with self.store.edit():
             inc.record.processes = tree.records()
+            inc.record.forgotten_processes = tree.forgotten
         for record in ended:
             if record.exit is not None and record.exit.signal in CRASH_SIGNALS:
                 ranks = f" {record.ranks}" if record.ranks else ""
