@@ -27,34 +27,41 @@ MAX_FRAMES = 200
 #: line by line forever.
 TRACEBACK_SILENCE = 50
 
-#: (kind, regular expression). Sources: shared/reference/sglang-crash-dump.md section 6 (log
-#: lines), cuda-coredump.md section 2 (the driver's progress lines), CUDA runtime error strings,
-#: torch.distributed's NCCL watchdog messages, the kernel's NVRM Xid lines.
-PATTERNS: tuple[tuple[str, str], ...] = (
+#: (kind, regular expression, anchors). Every match of the expression contains one of its
+#: anchors: plain substrings that bytes.find looks for in a whole chunk far faster than the
+#: regular expression could (Python's re tries each alternative at every position). Sources:
+#: shared/reference/sglang-crash-dump.md section 6 (log lines), cuda-coredump.md section 2 (the
+#: driver's progress lines), CUDA runtime error strings, torch.distributed's NCCL watchdog
+#: messages, the kernel's NVRM Xid lines.
+PATTERNS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("cuda-error", r"CUDA error: [^\r\n]*|an illegal memory access was encountered|"
                    r"misaligned address|unspecified launch failure|"
                    r"an illegal instruction was encountered|device-side assert triggered|"
                    r"Warp (?:Illegal Instruction|Illegal Address|Out-of-range Address|"
                    r"Misaligned Address|Assert)|Lane Illegal Address|CUDA_ERROR_[A-Z_]+|"
                    r"cudaError(?:IllegalAddress|LaunchFailure|MisalignedAddress|"
-                   r"IllegalInstruction|Assert)|Failed to encode tensor map"),
-    ("coredump", r"coredump: |Starting GPU coredump generation"),
+                   r"IllegalInstruction|Assert)|Failed to encode tensor map",
+     ("CUDA", "llegal", "isaligned", "launch failure", "assert", "Warp ", "cudaError", "tensor map")),
+    ("coredump", r"coredump: |Starting GPU coredump generation", ("coredump",)),
     ("nccl-timeout", r"Watchdog caught collective operation timeout|"
                      r"Process group watchdog thread terminated|NCCL watchdog|"
                      r"nccl(?:UnhandledCudaError|SystemError|InternalError|RemoteError)|"
-                     r"NCCL communicator was aborted"),
-    ("xid", r"NVRM: Xid \([^)]*\): \d+"),
+                     r"NCCL communicator was aborted", ("atchdog", "nccl", "NCCL")),
+    ("xid", r"NVRM: Xid \([^)]*\): \d+", ("NVRM: Xid",)),
     ("scheduler-exception", r"(?:Scheduler|DetokenizerManager|TokenizerManager|"
-                            r"DataParallelController)\w* hit an exception"),
+                            r"DataParallelController)\w* hit an exception", ("hit an exception",)),
     ("sglang-crash", r"SIGQUIT received|Received sigquit from a child process|"
                      r"Subprocess \S+ \(pid=\d+\) crashed with exit code|"
                      r"Scheduler watchdog timeout|Dumping requests before crash|"
                      r"Dumped \d+ finished and \d+ unfinished requests before crash to|"
                      r"scheduler died during initialization|Health check failed|"
-                     r"Waiting [\d.]+ seconds for CUDA coredumps"),
+                     r"Waiting [\d.]+ seconds for CUDA coredumps",
+     ("SIGQUIT", "sigquit", "Subprocess ", "atchdog", "before crash", "died during",
+      "Health check failed", "CUDA")),
     ("fatal", r"Fatal Python error: \w+|terminate called (?:after throwing|without an active)|"
-              r"Segmentation fault|Aborted \(core dumped\)"),
-    ("oom", r"CUDA out of memory|OutOfMemoryError"),
+              r"Segmentation fault|Aborted \(core dumped\)",
+     ("Fatal Python error", "terminate called", "Segmentation fault", "core dumped")),
+    ("oom", r"CUDA out of memory|OutOfMemoryError", ("CUDA", "OutOfMemoryError")),
 )
 
 _TRACEBACK_HEAD = r"Traceback \(most recent call last\):"
@@ -65,11 +72,11 @@ def _group(kind: str) -> str:
     return kind.replace("-", "_")
 
 
-_MATCH = re.compile("|".join(f"(?P<{_group(kind)}>{regex})" for kind, regex in PATTERNS))
-_KIND = {_group(kind): kind for kind, _ in PATTERNS}
-#: The fast-path test for a whole chunk: any pattern, or the start of a traceback.
-_TRIGGER = re.compile(("|".join(regex for _, regex in PATTERNS) + "|" + _TRACEBACK_HEAD
-                       + r"|File \"[^\"]+\", line \d+").encode())
+_MATCH = re.compile("|".join(f"(?P<{_group(kind)}>{regex})" for kind, regex, _ in PATTERNS))
+_KIND = {_group(kind): kind for kind, _, _ in PATTERNS}
+#: What makes a chunk (or a line) worth a closer look: an anchor, or a traceback's start.
+ANCHORS = tuple(sorted({a.encode() for _, _, anchors in PATTERNS for a in anchors}
+                       | {b"Traceback (most recent call last)", b'File "'}))
 _TORCH_RANK = re.compile(r"^\[(?P<rank>rank\d+)\]: ?")
 _SGLANG_TAGS = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?P<tags>(?: [A-Z_]+\d+)+)\]")
 _FRAME = re.compile(_FRAME_TEXT)
@@ -132,11 +139,19 @@ class StreamScanner:
 
     def _lines(self, block: bytes) -> None:
         lines = block.split(b"\n")[:-1]
-        if not self._tracebacks and _TRIGGER.search(block) is None:
-            self._fast(lines)
-            return
+        if not self._tracebacks:
+            hits = [at for at in (block.find(anchor) for anchor in ANCHORS) if at >= 0]
+            if not hits:
+                self._fast(lines)
+                return
+            first = block.count(b"\n", 0, min(hits))  # lines before the first hit: nothing there
+            self._fast(lines[:first])
+            lines = lines[first:]
         for raw in lines:
-            self._line(raw)
+            if self._tracebacks or any(anchor in raw for anchor in ANCHORS):
+                self._line(raw)
+            else:
+                self._fast([raw])
 
     def _fast(self, lines: list[bytes]) -> None:
         if self._waiting:

@@ -9,6 +9,7 @@ so nothing raised by the terminal or the scanner is allowed to stop it.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import threading
 from pathlib import Path
@@ -17,6 +18,9 @@ from typing import BinaryIO
 from .logscan import StreamScanner
 
 CHUNK = 1 << 16
+#: A pipe holds 64 KiB by default: ~600 log lines, a few milliseconds of a flood. A bigger one
+#: lets crashlab be descheduled for a while on a busy machine without the server blocking.
+PIPE_SIZE = 1 << 20
 
 
 class StreamTee:
@@ -41,6 +45,10 @@ class StreamTee:
 
     def _run(self) -> None:
         fd = self._pipe.fileno()
+        try:
+            fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
+        except (OSError, AttributeError):
+            pass  # not Linux, or above /proc/sys/fs/pipe-max-size: the default pipe still works
         with open(self.log_path, "ab") as log:
             while chunk := os.read(fd, CHUNK):
                 log.write(chunk)
