@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Callable
 
@@ -26,6 +26,7 @@ from ..api import inspect
 from ..errors import CrashlabError
 from ..report.model import TriageReport
 from ..report.run import DumpTriage, FileRecord, Finding, Incident
+from . import timestamps
 from .manifest import Incarnation
 from .proctree import CRASH_SIGNALS
 
@@ -38,10 +39,6 @@ COLLECTIVE_KERNEL = re.compile(r"nccl|all_?reduce|all_?gather|reduce_?scatter|al
 #: Findings that explain a crash best, most telling first.
 _TELLING = ("cuda-error", "xid", "scheduler-exception", "nccl-timeout", "fatal", "oom",
             "traceback", "sglang-crash")
-
-
-def _iso(timestamp: float) -> str:
-    return datetime.fromtimestamp(timestamp, timezone.utc).isoformat(timespec="milliseconds")
 
 
 def _inspect(path: Path) -> tuple[TriageReport | None, str | None]:
@@ -77,7 +74,7 @@ def triage_dumps(run_dir: Path, dumps: list[FileRecord],
         if not record.complete:
             reasons.append("the server died while this dump was being written")
         entry = DumpTriage(path=record.path, label=label, reasons=reasons,
-                           written_at=_iso(path.stat().st_mtime), size_bytes=record.size_bytes,
+                           written_at=timestamps.of(path.stat().st_mtime), size_bytes=record.size_bytes,
                            sha256=record.sha256, summary=summary or f"unreadable: {error}",
                            error=error, report=report)
         if debugger is not None and report is not None:

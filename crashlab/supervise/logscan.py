@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from datetime import datetime, timezone
 from typing import Callable
 
 from ..report.run import Finding, TracebackFrame
+from . import timestamps
 
 CONTEXT_LINES = 5
 MAX_FRAMES = 200
@@ -84,10 +84,6 @@ _HEAD = re.compile(_TRACEBACK_HEAD + r"\s*$")
 _EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(?::|$)")
 
 Sink = Callable[[Finding], None]
-
-
-def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
 def split_rank(text: str) -> tuple[str | None, str | None, str]:
@@ -180,7 +176,7 @@ class StreamScanner:
 
     def _finding(self, kind: str, text: str, rank: str | None) -> Finding:
         before = [line.decode("utf-8", "replace").rstrip("\r") for line in self._before]
-        return Finding(kind=kind, text=text, stream=self.stream, line=self.lines, time=now_iso(),
+        return Finding(kind=kind, text=text, stream=self.stream, line=self.lines, time=timestamps.now(),
                        rank=rank, before=before)
 
     def _after(self, text: str) -> None:

@@ -18,12 +18,12 @@ import os
 import re
 import signal
 import subprocess
-from datetime import datetime, timezone
 
 import psutil
 
 from ..report.redact import mask_argv
 from ..report.run import ExitStatus, ProcessRecord
+from . import timestamps
 
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_GET_CHILD_SUBREAPER = 37
@@ -89,10 +89,6 @@ def role_of(cmdline: list[str]) -> tuple[str, str | None]:
     return "process", None
 
 
-def _iso(timestamp: float) -> str:
-    return datetime.fromtimestamp(timestamp, timezone.utc).isoformat(timespec="milliseconds")
-
-
 class ProcessTree:
     """Every process the launched command started, polled with psutil."""
 
@@ -122,7 +118,7 @@ class ProcessTree:
                 record = ProcessRecord(pid=proc.pid, ppid=proc.ppid(), role=role or found_role,
                                        ranks=ranks,
                                        cmdline=" ".join(mask_argv(cmdline))[:MAX_CMDLINE],
-                                       started_at=_iso(key[1]))
+                                       started_at=timestamps.of(key[1]))
         except psutil.Error:
             return None
         self._tracked[key] = (proc, record)
@@ -197,7 +193,7 @@ class ProcessTree:
                 record.exit = ExitStatus(observed="unknown")
             except psutil.Error:
                 return False
-        record.ended_at = record.ended_at or datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+        record.ended_at = record.ended_at or timestamps.now()
         return True
 
     def reported_exits(self, reported: dict[int, int]) -> list[ProcessRecord]:
@@ -207,8 +203,7 @@ class ProcessTree:
             code = reported.get(proc.pid)
             if code is not None and (record.exit is None or record.exit.observed == "unknown"):
                 record.exit = status_from_returncode(code, "log")
-                record.ended_at = record.ended_at or datetime.now(timezone.utc).isoformat(
-                    timespec="milliseconds")
+                record.ended_at = record.ended_at or timestamps.now()
                 updated.append(record)
         return updated
 

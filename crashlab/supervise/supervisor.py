@@ -25,7 +25,7 @@ import socket
 import sys
 import time
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Callable
 
@@ -38,11 +38,11 @@ from ..report import run_views
 from ..report.model import Source, Tool
 from ..report.redact import mask_argv, mask_environment, mask_json
 from ..report.run import FileRecord, Finding, Incident, RunReport
-from . import collect, environment, files, incident, launch, rundir
+from . import collect, environment, files, incident, launch, rundir, timestamps
 from .environment import CoredumpMode
 from .health import HealthWatch
 from .kernellog import KMSG, KernelLog
-from .logscan import StreamScanner, now_iso
+from .logscan import StreamScanner
 from .logtee import StreamTee
 from .manifest import Crashlab, EnvironmentEntry, Health, Incarnation, Manifest, ManifestStore, Outcome
 from .proctree import CRASH_SIGNALS, ProcessTree, subreaper
@@ -97,10 +97,6 @@ class RunOutcome:
     report: RunReport | None
 
 
-def _utc() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-
-
 class _Incarnation:
     """The live parts of one server incarnation (threads, tree, collector)."""
 
@@ -121,7 +117,7 @@ class _Incarnation:
         url = supervisor.options.health_url or launch.health_url(self.plan.argv, self.plan.sglang)
         self.record = Incarnation(
             number=number, directory=str(self.dirs.path.relative_to(supervisor.run_dir)),
-            status="starting", started_at=_utc(), health=Health(url=url),
+            status="starting", started_at=timestamps.now(), health=Health(url=url),
             kernel_log="watched")
 
     # -- findings, from the reader threads ------------------------------------------------
@@ -152,7 +148,7 @@ class _Incarnation:
             if self.record.status in ("running", "healthy", "unhealthy"):
                 self.record.status = state
             if state == "healthy" and self.record.health.first_healthy_at is None:
-                self.record.health.first_healthy_at = _utc()
+                self.record.health.first_healthy_at = timestamps.now()
             if state == "unhealthy":
                 self.record.health.last_error = detail
             quiet = self.record.status not in ("running", "healthy", "unhealthy")
@@ -187,7 +183,7 @@ class Supervisor:
         launch.plan(options.command, Path("requests"), self.cwd)
         self.run_dir = rundir.create(Path(options.runs_dir))
         me = psutil.Process()
-        now = _utc()
+        now = timestamps.now()
         self.store = ManifestStore(self.run_dir, Manifest(
             status="running", created_at=now, updated_at=now,
             crashlab=Crashlab(version=__version__, pid=me.pid, host=socket.gethostname(),
@@ -299,7 +295,7 @@ class Supervisor:
                 self._poll_tree(inc, tree)
                 next_tree = now + TREE_EVERY
             if now >= next_save:
-                self.store.save_if_dirty(_utc())
+                self.store.save_if_dirty(timestamps.now())
                 next_save = now + SAVE_EVERY
             self._collect(collector.poll())
             kernel_log.poll()
@@ -365,7 +361,7 @@ class Supervisor:
                     inc.record.status = "crashing"
             self._poll_tree(inc, tree)
             self._collect(collector.poll())
-            self.store.save_if_dirty(_utc())
+            self.store.save_if_dirty(timestamps.now())
             time.sleep(TICK)
 
     def _stop(self, inc: _Incarnation, tree: ProcessTree, collector: collect.DumpCollector,
@@ -435,7 +431,7 @@ class Supervisor:
         with self.store.edit():
             inc.record.processes = tree.records()
             inc.record.exit = tree.root_record.exit
-            inc.record.ended_at = _utc()
+            inc.record.ended_at = timestamps.now()
             inc.record.warnings += problems
         dumps = [f for f in self.store.manifest.files
                  if f.kind == "coredump" and f.path.startswith(inc.record.directory + "/")]
@@ -457,7 +453,7 @@ class Supervisor:
             self.incidents.append(incident.build(self.run_dir, inc.record, kind, triaged,
                                                  request_dumps, self.options.debugger is not None))
             self._write_report()
-        self.store.save(_utc())
+        self.store.save(timestamps.now())
         return kind
 
     def _report(self) -> RunReport:
@@ -498,13 +494,13 @@ class Supervisor:
         with self.store.edit() as manifest:
             manifest.outcome = outcome
             manifest.status = "done"
-            manifest.ended_at = _utc()
-        self.store.save(_utc())
+            manifest.ended_at = timestamps.now()
+        self.store.save(timestamps.now())
 
     def _status(self, status: str) -> None:
         with self.store.edit() as manifest:
             manifest.status = status
-        self.store.save(_utc())
+        self.store.save(timestamps.now())
 
     def _sleep(self, seconds: float) -> bool:
         """Sleep unless a stop comes; False if one did."""
