@@ -144,7 +144,12 @@ def serve(runs_dir, coredump, user_dumps, health_url, health_interval, health_ti
     try:
         supervisor = Supervisor(options, _say)
         _say(f"run directory: {supervisor.run_dir}")
-        for signum in (signal.SIGINT, signal.SIGTERM):
+        # Ctrl-C, SIGTERM and a closing terminal (unless nohup) stop the server as they would
+        # have without crashlab in between: forwarded to its whole process group
+        stops = [signal.SIGINT, signal.SIGTERM]
+        if signal.getsignal(signal.SIGHUP) is signal.SIG_DFL:
+            stops.append(signal.SIGHUP)
+        for signum in stops:
             signal.signal(signum, lambda number, _frame: supervisor.request_stop(number))
         outcome = supervisor.run()
     except CrashlabError as exc:

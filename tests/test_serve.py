@@ -228,15 +228,17 @@ def test_sigterm_escalates_to_sigkill_after_grace_and_leaves_no_orphan(tmp_path)
     assert orphan_record["exit"]["signal_name"] == "SIGKILL"
 
 
-def test_ctrl_c_reaches_every_process_of_the_group(tmp_path):
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGHUP])
+def test_ctrl_c_or_a_closed_terminal_reaches_every_process_of_the_group(tmp_path, signum):
     serve = Serve(tmp_path, sglang(free_port(), "--tp-size", "2"), *FAST, env=environment())
     serve.wait_healthy()
-    serve.signal(signal.SIGINT)
+    serve.signal(signum)
     manifest = finished(serve, 1)
     processes = manifest["incarnations"][0]["processes"]
     assert {p["role"] for p in processes} >= {"server", "scheduler", "detokenizer"}
     assert all(p["exit"] is not None for p in processes)
     assert manifest["incarnations"][0]["stopped_by_crashlab"] is True
+    assert f"received {signal.Signals(signum).name}" in serve.stderr
 
 
 def test_restart_on_crash_gives_each_incarnation_its_folder(tmp_path):
