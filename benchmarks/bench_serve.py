@@ -259,12 +259,13 @@ def memory(minutes: float) -> None:
             time.sleep(5)
         run = run_dir(runs)
         incarnation = manifest(run)["incarnations"][0]
-    first = [rss for t, rss in samples if t >= 10][:1] or [samples[0][1]]
-    last = samples[-1][1]
+    marks = [10.0] + [60.0 * m for m in range(1, int(minutes) + 1)]
+    at = [next((rss for t, rss in samples if t >= mark), samples[-1][1]) for mark in marks]
+    rss_line = ", ".join(f"{rss / 2**20:.1f} MiB at {mark:g} s" for mark, rss in zip(marks, at))
     peak = max(rss for _, rss in samples)
     print(f"memory over {minutes:g} min (2,000 log lines/s with faults and tracebacks, a helper "
-          f"process (0.5 s) started every 0.1 s, health every 1 s against a closed port): RSS {first[0] / 2**20:.1f} MiB "
-          f"at 10 s, {last / 2**20:.1f} MiB at the end, peak {peak / 2**20:.1f} MiB; "
+          f"process (0.5 s) started every 0.1 s, health every 1 s against a closed port): RSS "
+          f"{rss_line}, {samples[-1][1] / 2**20:.1f} MiB at the end, peak {peak / 2**20:.1f} MiB; "
           f"{len(incarnation['processes'])} process records kept, {incarnation['forgotten_processes']} "
           f"forgotten; findings {len(incarnation['findings'])} kept, {incarnation['omitted_findings']} "
           f"counted; crashlab CPU {100 * cpu / samples[-1][0]:.0f}% of one core on average")
