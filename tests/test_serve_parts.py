@@ -354,3 +354,17 @@ def test_the_process_tree_forgets_old_unremarkable_exits_past_its_limit(monkeypa
     assert records[0] is tree.root_record and tree.root_record.exit.code == 0
     assert tree.forgotten >= 4
     assert any(r.exit is not None and r.exit.signal_name == "SIGABRT" for r in records)
+
+
+def test_a_line_that_never_ends_is_scanned_and_not_kept():
+    from crashlab.supervise.logscan import MAX_LINE
+
+    found: list[Finding] = []
+    scanner = StreamScanner("stderr", found.append)
+    bar = b"\rLoading safetensors checkpoint shards:  42%|####      | 5/12"
+    for _ in range(3 * MAX_LINE // len(bar)):
+        scanner.feed(bar)
+    assert len(scanner._tail) <= MAX_LINE
+    scanner.feed(b"\nFatal Python error: Aborted\n")
+    scanner.close()
+    assert [f.kind for f in found] == ["fatal"] and found[0].line == scanner.lines

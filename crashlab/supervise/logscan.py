@@ -26,6 +26,9 @@ MAX_FRAMES = 200
 #: exception line (an excerpt, or a rank that died mid-print), so the stream is not walked
 #: line by line forever.
 TRACEBACK_SILENCE = 50
+#: A "line" this long without a newline (a progress bar redrawn with \r for minutes, a blob) is
+#: scanned as it is and dropped from memory: the log file keeps every byte regardless.
+MAX_LINE = 1 << 16
 
 #: (kind, regular expression, anchors). Every match of the expression contains one of its
 #: anchors: plain substrings that bytes.find looks for in a whole chunk far faster than the
@@ -123,6 +126,9 @@ class StreamScanner:
         self._tail = data[end:]
         if end:
             self._lines(data[:end])
+        if len(self._tail) > MAX_LINE:
+            tail, self._tail = self._tail, b""
+            self._lines(tail + b"\n")
 
     def close(self) -> None:
         """End of stream: a last unterminated line counts, open tracebacks are finished."""
