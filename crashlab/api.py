@@ -6,7 +6,6 @@ import os
 
 from .coredump.core import CoreDump
 from .coredump.fault import DETAILED_GROUPS, locate
-from .gdb.triage import view as debugger_view
 from .report.coredump import MAX_POSITIONS, build
 from .report.model import TriageReport
 from .sass import CodeFinder, CodeLocation, SassView, disassemble
@@ -42,6 +41,8 @@ def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
         warnings = core.warnings + location.warnings + finder.problems
         report = build(core, location, views, code, warnings)
     if debugger:
+        from .gdb.triage import view as debugger_view  # pexpect and pygdbmi only when asked
+
         report.debugger = debugger_view(os.fspath(path), report, program=debugger_program,
                                         command_timeout=debugger_timeout,
                                         load_timeout=15 * debugger_timeout)

@@ -1,10 +1,16 @@
-"""The ``crashlab`` command: parse options, call the API, render. No triage logic lives here."""
+"""The ``crashlab`` command: parse options, call the API, render. No triage logic lives here.
+
+Every command answers bad input the same way: one line on stderr and exit 2 (usage errors
+included), a missing tool or service exit 3, never a traceback.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
+from pathlib import Path
 
 import click
 from rich.console import Console
@@ -15,22 +21,78 @@ from .errors import CrashlabError
 from .report import markdown, terminal
 from .report.model import json_schema
 
-EXIT_FOUND, EXIT_NOTHING, EXIT_BAD_INPUT = 0, 1, 2
-PIPED_WIDTH = 140
+# The modules behind debug, replay and serve are imported inside those commands: inspect, the
+# command users run most, should not pay for pexpect, requests and the supervisor at start-up.
+EXIT_FOUND, EXIT_NOTHING, EXIT_BAD_INPUT, EXIT_ENVIRONMENT = 0, 1, 2, 3
+#: crashlab.supervise.CoredumpMode's values, spelled out so that --help need not import it.
+COREDUMP_MODES = ("lightweight", "full", "off")
+#: Into a pipe or file rich would assume 80 columns; SASS and tables read better unwrapped.
+PIPED_WIDTH = 160
+_POSITIVE = click.FloatRange(min=0, min_open=True)
+
+
+def _say(message: str) -> None:
+    click.echo(f"crashlab: {message}", err=True)
 
 
 def _fail(message: str, code: int) -> None:
-    click.echo(f"crashlab: {message}", err=True)
+    _say(message)
     sys.exit(code)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def _guarded(subject: str, action):
+    """``action()``; a failure is one line on stderr with its exit code, never a traceback."""
+    try:
+        return action()
+    except CrashlabError as exc:
+        _fail(str(exc), exc.exit_code)
+    except MemoryError:
+        _fail(f"{subject}: ran out of memory", EXIT_BAD_INPUT)
+    except Exception as exc:  # the last guard: a stranger's file must never produce a traceback
+        if os.environ.get("CRASHLAB_DEBUG"):
+            raise
+        _fail(f"{subject}: {type(exc).__name__}: {exc}; this is a crashlab bug, please report "
+              "it (CRASHLAB_DEBUG=1 shows the traceback)", EXIT_BAD_INPUT)
+
+
+def _wide_console() -> Console:
+    console = Console(highlight=False)
+    return console if console.is_terminal else Console(highlight=False, width=PIPED_WIDTH)
+
+
+class _OneLineUsageError(click.UsageError):
+    def show(self, file=None) -> None:
+        _say(self.format_message())
+
+
+class _OneLineCommand(click.Command):
+    """A bad option is bad input like any other: one line, exit 2, not click's usage block."""
+
+    def parse_args(self, ctx, args):
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as problem:
+            raise _OneLineUsageError(f"{ctx.info_name}: {problem.format_message()}", ctx) from None
+
+
+class _Commands(click.Group):
+    command_class = _OneLineCommand
+
+    def resolve_command(self, ctx, args):
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError as problem:
+            raise _OneLineUsageError(problem.format_message(), ctx) from None
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="crashlab")
 def main() -> None:
-    """Crash forensics for GPU LLM serving: read CUDA coredumps without a GPU.
+    """Crash forensics for GPU LLM serving: read CUDA coredumps without a GPU, replay SGLang
+    crash dumps, supervise a server and triage its crash.
 
-    Exit codes: 0 found what was looked for (a fault), 1 found nothing (a dump without an
-    exception), 2 bad input or usage, 3 a missing tool or service.
+    Exit codes: 0 found what was looked for (a fault, a reproduction, a crash caught), 1 found
+    nothing, 2 bad input or usage, 3 a missing tool or service.
     """
 
 
@@ -62,28 +124,16 @@ def inspect(core: str, as_json: bool, as_markdown: bool, no_sass: bool, context:
     """
     if as_json and as_markdown:
         _fail("choose one of --json and --markdown", EXIT_BAD_INPUT)
-    try:
-        report = inspect_core(core, sass=not no_sass, context=context, debugger=debugger)
-    except CrashlabError as exc:
-        _fail(str(exc), exc.exit_code)
-    except MemoryError:
-        _fail(f"{core}: ran out of memory reading it", EXIT_BAD_INPUT)
-    except Exception as exc:  # the last guard: a stranger's file must never produce a traceback
-        if os.environ.get("CRASHLAB_DEBUG"):
-            raise
-        _fail(f"{core}: could not be read ({type(exc).__name__}: {exc}); this is a crashlab bug, "
-              "please report it (CRASHLAB_DEBUG=1 shows the traceback)", EXIT_BAD_INPUT)
+    report = _guarded(core, lambda: inspect_core(core, sass=not no_sass, context=context,
+                                                 debugger=debugger))
     if report.debugger is not None and report.debugger.status in ("unavailable", "failed"):
-        click.echo(f"crashlab: --debugger: {report.debugger.reason}; the native report stands",
-                   err=True)
+        _say(f"--debugger: {report.debugger.reason}; the native report stands")
     if as_json:
         click.echo(report.model_dump_json(indent=2))
     elif as_markdown:
         click.echo(markdown.render(report), nl=False)
     else:
-        # Piped into a file, rich would wrap at 80 columns; SASS lines read better unwrapped.
-        width = None if sys.stdout.isatty() else PIPED_WIDTH
-        terminal.render(report, Console(highlight=False, width=width))
+        terminal.render(report, _wide_console())
     sys.exit(EXIT_FOUND if report.found else EXIT_NOTHING)
 
 
@@ -91,10 +141,6 @@ def inspect(core: str, as_json: bool, as_markdown: bool, no_sass: bool, context:
 def schema() -> None:
     """Print the JSON Schema of the report that --json emits."""
     click.echo(json.dumps(json_schema(), indent=2))
-
-
-# -- crashlab debug (cuda-gdb issue) ---------------------------------------------------------
-EXIT_NO_TOOL = 3
 
 
 @main.command()
@@ -120,7 +166,7 @@ def debug(core: str, host_core: str | None, exe: str | None, print_only: bool) -
         report = inspect_core(core, sass=False)
         program, why = find_cuda_gdb()
         if program is None:
-            _fail(why, EXIT_NO_TOOL)
+            _fail(why, EXIT_ENVIRONMENT)
         argv = command_line(program, core, report, host_core=host_core, exe=exe)
     except CrashlabError as exc:
         _fail(str(exc), exc.exit_code)
@@ -130,68 +176,10 @@ def debug(core: str, host_core: str | None, exe: str | None, print_only: bool) -
     try:
         exec_debugger(argv)
     except OSError as exc:
-        _fail(f"could not run {argv[0]}: {exc}", EXIT_NO_TOOL)
+        _fail(f"could not run {argv[0]}: {exc}", EXIT_ENVIRONMENT)
 
 
-if __name__ == "__main__":  # pragma: no cover
-    main()
-
-
-# -- crashlab replay (issue 5) ----------------------------------------------------------------
-from pathlib import Path  # noqa: E402
-
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn  # noqa: E402
-
-from . import replay as replay_api  # noqa: E402
-from .replay import views as replay_views  # noqa: E402
-from .replay.minimize import Budget  # noqa: E402
-from .replay.oracle import FAULT_PATTERNS  # noqa: E402
-from .replay.runner import Target, Watch  # noqa: E402
-from .replay.runner import minimize as minimize_dump  # noqa: E402
-from .replay.runner import replay as replay_dump  # noqa: E402
-from .replay.send import Plan  # noqa: E402
-
-
-class _OneLineUsageError(click.UsageError):
-    def show(self, file=None) -> None:
-        click.echo(f"crashlab replay: {self.format_message()}", err=True)
-
-
-class _ReplayCommand(click.Command):
-    """Bad options get one line on stderr (exit 2), not click's usage block."""
-
-    def parse_args(self, ctx, args):
-        try:
-            return super().parse_args(ctx, args)
-        except click.UsageError as problem:
-            raise _OneLineUsageError(problem.format_message(), ctx) from None
-
-
-_POSITIVE = click.FloatRange(min=0, min_open=True)
-
-
-def _guarded(subject: str, action):
-    """``action()``; a failure is one line on stderr with its exit code, never a traceback."""
-    try:
-        return action()
-    except CrashlabError as exc:
-        _fail(str(exc), exc.exit_code)
-    except MemoryError:
-        _fail(f"{subject}: ran out of memory", EXIT_BAD_INPUT)
-    except Exception as exc:  # the last guard: a stranger's file must never produce a traceback
-        if os.environ.get("CRASHLAB_DEBUG"):
-            raise
-        _fail(f"{subject}: {type(exc).__name__}: {exc}; this is a crashlab bug, please report "
-              "it (CRASHLAB_DEBUG=1 shows the traceback)", EXIT_BAD_INPUT)
-
-
-def _wide_console() -> Console:
-    """The terminal's width, or 160 columns into a pipe or file (rich would assume 80)."""
-    console = Console(highlight=False)
-    return console if console.is_terminal else Console(highlight=False, width=160)
-
-
-@main.command(cls=_ReplayCommand)
+@main.command()
 @click.argument("dump", type=click.Path())
 @click.option("--list", "as_list", is_flag=True, help="List the requests (the default without --url).")
 @click.option("--json", "as_json", is_flag=True,
@@ -246,6 +234,17 @@ def replay(dump, as_list, as_json, url, speed, max_rate, concurrency, timeout, r
       crashlab replay crash_dump.pkl --url http://127.0.0.1:30000 --minimize --budget 30m \\
           --restart-cmd "python -m sglang.launch_server --model-path M --port 30000"
     """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    from . import replay as replay_api
+    from .replay import views as replay_views
+    from .replay.minimize import Budget
+    from .replay.oracle import FAULT_PATTERNS
+    from .replay.runner import Target, Watch
+    from .replay.runner import minimize as minimize_dump
+    from .replay.runner import replay as replay_dump
+    from .replay.send import Plan
+
     if as_list and as_json:
         _fail("replay: choose one of --list and --json", EXIT_BAD_INPUT)
     if url is None and (do_minimize or restart_cmd):
@@ -290,3 +289,104 @@ def replay(dump, as_list, as_json, url, speed, max_rate, concurrency, timeout, r
         replay_views.render_result(result, _wide_console())
     found = bool(result.minimization.minimal) if result.minimization else result.reproduced
     sys.exit(EXIT_FOUND if found else EXIT_NOTHING)
+
+
+@main.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("--runs-dir", type=click.Path(path_type=Path), default=Path("crashlab-runs"),
+              show_default=True, help="Where run directories are made (<time>-<host>-<pid>).")
+@click.option("--coredump", type=click.Choice(COREDUMP_MODES),
+              default="lightweight", show_default=True,
+              help="GPU coredumps on a device exception: lightweight skips memory and "
+                   "non-relocated images; full keeps everything (huge); off.")
+@click.option("--user-dumps", is_flag=True,
+              help="Enable user-triggered coredumps, so that crashlab dump-now can dump a hang.")
+@click.option("--health-url", help="Polled while the server runs [default: from the "
+                                   "command's --host/--port; SGLang: 127.0.0.1:30000].")
+@click.option("--health-interval", type=click.FloatRange(min=0.05), default=10.0, show_default=True)
+@click.option("--health-timeout", type=click.FloatRange(min=0.05), default=30.0, show_default=True)
+@click.option("--dump-timeout", type=click.FloatRange(min=0), default=600.0, show_default=True,
+              help="Longest wait for a coredump in flight before killing anything.")
+@click.option("--grace", type=click.FloatRange(min=0), default=30.0, show_default=True,
+              help="Seconds between the stop signal and SIGKILL.")
+@click.option("--restart", type=click.Choice(["never", "on-crash"]), default="never",
+              show_default=True)
+@click.option("--max-restarts", type=click.IntRange(min=0), default=3, show_default=True)
+@click.option("--restart-delay", type=click.FloatRange(min=0), default=5.0, show_default=True,
+              help="Delay before the first restart; it doubles with each one.")
+@click.option("--quiet", is_flag=True, help="Do not echo the server's output (it is still logged).")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+def serve(runs_dir, coredump, user_dumps, health_url, health_interval, health_timeout,
+          dump_timeout, grace, restart, max_restarts, restart_delay, quiet, command) -> None:
+    """Run a server under watch; when it crashes, keep every artifact and triage it.
+
+    Prefix the usual launch command. The run directory gets the server's logs, its GPU
+    coredumps, SGLang's request dump (--crash-dump-folder is added), a manifest.json kept up to
+    date, and after a crash report.md and report.json. Ctrl-C stops the server (its whole
+    process group), after any coredump in flight is written.
+
+    Exit codes: 0 a crash (or a dump) was caught and triaged; 1 the server exited cleanly or
+    was stopped, nothing to report; 2 bad command line; 3 environment problem.
+
+    \b
+    Examples:
+      crashlab serve -- python -m sglang.launch_server --model-path Qwen/Qwen3-0.6B
+      crashlab serve --user-dumps --restart on-crash -- python -m sglang.launch_server ...
+      crashlab serve --coredump full -- ./my_cuda_program
+    """
+    from .report.run_views import summary_lines
+    from .supervise import CoredumpMode, ServeOptions, Supervisor
+
+    options = ServeOptions(
+        command=list(command), runs_dir=runs_dir, coredump=CoredumpMode(coredump),
+        user_dumps=user_dumps, health_url=health_url, health_interval=health_interval,
+        health_timeout=health_timeout, dump_timeout=dump_timeout, grace=grace, restart=restart,
+        max_restarts=max_restarts, restart_delay=restart_delay, echo=not quiet)
+    try:
+        supervisor = Supervisor(options, _say)
+        _say(f"run directory: {supervisor.run_dir}")
+        # Ctrl-C, SIGTERM and a closing terminal (unless nohup) stop the server as they would
+        # have without crashlab in between: forwarded to its whole process group
+        stops = [signal.SIGINT, signal.SIGTERM]
+        if signal.getsignal(signal.SIGHUP) is signal.SIG_DFL:
+            stops.append(signal.SIGHUP)
+        for signum in stops:
+            signal.signal(signum, lambda number, _frame: supervisor.request_stop(number))
+        outcome = supervisor.run()
+    except CrashlabError as exc:
+        _fail(str(exc), exc.exit_code)
+    if outcome.report is not None:
+        for line in summary_lines(outcome.report):
+            _say(line)
+    else:
+        _say(f"{outcome.result}: nothing to triage (manifest: {outcome.run_dir}/manifest.json)")
+    sys.exit(outcome.exit_code)
+
+
+@main.command(name="dump-now")
+@click.argument("run", type=click.Path(path_type=Path))
+@click.option("--timeout", type=click.FloatRange(min=0), default=120.0, show_default=True,
+              help="How long to wait for the dumps to be collected.")
+def dump_now_command(run: Path, timeout: float) -> None:
+    """Make a running server's GPUs write coredumps now (a hang), through the driver's pipes.
+
+    RUN is the run directory of a crashlab serve --user-dumps that is still running. Exit
+    codes: 0 dumps collected; 1 triggered but none collected in time; 2 not such a run;
+    3 no live pipe (the server has not initialised CUDA, or has ended).
+    """
+    from .supervise import dump_now
+
+    try:
+        result = dump_now(run, timeout)
+    except CrashlabError as exc:
+        _fail(str(exc), exc.exit_code)
+    _say(f"triggered {len(result.triggered)} pipe(s)")
+    for record in result.collected:
+        _say(f"collected {run / record.path} ({record.size_bytes} bytes); "
+             f"crashlab inspect {run / record.path}")
+    if not result.collected:
+        _say(f"no dump was collected within {timeout:g} s")
+    sys.exit(EXIT_FOUND if result.collected else EXIT_NOTHING)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,155 @@
+"""After a crash: triage every coredump of the incident and tell the fault from the collateral.
+
+A tensor-parallel server that faults leaves one dump per rank: the rank whose kernel hit the
+exception, and ranks that were merely waiting for it in a collective when SGLang (or the user)
+triggered their dumps. Each dump goes through the inspect pipeline (crashlab.inspect) and is
+labelled
+- FAULT: an exception with a valid PC;
+- COLLATERAL: no exception (a user-triggered dump), or one without a PC; the reasons say where
+  its warps were parked (a collective kernel, by name) and how long after the fault it was written;
+- UNREADABLE: crashlab.inspect could not read it (typically a dump cut short), with the error.
+Dumps are ordered by the time they were finished (mtime), FAULT first.
+
+The cuda-gdb view (issue 4) plugs in through ``debugger``: a callable given a dump path that
+returns its view as a JSON-able dict. Nothing passes one yet.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from datetime import datetime
+from pathlib import Path
+from typing import Callable
+
+from ..api import inspect
+from ..errors import CrashlabError
+from ..report.model import TriageReport
+from ..report.run import DumpTriage, FileRecord, Finding, Incident
+from . import timestamps
+from .manifest import Incarnation
+from .proctree import CRASH_SIGNALS
+
+DebuggerFlow = Callable[[Path], dict]
+
+#: Kernels a rank waits in when a peer died: NCCL's, SGLang's custom all-reduce, and anything
+#: named like a collective. A name heuristic, said as such in the reasons.
+COLLECTIVE_KERNEL = re.compile(r"nccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|"
+                               r"all2all|cross_device_reduce|custom_ar", re.IGNORECASE)
+#: Findings that explain a crash best, most telling first.
+_TELLING = ("cuda-error", "xid", "scheduler-exception", "nccl-timeout", "fatal", "oom",
+            "traceback", "sglang-crash")
+
+
+def _inspect(path: Path) -> tuple[TriageReport | None, str | None]:
+    try:
+        return inspect(path), None
+    except CrashlabError as exc:
+        return None, str(exc)
+    except Exception as exc:  # one unreadable dump must not cost the run its report
+        return None, f"crashlab could not read it ({type(exc).__name__}: {exc}); a crashlab bug"
+
+
+def _label(report: TriageReport | None) -> tuple[str, list[str], str]:
+    if report is None:
+        return "UNREADABLE", [], ""
+    if report.faults and report.faults[0].pc is not None:
+        fault = report.faults[0]
+        return "FAULT", [f"{fault.exception.display} at a valid PC ({fault.pc_source})"], report.summary
+    reasons = ["no exception in this dump" if not report.faults
+               else "an exception without a valid PC"]
+    collectives = sorted({k.name for k in report.kernels if COLLECTIVE_KERNEL.search(k.mangled + k.name)})
+    if collectives:
+        reasons.append("parked in collective kernel(s) (by name): " + ", ".join(collectives))
+    return "COLLATERAL", reasons, report.summary
+
+
+def triage_dumps(run_dir: Path, dumps: list[FileRecord],
+                 debugger: DebuggerFlow | None = None) -> list[DumpTriage]:
+    triaged = []
+    for record in dumps:
+        path = run_dir / record.path
+        report, error = _inspect(path)
+        label, reasons, summary = _label(report)
+        if not record.complete:
+            reasons.append("the server died while this dump was being written")
+        entry = DumpTriage(path=record.path, label=label, reasons=reasons,
+                           written_at=timestamps.of(path.stat().st_mtime), size_bytes=record.size_bytes,
+                           sha256=record.sha256, summary=summary or f"unreadable: {error}",
+                           error=error, report=report)
+        if debugger is not None and report is not None:
+            entry.debugger = debugger(path)
+        triaged.append(entry)
+    return _ordered(triaged)
+
+
+def _ordered(dumps: list[DumpTriage]) -> list[DumpTriage]:
+    by_time = sorted(dumps, key=lambda d: d.written_at)
+    first_fault = next((d for d in by_time if d.label == "FAULT"), None)
+    if first_fault is not None:
+        start = datetime.fromisoformat(first_fault.written_at)
+        for dump in by_time:
+            delay = (datetime.fromisoformat(dump.written_at) - start).total_seconds()
+            if dump is not first_fault and delay > 0:
+                dump.reasons.append(f"written {delay:.1f} s after the first FAULT dump")
+    rank = {"FAULT": 0, "COLLATERAL": 1, "UNREADABLE": 2}
+    return sorted(by_time, key=lambda d: rank[d.label])
+
+
+def kind_of(incarnation: Incarnation, dumps: list[DumpTriage], request_dumps: list[FileRecord],
+            root_ended_on_its_own: bool) -> str | None:
+    """crash, dumps, or None for a clean exit / a plain stop."""
+    exit_ = incarnation.exit
+    abnormal_root = root_ended_on_its_own and exit_ is not None and not exit_.clean
+    crash_signal = any(p.exit is not None and p.exit.signal in CRASH_SIGNALS
+                       for p in incarnation.processes)
+    if abnormal_root or crash_signal or any(d.label == "FAULT" for d in dumps):
+        return "crash"
+    if dumps or request_dumps:
+        return "dumps"
+    return None
+
+
+def _telling(findings: list[Finding]) -> Finding | None:
+    for kind in _TELLING:
+        for finding in findings:
+            if finding.kind == kind:
+                return finding
+    return None
+
+
+def summarise(incarnation: Incarnation, dumps: list[DumpTriage]) -> str:
+    parts = []
+    if incarnation.exit is not None:
+        who = "server " + incarnation.exit.describe()
+        parts.append(who + (" (stopped by crashlab)" if incarnation.stopped_by_crashlab else ""))
+    crashed = [p for p in incarnation.processes if p.exit is not None and p.exit.signal in CRASH_SIGNALS
+               and p.pid != incarnation.pid]
+    parts += [f"{p.role}{' ' + p.ranks if p.ranks else ''} (pid {p.pid}) {p.exit.describe()}"
+              for p in crashed[:3]]
+    faults = [d for d in dumps if d.label == "FAULT"]
+    if faults:
+        parts.append(f"GPU fault: {faults[0].summary}")
+    elif dumps:
+        parts.append(f"{len(dumps)} coredump(s), none with a fault")
+    finding = _telling(incarnation.findings)
+    if finding is not None and not faults:
+        where = f" [{finding.rank}]" if finding.rank else ""
+        parts.append(f"log: {finding.text.strip()[:200]}{where}")
+    return "; ".join(parts) or "the server ended"
+
+
+def build(run_dir: Path, incarnation: Incarnation, kind: str, dumps: list[DumpTriage],
+          request_dumps: list[FileRecord], debugger_wired: bool) -> Incident:
+    replay = [f"crashlab replay {shlex.quote(str(run_dir / r.path))}" for r in request_dumps]
+    notes = []
+    if not debugger_wired and dumps:
+        notes.append("debugger view: not run (the cuda-gdb flow is not wired into serve yet)")
+    return Incident(
+        incarnation=incarnation.number, directory=incarnation.directory, kind=kind,
+        started_at=incarnation.started_at, ended_at=incarnation.ended_at or incarnation.started_at,
+        exit=incarnation.exit, stopped_by_crashlab=incarnation.stopped_by_crashlab,
+        summary=summarise(incarnation, dumps), dumps=dumps, request_dumps=request_dumps,
+        replay_commands=replay, findings=list(incarnation.findings),
+        omitted_findings=incarnation.omitted_findings, processes=list(incarnation.processes),
+        notes=notes)

@@ -1,0 +1,234 @@
+"""Fault patterns in a server's log stream, found without slowing the stream down.
+
+A server can print tens of thousands of lines a second; the scanner is fed raw chunks and
+searches each chunk with one compiled alternation (C speed). Only a chunk that matches, or that
+continues a Python traceback, is walked line by line. Each match becomes a Finding, stamped
+with the time it was read, the lines before it and (filled in as they arrive) the lines after.
+
+Tracebacks are assembled frame by frame, per rank: torch.distributed prefixes every line with
+``[rankN]:`` and ranks interleave, so frames are grouped by that prefix and kept in order.
+SGLang's logger tags only a record's first line (``[2026-01-01 12:00:00 TP0] Scheduler hit an
+exception: Traceback ...``); its traceback lines follow unprefixed and inherit the tags.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from typing import Callable
+
+from ..report.run import Finding, TracebackFrame
+from . import timestamps
+
+CONTEXT_LINES = 5
+MAX_FRAMES = 200
+#: A traceback whose rank has printed nothing for this many lines is finished without an
+#: exception line (an excerpt, or a rank that died mid-print), so the stream is not walked
+#: line by line forever.
+TRACEBACK_SILENCE = 50
+#: A "line" this long without a newline (a progress bar redrawn with \r for minutes, a blob) is
+#: scanned as it is and dropped from memory: the log file keeps every byte regardless.
+MAX_LINE = 1 << 16
+
+#: (kind, regular expression, anchors). Every match of the expression contains one of its
+#: anchors: plain substrings that bytes.find looks for in a whole chunk far faster than the
+#: regular expression could (Python's re tries each alternative at every position). Sources:
+#: shared/reference/sglang-crash-dump.md section 6 (log lines), cuda-coredump.md section 2 (the
+#: driver's progress lines), CUDA runtime error strings, torch.distributed's NCCL watchdog
+#: messages, the kernel's NVRM Xid lines.
+PATTERNS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("cuda-error", r"CUDA error: [^\r\n]*|an illegal memory access was encountered|"
+                   r"misaligned address|unspecified launch failure|"
+                   r"an illegal instruction was encountered|device-side assert triggered|"
+                   r"Warp (?:Illegal Instruction|Illegal Address|Out-of-range Address|"
+                   r"Misaligned Address|Assert)|Lane Illegal Address|CUDA_ERROR_[A-Z_]+|"
+                   r"cudaError(?:IllegalAddress|LaunchFailure|MisalignedAddress|"
+                   r"IllegalInstruction|Assert)|Failed to encode tensor map",
+     ("CUDA", "llegal", "isaligned", "launch failure", "assert", "Warp ", "cudaError", "tensor map")),
+    ("coredump", r"coredump: |Starting GPU coredump generation", ("coredump",)),
+    ("nccl-timeout", r"Watchdog caught collective operation timeout|"
+                     r"Process group watchdog thread terminated|NCCL watchdog|"
+                     r"nccl(?:UnhandledCudaError|SystemError|InternalError|RemoteError)|"
+                     r"NCCL communicator was aborted", ("atchdog", "nccl", "NCCL")),
+    ("xid", r"NVRM: Xid \([^)]*\): \d+", ("NVRM: Xid",)),
+    ("scheduler-exception", r"(?:Scheduler|DetokenizerManager|TokenizerManager|"
+                            r"DataParallelController)\w* hit an exception", ("hit an exception",)),
+    ("sglang-crash", r"SIGQUIT received|Received sigquit from a child process|"
+                     r"Subprocess \S+ \(pid=\d+\) crashed with exit code|"
+                     r"Scheduler watchdog timeout|Dumping requests before crash|"
+                     r"Dumped \d+ finished and \d+ unfinished requests before crash to|"
+                     r"scheduler died during initialization|Health check failed|"
+                     r"Waiting [\d.]+ seconds for CUDA coredumps",
+     ("SIGQUIT", "sigquit", "Subprocess ", "atchdog", "before crash", "died during",
+      "Health check failed", "CUDA")),
+    ("fatal", r"Fatal Python error: \w+|terminate called (?:after throwing|without an active)|"
+              r"Segmentation fault|Aborted \(core dumped\)",
+     ("Fatal Python error", "terminate called", "Segmentation fault", "core dumped")),
+    ("oom", r"CUDA out of memory|OutOfMemoryError", ("CUDA", "OutOfMemoryError")),
+)
+
+_TRACEBACK_HEAD = r"Traceback \(most recent call last\):"
+_FRAME_TEXT = r"^\s*File \"(?P<file>.+)\", line (?P<line>\d+), in (?P<function>.+?)\s*$"
+
+
+def _group(kind: str) -> str:
+    return kind.replace("-", "_")
+
+
+_MATCH = re.compile("|".join(f"(?P<{_group(kind)}>{regex})" for kind, regex, _ in PATTERNS))
+_KIND = {_group(kind): kind for kind, _, _ in PATTERNS}
+#: What makes a chunk (or a line) worth a closer look: an anchor, or a traceback's start.
+ANCHORS = tuple(sorted({a.encode() for _, _, anchors in PATTERNS for a in anchors}
+                       | {b"Traceback (most recent call last)", b'File "'}))
+_TORCH_RANK = re.compile(r"^\[(?P<rank>rank\d+)\]: ?")
+_SGLANG_TAGS = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?P<tags>(?: [A-Z_]+\d+)+)\]")
+_FRAME = re.compile(_FRAME_TEXT)
+_HEAD = re.compile(_TRACEBACK_HEAD + r"\s*$")
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(?::|$)")
+
+Sink = Callable[[Finding], None]
+
+
+def split_rank(text: str) -> tuple[str | None, str | None, str]:
+    """(per-line rank key, record rank tags, the line without a per-line prefix)."""
+    torch = _TORCH_RANK.match(text)
+    if torch:
+        return torch["rank"], torch["rank"], text[torch.end():]
+    tags = _SGLANG_TAGS.match(text)
+    return None, tags["tags"].strip() if tags else None, text
+
+
+class _Traceback:
+    def __init__(self, finding: Finding):
+        self.finding = finding
+        self.frames: deque[TracebackFrame] = deque(maxlen=MAX_FRAMES)
+        self.last_line = finding.line
+
+
+class StreamScanner:
+    """Scans one stream (stdout or stderr) of one process tree; not thread-safe by design."""
+
+    def __init__(self, stream: str, sink: Sink, context: int = CONTEXT_LINES,
+                 kinds: frozenset[str] | None = None):
+        self.stream = stream
+        self._sink = sink
+        self.context = context
+        self.kinds = kinds
+        self.lines = 0
+        self._tail = b""
+        self._before: deque[bytes] = deque(maxlen=context)
+        self._waiting: list[Finding] = []  # findings still collecting lines after them
+        self._tracebacks: dict[str | None, _Traceback] = {}
+
+    def feed(self, chunk: bytes) -> None:
+        data = self._tail + chunk
+        end = data.rfind(b"\n") + 1
+        self._tail = data[end:]
+        if end:
+            self._lines(data[:end])
+        if len(self._tail) > MAX_LINE:
+            tail, self._tail = self._tail, b""
+            self._lines(tail + b"\n")
+
+    def close(self) -> None:
+        """End of stream: a last unterminated line counts, open tracebacks are finished."""
+        if self._tail:
+            tail, self._tail = self._tail, b""
+            self._lines(tail + b"\n")
+        for key in list(self._tracebacks):
+            self._finish(key, None)
+        self._waiting.clear()
+
+    def _lines(self, block: bytes) -> None:
+        lines = block.split(b"\n")[:-1]
+        if not self._tracebacks:
+            hits = [at for at in (block.find(anchor) for anchor in ANCHORS) if at >= 0]
+            if not hits:
+                self._fast(lines)
+                return
+            first = block.count(b"\n", 0, min(hits))  # lines before the first hit: nothing there
+            self._fast(lines[:first])
+            lines = lines[first:]
+        for raw in lines:
+            if self._tracebacks or any(anchor in raw for anchor in ANCHORS):
+                self._line(raw)
+            else:
+                self._fast([raw])
+
+    def _fast(self, lines: list[bytes]) -> None:
+        if self._waiting:
+            for raw in lines[: self.context]:
+                self._after(raw.decode("utf-8", "replace").rstrip("\r"))
+        self.lines += len(lines)
+        self._before.extend(lines[-self.context:])
+
+    def _line(self, raw: bytes) -> None:
+        self.lines += 1
+        text = raw.decode("utf-8", "replace").rstrip("\r")
+        self._after(text)
+        key, tags, body = split_rank(text)
+        inside = self._tracebacks.get(key)  # a line of a traceback carries the traceback's rank
+        rank = tags or (inside.finding.rank if inside is not None else None)
+        self._traceback(key, tags, body, text)
+        for stale in [k for k, tb in self._tracebacks.items()
+                      if self.lines - tb.last_line > TRACEBACK_SILENCE]:
+            self._finish(stale, None)
+        match = _MATCH.search(text)
+        if match:
+            finding = self._finding(_KIND[match.lastgroup], text, rank)
+            self._waiting.append(finding)
+            self._emit(finding)
+        self._before.append(raw)
+
+    def _finding(self, kind: str, text: str, rank: str | None) -> Finding:
+        before = [line.decode("utf-8", "replace").rstrip("\r") for line in self._before]
+        return Finding(kind=kind, text=text, stream=self.stream, line=self.lines, time=timestamps.now(),
+                       rank=rank, before=before)
+
+    def _after(self, text: str) -> None:
+        if not self._waiting:
+            return
+        for finding in self._waiting:
+            finding.after.append(text)
+        self._waiting = [f for f in self._waiting if len(f.after) < self.context]
+
+    def _traceback(self, key: str | None, tags: str | None, body: str, text: str) -> None:
+        if _HEAD.search(body):
+            self._finish(key, None)
+            self._tracebacks[key] = _Traceback(self._finding("traceback", text, tags))
+            return
+        frame = _FRAME.match(body)
+        open_one = self._tracebacks.get(key)
+        if open_one is not None:
+            open_one.last_line = self.lines
+        if frame:
+            if open_one is None:  # an excerpt that lost its header: still a traceback
+                open_one = self._tracebacks[key] = _Traceback(self._finding("traceback", text, tags))
+            open_one.frames.append(TracebackFrame(file=frame["file"], line=int(frame["line"]),
+                                                  function=frame["function"]))
+        elif open_one is not None:
+            if body[:1].isspace():
+                code = body.strip()
+                last = open_one.frames[-1] if open_one.frames else None
+                if last is not None and last.code is None and code and set(code) - set("^~ "):
+                    last.code = code
+            else:
+                self._finish(key, body if _EXCEPTION_LINE.match(body) else None)
+
+    def _finish(self, key: str | None, exception: str | None) -> None:
+        done = self._tracebacks.pop(key, None)
+        if done is None:
+            return
+        finding = done.finding
+        finding.frames = list(done.frames)
+        if exception:
+            finding.text = exception
+        elif finding.frames:
+            last = finding.frames[-1]
+            finding.text = f"traceback without an exception line, innermost frame {last.function} " \
+                           f"({last.file}:{last.line})"
+        self._emit(finding)
+
+    def _emit(self, finding: Finding) -> None:
+        if self.kinds is None or finding.kind in self.kinds:
+            self._sink(finding)

@@ -1,0 +1,349 @@
+"""crashlab serve end to end: real processes, real signals, real HTTP on 127.0.0.1.
+
+The server is the stand-in in tests/standin (it says so); crashlab is the real command. Each
+test ends by checking, with psutil, that no process of the run outlived it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.serve_harness import (FAST, FAULT_DUMP, HANG_DUMP, Serve, environment, free_port,
+                                 post_generate, process, sglang, survivors, wait_for)
+from tests.conftest import run_cli
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def cores(serve: Serve, incarnation: int = 1) -> list[Path]:
+    return sorted((serve.run_dir / f"incarnation-{incarnation}" / "cores").glob("core.*"))
+
+
+def finished(serve: Serve, expected: int) -> dict:
+    code = serve.finish()
+    assert code == expected, serve.stderr
+    manifest = serve.manifest()
+    assert manifest["status"] == "done"
+    assert survivors(manifest) == []
+    return manifest
+
+
+def test_a_clean_exit_is_exit_1_with_logs_manifest_and_coredump_environment(tmp_path):
+    script = "import os, sys; print('hello from the server'); print(os.environ['CUDA_COREDUMP_FILE'], file=sys.stderr)"
+    serve = Serve(tmp_path, [sys.executable, "-c", script], env=environment())
+    manifest = finished(serve, 1)
+    assert manifest["outcome"]["result"] == "clean-exit"
+    assert not (serve.run_dir / "report.json").exists()
+    assert "hello from the server" in serve.stdout  # teed to the terminal
+    inc = serve.incarnation
+    assert (inc / "stdout.log").read_text() == "hello from the server\n"
+    cores_dir = inc / "cores" / "incoming"
+    assert (inc / "stderr.log").read_text().strip() == f"{cores_dir}/core.%h.%p.%t.nvcudmp"
+    env = manifest["environment"]
+    assert env["CUDA_ENABLE_COREDUMP_ON_EXCEPTION"] == {"value": "1", "set_by": "crashlab",
+                                                        "crashlab_value": None}
+    assert env["CUDA_COREDUMP_SHOW_PROGRESS"]["value"] == "1"
+    assert env["CUDA_COREDUMP_GENERATION_FLAGS"]["value"] == (
+        "skip_nonrelocated_elf_images,skip_global_memory,skip_shared_memory,skip_local_memory,"
+        "skip_constbank_memory")
+    assert "CUDA_ENABLE_USER_TRIGGERED_COREDUMP" not in env  # only with --user-dumps
+    logs = {f["path"]: f for f in manifest["files"] if f["kind"] == "log"}
+    stdout_log = logs["incarnation-1/stdout.log"]
+    assert stdout_log["size_bytes"] == 22 and stdout_log["sha256"] == sha256(inc / "stdout.log")
+    root = manifest["incarnations"][0]["processes"][0]
+    assert root["role"] == "server" and root["exit"]["code"] == 0
+
+
+def test_a_sigsegv_after_a_request_is_triaged_and_server_info_is_kept_masked(tmp_path):
+    port = free_port()
+    serve = Serve(tmp_path, sglang(port, "--api-key", "sk-do-not-leak"), *FAST,
+                  env=environment(crash="segv"))
+    serve.wait_healthy()
+    wait_for(lambda: (serve.incarnation / "server_info.json").exists(), "server_info.json")
+    post_generate(port)
+    manifest = finished(serve, 0)
+    root = process(manifest, "server")
+    assert root["exit"]["signal_name"] == "SIGSEGV" and root["exit"]["observed"] == "waited"
+    info = json.loads((serve.incarnation / "server_info.json").read_text())
+    assert info["api_key"] == "***" and info["max_total_num_tokens"] == 4096
+    assert info["tokenizer_path"] == "stand-in/model"
+    launch = json.loads((serve.incarnation / "launch.json").read_text())
+    assert launch["argv"][-4:] == ["--api-key", "***", "--crash-dump-folder",
+                                   str(serve.incarnation / "requests")]
+    for path in serve.run_dir.rglob("*"):
+        if path.is_file():
+            assert b"sk-do-not-leak" not in path.read_bytes(), path
+    report = serve.report()
+    assert report["status"] == "crash" and report["source"]["kind"] == "run"
+    assert report["incidents"][0]["exit"]["signal_name"] == "SIGSEGV"
+    assert "killed by SIGSEGV" in serve.stderr
+
+
+@pytest.mark.parametrize("crash,expect", [("abort", "SIGABRT"), ("exit", 3)])
+def test_an_abort_or_a_non_zero_exit_is_a_crash(tmp_path, crash, expect):
+    serve = Serve(tmp_path, sglang(free_port()), *FAST, env=environment(crash=crash, crash_on="start"))
+    manifest = finished(serve, 0)
+    exit_ = process(manifest, "server")["exit"]
+    assert (exit_["signal_name"] if isinstance(expect, str) else exit_["code"]) == expect
+    incident = serve.report()["incidents"][0]
+    assert incident["kind"] == "crash"
+    if crash == "exit":
+        traceback = next(f for f in incident["findings"] if f["kind"] == "traceback")
+        assert traceback["text"] == "RuntimeError: stand-in: model weights are garbage"
+        assert traceback["frames"][-1]["function"] == "crash_now"
+        assert traceback["frames"][-1]["file"].endswith("sglang/launch_server.py")
+
+
+def test_a_child_dying_first_takes_the_sglang_crash_path_and_its_request_dump_is_kept(tmp_path):
+    port = free_port()
+    serve = Serve(tmp_path, sglang(port), *FAST, env=environment(crash="child-segv"))
+    serve.wait_healthy()
+    post_generate(port)
+    manifest = finished(serve, 0)
+    scheduler = process(manifest, "scheduler", "TP0")
+    assert scheduler["exit"]["signal_name"] == "SIGSEGV"
+    assert scheduler["exit"]["observed"] in ("zombie", "log")
+    assert process(manifest, "server")["exit"]["signal_name"] == "SIGKILL"  # kill_process_tree
+    assert process(manifest, "detokenizer")["exit"] is not None
+    dumps = [f for f in manifest["files"] if f["kind"] == "request-dump"]
+    assert len(dumps) == 1
+    pickle = serve.run_dir / dumps[0]["path"]
+    assert pickle.parent.parent == serve.incarnation / "requests"
+    assert dumps[0]["sha256"] == sha256(pickle)
+    replay = f"crashlab replay {pickle}"
+    assert serve.report()["incidents"][0]["replay_commands"] == [replay]
+    assert replay in serve.stderr and replay in (serve.run_dir / "report.md").read_text()
+    kinds = {f["kind"] for f in manifest["incarnations"][0]["findings"]}
+    assert "sglang-crash" in kinds
+
+
+def test_a_gpu_fault_on_one_rank_gives_a_fault_dump_and_a_collateral_dump(tmp_path):
+    serve = Serve(tmp_path, sglang(free_port(), "--tp-size", "2"), *FAST,
+                  env=environment(crash="gpu-fault", crash_on="start"))
+    manifest = finished(serve, 0)
+    report = serve.report()
+    dumps = report["incidents"][0]["dumps"]
+    assert [d["label"] for d in dumps] == ["FAULT", "COLLATERAL"]
+    fault, collateral = dumps
+    assert fault["report"]["faults"][0]["kernel"]["name"].startswith("moe_align_block_size")
+    assert sha256(serve.run_dir / fault["path"]) == sha256(FAULT_DUMP)  # every byte kept
+    assert sha256(serve.run_dir / collateral["path"]) == sha256(HANG_DUMP)
+    assert collateral["reasons"][0] == "no exception in this dump"
+    assert any(r.startswith("parked in collective kernel(s)") and "fake_allreduce_wait" in r
+               for r in collateral["reasons"])
+    assert any(r.startswith("written ") and r.endswith("after the first FAULT dump")
+               for r in collateral["reasons"])
+    assert not list((serve.incarnation / "cores" / "incoming").iterdir())
+    assert process(manifest, "scheduler", "TP0")["exit"]["signal_name"] == "SIGABRT"
+    markdown = (serve.run_dir / "report.md").read_text()
+    assert len(markdown) <= 65_536 and "moe_align_block_size" in markdown
+    assert "FAULT" in serve.stderr and "COLLATERAL" in serve.stderr
+
+
+def test_a_stop_while_the_driver_writes_a_dump_waits_for_it(tmp_path):
+    serve = Serve(tmp_path, sglang(free_port()), *FAST,
+                  env=environment(crash="gpu-fault", crash_on="start", dump_seconds="3"))
+    serve.wait_log("coredump: Writing ELF file to")
+    serve.signal(signal.SIGTERM)
+    manifest = finished(serve, 0)
+    assert "waiting for evidence before killing anything" in serve.stderr
+    [dump] = cores(serve)
+    assert dump.suffix == ".nvcudmp" and sha256(dump) == sha256(FAULT_DUMP)
+    assert manifest["incarnations"][0]["stopped_by_crashlab"] is True
+    assert serve.report()["incidents"][0]["dumps"][0]["label"] == "FAULT"
+
+
+def test_a_rank_left_writing_by_its_dead_parent_is_waited_for_and_reaped(tmp_path):
+    serve = Serve(tmp_path, sglang(free_port()), *FAST,
+                  env=environment(crash="gpu-fault", crash_on="start", dump_seconds="2",
+                                  exit_after_fault="1", child_outlives="1"))
+    manifest = finished(serve, 0)
+    assert process(manifest, "server")["exit"]["code"] == 1
+    rank = process(manifest, "scheduler", "TP0")
+    # orphaned, re-parented to crashlab (the subreaper), reaped by it: an exact status
+    assert rank["exit"] == {"code": None, "signal": 6, "signal_name": "SIGABRT", "observed": "waited"}
+    [dump] = cores(serve)
+    assert sha256(dump) == sha256(FAULT_DUMP)
+
+
+def test_dump_timeout_bounds_the_wait_and_keeps_the_partial_dump(tmp_path):
+    serve = Serve(tmp_path, sglang(free_port()), "--health-interval", "0.2", "--dump-timeout", "1",
+                  "--grace", "1", env=environment(crash="gpu-fault", crash_on="start",
+                                                  dump_seconds="120"))
+    serve.wait_log("coredump: Writing ELF file to")
+    serve.signal(signal.SIGTERM)
+    manifest = finished(serve, 0)
+    [dump] = cores(serve)
+    assert dump.name.endswith(".nvcudmp.partial") and 0 < dump.stat().st_size < FAULT_DUMP.stat().st_size
+    record = next(f for f in manifest["files"] if f["kind"] == "coredump")
+    assert record["complete"] is False
+    assert any("--dump-timeout" in w for w in manifest["incarnations"][0]["warnings"])
+    triaged = serve.report()["incidents"][0]["dumps"][0]
+    assert triaged["label"] == "UNREADABLE" and triaged["error"]
+
+
+def test_a_hang_is_captured_with_dump_now_and_sigterm_gets_the_request_dump(tmp_path):
+    port = free_port()
+    serve = Serve(tmp_path, sglang(port), "--user-dumps", *FAST, env=environment(crash="hang"))
+    serve.wait_healthy()
+    post_generate(port)
+    serve.wait_manifest(lambda m: m["incarnations"][0]["health"]["state"] == "unhealthy",
+                        "the health check to fail")
+    done = run_cli("dump-now", serve.run_dir, "--timeout", "60")
+    assert done.returncode == 0, done.stderr
+    assert b"collected" in done.stderr
+    serve.signal(signal.SIGTERM)
+    manifest = finished(serve, 0)
+    assert manifest["environment"]["CUDA_ENABLE_USER_TRIGGERED_COREDUMP"]["set_by"] == "crashlab"
+    incident = serve.report()["incidents"][0]
+    assert incident["kind"] == "dumps" and incident["stopped_by_crashlab"]
+    [dump] = incident["dumps"]
+    assert dump["label"] == "COLLATERAL" and dump["reasons"][0] == "no exception in this dump"
+    assert sha256(serve.run_dir / dump["path"]) == sha256(HANG_DUMP)
+    assert len(incident["request_dumps"]) == 1  # SGLang dumps requests on SIGTERM when unhealthy
+
+
+def test_sigterm_escalates_to_sigkill_after_grace_and_leaves_no_orphan(tmp_path):
+    pidfile = tmp_path / "orphan.pid"
+    serve = Serve(tmp_path, sglang(free_port()), "--health-interval", "0.2", "--grace", "1",
+                  env=environment(sigterm="ignore", orphan="1", orphan_pidfile=str(pidfile)))
+    serve.wait_healthy()
+    orphan = int(wait_for(lambda: pidfile.exists() and pidfile.read_text(), "the orphan's pid"))
+    serve.wait_manifest(lambda m: orphan in {p["pid"] for p in m["incarnations"][0]["processes"]},
+                        "crashlab to see the orphan")
+    serve.signal(signal.SIGTERM)
+    manifest = finished(serve, 1)
+    assert manifest["outcome"]["result"] == "stopped"
+    assert process(manifest, "server")["exit"]["signal_name"] == "SIGKILL"
+    assert "SIGKILL" in serve.stderr
+    orphan_record = next(p for p in manifest["incarnations"][0]["processes"] if p["pid"] == orphan)
+    assert orphan_record["exit"]["signal_name"] == "SIGKILL"
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGHUP])
+def test_ctrl_c_or_a_closed_terminal_reaches_every_process_of_the_group(tmp_path, signum):
+    serve = Serve(tmp_path, sglang(free_port(), "--tp-size", "2"), *FAST, env=environment())
+    serve.wait_healthy()
+    serve.signal(signum)
+    manifest = finished(serve, 1)
+    processes = manifest["incarnations"][0]["processes"]
+    assert {p["role"] for p in processes} >= {"server", "scheduler", "detokenizer"}
+    assert all(p["exit"] is not None for p in processes)
+    assert manifest["incarnations"][0]["stopped_by_crashlab"] is True
+    assert f"received {signal.Signals(signum).name}" in serve.stderr
+
+
+def test_restart_on_crash_gives_each_incarnation_its_folder(tmp_path):
+    serve = Serve(tmp_path, sglang(free_port()), *FAST, "--restart", "on-crash", "--max-restarts",
+                  "1", "--restart-delay", "0.1", env=environment(crash="abort", crash_on="start"))
+    manifest = finished(serve, 0)
+    assert [i["incident"] for i in manifest["incarnations"]] == ["crash", "crash"]
+    assert [i["directory"] for i in manifest["incarnations"]] == ["incarnation-1", "incarnation-2"]
+    for number in (1, 2):
+        assert "crashing on cue" in (serve.run_dir / f"incarnation-{number}" / "stderr.log").read_text()
+    assert len(serve.report()["incidents"]) == 2
+    assert "restarting in 0.1 s (1 of 1)" in serve.stderr
+
+
+def test_no_line_is_lost_in_a_flood_and_faults_keep_their_line_numbers(tmp_path):
+    lines = 200_000
+    script = ("import sys\nw = sys.stdout.write\nfor i in range(1, %d):\n"
+              "    w('CUDA error: an illegal memory access was encountered\\n' if i %% 50000 == 0 "
+              "else 'line %%07d of the flood, nothing to see here\\n' %% i)\n") % (lines + 1)
+    serve = Serve(tmp_path, [sys.executable, "-c", script], "--quiet", env=environment())
+    manifest = finished(serve, 1)  # fault lines, but a clean exit: nothing crashed
+    log = (serve.incarnation / "stdout.log").read_text().splitlines()
+    assert len(log) == lines
+    assert log[0] == "line 0000001 of the flood, nothing to see here" and log[-1].startswith("CUDA error")
+    findings = manifest["incarnations"][0]["findings"]
+    assert [f["line"] for f in findings] == [50_000, 100_000, 150_000, 200_000]
+    assert findings[0]["before"][-1] == "line 0049999 of the flood, nothing to see here"
+    assert findings[0]["after"][0] == "line 0050001 of the flood, nothing to see here"
+    assert serve.stdout == ""  # --quiet
+
+
+def test_the_users_values_win_and_secrets_never_reach_the_run_directory(tmp_path):
+    env = environment()
+    env.update(CUDA_COREDUMP_GENERATION_FLAGS="skip_abort", HF_TOKEN="hf_do_not_leak",
+               MIRROR="https://bob:pw_do_not_leak@mirror.example/models")
+    own_folder = tmp_path / "mine"
+    serve = Serve(tmp_path, sglang(free_port(), "--crash-dump-folder", str(own_folder)), *FAST, env=env)
+    serve.wait_healthy()
+    refused = run_cli("dump-now", serve.run_dir)
+    assert refused.returncode == 2 and b"--user-dumps" in refused.stderr
+    serve.signal(signal.SIGTERM)
+    manifest = finished(serve, 1)
+    flags = manifest["environment"]["CUDA_COREDUMP_GENERATION_FLAGS"]
+    assert flags["value"] == "skip_abort" and flags["set_by"] == "user"
+    assert flags["crashlab_value"].startswith("skip_nonrelocated_elf_images")
+    launch = json.loads((serve.incarnation / "launch.json").read_text())
+    assert launch["environment"]["CUDA_COREDUMP_GENERATION_FLAGS"] == "skip_abort"
+    assert launch["environment"]["HF_TOKEN"] == "***"
+    assert launch["environment"]["MIRROR"] == "https://bob:***@mirror.example/models"
+    assert launch["argv"].count("--crash-dump-folder") == 1  # the user's folder is kept
+    for path in serve.run_dir.rglob("*"):
+        if path.is_file():
+            assert b"do_not_leak" not in path.read_bytes(), path
+
+
+def test_a_request_dump_in_the_users_own_folder_is_adopted(tmp_path):
+    port = free_port()
+    own_folder = tmp_path / "mine"
+    serve = Serve(tmp_path, sglang(port, "--crash-dump-folder", str(own_folder)), *FAST,
+                  env=environment(crash="child-segv"))
+    serve.wait_healthy()
+    post_generate(port)
+    manifest = finished(serve, 0)
+    [record] = [f for f in manifest["files"] if f["kind"] == "request-dump"]
+    [original] = own_folder.glob("*/crash_dump_*.pkl")
+    assert record["origin"] == str(original)
+    assert record["sha256"] == sha256(original) == sha256(serve.run_dir / record["path"])
+
+
+@pytest.mark.parametrize("args,message", [
+    ((), "needs a command"),
+    (("--", "no-such-program-anywhere"), "command not found"),
+])
+def test_a_bad_command_line_is_one_line_and_exit_2(tmp_path, args, message):
+    done = run_cli("serve", "--runs-dir", tmp_path / "runs", *args)
+    assert done.returncode == 2
+    lines = done.stderr.decode().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("crashlab: ") and message in lines[0], lines
+    assert not (tmp_path / "runs").exists()  # no run directory for a command that cannot run
+
+
+def test_a_runs_dir_that_is_a_file_is_bad_input(tmp_path):
+    runs = tmp_path / "file"
+    runs.write_text("")
+    done = run_cli("serve", "--runs-dir", runs, "--", sys.executable, "-c", "pass")
+    assert done.returncode == 2 and done.stderr.decode().count("\n") == 1
+
+
+def test_dump_now_refuses_what_is_not_a_live_run(tmp_path):
+    not_a_run = run_cli("dump-now", tmp_path)
+    assert not_a_run.returncode == 2 and b"not a crashlab run directory" in not_a_run.stderr
+    assert not_a_run.stderr.decode().count("\n") == 1
+    serve = Serve(tmp_path, [sys.executable, "-c", "pass"], env=environment())
+    finished(serve, 1)
+    ended = run_cli("dump-now", serve.run_dir)
+    assert ended.returncode == 3 and b"has ended" in ended.stderr
+
+
+def test_the_python_api_supervises_and_triages(tmp_path):
+    from crashlab.supervise import ServeOptions, serve
+
+    said: list[str] = []
+    outcome = serve(ServeOptions(command=[sys.executable, "-c", "import os; os.abort()"],
+                                 runs_dir=tmp_path, echo=False), said.append)
+    assert outcome.exit_code == 0 and outcome.result == "crash"
+    assert outcome.report.incidents[0].exit.signal_name == "SIGABRT"
+    assert outcome.run_dir.parent == tmp_path and (outcome.run_dir / "report.md").exists()
+    assert any("killed by SIGABRT" in line for line in said)
