@@ -314,9 +314,13 @@ def replay(dump, as_list, as_json, url, speed, max_rate, concurrency, timeout, r
 @click.option("--restart-delay", type=click.FloatRange(min=0), default=5.0, show_default=True,
               help="Delay before the first restart; it doubles with each one.")
 @click.option("--quiet", is_flag=True, help="Do not echo the server's output (it is still logged).")
+@click.option("--no-debugger", is_flag=True,
+              help="Do not add cuda-gdb's view to the dumps' reports (it is added where cuda-gdb "
+                   "exists).")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def serve(runs_dir, coredump, user_dumps, health_url, health_interval, health_timeout,
-          dump_timeout, grace, restart, max_restarts, restart_delay, quiet, command) -> None:
+          dump_timeout, grace, restart, max_restarts, restart_delay, quiet, no_debugger,
+          command) -> None:
     """Run a server under watch; when it crashes, keep every artifact and triage it.
 
     Prefix the usual launch command. The run directory gets the server's logs, its GPU
@@ -340,7 +344,8 @@ def serve(runs_dir, coredump, user_dumps, health_url, health_interval, health_ti
         command=list(command), runs_dir=runs_dir, coredump=CoredumpMode(coredump),
         user_dumps=user_dumps, health_url=health_url, health_interval=health_interval,
         health_timeout=health_timeout, dump_timeout=dump_timeout, grace=grace, restart=restart,
-        max_restarts=max_restarts, restart_delay=restart_delay, echo=not quiet)
+        max_restarts=max_restarts, restart_delay=restart_delay, echo=not quiet,
+        debugger=not no_debugger)
     try:
         supervisor = Supervisor(options, _say)
         _say(f"run directory: {supervisor.run_dir}")

@@ -296,16 +296,34 @@ def test_dumps_are_labelled_and_ordered_fault_first(build, tmp_path):
     cut.write_bytes(fault.read_bytes()[:5000])
     records = [_dump_record(tmp_path, hang, 1000.0), _dump_record(tmp_path, cut, 1001.0),
                _dump_record(tmp_path, fault, 1002.5)]
-    seen = []
-    triaged = incident.triage_dumps(tmp_path, records, debugger=lambda p: seen.append(p) or {"view": p.name})
+    triaged = incident.triage_dumps(tmp_path, records, debugger=False)
     assert [(d.path, d.label) for d in triaged] == [
         ("rank0.nvcudmp", "FAULT"), ("rank1.nvcudmp", "COLLATERAL"), ("rank2.nvcudmp", "UNREADABLE")]
     assert triaged[0].report.faults[0].kernel.mangled == scenarios.fault().planted.kernel
     assert "no exception in this dump" in triaged[1].reasons
     assert any("fake_allreduce_wait" in r for r in triaged[1].reasons)
     assert not any(r.startswith("written") for r in triaged[1].reasons)  # written before the fault
-    assert triaged[2].error and triaged[2].report is None and triaged[2].debugger is None
-    assert triaged[0].debugger == {"view": "rank0.nvcudmp"} and sorted(seen) == sorted([fault, hang])
+    assert triaged[2].error and triaged[2].report is None
+    assert triaged[0].report.debugger is None
+
+
+def test_debugger_view_is_asked_for_and_its_absence_noted(build, tmp_path, monkeypatch):
+    """With the cuda-gdb flow on and no cuda-gdb, each report says why and so does the incident;
+    the flow itself is tested in tests/test_gdb_triage.py."""
+    monkeypatch.setenv("CRASHLAB_CUDA_GDB", str(tmp_path / "no-cuda-gdb"))
+    fault = build(scenarios.fault(), "rank0.nvcudmp").path
+    records = [_dump_record(tmp_path, fault, 1000.0)]
+    triaged = incident.triage_dumps(tmp_path, records, debugger=True)
+    section = triaged[0].report.debugger
+    assert section is not None and section.status == "unavailable"
+    assert "CRASHLAB_CUDA_GDB" in section.reason
+    record = manifest.Incarnation(number=1, directory="incarnation-1", status="crashed",
+                                  started_at="2026-11-21T00:00:00Z", health=manifest.Health(url=None),
+                                  kernel_log="not watched")
+    built = incident.build(tmp_path, record, "crash", triaged, [], debugger=True)
+    assert any(note.startswith("debugger view: CRASHLAB_CUDA_GDB=") for note in built.notes)
+    quiet = incident.build(tmp_path, record, "crash", triaged, [], debugger=False)
+    assert "debugger view: not asked for (--no-debugger)" in quiet.notes
 
 
 def test_the_run_report_fits_github_and_names_the_replay_command(build, tmp_path):
@@ -313,7 +331,7 @@ def test_the_run_report_fits_github_and_names_the_replay_command(build, tmp_path
     from crashlab.report.run import Incident, ExitStatus
 
     fault = build(scenarios.fault(), "core.nvcudmp").path
-    dumps = incident.triage_dumps(tmp_path, [_dump_record(tmp_path, fault, 1000.0)])
+    dumps = incident.triage_dumps(tmp_path, [_dump_record(tmp_path, fault, 1000.0)], debugger=False)
     noise = [Finding(kind="traceback", text="E" * 500, stream="stderr", line=i, time="t",
                      before=["x" * 400] * 5) for i in range(300)]
     crash = Incident(incarnation=1, directory="incarnation-1", kind="crash", started_at="a", ended_at="b",

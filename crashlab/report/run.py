@@ -93,7 +93,6 @@ class DumpTriage(_Model):
     sha256: str
     summary: str
     error: str | None = Field(None, description="why crashlab.inspect could not read it")
-    debugger: dict | None = Field(None, description="the cuda-gdb flow's view; null while not wired")
     report: TriageReport | None = None
 
 

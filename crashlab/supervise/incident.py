@@ -10,8 +10,9 @@ labelled
 - UNREADABLE: crashlab.inspect could not read it (typically a dump cut short), with the error.
 Dumps are ordered by the time they were finished (mtime), FAULT first.
 
-The cuda-gdb view (issue 4) plugs in through ``debugger``: a callable given a dump path that
-returns its view as a JSON-able dict. Nothing passes one yet.
+With ``debugger`` on, each dump's report also carries cuda-gdb's view and its agreement with the
+native one (crashlab.inspect(..., debugger=True)); where there is no cuda-gdb the report's
+debugger section says so and the incident gets a note.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ import re
 import shlex
 from datetime import datetime
 from pathlib import Path
-from typing import Callable
 
 from ..api import inspect
 from ..errors import CrashlabError
@@ -29,8 +29,6 @@ from ..report.run import DumpTriage, FileRecord, Finding, Incident
 from . import timestamps
 from .manifest import Incarnation
 from .proctree import CRASH_SIGNALS
-
-DebuggerFlow = Callable[[Path], dict]
 
 #: Kernels a rank waits in when a peer died: NCCL's, SGLang's custom all-reduce, and anything
 #: named like a collective. A name heuristic, said as such in the reasons.
@@ -41,9 +39,9 @@ _TELLING = ("cuda-error", "xid", "scheduler-exception", "nccl-timeout", "fatal",
             "traceback", "sglang-crash")
 
 
-def _inspect(path: Path) -> tuple[TriageReport | None, str | None]:
+def _inspect(path: Path, debugger: bool) -> tuple[TriageReport | None, str | None]:
     try:
-        return inspect(path), None
+        return inspect(path, debugger=debugger), None
     except CrashlabError as exc:
         return None, str(exc)
     except Exception as exc:  # one unreadable dump must not cost the run its report
@@ -64,12 +62,11 @@ def _label(report: TriageReport | None) -> tuple[str, list[str], str]:
     return "COLLATERAL", reasons, report.summary
 
 
-def triage_dumps(run_dir: Path, dumps: list[FileRecord],
-                 debugger: DebuggerFlow | None = None) -> list[DumpTriage]:
+def triage_dumps(run_dir: Path, dumps: list[FileRecord], debugger: bool) -> list[DumpTriage]:
     triaged = []
     for record in dumps:
         path = run_dir / record.path
-        report, error = _inspect(path)
+        report, error = _inspect(path, debugger)
         label, reasons, summary = _label(report)
         if not record.complete:
             reasons.append("the server died while this dump was being written")
@@ -77,8 +74,6 @@ def triage_dumps(run_dir: Path, dumps: list[FileRecord],
                            written_at=timestamps.of(path.stat().st_mtime), size_bytes=record.size_bytes,
                            sha256=record.sha256, summary=summary or f"unreadable: {error}",
                            error=error, report=report)
-        if debugger is not None and report is not None:
-            entry.debugger = debugger(path)
         triaged.append(entry)
     return _ordered(triaged)
 
@@ -140,11 +135,14 @@ def summarise(incarnation: Incarnation, dumps: list[DumpTriage]) -> str:
 
 
 def build(run_dir: Path, incarnation: Incarnation, kind: str, dumps: list[DumpTriage],
-          request_dumps: list[FileRecord], debugger_wired: bool) -> Incident:
+          request_dumps: list[FileRecord], debugger: bool) -> Incident:
     replay = [f"crashlab replay {shlex.quote(str(run_dir / r.path))}" for r in request_dumps]
     notes = []
-    if not debugger_wired and dumps:
-        notes.append("debugger view: not run (the cuda-gdb flow is not wired into serve yet)")
+    if dumps and not debugger:
+        notes.append("debugger view: not asked for (--no-debugger)")
+    missing = {d.report.debugger.reason for d in dumps if d.report and d.report.debugger
+               and d.report.debugger.status in ("unavailable", "failed")}
+    notes.extend(f"debugger view: {reason}" for reason in sorted(missing))
     return Incident(
         incarnation=incarnation.number, directory=incarnation.directory, kind=kind,
         started_at=incarnation.started_at, ended_at=incarnation.ended_at or incarnation.started_at,

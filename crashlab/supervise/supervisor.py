@@ -79,11 +79,12 @@ class ServeOptions:
     restart_delay: float = 5.0
     echo: bool = True
     kernel_log: str = KMSG
-    debugger: incident.DebuggerFlow | None = field(default=None, repr=False)
+    #: add cuda-gdb's view to each dump's report where cuda-gdb exists
+    debugger: bool = True
 
     def as_manifest(self) -> dict:
         values = asdict(self)
-        values.pop("command"), values.pop("debugger")
+        values.pop("command")
         values["runs_dir"] = str(self.runs_dir)
         values["coredump"] = self.coredump.value
         return values
@@ -451,7 +452,7 @@ class Supervisor:
                                  "stopped" if inc.record.stopped_by_crashlab else "exited")
         if kind is not None:
             self.incidents.append(incident.build(self.run_dir, inc.record, kind, triaged,
-                                                 request_dumps, self.options.debugger is not None))
+                                                 request_dumps, self.options.debugger))
             self._write_report()
         self.store.save(timestamps.now())
         return kind
