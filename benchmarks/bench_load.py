@@ -2,7 +2,7 @@
 
     python benchmarks/bench_load.py [--requests 1000] [--tokens 2000]
 
-The dump (built here with the stand-in classes of fixtures/sglang_dumps/standin, SGLang 0.5.23
+The dump (built here with the stand-in classes of tests/standin, SGLang 0.5.23
 layout) holds --requests requests of --tokens input ids each, a 500-character recorded output
 and 128 output ids. crashlab.replay.load (opcode interpreter, bounds walk, typed records) is
 timed against stdlib pickle.loads of the same bytes, which runs the classes it names and so is
@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def build(requests: int, tokens: int) -> bytes:
     os.environ["SGLANG_STANDIN_VERSION"] = "0.5.23"
-    sys.path.insert(0, str(ROOT / "fixtures" / "sglang_dumps" / "standin"))
+    sys.path.insert(0, str(ROOT / "tests" / "standin"))
     from sglang.srt.managers.io_struct import GenerateReqInput
 
     records = []

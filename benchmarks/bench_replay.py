@@ -21,7 +21,7 @@ part of what is measured.
 SGLang's scripts/playground/replay_request_dump.py is not in the sglang wheel; pass a checkout's
 copy with --sglang-script. It needs sglang importable (plain pickle.load of GenerateReqInput;
 set_ulimit and get_exception_traceback): here it runs unmodified on the stand-in package
-fixtures/sglang_dumps/standin (sglang itself needs torch and CUDA).
+tests/standin (sglang itself needs torch and CUDA).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ import requests
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures" / "sglang_dumps"
 MAKE_DUMPS = FIXTURES / "make_dumps.py"
-STANDIN = FIXTURES / "standin"
+STANDIN = ROOT / "tests" / "standin"
 #: Oracle settings that keep a test's replay short (the defaults suit a real GPU server).
 FAST_WATCH = ["--health-interval", "0.2", "--health-timeout", "2", "--settle", "0.3"]
 

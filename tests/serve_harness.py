@@ -153,8 +153,12 @@ def process(manifest: dict, role: str, ranks: str | None = None, incarnation: in
     return matching[0]
 
 
+#: The prompt post_generate sends (tests look for it in the request dump).
+GENERATE_PROMPT = "Hello"
+
+
 def post_generate(port: int) -> None:
     import requests
 
-    requests.post(f"http://127.0.0.1:{port}/generate", json={"text": "Hello", "sampling_params":
-                  {"max_new_tokens": 3}}, timeout=10)
+    requests.post(f"http://127.0.0.1:{port}/generate", json={"text": GENERATE_PROMPT,
+                  "sampling_params": {"max_new_tokens": 3}}, timeout=10)

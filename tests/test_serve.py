@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.serve_harness import (FAST, FAULT_DUMP, HANG_DUMP, Serve, environment, free_port,
-                                 post_generate, process, sglang, survivors, wait_for)
+from tests.serve_harness import (FAST, FAULT_DUMP, GENERATE_PROMPT, HANG_DUMP, Serve, environment,
+                                 free_port, post_generate, process, sglang, survivors, wait_for)
 from tests.conftest import run_cli
 
 
@@ -121,6 +121,10 @@ def test_a_child_dying_first_takes_the_sglang_crash_path_and_its_request_dump_is
     replay = f"crashlab replay {pickle}"
     assert serve.report()["incidents"][0]["replay_commands"] == [replay]
     assert replay in serve.stderr and replay in (serve.run_dir / "report.md").read_text()
+    listed = run_cli("replay", pickle, "--json")  # the command serve printed reads the dump
+    assert listed.returncode == 0, listed.stderr
+    requests = json.loads(listed.stdout)["requests"]
+    assert len(requests) == 1 and requests[0]["text"].startswith(GENERATE_PROMPT)
     kinds = {f["kind"] for f in manifest["incarnations"][0]["findings"]}
     assert "sglang-crash" in kinds
 

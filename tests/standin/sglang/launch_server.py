@@ -42,6 +42,13 @@ def log(message: str, tags: str = "") -> None:
     print(f"[{stamp}{' ' + tags if tags else ''}] {message}", file=sys.stderr, flush=True)
 
 
+def _request(body: dict):
+    """The GenerateReqInput SGLang would have recorded for a /generate body."""
+    from sglang.srt.managers.io_struct import GenerateReqInput
+
+    known = {f: body[f] for f in GenerateReqInput.__dataclass_fields__ if f in body}
+    return GenerateReqInput(**known).normalize()
+
 class Server:
     def __init__(self, args: argparse.Namespace):
         self.args = args
@@ -90,8 +97,10 @@ class Server:
         folder = Path(self.args.crash_dump_folder) / HOST
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"crash_dump_{time.strftime('%Y-%m-%d_%H-%M-%S')}.pkl"
+        records = [(_request(body), out, created, finished)
+                   for body, out, created, finished in self.finished]
         with open(path, "wb") as f:
-            pickle.dump({"server_args": None, "requests": list(self.finished),
+            pickle.dump({"server_args": None, "requests": records,
                          "launch_command": " ".join(sys.argv)}, f)
         log(f"Dumped {len(self.finished)} finished and 0 unfinished requests before crash to {path}")
 
