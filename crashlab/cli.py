@@ -138,9 +138,20 @@ def inspect(core: str, as_json: bool, as_markdown: bool, no_sass: bool, context:
 
 
 @main.command()
-def schema() -> None:
-    """Print the JSON Schema of the report that --json emits."""
-    click.echo(json.dumps(json_schema(), indent=2))
+@click.argument("which", type=click.Choice(["triage", "run", "replay"]), default="triage")
+def schema(which: str) -> None:
+    """Print the JSON Schema of a report.
+
+    WHICH is triage (what inspect --json prints; the default), run (serve's report.json) or
+    replay (what replay --json prints with --url).
+    """
+    if which == "run":
+        from .report.run import RunReport as model
+    elif which == "replay":
+        from .replay.result import ReplayResult as model
+    else:
+        model = None
+    click.echo(json.dumps(json_schema() if model is None else model.model_json_schema(), indent=2))
 
 
 @main.command()

@@ -238,8 +238,13 @@ def test_cli_says_one_line_and_exits_2(tmp_path, good, make, request):
     assert done.stdout == b""
 
 
-def test_cli_usage_errors_exit_2(good):
-    assert run_cli("inspect").returncode == 2
-    assert run_cli("inspect", good.path, "--json", "--markdown").returncode == 2
-    assert run_cli("inspect", good.path, "--context", "-1").returncode == 2
-    assert run_cli("frobnicate").returncode == 2
+@pytest.mark.parametrize("args", [
+    ("inspect",), ("inspect", "{core}", "--json", "--markdown"), ("inspect", "{core}", "--context", "-1"),
+    ("frobnicate",), ("schema", "nonsense"), ("debug",), ("replay", "{core}", "--speed", "0"),
+    ("serve", "--grace", "-1", "--", "true"), ("dump-now",), ("inspect", "{core}", "--no-such-option"),
+])
+def test_cli_usage_errors_are_one_line_and_exit_2(good, args):
+    done = run_cli(*(str(good.path) if a == "{core}" else a for a in args))
+    assert done.returncode == 2
+    lines = done.stderr.decode().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("crashlab: "), done.stderr

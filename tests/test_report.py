@@ -53,6 +53,16 @@ def test_schema_command_prints_the_model_schema():
     assert "faults" in schema["properties"] and "Fault" in schema["$defs"]
 
 
+def test_schema_of_the_run_and_replay_reports():
+    from crashlab.replay.result import ReplayResult
+    from crashlab.report.run import RunReport
+
+    assert json.loads(run_cli("schema", "run").stdout) == RunReport.model_json_schema()
+    assert json.loads(run_cli("schema", "replay").stdout) == ReplayResult.model_json_schema()
+    refused = run_cli("schema", "nonsense")
+    assert refused.returncode == 2 and len(refused.stderr.decode().splitlines()) == 1
+
+
 def test_terminal_view_shows_the_triage(build):
     scenario = scenarios.device_function()
     report = crashlab.inspect(build(scenario).path)
