@@ -79,3 +79,21 @@ def host_crash(tmp_path_factory):
                    check=True, capture_output=True, timeout=120)
     assert core.is_file()
     return exe, core
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _temporary_files_stay_in_pytests_folder(tmp_path_factory):
+    """What crashlab and the processes the tests start write to $TMPDIR (server logs kept as
+    evidence, unpacked dumps) lands in pytest's own temporary folder, not the machine's /tmp."""
+    import tempfile
+
+    folder = tmp_path_factory.mktemp("tmpdir")
+    before = os.environ.get("TMPDIR")
+    os.environ["TMPDIR"] = str(folder)
+    tempfile.tempdir = None
+    yield
+    if before is None:
+        os.environ.pop("TMPDIR", None)
+    else:
+        os.environ["TMPDIR"] = before
+    tempfile.tempdir = None
