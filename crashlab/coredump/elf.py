@@ -122,24 +122,10 @@ class ElfImage:
 
     def _copy_to_temp(self, reader):
         """Copy a stream into an unlinked temporary file, refusing to fill the disk."""
-        directory = tempfile.gettempdir()
-        room = shutil.disk_usage(directory).free
-        spool = tempfile.TemporaryFile(dir=directory)
-        written = 0
+        spool = tempfile.TemporaryFile()
         try:
-            while chunk := reader.read(_SPOOL_CHUNK):
-                written += len(chunk)
-                if written > room:
-                    raise BadInput(
-                        f"{self.path}: unpacks to more than the {room >> 20} MiB free in "
-                        f"{directory}; set TMPDIR to a larger disk"
-                    )
-                spool.write(chunk)
-            if written == 0:
+            if copy_within_room(reader, spool, tempfile.gettempdir(), self.path) == 0:
                 raise BadInput(f"{self.path}: empty input, not a coredump")
-        except (OSError, EOFError, zlib.error) as exc:
-            spool.close()
-            raise CoreFormatError(f"{self.path}: cannot read or unpack it ({exc})") from None
         except BaseException:
             spool.close()
             raise
@@ -277,3 +263,26 @@ class ElfImage:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def copy_within_room(reader, target, directory: str, source: str) -> int:
+    """Copy ``reader`` (a plain or gunzipping stream) into ``target`` on ``directory``'s disk.
+
+    A few KiB of gzip can unpack to terabytes: the copy stops with one clear sentence before the
+    disk is full, and a damaged stream is a CoreFormatError, not a traceback. Returns the bytes
+    copied.
+    """
+    room = shutil.disk_usage(directory).free
+    written = 0
+    try:
+        while chunk := reader.read(_SPOOL_CHUNK):
+            written += len(chunk)
+            if written > room:
+                raise BadInput(
+                    f"{source}: unpacks to more than the {room >> 20} MiB free in {directory}; "
+                    "set TMPDIR to a larger disk"
+                )
+            target.write(chunk)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise CoreFormatError(f"{source}: cannot read or unpack it ({exc})") from None
+    return written

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import gzip
 import re
-import shutil
 import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from ..coredump.elf import copy_within_room
 from ..coredump.fault import DETAILED_GROUPS
 from ..report import model as m
 from . import mi, parse
@@ -150,7 +150,7 @@ def _plain_copy(path: str, compressed: bool):
     with tempfile.TemporaryDirectory(prefix="crashlab-gdb-") as work:
         plain = Path(work, Path(path).name.removesuffix(".gz"))
         with gzip.open(path, "rb") as source, open(plain, "wb") as target:
-            shutil.copyfileobj(source, target, 1 << 20)
+            copy_within_room(source, target, work, path)
         yield str(plain)
 
 
