@@ -45,6 +45,13 @@ def _load(s, path: str) -> str:
     opening = f"Opening GPU coredump: {path}\n"
     if s.get("load_error"):
         return opening + s["load_error"] + "\n"
+    try:
+        with open(path, "rb") as dump:
+            magic = dump.read(4)
+    except OSError:
+        magic = b""
+    if magic != b"\x7fELF":  # like cuda-gdb, it cannot open what is not an ELF file (gzip, ...)
+        return opening + "Failed to read core file: not an ELF core file\n"
     exception = (f"\nCUDA Exception: {s['exception']}\n"
                  f"The exception was triggered at PC {s['pc']:#x}  {s['name']}  ({s['file']}:{s['line']})\n")
     focus = f"[Current focus set to CUDA {_focus_text(s)}]\n"

@@ -184,3 +184,16 @@ def test_missing_command_files_leave_the_section_empty_with_a_reason(planted_dum
     report = _inspect(path, standin())
     assert report.debugger.status == "unavailable" and "gone.gdb is missing" in report.debugger.reason
     assert report.faults == crashlab.inspect(path, sass=False).faults
+
+
+def test_a_gzip_dump_is_unpacked_for_the_debugger(planted_dump, standin, tmp_path):
+    """cuda-gdb reads only plain files: the driver's gzip_compress output is unpacked first."""
+    import gzip
+
+    path, planted = planted_dump
+    packed = tmp_path / "core.nvcudmp.gz"
+    packed.write_bytes(gzip.compress(path.read_bytes()))
+    report = _inspect(packed, standin())
+    assert report.source.compressed
+    assert report.debugger.status == "ok", report.debugger.problems
+    assert report.debugger.load.triggered_pc == f"{planted.pc:#x}"
