@@ -12,6 +12,17 @@ import pytest
 from tests import coredump_builder
 
 ROOT = Path(__file__).resolve().parent.parent
+#: The stand-in SGLang package (server and classes) the serve and replay tests put on PYTHONPATH.
+STANDIN = ROOT / "tests" / "standin"
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 nobody listens on (for stand-in servers)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 @pytest.fixture

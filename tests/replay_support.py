@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import socket
 import subprocess
 import sys
 import time
@@ -14,18 +13,12 @@ from pathlib import Path
 
 import requests
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.conftest import ROOT, STANDIN, free_port  # noqa: F401  (re-exported for the tests)
+
 FIXTURES = ROOT / "fixtures" / "sglang_dumps"
 MAKE_DUMPS = FIXTURES / "make_dumps.py"
-STANDIN = ROOT / "tests" / "standin"
 #: Oracle settings that keep a test's replay short (the defaults suit a real GPU server).
 FAST_WATCH = ["--health-interval", "0.2", "--health-timeout", "2", "--settle", "0.3"]
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def server_command(port: int, *options: str) -> str:

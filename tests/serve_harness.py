@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,18 +18,11 @@ from pathlib import Path
 
 import psutil
 
-ROOT = Path(__file__).resolve().parent.parent
-STANDIN = ROOT / "tests" / "standin"
+from tests.conftest import ROOT, STANDIN, free_port  # noqa: F401  (re-exported for the tests)
 FAULT_DUMP = ROOT / "fixtures" / "synthetic" / "moe_align_out_of_range.nvcudmp"
 HANG_DUMP = ROOT / "fixtures" / "synthetic" / "hang_no_exception.nvcudmp"
 DEADLINE = 90.0
 FAST = ("--health-interval", "0.2", "--health-timeout", "2", "--grace", "10")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def sglang(port: int, *extra: str) -> list[str]:
