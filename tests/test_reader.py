@@ -348,8 +348,10 @@ def test_every_section_type_is_recognised(build):
         counts = {kind: core.index.count(kind) for kind in SectionType}
         missing = [kind.name for kind, count in counts.items() if count == 0]
         assert missing == [], missing
-        assert {r.kind for r in core.memory_regions()} == {
+        regions = core.memory_regions()
+        assert {r.kind for r in regions} == {
             "MANAGED_MEM", "GLOBAL_MEM", "LOCAL_MEM", "SHARED_MEM", "PARAM_MEM"}
+        assert core.memory_totals() == (len(regions), sum(r.size for r in regions))
     report = crashlab.inspect(build(scenario, name="again.nvcudmp").path)
     assert_planted(report.faults[0], scenario.planted)
     assert report.faults[0].backtrace[0].level == 0

@@ -240,6 +240,14 @@ class CoreDump:
             for index in self.index.of_type(kind)
         ]
 
+    def memory_totals(self) -> tuple[int, int]:
+        """(memory sections, their bytes) without a record per section: a full dump has one
+        local-memory section per lane, millions of them."""
+        sizes = self.image.sections.size
+        indices = [self.index.of_type(kind) for kind in MEMORY_TYPES]
+        return (sum(map(len, indices)),
+                sum(sum(map(sizes.__getitem__, found)) for found in indices))
+
     def read_memory(self, region: MemoryRegion, offset: int, size: int) -> bytes:
         if offset < 0 or size < 0 or offset + size > region.size:
             raise ValueError(f"{offset:#x}+{size:#x} is outside the region of {region.size:#x} bytes")

@@ -169,12 +169,12 @@ def build(
     warnings: list[str],
 ) -> m.TriageReport:
     meta = core.metadata
-    regions = core.memory_regions()
+    memory_sections, memory_bytes = core.memory_totals()
     dump = m.Dump(
         abi_version=core.image.abi_version,
         section_count=core.image.section_count,
-        memory_sections=len(regions),
-        memory_bytes=sum(region.size for region in regions),
+        memory_sections=memory_sections,
+        memory_bytes=memory_bytes,
     )
     if meta is not None:
         dump.generator = meta.generator or None
