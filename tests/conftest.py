@@ -56,6 +56,18 @@ def _gpu_present() -> str | None:
     return None
 
 
+#: Where .ci/get-cuda-gdb puts NVIDIA's real cuda-gdb 12.4 (it reads coredumps on CPU).
+REAL_CUDA_GDB = Path(os.environ.get("CRASHLAB_TEST_CUDA_GDB") or ROOT / ".cuda-gdb" / "bin" / "cuda-gdb")
+
+
+@pytest.fixture(scope="session")
+def real_cuda_gdb() -> str:
+    """NVIDIA's real cuda-gdb (no GPU needed for `target cudacore`); the test skips without it."""
+    if not os.access(REAL_CUDA_GDB, os.X_OK):
+        pytest.skip(f"real cuda-gdb not installed at {REAL_CUDA_GDB} (run .ci/get-cuda-gdb)")
+    return str(REAL_CUDA_GDB)
+
+
 def pytest_collection_modifyitems(config, items):
     gpu_items = [item for item in items if "gpu" in item.keywords]
     if not gpu_items:
