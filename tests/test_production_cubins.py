@@ -163,6 +163,23 @@ def test_cutlass_names_past_the_runtime_demanglers_limit(tmp_path):
     assert report.kernels[0].name == name
 
 
+def test_names_neither_demangler_reads_come_back_as_they_are(monkeypatch):
+    """Dump strings come from strangers: a name nested 100,000 deep is no crash, and without the
+    long-name demangler (Linux on ARM has no wheel of it) a CUTLASS name stays mangled."""
+    from crashlab import demangle as names
+
+    hostile = "_Z1f" + "P" * 100_000 + "i"
+    assert names.demangle(hostile) == hostile
+    cutlass = kernel_of("cutlass_mxfp8_grouped_gemm.sm_100.cubin").symbol.name
+    monkeypatch.setattr(names, "cpp_demangle", None)
+    names.demangle.cache_clear()
+    try:
+        assert names.demangle(cutlass) == cutlass
+        assert names.demangle("_Z3fooi") == "foo(int)"
+    finally:
+        names.demangle.cache_clear()
+
+
 @pytest.mark.parametrize("cubin", CUBIN_FILES)
 def test_pc_inside_an_internal_callee_is_named_as_that_function(cubin, tmp_path):
     kernel = kernel_of(cubin)
