@@ -182,6 +182,8 @@ class CodeFinder:
 
 
 def _location(section: int, text: _Text, offset: int) -> CodeLocation:
+    # A kernel's symbol can span the non-inlined callees nvcc places after it in its section
+    # ($__internal_0_$__cuda_sm20_div_u64 and the like): the innermost holder names the PC.
     holders = [f for f in text.functions if f.start <= offset < f.start + max(f.size, 1)]
     holder = max(holders, key=lambda f: f.start, default=None)
     return CodeLocation(
