@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import re
 
+from ..coredump.fault import DETAILED_GROUPS
 from ..report.model import (
     Agreement,
     DebuggerFaultView,
@@ -114,8 +115,10 @@ def _registers(field: str, native: dict[str, int] | None, view: DebuggerFaultVie
     The debugger shows more (zeros past the section's end, up to the device's count): those are
     not facts of the dump and are not compared."""
     if not native:
-        return Agreement(field=field, verdict="unknown",
-                         note="the dump holds none for this lane" if native is not None else None)
+        return Agreement(field=field, verdict="unknown", note=(
+            "the dump holds none for this lane" if native is not None else
+            "crashlab read none for this fault group (it reads registers for the "
+            f"{DETAILED_GROUPS} most relevant groups)"))
     summary = f"{len(native)} ({_span(native)})"
     seen = {name: view.registers[name] for name in native if name in view.registers}
     differ = [name for name, value in seen.items() if value != native[name]]
@@ -209,7 +212,9 @@ def _disassembly(fault: Fault, instructions: list[DebuggerInstruction]) -> Agree
     instruction at each address, ``*>`` on the faulting one and ``=>`` on the current one."""
     native = fault.sass.instructions
     if not native:
-        return Agreement(field="disassembly", verdict="unknown", note=fault.sass.unavailable_reason)
+        return Agreement(field="disassembly", verdict="unknown", note=fault.sass.unavailable_reason or (
+            f"crashlab disassembles the {DETAILED_GROUPS} most relevant fault groups, or none "
+            "without SASS (--no-sass)"))
     if not instructions:
         return _verdict("disassembly", _window(native), None, False)
     by_address = {int(ins.address, 16): ins for ins in instructions}

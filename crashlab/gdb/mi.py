@@ -27,6 +27,8 @@ from pygdbmi import gdbmiparser
 from ..report.model import DebuggerFocus, DebuggerKernel
 
 _DIM3 = re.compile(r"^\((\d+),(\d+),(\d+)\)$")
+#: A C string (with its escapes) or any one other character; a lone '"' is a string left open.
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|.', re.S)
 
 
 @dataclass
@@ -48,23 +50,19 @@ def well_formed(line: str) -> bool:
     """Brackets, braces and C strings of an MI record all close, in order."""
     closing = {"]": "[", "}": "{"}
     stack: list[str] = []
-    in_string = escaped = False
-    for char in line:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "[{":
-            stack.append(char)
-        elif char in closing:
-            if not stack or stack.pop() != closing[char]:
-                return False
-    return not stack and not in_string
+    for token in _tokens(line):
+        if token == '"':
+            return False  # a C string that never closes
+        if token in ("[", "{"):
+            stack.append(token)
+        elif token in closing and (not stack or stack.pop() != closing[token]):
+            return False
+    return not stack
+
+
+def _tokens(record: str) -> list[str]:
+    """The record as C strings (quotes and escapes included) and single other characters."""
+    return _TOKEN.findall(record)
 
 
 def _records(output: str):
@@ -86,26 +84,11 @@ def _name_bare_values(record: str) -> str:
     """``^done,"text"`` -> ``^done,text="text"``: a top-level value without a name gets one."""
     out: list[str] = []
     depth = 0
-    in_string = escaped = False
-    previous = ""
-    for char in record:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            if depth == 0 and previous == ",":
-                out.append("text=")
-            in_string = True
-        elif char in "[{":
-            depth += 1
-        elif char in "]}":
-            depth -= 1
-        out.append(char)
-        previous = char
+    for token in _tokens(record):
+        if token.startswith('"') and depth == 0 and out and out[-1] == ",":
+            out.append("text=")
+        depth += (token in ("[", "{")) - (token in ("]", "}"))
+        out.append(token)
     return "".join(out)
 
 
