@@ -26,6 +26,7 @@ from tests.conftest import ROOT, run_cli
 
 MOE = ROOT / "fixtures" / "synthetic" / "moe_align_out_of_range.nvcudmp"
 RELOCATED = ROOT / "fixtures" / "transcripts" / "moe_align_line_table_relocated.nvcudmp"
+INLINE = ROOT / "fixtures" / "transcripts" / "moe_align_inline_frame.nvcudmp"
 COMPARED = ["kernel", "exception", "block", "thread", "pc", "registers", "uniform", "backtrace",
             "disassembly"]
 #: Builder scenarios cuda-gdb 12.4 opens and reads like crashlab does.
@@ -78,6 +79,18 @@ def test_relocated_line_table_gives_the_same_source_chain(real_cuda_gdb):
     assert verdicts["source"]["verdict"] == "agree"
     assert verdicts["source"]["debugger"] == "device_atomic_functions.hpp:107 <- moe_align.cu:24"
     assert verdicts["backtrace"]["debugger"] == "0x7fff3a000230 at moe_align.cu:23"
+
+
+def test_inline_frame_of_the_current_pc(real_cuda_gdb):
+    """The lane stands at the errorPC, inside the inlined atomicAdd: cuda-gdb's frame #0 has no
+    PC printed (the first address of a line) and an 'inlined from' tail; both sides agree on
+    the chain."""
+    data = inspect_json(real_cuda_gdb, INLINE)
+    assert_agrees(data)
+    verdicts = {a["field"]: a for a in data["debugger"]["faults"][0]["agreement"]}
+    chain = "device_atomic_functions.hpp:107 <- moe_align.cu:24"
+    assert verdicts["backtrace"]["native"] == verdicts["backtrace"]["debugger"] == f"0x7fff3a000210 at {chain}"
+    assert verdicts["source"]["verdict"] == "agree"
 
 
 @pytest.mark.parametrize("name", SCENARIOS)

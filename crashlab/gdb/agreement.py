@@ -43,7 +43,7 @@ def compare(fault: Fault, view: DebuggerFaultView, *, source_note: str | None = 
         _registers("registers", fault.registers, view),
         _registers("predicates", _numbers(fault.predicates), view, unread=PREDICATES_UNREAD),
         _registers("uniform", uniform, view),
-        _backtrace(fault, view.backtrace, source_note),
+        _backtrace(fault, view, source_note),
         _disassembly(fault, view.disassembly),
         _source(fault.sass.source, view.source_lines, source_note),
     ]
@@ -149,14 +149,18 @@ def _values(values: dict[str, int], names: list[str]) -> str:
     return ", ".join(f"{name}={values[name]:#x}" for name in names[:SHOWN_DIFFERENCES])
 
 
-def _backtrace(fault: Fault, frames: list[DebuggerFrame], source_note: str | None) -> Agreement:
+def _backtrace(fault: Fault, view: DebuggerFaultView, source_note: str | None) -> Agreement:
     """The lane's frames: the current PC, then each caller's return address, as both read them.
-    The first frame's source chain (its inline frames) is compared where both sides have one."""
+    The first frame's source chain (its inline frames) is compared where both sides have one.
+    GDB leaves frame #0's PC out when it is the first address of a line (``#0  kernel<<<...>>> ()
+    at f.cu:7``); it is then the ``pc`` register."""
+    frames = view.backtrace
     native_pcs = [fault.current_pc] + [frame.pc for frame in fault.backtrace] if fault.current_pc else []
     debugger_pcs: list[str] = []
     for frame in frames:
-        if frame.pc and (not debugger_pcs or int(debugger_pcs[-1], 16) != int(frame.pc, 16)):
-            debugger_pcs.append(f"{int(frame.pc, 16):#x}")
+        pc = int(frame.pc, 16) if frame.pc else view.registers.get("pc") if frame.level == 0 else None
+        if pc is not None and (not debugger_pcs or int(debugger_pcs[-1], 16) != pc):
+            debugger_pcs.append(f"{pc:#x}")
     if not native_pcs or not debugger_pcs:
         return _verdict("backtrace", " <- ".join(native_pcs) or None,
                         " <- ".join(debugger_pcs) or None, False)
