@@ -150,7 +150,7 @@ def _answer_mi(s, command: str) -> str:
         return f'^done,"{_focus_text(s)}\n"\n'  # cuda-gdb 12.4 prints the newline raw
     if command.startswith("-cuda-focus-switch"):
         wanted = [int(v) for v in re.findall(r"\d+", command)]
-        if wanted != [s["device"], s["sm"], s["warp"], s["lane"]]:
+        if wanted != [s["device"], s["sm"], s["warp"], s["lane"]] and not s.get("ignore_switch"):
             return '^error,msg="Invalid coordinates requested. CUDA focus unchanged."\n'
         return '^done,"CUDA focus unchanged.\\n"\n'
     if command == "-cuda-info-lanes":

@@ -201,6 +201,18 @@ def test_focus_the_debugger_refuses(planted_dump, standin):
     assert view.disassembly == []  # nothing is read from a thread that is not the fault's
 
 
+def test_focus_left_elsewhere_is_a_problem(planted_dump, standin):
+    """A switch the debugger answers with success but that leaves the focus on another lane."""
+    path, planted = planted_dump
+    report = _inspect(path, standin(lane=planted.lane + 5, ignore_switch=True))
+    [problem] = [p for p in report.debugger.problems if p.kind == "no-focus"]
+    assert problem.message.endswith(f"but on device {planted.device} sm {planted.sm} warp "
+                                    f"{planted.warp} lane {planted.lane + 5}")
+    view = report.debugger.faults[0]
+    assert view.registers == {} and view.disassembly == [] and view.focus is None
+    assert {a.field: a.verdict for a in view.agreement}["thread"] == "unknown"
+
+
 def test_cli_debugger_section_and_exit_codes(planted_dump, standin, tmp_path):
     path, _ = planted_dump
     done = run_cli("inspect", path, "--no-sass", "--debugger", "--json",

@@ -228,11 +228,16 @@ def _fault_view(session: _Session, core: str, index: int, fault: m.Fault,
     session.debugger.setup = session.debugger.setup[:1] + [SetupCommand(switch, session.timeout)]
     for line in script(FAULT_SCRIPT) + [_disassemble(fault, context)]:
         _read_fault_line(view, line, *session.ask(line))
-    focus = view.focus
-    if focus is None or (focus.device, focus.sm, focus.warp, focus.lane) != wanted:
-        session.problem("no-focus", f"fault {index + 1}: the debugger's focus is not on {place}"
-                                    + (f" but on device {focus.device} sm {focus.sm} warp "
-                                       f"{focus.warp} lane {focus.lane}" if focus else ""))
+        focus = view.focus
+        if "-cuda-focus-query" in line and (
+                focus is None or (focus.device, focus.sm, focus.warp, focus.lane) != wanted):
+            # nothing is read from a thread that is not the fault's
+            session.problem("no-focus", f"fault {index + 1}: the debugger's focus is not on {place}"
+                                        + (f" but on device {focus.device} sm {focus.sm} warp "
+                                           f"{focus.warp} lane {focus.lane}" if focus else ""))
+            view.focus = None
+            view.agreement = compare(fault, view)
+            return view
     view.kernel = _kernel_name(section, view)
     if view.error_pc is None:
         marked = [ins for ins in view.disassembly if ins.marker.startswith("*")]
