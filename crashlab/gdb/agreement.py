@@ -33,7 +33,8 @@ def compare(fault: Fault, view: DebuggerFaultView, *, source_note: str | None = 
     """Every fact both sides have, in a fixed order. ``source_note`` says why the debugger may
     have no source line (crashlab.gdb.lineinfo)."""
     focus = view.focus
-    uniform = {**(fault.uniform_registers or {}), **_numbers(fault.uniform_predicates)}
+    uniform = None if fault.uniform_registers is None and fault.uniform_predicates is None else {
+        **(fault.uniform_registers or {}), **(_numbers(fault.uniform_predicates) or {})}
     return [
         _kernel(fault, view.kernel),
         _exception(fault, view.exception),
@@ -105,8 +106,8 @@ def _pc(fault: Fault, debugger: str | None) -> Agreement:
     return _verdict("pc", fault.pc, debugger, same, note)
 
 
-def _numbers(flags: dict[str, bool] | None) -> dict[str, int]:
-    return {name: int(value) for name, value in (flags or {}).items()}
+def _numbers(flags: dict[str, bool] | None) -> dict[str, int] | None:
+    return None if flags is None else {name: int(value) for name, value in flags.items()}
 
 
 def _registers(field: str, native: dict[str, int] | None, view: DebuggerFaultView, *,
