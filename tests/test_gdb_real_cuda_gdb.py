@@ -99,6 +99,20 @@ def test_builder_scenarios(real_cuda_gdb, build, name):
     assert_agrees(inspect_json(real_cuda_gdb, built.path))
 
 
+def test_call_frames(real_cuda_gdb, build):
+    """A fault in a non-inlined device function: one return address in the dump. The builder
+    numbers that row level 1 where cuda-gdb reads level 0 first; until it writes 0 the backtrace
+    disagrees, and the note says why."""
+    data = inspect_json(real_cuda_gdb, build(scenarios.device_function()).path)
+    verdicts = {a["field"]: a for a in data["debugger"]["faults"][0]["agreement"]}
+    assert {f: verdicts[f]["verdict"] for f in COMPARED if f != "backtrace"} == dict.fromkeys(
+        [f for f in COMPARED if f != "backtrace"], "agree")
+    frames = verdicts["backtrace"]
+    assert frames["native"].count(" <- ") == 1
+    assert frames["verdict"] == "agree" or (
+        frames["verdict"] == "disagree" and "cuda-gdb asks for level 0 first" in frames["note"]), frames
+
+
 def test_disassembly_window_follows_context(real_cuda_gdb):
     data = inspect_json(real_cuda_gdb, MOE, "--context", "2")
     window = data["faults"][0]["sass"]["instructions"]
