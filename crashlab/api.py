@@ -45,7 +45,8 @@ def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
 
         report.debugger = debugger_view(os.fspath(path), report, program=debugger_program,
                                         command_timeout=debugger_timeout,
-                                        load_timeout=15 * debugger_timeout)
+                                        load_timeout=15 * debugger_timeout,
+                                        context=context)
     return report
 
 

@@ -1,20 +1,18 @@
-"""STAND-IN for cuda-gdb, for tests only: there is no cuda-gdb and no GPU on CI machines.
+"""STAND-IN for cuda-gdb, for tests only: the stand-in tests run where no cuda-gdb is installed.
 
 It is a CLI program that reads commands on a terminal and answers with output shapes taken from
-public transcripts, so that crashlab's real pexpect driver, readers, triage flow and cross-check
+real cuda-gdb 12.4 transcripts of crashlab's flow (fixtures/transcripts/, recorded on this
+project's dumps; tests/test_gdb_transcripts.py checks that the stand-in's answers read the same
+as the real ones), so that crashlab's real pexpect driver, readers, triage flow and cross-check
 run end to end behind a real pty. It reads no dump: the values it prints are the ones a test
-planted in a SYNTHETIC dump (tests/scenarios.py), given as JSON in $STANDIN_SCENARIO. Sources of
-the shapes:
-- banner of ``show version``: NVIDIA/cuda-gdb#18 (cuda-gdb 12.1);
-- ``target cudacore``: vllm-project.github.io _posts/2025-08-11-cuda-debugging.md (exception
-  first) and _posts/2025-12-03-improved-cuda-debugging.md (focus first); the failure line is
-  cuda-corelow.c's ``Failed to read core file: %s``;
-- MI records: cuda-coords.c emit_mi_output() (CudaFocus), cuda-commands.c
-  (InfoCudaKernelsTable, InfoCudaLanesTable), cuda-commands.c cuda_command_switch()
-  ("Invalid coordinates requested. CUDA focus unchanged.");
-- ``bt``, ``x/Ni`` markers, ``info registers``: the CUDA-GDB documentation §8.4-8.5;
-- ``info line``: GNU gdb's sentence.
-The real counterpart is tests/test_gpu_debugger.py (marker ``gpu``), which runs real cuda-gdb.
+planted in a SYNTHETIC dump (tests/scenarios.py), given as JSON in $STANDIN_SCENARIO. Like
+cuda-gdb 12.4 it answers ``-cuda-focus-query`` with a sentence (``^done,"kernel 0, ..."`` with a
+raw newline), a switch to the lane already in focus with ``^done,"CUDA focus unchanged.\n"``,
+and prints every predicate register as ``<unavailable>``. Shapes older releases print (focus
+line before the exception, the failure line of cuda-corelow.c) come from public transcripts:
+vllm-project.github.io _posts/2025-12-03-improved-cuda-debugging.md and NVIDIA/cuda-gdb#18.
+The real counterparts are tests/test_gdb_real_cuda_gdb.py (real cuda-gdb 12.4, no GPU) and
+tests/test_gpu_debugger.py (marker ``gpu``).
 """
 
 from __future__ import annotations
@@ -41,6 +39,12 @@ def _mi_focus(s) -> str:
             f'kernel="0",grid="{s["grid"]}",blockIdx="{_dim(s["block"])}",threadIdx="{_dim(s["thread"])}"}}')
 
 
+def _frame(s) -> str:
+    where = f" at {s['file']}:{s['line']}" if s.get("frame_source", True) else ""
+    return (f"#0  {s['current_pc']:#018x} in {s['short']}<<<{_dim(s['grid_dim'])},{_dim(s['block_dim'])}>>> "
+            f"(){where}\n")
+
+
 def _load(s, path: str) -> str:
     opening = f"Opening GPU coredump: {path}\n"
     if s.get("load_error"):
@@ -53,65 +57,105 @@ def _load(s, path: str) -> str:
     if magic != b"\x7fELF":  # like cuda-gdb, it cannot open what is not an ELF file (gzip, ...)
         return opening + "Failed to read core file: not an ELF core file\n"
     exception = (f"\nCUDA Exception: {s['exception']}\n"
-                 f"The exception was triggered at PC {s['pc']:#x}  {s['name']}  ({s['file']}:{s['line']})\n")
+                 f"The exception was triggered at PC {s['pc']:#x} ({s['file']}:{s['line']})\n")
     focus = f"[Current focus set to CUDA {_focus_text(s)}]\n"
-    frame = (f"#0  {s['current_pc']:#018x} in {s['short']}<<<{_dim(s['grid_dim'])},{_dim(s['block_dim'])}>>> "
-             f"(data=0x7f0000000000, n=1024) at {s['file']}:{s['line']}\n{s['line']}\t  data[idx] = idx;\n")
     ordered = focus + exception if s.get("order") == "focus-first" else exception + focus
-    return opening + ordered + frame
+    return opening + "warning: CUDA ELF Image contains unknown ABI version: 8\n" + ordered + _frame(s)
 
 
-def _disassembly(s) -> str:
+def _symbol(s, address: int) -> str:
+    return f"<{s['mangled']}+{address - s['entry']}>"
+
+
+def _disassembly(s, count: int, start: int) -> str:
     lines = []
-    for i in range(17):
-        address = s["pc"] - 0x80 + 16 * i
-        marker = {(True, True): "*=>", (True, False): "*>", (False, True): "=>"}.get(
+    for i in range(count):
+        address = start + 16 * i
+        marker = {(True, True): "*=> ", (True, False): "*> ", (False, True): "=> "}.get(
             (address == s["pc"], address == s["current_pc"]), "   ")
-        offset = address - s["entry"]
         text = "STG.E desc[UR4][R2.64], R5" if address == s["pc"] else "NOP"
-        lines.append(f"{marker} {address:#018x} <{s['mangled']}+{offset}>:\t{text}")
+        lines.append(f"{marker}{address:#x} {_symbol(s, address)}:\t{text} ")
     return "\n".join(lines) + "\n"
+
+
+def _register(name: str, value: int | None, shown: str | None = None) -> str:
+    if value is None:
+        return f"{name:<15}<unavailable>\n"
+    signed = value - (1 << 32) if value >= 1 << 31 else value
+    return f"{name:<15}{value:<#20x}{shown or signed}\n"
+
+
+def _registers(s) -> str:
+    values = s["registers"] + [0] * (s.get("num_registers", 255) - len(s["registers"]))
+    out = [_register(f"R{i}", v) for i, v in enumerate(values)] + [_register(f"R{len(values)}", None)]
+    pc = f"{s['current_pc']:#x} <{s['name']}+{s['current_pc'] - s['entry']}>"
+    out.append(_register("pc", s["current_pc"], pc))
+    uniform = s.get("uniform_registers", []) + [0] * (63 - len(s.get("uniform_registers", [])))
+    out += [_register(f"UR{i}", v) for i, v in enumerate(uniform)] + [_register("UR63", None)]
+    upreds = s.get("uniform_predicates", []) + [0] * (7 - len(s.get("uniform_predicates", [])))
+    out += [_register(f"UP{i}", v) for i, v in enumerate(upreds)] + [_register("UP7", None)]
+    return "".join(out)
+
+
+def _system_registers(s) -> str:
+    errorpc = f"{s['pc']:#x} <{s['name']}+{s['pc'] - s['entry']}>"
+    return ("".join(_register(f"P{i}", None) for i in range(8)) + _register("CC", 0)
+            + _register("errorpc", s["pc"], errorpc))
+
+
+def _line(s) -> str:
+    if s.get("no_line_info"):
+        return f"No line number information available for address {s['pc']:#x} {_symbol(s, s['pc'])}\n"
+    return (f'Line {s["line"]} of "{s["file"]}" starts at address {s["pc"]:#x} {_symbol(s, s["pc"])} '
+            f'and ends at {s["pc"] + 16:#x} {_symbol(s, s["pc"] + 16)}.\n')
+
+
+def _window(s, where: str) -> int:
+    """The start of ``x/Ni WHERE``: an address, or ``$errorpc-OFFSET``."""
+    if where.startswith("$errorpc"):
+        return s["pc"] - int(where[len("$errorpc-"):] or "0", 0)
+    return int(where, 0)
 
 
 def answer(s, command: str) -> str:
     mi = re.match(r'^interpreter-exec mi "(.*)"$', command)
     if mi:
         return _answer_mi(s, mi.group(1).replace('\\"', '"'))
+    disassemble = re.match(r"^x/(\d+)i (\S+)$", command)
     if command == "show version":
-        return ("NVIDIA (R) CUDA Debugger\nCUDA Toolkit 12.1 release\n"
-                "Portions Copyright (C) 2007-2023 NVIDIA Corporation\nGNU gdb (GDB) 12.1\n")
+        return ("NVIDIA (R) cuda-gdb 12.4\nPortions Copyright (C) 2007-2023 NVIDIA Corporation\n"
+                "Based on GNU gdb 13.1\n")
     if command.startswith("target cudacore "):
         return _load(s, command.split(" ", 2)[2])
     if command == "bt":
-        return (f"#0  {s['current_pc']:#018x} in {s['short']}<<<{_dim(s['grid_dim'])},{_dim(s['block_dim'])}>>> "
-                f"(data=0x7f0000000000, n=1024) at {s['file']}:{s['line']}\n")
-    if command.startswith("x/17i $errorpc"):
-        return _disassembly(s)
+        return _frame(s)
+    if disassemble:
+        return _disassembly(s, int(disassemble.group(1)), _window(s, disassemble.group(2)))
     if command == "info line *$errorpc":
-        offset = s["pc"] - s["entry"]
-        return (f'Line {s["line"]} of "{s["file"]}" starts at address {s["pc"]:#x} <{s["mangled"]}+{offset}> '
-                f'and ends at {s["pc"] + 16:#x} <{s["mangled"]}+{offset + 16}>.\n')
+        return _line(s)
     if command == "info registers":
-        return "".join(f"R{i:<14}{v:<#20x}{v}\n" for i, v in enumerate(s["registers"]))
+        return _registers(s)
+    if command == "info registers system":
+        return _system_registers(s)
     return f'Undefined command: "{command.split()[0]}".  Try "help".\n'
 
 
 def _answer_mi(s, command: str) -> str:
     if command == "-cuda-info-kernels":
         return ('^done,InfoCudaKernelsTable={nr_rows="1",nr_cols="10",hdr=[],body=[InfoCudaKernelsRow={'
-                f'current="*",kernel="0",parent="-",device="{s["device"]}",grid="{s["grid"]}",status="Active",'
-                f'sms_mask="0x00000001",gridDim="{_dim(s["grid_dim"])}",blockDim="{_dim(s["block_dim"])}",'
-                f'invocation="{s["short"]}(data=0x7f0000000000, n=1024)"}}]}}\n')
+                f'current="*",kernel="0",parent="-",device="{s["device"]}",grid="{s["grid"]}",'
+                f'status="{s.get("status", "Active")}",sms_mask="0x00000001",gridDim="{_dim(s["grid_dim"])}",'
+                f'blockDim="{_dim(s["block_dim"])}",invocation="{s["short"]}()"}}]}}\n')
     if command.startswith("-cuda-focus-query"):
-        return f"^done,{_mi_focus(s)}\n"
+        return f'^done,"{_focus_text(s)}\n"\n'  # cuda-gdb 12.4 prints the newline raw
     if command.startswith("-cuda-focus-switch"):
         wanted = [int(v) for v in re.findall(r"\d+", command)]
-        if wanted != [s["device"], s["sm"], s["warp"], s["lane"]]:
+        if wanted != [s["device"], s["sm"], s["warp"], s["lane"]] and not s.get("ignore_switch"):
             return '^error,msg="Invalid coordinates requested. CUDA focus unchanged."\n'
-        return f"^done,{_mi_focus(s)}\n"
+        return '^done,"CUDA focus unchanged.\\n"\n'
     if command == "-cuda-info-lanes":
         return ('^done,InfoCudaLanesTable={nr_rows="1",nr_cols="6",hdr=[],body=[InfoCudaLanesRow={'
-                f'current="*",lane="{s["lane"]}",state="active",physical_pc="{s["pc"] - s["entry"]:#018x}",'
+                f'current="*",lane="{s["lane"]}",state="active",physical_pc="{s["current_pc"]:#018x}",'
                 f'threadIdx="{_dim(s["thread"])}",exception="{s["exception"]}"}}]}}\n')
     if command == "-data-evaluate-expression (long)$errorpc":
         return f'^done,value="{s["pc"]}"\n'

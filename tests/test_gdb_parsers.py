@@ -1,9 +1,10 @@
-"""The readers of debugger output, on real transcripts.
+"""The readers of debugger output, on public transcripts of other releases and other programs.
 
-cuda-gdb transcripts are the public ones quoted in shared/reference/cuda-coredump.md §3 (each
-constant names its source) until the GPU-fixtures issue commits transcripts of our own dumps.
-GNU gdb output is produced live by real gdb on a real host core. MI records of the -cuda-*
-commands are built from the field names in cuda-gdb's source (named where used).
+cuda-gdb transcripts here are the public ones quoted in shared/reference/cuda-coredump.md §3 (each
+constant names its source): shapes of releases other than 12.4 and of real GPU dumps. Real
+cuda-gdb 12.4 transcripts of our own dumps are read in tests/test_gdb_transcripts.py. GNU gdb
+output is produced live by real gdb on a real host core. MI records of the -cuda-* commands are
+built from the field names in cuda-gdb's source (named where used).
 """
 
 from __future__ import annotations
@@ -334,7 +335,7 @@ def test_real_gnu_gdb_output(host_crash):
         assert [i.marker for i in listing] == ["=>", "", "", ""] and listing[0].function == "depth"
         pc = mi.value(mi.result(gdb.run('interpreter-exec mi "-data-evaluate-expression (long)$pc"').output).payload)
         assert int(listing[0].address, 16) == pc
-        file, line = parse.line_info(gdb.run("info line *$pc").output)
+        [(file, line)] = parse.line_info(gdb.run("info line *$pc").output)
         assert file.endswith("crash.c") and line == 3
         assert parse.registers(gdb.run("info registers").output)["rip"] == pc
         undefined = mi.result(gdb.run('interpreter-exec mi "-cuda-info-kernels"').output)

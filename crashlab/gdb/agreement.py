@@ -1,25 +1,52 @@
-"""Does the debugger see the fault crashlab found? Kernel, exception, block, thread and PC,
-each compared as values, never hidden: a disagreement carries both values."""
+"""Does the debugger see the fault crashlab found? Kernel, exception, block, thread, PC, the
+lane's registers and predicates, the backtrace, the disassembly window and the source line, each
+compared as values, never hidden: a disagreement carries both values, and a fact that cannot be
+compared says why in its note."""
 
 from __future__ import annotations
 
+import os
 import re
 
-from ..report.model import Agreement, DebuggerFaultView, Fault
+from ..coredump.fault import DETAILED_GROUPS
+from ..report.model import (
+    Agreement,
+    DebuggerFaultView,
+    DebuggerFrame,
+    DebuggerInstruction,
+    Fault,
+    SourceLine,
+)
 from ..report.text import dim
 from .mi import split_invocation
 
 _LAUNCH = re.compile(r"<<<[^>]*>>>")
+#: Differences shown in a register disagreement; the rest are counted.
+SHOWN_DIFFERENCES = 4
+#: What cuda-gdb 12.4 does with predicates of a coredump (fixtures/transcripts/PROVENANCE.md).
+PREDICATES_UNREAD = ("the debugger prints every predicate as <unavailable>: cuda-gdb 12.4 never "
+                     "asks its coredump reader for them (a CUCORE_DEBUG=30 trace shows no "
+                     "readPredicates call), so they cannot be compared")
 
 
-def compare(fault: Fault, view: DebuggerFaultView) -> list[Agreement]:
+def compare(fault: Fault, view: DebuggerFaultView, *, source_note: str | None = None) -> list[Agreement]:
+    """Every fact both sides have, in a fixed order. ``source_note`` says why the debugger may
+    have no source line (crashlab.gdb.lineinfo)."""
     focus = view.focus
+    uniform = None if fault.uniform_registers is None and fault.uniform_predicates is None else {
+        **(fault.uniform_registers or {}), **(_numbers(fault.uniform_predicates) or {})}
     return [
         _kernel(fault, view.kernel),
         _exception(fault, view.exception),
         _dims("block", fault.block_idx, focus.block_idx if focus else None),
         _dims("thread", fault.thread_idx, focus.thread_idx if focus else None),
         _pc(fault, view.error_pc),
+        _registers("registers", fault.registers, view),
+        _registers("predicates", _numbers(fault.predicates), view, unread=PREDICATES_UNREAD),
+        _registers("uniform", uniform, view),
+        _backtrace(fault, view, source_note),
+        _disassembly(fault, view.disassembly),
+        _source(fault.sass.source, view.source_lines, source_note),
     ]
 
 
@@ -77,3 +104,157 @@ def _pc(fault: Fault, debugger: str | None) -> Agreement:
         note = "the dump has no valid errorPC for this warp, so the debugger has none either"
     same = bool(fault.pc and debugger) and int(fault.pc, 16) == int(debugger, 16)
     return _verdict("pc", fault.pc, debugger, same, note)
+
+
+def _numbers(flags: dict[str, bool] | None) -> dict[str, int] | None:
+    return None if flags is None else {name: int(value) for name, value in flags.items()}
+
+
+def _registers(field: str, native: dict[str, int] | None, view: DebuggerFaultView, *,
+               unread: str | None = None) -> Agreement:
+    """Every register the dump holds for the lane (or warp) against the debugger's value of it.
+    The debugger shows more (zeros past the section's end, up to the device's count): those are
+    not facts of the dump and are not compared."""
+    if not native:
+        return Agreement(field=field, verdict="unknown", note=(
+            "the dump holds none for this lane" if native is not None else
+            "crashlab read none for this fault group (it reads registers for the "
+            f"{DETAILED_GROUPS} most relevant groups)"))
+    summary = f"{len(native)} ({_span(native)})"
+    seen = {name: view.registers[name] for name in native if name in view.registers}
+    differ = [name for name, value in seen.items() if value != native[name]]
+    if differ:
+        more = f" and {len(differ) - SHOWN_DIFFERENCES} more" if len(differ) > SHOWN_DIFFERENCES else ""
+        return Agreement(field=field, verdict="disagree",
+                         native=_values(native, differ) + more, debugger=_values(seen, differ) + more)
+    missing = [name for name in native if name not in seen]
+    if not missing:
+        return Agreement(field=field, verdict="agree", native=summary, debugger=summary)
+    unavailable = set(view.registers_unavailable)
+    if all(name in unavailable for name in missing) and unread and not seen:
+        note = unread
+    elif all(name in unavailable for name in missing):
+        note = f"the debugger prints {_span(missing)} as <unavailable>"
+    else:
+        note = f"the debugger did not print {_span(missing)}"
+    return Agreement(field=field, verdict="unknown", native=summary,
+                     debugger=f"{len(seen)} of them" if seen else None, note=note)
+
+
+def _span(names) -> str:
+    names = list(names)
+    return names[0] if len(names) == 1 else f"{names[0]}..{names[-1]}"
+
+
+def _values(values: dict[str, int], names: list[str]) -> str:
+    return ", ".join(f"{name}={values[name]:#x}" for name in names[:SHOWN_DIFFERENCES])
+
+
+def _backtrace(fault: Fault, view: DebuggerFaultView, source_note: str | None) -> Agreement:
+    """The lane's frames: the current PC, then each caller's return address, as both read them.
+    The first frame's source chain (its inline frames) is compared where both sides have one.
+    GDB leaves frame #0's PC out when it is the first address of a line (``#0  kernel<<<...>>> ()
+    at f.cu:7``); it is then the ``pc`` register."""
+    frames = view.backtrace
+    native_pcs = [fault.current_pc] + [frame.pc for frame in fault.backtrace] if fault.current_pc else []
+    debugger_pcs: list[str] = []
+    for frame in frames:
+        pc = int(frame.pc, 16) if frame.pc else view.registers.get("pc") if frame.level == 0 else None
+        if pc is not None and (not debugger_pcs or int(debugger_pcs[-1], 16) != pc):
+            debugger_pcs.append(f"{pc:#x}")
+    if not native_pcs or not debugger_pcs:
+        return _verdict("backtrace", " <- ".join(native_pcs) or None,
+                        " <- ".join(debugger_pcs) or None, False)
+    same = [int(pc, 16) for pc in native_pcs] == [int(pc, 16) for pc in debugger_pcs]
+    native_chain = next((ins.source for ins in fault.sass.instructions if ins.current), [])
+    debugger_chain = _frame_chain(frames)
+    native, debugger = " <- ".join(native_pcs), " <- ".join(debugger_pcs)
+    note = None
+    if native_chain and debugger_chain:
+        same = same and _chain(native_chain) == _chain(debugger_chain)
+        native += f" at {_chain_text(native_chain)}"
+        debugger += f" at {_chain_text(debugger_chain)}"
+    elif native_chain:
+        note = f"frame #0's source ({_chain_text(native_chain)}) not compared: " + (
+            source_note or "the debugger shows none")
+    first_level = min((frame.level for frame in fault.backtrace), default=0)
+    if len(debugger_pcs) < len(native_pcs) and first_level > 0:
+        note = (f"the dump numbers its first return address level {first_level}; cuda-gdb asks "
+                "for level 0 first and stops there (CUDBG_ERROR_INVALID_CALL_LEVEL)")
+    return _verdict("backtrace", native, debugger, same, note)
+
+
+def _frame_chain(frames: list[DebuggerFrame]) -> list[SourceLine]:
+    """Source of frame #0 and of the inline frames GDB puts at the same PC, innermost first."""
+    chain: list[SourceLine] = []
+    first = frames[0].pc
+    for frame in frames:
+        if frame.pc != first and frame is not frames[0]:
+            break
+        if frame.file and frame.line:
+            chain.append(SourceLine(file=frame.file, line=frame.line))
+        inlined = re.search(r"inlined from (\S+):(\d+)", frame.inlined or "")
+        if inlined:
+            chain.append(SourceLine(file=inlined.group(1), line=int(inlined.group(2))))
+    return chain
+
+
+def _chain(lines: list[SourceLine]) -> list[tuple[str, int]]:
+    return [(os.path.basename(line.file), line.line) for line in lines]
+
+
+def _chain_text(lines: list[SourceLine]) -> str:
+    return " <- ".join(f"{name}:{line}" for name, line in _chain(lines))
+
+
+def _source(native: list[SourceLine], debugger: list[SourceLine], note: str | None) -> Agreement:
+    """The faulting instruction's source line and the calls it is inlined in (file names only:
+    the paths are the build machine's)."""
+    if native and not debugger:
+        note = note or "the debugger has no line information for the errorPC"
+    return _verdict("source", _chain_text(native) or None, _chain_text(debugger) or None,
+                    _chain(native) == _chain(debugger), note)
+
+
+def _disassembly(fault: Fault, instructions: list[DebuggerInstruction]) -> Agreement:
+    """The native SASS window against the debugger's ``x/Ni`` over the same addresses: the same
+    instruction at each address, ``*>`` on the faulting one and ``=>`` on the current one."""
+    native = fault.sass.instructions
+    if not native:
+        return Agreement(field="disassembly", verdict="unknown", note=fault.sass.unavailable_reason or (
+            f"crashlab disassembles the {DETAILED_GROUPS} most relevant fault groups, or none "
+            "without SASS (--no-sass)"))
+    if not instructions:
+        return _verdict("disassembly", _window(native), None, False)
+    by_address = {int(ins.address, 16): ins for ins in instructions}
+    for ins in native:
+        theirs = by_address.get(int(ins.address, 16))
+        if theirs is None:
+            return _verdict("disassembly", f"{ins.address}: {ins.text}", None, False,
+                            note="the debugger did not disassemble this address")
+        marks = (ins.faulting == theirs.marker.startswith("*")
+                 and ins.current == theirs.marker.endswith("=>"))
+        if not (marks and same_instruction(ins.text, theirs.text)):
+            return _verdict("disassembly", f"{ins.address}: {_marker(ins)}{ins.text}",
+                            f"{ins.address}: {theirs.marker + ' ' if theirs.marker else ''}{theirs.text}",
+                            False)
+    return _verdict("disassembly", _window(native), _window(native), True)
+
+
+def _window(native) -> str:
+    return f"{len(native)} instructions {native[0].address}..{native[-1].address}"
+
+
+def _marker(ins) -> str:
+    return {(True, True): "*=> ", (True, False): "*> ", (False, True): "=> "}.get(
+        (ins.faulting, ins.current), "")
+
+
+def same_instruction(native: str, debugger: str) -> bool:
+    """nvdisasm and cuda-gdb print the same SASS but name branch targets differently
+    (``BRA `(.L_x_5)`` against ``BRA 0x1c0``): up to a label, the texts must be equal."""
+    ours, theirs = (" ".join(text.strip().rstrip(";").split()) for text in (native, debugger))
+    if "`" in ours:
+        head = ours.split("`", 1)[0].rstrip()
+        return theirs.startswith(head) and len(theirs) > len(head)
+    return ours == theirs

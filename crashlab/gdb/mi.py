@@ -9,6 +9,12 @@ cuda-coords.c): ``CudaFocus={device,sm,warp,lane,kernel,grid,[clusterIdx,]blockI
 ``InfoCudaKernelsTable={..., body=[InfoCudaKernelsRow={current,kernel,parent,device,grid,status,
 sms_mask,gridDim,blockDim,invocation}]}``, ``InfoCudaLanesTable`` rows ``{current,lane,state,
 physical_pc,threadIdx,exception}``.
+
+cuda-gdb also answers with records that are not in the MI grammar, seen with 12.4
+(fixtures/transcripts/): a value with no name (``^done,"CUDA focus unchanged.\n"`` for a switch to
+the focus already current, ``^done,"kernel 0, grid 7, ..."`` for ``-cuda-focus-query``), and a
+string whose newline is printed raw, so that the record ends on the next line. Such a value is
+read as if it were named ``text``; the record is read up to the line where it closes.
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ from pygdbmi import gdbmiparser
 from ..report.model import DebuggerFocus, DebuggerKernel
 
 _DIM3 = re.compile(r"^\((\d+),(\d+),(\d+)\)$")
+#: A C string (with its escapes) or any one other character; a lone '"' is a string left open.
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|.', re.S)
 
 
 @dataclass
@@ -42,33 +50,53 @@ def well_formed(line: str) -> bool:
     """Brackets, braces and C strings of an MI record all close, in order."""
     closing = {"]": "[", "}": "{"}
     stack: list[str] = []
-    in_string = escaped = False
-    for char in line:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "[{":
-            stack.append(char)
-        elif char in closing:
-            if not stack or stack.pop() != closing[char]:
-                return False
-    return not stack and not in_string
+    for token in _tokens(line):
+        if token == '"':
+            return False  # a C string that never closes
+        if token in ("[", "{"):
+            stack.append(token)
+        elif token in closing and (not stack or stack.pop() != closing[token]):
+            return False
+    return not stack
+
+
+def _tokens(record: str) -> list[str]:
+    """The record as C strings (quotes and escapes included) and single other characters."""
+    return _TOKEN.findall(record)
+
+
+def _records(output: str):
+    """Each result record of ``output``, its raw newlines (only ever inside a string) escaped."""
+    lines = output.splitlines()
+    for index, line in enumerate(lines):
+        if not line.lstrip().startswith("^"):
+            continue
+        record = line.strip()
+        for more in lines[index + 1:]:
+            if well_formed(record):
+                break
+            record += "\\n" + more.rstrip()
+        if well_formed(record):
+            yield record
+
+
+def _name_bare_values(record: str) -> str:
+    """``^done,"text"`` -> ``^done,text="text"``: a top-level value without a name gets one."""
+    out: list[str] = []
+    depth = 0
+    for token in _tokens(record):
+        if token.startswith('"') and depth == 0 and out and out[-1] == ",":
+            out.append("text=")
+        depth += (token in ("[", "{")) - (token in ("]", "}"))
+        out.append(token)
+    return "".join(out)
 
 
 def result(output: str) -> MiResult | None:
     """The result record in a command's output, or None if it has no well-formed one."""
-    for line in output.splitlines():
-        line = line.strip()
-        if not line.startswith("^") or not well_formed(line):
-            continue
+    for line in _records(output):
         try:
-            record = gdbmiparser.parse_response(line)
+            record = gdbmiparser.parse_response(_name_bare_values(line))
         except (ValueError, TypeError, IndexError, KeyError):
             continue
         if record.get("type") != "result":

@@ -56,7 +56,9 @@ _LAUNCH = re.compile(r"(?P<launch><<<\([^)]*\),\([^)]*\)>>>)\s*$")
 _INSTRUCTION = re.compile(
     r"^\s*(?P<marker>\*=>|\*>|=>)?\s*(?P<address>0x[0-9a-fA-F]+)(?:\s+<(?P<symbol>.*)>)?:\s*(?P<text>.*)$")
 _LINE_INFO = re.compile(r'Line (?P<line>\d+) of "(?P<file>[^"]+)"')
-_REGISTER = re.compile(r"^(?P<name>[A-Za-z_$][\w$]*)\s+(?P<value>0x[0-9a-fA-F]+)\b", re.M)
+_INLINED_FROM = re.compile(r"inlined from \S+ at line (?P<line>\d+) of (?P<file>\S+?)\.?(?=\s|$)")
+_REGISTER = re.compile(
+    r"^(?P<name>[A-Za-z_$][\w$]*)\s+(?:(?P<value>0x[0-9a-fA-F]+)\b|(?P<unavailable><unavailable>))", re.M)
 _KERNEL_ROW = re.compile(
     r"^\s*(?P<current>\*)?\s*(?P<kernel>\d+)\s+(?P<parent>\S+)\s+(?P<device>\d+)\s+(?P<grid>-?\d+)\s+"
     r"(?P<status>.+?)\s+(?P<sms>0x[0-9a-fA-F]+)\s+(?P<grid_dim>\(\d+,\d+,\d+\))\s+"
@@ -218,15 +220,24 @@ def disassembly(text: str) -> list[DebuggerInstruction]:
     return out
 
 
-def line_info(text: str) -> tuple[str, int] | None:
-    """(file, line) of ``info line *ADDR``; None where it has no line information."""
+def line_info(text: str) -> list[tuple[str, int]]:
+    """The (file, line) chain of ``info line *ADDR``, innermost first; empty where it has no line
+    information. cuda-gdb appends ``inlined from F at line N of FILE`` for an inlined call
+    (e.g. ``Line 107 of "device_atomic_functions.hpp" starts at address ... inlined from
+    _ZN..atomicAddEPii at line 24 of moe_align.cu.``)."""
     match = _LINE_INFO.search(text)
-    return (match.group("file"), int(match.group("line"))) if match else None
+    if match is None:
+        return []
+    return [(match.group("file"), int(match.group("line")))] + [
+        (inlined.group("file"), int(inlined.group("line"))) for inlined in _INLINED_FROM.finditer(text)]
 
 
-def registers(text: str) -> dict[str, int]:
-    """``info registers``: name and raw hex value of each register that has one."""
-    return {m.group("name"): int(m.group("value"), 16) for m in _REGISTER.finditer(text)}
+def registers(text: str) -> dict[str, int | None]:
+    """``info registers`` (and ``info registers system``): each register's raw value, None where
+    the debugger prints ``<unavailable>`` (cuda-gdb 12.4 does so for every predicate P0..P7 of
+    a coredump, and for registers past the device's count)."""
+    return {m.group("name"): None if m.group("unavailable") else int(m.group("value"), 16)
+            for m in _REGISTER.finditer(text)}
 
 
 def kernels_table(text: str) -> list[DebuggerKernel]:

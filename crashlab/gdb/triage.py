@@ -1,8 +1,10 @@
 """cuda-gdb's view of a dump, fault by fault, beside crashlab's own (``inspect --debugger``).
 
 The flow adapts to what the debugger says: it opens the dump (``target cudacore``), reads the
-load messages in whatever order they come, runs gdb_scripts/cudacore-triage.gdb, then for each
-fault found natively switches the focus to its lane and runs gdb_scripts/cudacore-fault.gdb.
+load messages in whatever order they come, runs gdb_scripts/cudacore-triage.gdb, then for every
+fault group the report details switches the focus to its lane, runs
+gdb_scripts/cudacore-fault.gdb and disassembles the addresses of the native SASS window.
+Real cuda-gdb 12.4 transcripts of this flow are in fixtures/transcripts/.
 
 Which channel for which fact, and why:
 - focus, kernels, the lane's exception, ``$errorpc``: MI, through ``interpreter-exec mi`` in the
@@ -14,7 +16,7 @@ Which channel for which fact, and why:
 - ``bt``: CLI; cuda-gdb's frame line carries the ``<<<grid,block>>>`` launch and the
   ``in F inlined from FILE:LINE`` tail, and MI frames are not known to carry either.
 - ``x/Ni``: CLI; the ``*>`` / ``=>`` / ``*=>`` markers exist only in CLI output.
-- ``info line``, ``info registers``: CLI; one line per fact, unchanged since GDB 7.
+- ``info line``, ``info registers [system]``: CLI; one line per fact, unchanged since GDB 7.
 Whatever fails becomes a DebuggerProblem; the native report is never changed by this module.
 """
 
@@ -28,16 +30,18 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..coredump.elf import copy_within_room
-from ..coredump.fault import DETAILED_GROUPS
 from ..report import model as m
 from . import mi, parse
 from .agreement import compare
 from .driver import SCRIPTS, Debugger, Reply, SetupCommand, find_cuda_gdb
+from .lineinfo import unrelocated_line_table
 
 TRIAGE_SCRIPT = SCRIPTS / "cudacore-triage.gdb"
 FAULT_SCRIPT = SCRIPTS / "cudacore-fault.gdb"
 #: Output kept per command in the report's transcript.
 TRANSCRIPT_LIMIT = 4096
+#: Bytes per SASS instruction (sm_70 and later), for a window the native report does not give.
+INSTRUCTION_BYTES = 16
 _MI_COMMAND = re.compile(r'^interpreter-exec mi "(?P<command>(?:[^"\\]|\\.)*)"$')
 #: CLI commands that give what an MI command gives, for debuggers without the MI command.
 _CLI_FALLBACK = {
@@ -103,8 +107,9 @@ class _Session:
 
 def view(core_path: str, report: m.TriageReport, *, program: str | None = None,
          command_timeout: float = 60.0, load_timeout: float = 900.0,
-         max_faults: int = DETAILED_GROUPS) -> m.DebuggerSection:
-    """The debugger section for ``report``, read from the dump at ``core_path``."""
+         context: int = 8) -> m.DebuggerSection:
+    """The debugger section for ``report``, read from the dump at ``core_path``. ``context`` is
+    the disassembly window's half-width where a fault has no native SASS window to follow."""
     began = time.monotonic()
     missing = [path for path in (TRIAGE_SCRIPT, FAULT_SCRIPT) if not path.is_file()]
     if missing:
@@ -132,8 +137,8 @@ def view(core_path: str, report: m.TriageReport, *, program: str | None = None,
             section.version = _version(session.run("show version").output)
         if started.ok and _load(session, plain, load_timeout):
             _overview(session)
-            for index, fault in enumerate(report.faults[:max_faults]):
-                section.faults.append(_fault_view(session, index, fault))
+            for index, fault in enumerate(report.faults):
+                section.faults.append(_fault_view(session, plain, index, fault, context))
     section.seconds = round(time.monotonic() - began, 3)
     if section.status == "ok" and section.problems:
         section.status = "partial"
@@ -180,22 +185,29 @@ def _overview(session: _Session) -> None:
 
 
 def _version(text: str) -> str | None:
-    """``cuda-gdb 12.8 (GNU gdb (GDB) 13.2)`` or GNU gdb's first line."""
+    """``cuda-gdb 12.4 (GNU gdb 13.1)`` from cuda-gdb's banner (12.4: "NVIDIA (R) cuda-gdb 12.4"
+    and "Based on GNU gdb 13.1"; 12.1: "NVIDIA (R) CUDA Debugger", "CUDA Toolkit 12.1 release"
+    and "GNU gdb (GDB) 12.1"), or GNU gdb's first line."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    gnu = next((line for line in lines if line.startswith("GNU gdb")), None)
-    cuda = re.search(r"(\d+\.\d+) release", text)
-    if "CUDA Debugger" in text:
-        return f"cuda-gdb {cuda.group(1) if cuda else '?'}" + (f" ({gnu})" if gnu else "")
+    gnu = next((line.removeprefix("Based on ") for line in lines
+                if line.startswith(("GNU gdb", "Based on GNU gdb"))), None)
+    cuda = re.search(r"cuda-gdb (\d+\.\d+)|(\d+\.\d+) release", text)
+    if "CUDA Debugger" in text or "cuda-gdb" in text:
+        number = (cuda.group(1) or cuda.group(2)) if cuda else "?"
+        return f"cuda-gdb {number}" + (f" ({gnu})" if gnu else "")
     return gnu or (lines[0] if lines else None)
 
 
 def _focus(result: mi.MiResult | None, text: str) -> m.DebuggerFocus | None:
+    """From a CudaFocus tuple, from the sentence cuda-gdb 12.4 answers ``-cuda-focus-query`` with
+    (``^done,"kernel 0, grid 7, ..."``), or from CLI text."""
     if result is not None:
-        return mi.focus(result.payload)
+        return mi.focus(result.payload) or parse.coordinates(str(result.payload.get("text", "")))
     return parse.focus_line(text) or parse.coordinates(text)
 
 
-def _fault_view(session: _Session, index: int, fault: m.Fault) -> m.DebuggerFaultView:
+def _fault_view(session: _Session, core: str, index: int, fault: m.Fault,
+                context: int) -> m.DebuggerFaultView:
     section = session.section
     view = m.DebuggerFaultView(fault=index)
     if fault.warp is None or fault.lane is None:
@@ -203,25 +215,49 @@ def _fault_view(session: _Session, index: int, fault: m.Fault) -> m.DebuggerFaul
                                     "the debugger cannot focus on it")
         view.agreement = compare(fault, view)
         return view
-    switch = f"-cuda-focus-switch device {fault.device} sm {fault.sm} warp {fault.warp} lane {fault.lane}"
-    result, text = session.ask(mi_command(switch))
-    focus = _focus(result, text) if result is None or result.ok else None
-    if focus is None:
-        session.problem("no-focus", f"fault {index + 1}: the debugger would not focus on device "
-                                    f"{fault.device} sm {fault.sm} warp {fault.warp} lane {fault.lane}")
+    wanted = (fault.device, fault.sm, fault.warp, fault.lane)
+    place = "device {} sm {} warp {} lane {}".format(*wanted)
+    switch = mi_command(f"-cuda-focus-switch {place}")
+    result, _text = session.ask(switch)
+    # ^done,"CUDA focus unchanged.\n" (the lane already has the focus) is a success like
+    # ^done,CudaFocus={...}; the focus query of the fault script says where the focus is
+    if result is not None and not result.ok:
+        session.problem("no-focus", f"fault {index + 1}: the debugger would not focus on {place}")
         view.agreement = compare(fault, view)
         return view
-    session.debugger.setup = session.debugger.setup[:1] + [SetupCommand(mi_command(switch), session.timeout)]
-    for line in script(FAULT_SCRIPT):
+    session.debugger.setup = session.debugger.setup[:1] + [SetupCommand(switch, session.timeout)]
+    for line in script(FAULT_SCRIPT) + [_disassemble(fault, context)]:
         _read_fault_line(view, line, *session.ask(line))
+        focus = view.focus
+        if "-cuda-focus-query" in line and (
+                focus is None or (focus.device, focus.sm, focus.warp, focus.lane) != wanted):
+            # nothing is read from a thread that is not the fault's
+            session.problem("no-focus", f"fault {index + 1}: the debugger's focus is not on {place}"
+                                        + (f" but on device {focus.device} sm {focus.sm} warp "
+                                           f"{focus.warp} lane {focus.lane}" if focus else ""))
+            view.focus = None
+            view.agreement = compare(fault, view)
+            return view
     view.kernel = _kernel_name(section, view)
     if view.error_pc is None:
         marked = [ins for ins in view.disassembly if ins.marker.startswith("*")]
         view.error_pc = marked[0].address if marked else None
     if view.exception is None and section.load is not None and _same_lane(section.load.focus, view.focus):
         view.exception = section.load.exception
-    view.agreement = compare(fault, view)
+    note = None
+    if fault.sass.source and not view.source_lines and fault.pc:
+        note = unrelocated_line_table(core, int(fault.pc, 16))
+    view.agreement = compare(fault, view, source_note=note)
     return view
+
+
+def _disassemble(fault: m.Fault, context: int) -> str:
+    """``x/Ni START`` over the native SASS window's addresses (it follows ``--context``, clipped
+    at the function's ends); without one, ``context`` instructions each side of the errorPC."""
+    window = fault.sass.instructions
+    if window:
+        return f"x/{len(window)}i {window[0].address}"
+    return f"x/{2 * context + 1}i $errorpc-{context * INSTRUCTION_BYTES:#x}"
 
 
 def _read_fault_line(view: m.DebuggerFaultView, line: str, result: mi.MiResult | None, text: str) -> None:
@@ -238,10 +274,16 @@ def _read_fault_line(view: m.DebuggerFaultView, line: str, result: mi.MiResult |
     elif line.startswith("x/"):
         view.disassembly = parse.disassembly(text)
     elif line.startswith("info line"):
-        found = parse.line_info(text)
-        view.source = f"{found[0]}:{found[1]}" if found else (text.strip().splitlines() or [None])[0]
+        chain = parse.line_info(text)
+        view.source_lines = [m.SourceLine(file=file, line=number) for file, number in chain]
+        view.source = (f"{chain[0][0]}:{chain[0][1]}" if chain
+                       else (text.strip().splitlines() or [None])[0])
     elif line.startswith("info registers"):
-        view.registers = parse.registers(text)
+        for name, value in parse.registers(text).items():
+            if value is None:
+                view.registers_unavailable.append(name)
+            else:
+                view.registers[name] = value
 
 
 def _kernel_name(section: m.DebuggerSection, view: m.DebuggerFaultView) -> str | None:

@@ -133,7 +133,7 @@ def _debugger(report: TriageReport) -> list[str]:
     if section.load is not None:
         out += [f"On load: {_cell(text.load_line(section.load))}", ""]
     if section.faults:
-        fields = ("kernel", "exception", "block", "thread", "pc")
+        fields = [a.field for a in section.faults[0].agreement]
         out += ["| fault | " + " | ".join(fields) + " |", "|---" * (len(fields) + 1) + "|"]
         for view in section.faults:
             cells = {a.field: _verdict_cell(a) for a in view.agreement}

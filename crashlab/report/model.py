@@ -262,7 +262,8 @@ class DebuggerKernel(_Model):
 class Agreement(_Model):
     """One fact read natively and by the debugger, and whether the two agree."""
 
-    field: Literal["kernel", "exception", "block", "thread", "pc"]
+    field: Literal["kernel", "exception", "block", "thread", "pc", "registers", "predicates",
+                   "uniform", "backtrace", "disassembly", "source"]
     verdict: Literal["agree", "disagree", "unknown"]
     native: str | None = None
     debugger: str | None = None
@@ -278,9 +279,13 @@ class DebuggerFaultView(_Model):
     error_pc: str | None = None
     kernel: str | None = None
     source: str | None = Field(None, description="'info line *$errorpc', as printed")
+    source_lines: list[SourceLine] = Field(
+        default_factory=list, description="'info line *$errorpc' as a chain, innermost first")
     backtrace: list[DebuggerFrame] = Field(default_factory=list)
     disassembly: list[DebuggerInstruction] = Field(default_factory=list)
     registers: dict[str, int] = Field(default_factory=dict)
+    registers_unavailable: list[str] = Field(
+        default_factory=list, description="registers the debugger printed as <unavailable>")
     agreement: list[Agreement] = Field(default_factory=list)
 
 

@@ -1,0 +1,83 @@
+"""Why cuda-gdb can find no source line where crashlab finds one: a line table left unrelocated.
+
+Settled on the bundled MoE dump (fixtures/synthetic/moe_align_out_of_range.nvcudmp), where
+cuda-gdb 12.4 said "No line number information available for address 0x7fff3a000210" and
+crashlab said ``device_atomic_functions.hpp:107 <- moe_align.cu:24``:
+
+- crashlab is right. ``nvdisasm -gi`` on the original cubin (fixtures/cubins/moe_align.sm_90.cubin)
+  puts offset 0x210 of ``.text._Z20moe_align_block_sizePKiPii`` (the ``ATOMS.POPC.INC.32``) at
+  device_atomic_functions.hpp line 107, inlined at moe_align.cu line 24.
+- cuda-gdb reads line numbers from the relocated image's ``.debug_line`` as it stands: the image
+  is an ET_EXEC ELF, so no relocation is applied by the debugger. In the synthetic dumps the
+  builder gave the code its GPU addresses (section ``sh_addr``, symbol values) but left the
+  ``.rela.debug_line`` (and ``.rela.nv_debug_line_sass``, ``.rela.debug_frame``) relocations
+  unapplied, so each line sequence still starts at ``DW_LNE_set_address 0x0``: the table covers
+  0x0-0x400, not 0x7fff3a000000-. A driver applies them when it relocates an image, which is why
+  cuda-gdb prints source lines on dumps from a GPU.
+- With those relocations applied (R_CUDA_64: symbol value + addend written at the offset) to a
+  copy of the dump, the same cuda-gdb 12.4 prints ``Line 107 of ".../device_atomic_functions.hpp"
+  starts at address 0x7fff3a000210 ... inlined from ..atomicAddEPii at line 24 of moe_align.cu``,
+  the exception line gains ``(device_atomic_functions.hpp:107 in ..atomicAddEPii inlined from
+  moe_align.cu:24)`` and ``bt`` gains ``at moe_align.cu:23`` for the current PC, all as crashlab
+  says. Its warning "CUDA ELF Image contains unknown ABI version: 8" (CUDA 13 cubins) does not
+  stop it from reading the table.
+
+This module detects that case in a dump, so that the agreement says why the two sides differ.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+
+from elftools.common.exceptions import ELFError
+from elftools.elf.constants import SH_FLAGS
+from elftools.elf.elffile import ELFFile
+
+from ..coredump.core import CoreDump
+from ..errors import CoreFormatError
+
+#: The relocation sections of a cubin's line tables.
+LINE_RELOCATIONS = (".rela.debug_line", ".rela.nv_debug_line_sass")
+
+
+def unrelocated_line_table(core_path: str, pc: int) -> str | None:
+    """A sentence saying that the relocated cubin holding ``pc`` has line-table relocations
+    that were never applied (so cuda-gdb finds no line for any of its code), or None."""
+    try:
+        with CoreDump(core_path) as core:
+            for section, _module in core.relocated_images():
+                found = _unapplied(core.image_bytes(section), pc)
+                if found is not None:
+                    return found
+    except (OSError, CoreFormatError, ELFError, ValueError, struct.error):
+        return None
+    return None
+
+
+def _unapplied(image: bytes, pc: int) -> str | None:
+    elf = ELFFile(io.BytesIO(image))
+    code = [s for s in elf.iter_sections() if s["sh_flags"] & SH_FLAGS.SHF_EXECINSTR
+            and s["sh_addr"] <= pc < s["sh_addr"] + s["sh_size"]]
+    symbols = elf.get_section_by_name(".symtab")
+    if not code or symbols is None:
+        return None
+    for name in LINE_RELOCATIONS:
+        relocations = elf.get_section_by_name(name)
+        if relocations is None:
+            continue
+        table = elf.get_section(relocations["sh_info"])
+        data = table.data()
+        for relocation in relocations.iter_relocations():
+            offset = relocation["r_offset"]
+            if offset + 8 > len(data):
+                continue
+            wanted = symbols.get_symbol(relocation["r_info_sym"])["st_value"] + relocation["r_addend"]
+            (stored,) = struct.unpack_from("<Q", data, offset)
+            if stored != wanted:
+                return (f"the dump's relocated cubin left its line table at the cubin's own "
+                        f"addresses ({name} not applied: {table.name} says {stored:#x} where its "
+                        f"code is at {wanted:#x}), so cuda-gdb, which reads the image as is, "
+                        f"finds no line; crashlab reads it relative to the function, as nvdisasm "
+                        f"-gi does on the original cubin")
+    return None
