@@ -53,7 +53,7 @@ def grid_spec(devices: int, sms: int, warps: int, lanes: int, *, extras: bool, m
                         Lane(ln, (w * 32 + ln, 0, 0), pc=entry + 0x40, registers=REGISTERS,
                              predicates=PREDICATES if extras else None,
                              local_memory=16 if extras else 0,
-                             backtrace=[(0x40, entry + 0x40, 0)] if extras else [])
+                             backtrace=[(0x40, entry + 0x40)] if extras else [])
                         for ln in range(lanes)
                     ]
                     cta_warps.append(Warp(block * 4 + w, cta_lanes,
