@@ -121,10 +121,10 @@ def fault_dump(cubin: str, at: Site, path) -> int:
     code = relocate((PRODUCTION / cubin).read_bytes(), CODE_BASE)
     entry = code.addresses[kernel.symbol.section]
     pc = entry + at.offset
-    # (returnAddress, virtualReturnAddress, level): cuda-gdb reads the innermost return as level 0
-    frames = [] if at.return_offset is None else [(at.return_offset, entry + at.return_offset, 0)]
+    # (returnAddress, virtualReturnAddress) of the caller: the builder writes it as level 0
+    frames = [] if at.return_offset is None else [(at.return_offset, entry + at.return_offset)]
     lanes = [Lane(ln, (ln, 0, 0), pc=pc, exception=WARP_ILLEGAL_ADDRESS if ln == 0 else 0,
-                  call_depth=len(frames), backtrace=frames, registers=[ln] * 32, predicates=[0] * 7)
+                  backtrace=frames, registers=[ln] * 32, predicates=[0] * 7)
              for ln in range(32)]
     warp = Warp(0, lanes, error_pc=pc, broken=1, uniform_registers=[0] * 63, uniform_predicates=[0] * 7)
     device = Device(name=GPUS[kernel.arch], sm_type=kernel.arch,
