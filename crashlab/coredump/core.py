@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import struct
+from dataclasses import dataclass, field
 from functools import cached_property
 
 from ..errors import CoreFormatError
@@ -38,6 +39,46 @@ MAX_REGISTERS = 1024
 #: Kernel parameters are at most 32 KiB since CUDA 12.1.
 MAX_PARAM_BYTES = 32 * 1024
 _LANE_EXCEPTION_OFFSET = TABLE_LAYOUTS[SectionType.LN_TABLE].by_name["exception"].offset
+_LANE_ID_OFFSET = TABLE_LAYOUTS[SectionType.LN_TABLE].by_name["ln"].offset
+
+
+@dataclass(slots=True)
+class LaneScan:
+    """What one warp's lane rows say: its faulting lanes, the lane that stands for it, and the
+    rows that disagree with their neighbours, as (section, row)."""
+
+    faulting: list[Lane] = field(default_factory=list)
+    head: Lane | None = None
+    duplicates: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
+    zero_rows: list[tuple[int, int]] = field(default_factory=list)
+
+
+def _lane_columns(reader, data: bytes, entsize: int, count: int) -> tuple[list[int], list[int]]:
+    """(laneId, exception) of every row, read as strided columns where the row size allows."""
+    if entsize % 4 == 0 and count:
+        words = memoryview(data).cast("I")
+        step = entsize // 4
+        return (words[_LANE_ID_OFFSET // 4 :: step].tolist()[:count],
+                words[_LANE_EXCEPTION_OFFSET // 4 :: step].tolist()[:count])
+    rows = [reader.decode(data, n * entsize) for n in range(count)]
+    return [r["ln"] for r in rows], [r["exception"] for r in rows]
+
+
+def _rows_to_check(ids: list[int]) -> list[int]:
+    """Rows that may be padding or a repeated laneId: none when every laneId differs and no row
+    claims lane 0 (which an all-zero row would), so the common case costs one set()."""
+    if len(set(ids)) == len(ids) and 0 not in ids:
+        return []
+    if len(set(ids)) == len(ids):
+        return [ids.index(0)]
+    return list(range(len(ids)))
+
+
+def _in_id_order(ids: list[int]) -> list[int]:
+    """Row numbers by ascending laneId (rows are usually written that way already)."""
+    if ids == sorted(ids):
+        return list(range(len(ids)))
+    return sorted(range(len(ids)), key=ids.__getitem__)
 
 
 class CoreDump:
@@ -45,12 +86,12 @@ class CoreDump:
 
     def __init__(self, path: str | os.PathLike):
         self.image = ElfImage(path)
+        self.warnings: list[str] = list(self.image.warnings)
         try:
-            self.index = SectionIndex(self.image)
+            self.index = SectionIndex(self.image, self.warnings)
         except BaseException:
             self.image.close()
             raise
-        self.warnings: list[str] = list(self.image.warnings)
 
     @property
     def path(self) -> str:
@@ -147,34 +188,49 @@ class CoreDump:
     def lanes(self, warp: Warp) -> list[Lane]:
         return self._records(Lane, SectionType.LN_TABLE, warp, warp=warp)
 
-    def scan_lanes(self, warp: Warp) -> tuple[list[Lane], Lane | None]:
-        """(lanes of ``warp`` with an exception, its first active lane) from one read.
+    def scan_lanes(self, warp: Warp) -> LaneScan:
+        """The lanes of ``warp`` a triage needs, from one read of its lane table(s).
 
         A hang dump has tens of thousands of warps and needs only where each one stands, so the
-        exception column is tested in bulk and, when it is all zero, only rows up to the first
-        active lane (rows are written by lane id, so usually row 0) are decoded.
+        laneId and exception columns are read in bulk and only the rows with an exception and the
+        first active lane are decoded. Lanes are known by their laneId, never by their row: the
+        head is the active lane with the lowest laneId, a second row with a laneId already seen is
+        listed in ``duplicates``, and an all-zero row (padding, not a lane) in ``zero_rows``.
         """
         layout = TABLE_LAYOUTS[SectionType.LN_TABLE]
-        faulting: list[Lane] = []
-        head = None
+        scan = LaneScan()
+        head_key = None
         for section in self.index.children(SectionType.LN_TABLE, warp.section, warp.row):
             count = self.index.rows(section, layout.min_size)
             entsize = self.image.sections.entsize[section]
             reader = decoder(layout, entsize)
             data = self.image.data(section)
-            marked = True
-            if entsize % 4 == 0:
-                marked = any(memoryview(data).cast("I")[_LANE_EXCEPTION_OFFSET // 4 :: entsize // 4])
-            for number in range(count):
-                if head is not None and not marked:
-                    break
+            ids, codes = _lane_columns(reader, data, entsize, count)
+            seen: dict[int, int] = {}
+            for number in _rows_to_check(ids):
+                if not any(data[number * entsize : (number + 1) * entsize]):
+                    scan.zero_rows.append((section, number))
+                    continue
+                ln = ids[number]
+                if ln in seen:
+                    scan.duplicates.setdefault(ln, [(section, seen[ln])]).append((section, number))
+                else:
+                    seen[ln] = number
+            skip = {row for s, row in scan.zero_rows if s == section}
+            wanted = [r for r, code in enumerate(codes) if code and r not in skip]
+            first = next((r for r in _in_id_order(ids) if r not in skip and ids[r] < 32
+                          and warp.active_lanes_mask >> ids[r] & 1), None)
+            if first is not None and (head_key is None or ids[first] < head_key):
+                head_key = ids[first]
+                wanted.append(first)
+            for number in sorted(set(wanted)):
                 lane = Lane(section=section, row=number, warp=warp,
                             **reader.decode(data, number * entsize))
                 if lane.exception:
-                    faulting.append(lane)
-                if head is None and warp.active_lanes_mask >> (lane.ln & 31) & 1:
-                    head = lane
-        return faulting, head
+                    scan.faulting.append(lane)
+                if number == first and ids[number] == head_key:
+                    scan.head = lane
+        return scan
 
     # -- per-lane, per-warp and per-grid arrays -------------------------------------------
     def _words(self, kind: SectionType, parent: int, row: int) -> list[int] | None:

@@ -5,9 +5,15 @@ The evidence comes from three levels, newest first in trust:
    after the warp had exited;
 2. the warp row's errorPC, which is what cuda-gdb's ``$errorpc`` reads;
 3. the lane row's exception code and current PC.
-A faulting lane takes its warp's errorPC when that is valid, else its own PC. A warp with a valid
-errorPC but no lane marked is a warp-scoped exception: it takes the SM's exception code and its
-first active lane stands for the thread. Sites are grouped by (device, grid, PC, exception).
+A faulting lane takes its warp's errorPC when that is valid, else its own PC. Sites are grouped
+by (device, grid, PC, exception).
+
+Attribution follows NVIDIA's reader (shared/reference/cuda-coredump.md section 8): SMs, warps and
+lanes are known by their smId, warpId and laneId, never by their row; a lane with its own
+exception comes before an SM-level one (dev, SM, warp, lane in id order, as cuda-gdb iterates);
+an SM-level exception belongs to no warp and no block, so the warps still on that SM are listed
+as candidates only. Rows cuda-gdb would not read (smId >= numSMs, a repeated id) are still
+triaged, with a warning and a note saying what cuda-gdb makes of them.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from . import exceptions
-from .core import CoreDump
+from .core import CoreDump, LaneScan
 from .exceptions import ExceptionKind
 from .model import CTA, SM, BacktraceFrame, ConstBank, Device, Dim3, Grid, Lane, ParamBlock, Warp
 
@@ -45,6 +51,25 @@ class Site:
     pc: int | None
     pc_source: str
     lane_marked: bool
+    #: why cuda-gdb would never read this site's row, if it would not
+    unseen_by_cuda_gdb: str | None = None
+    #: for an SM-level exception: the warps still resident on that SM, none of them blamed
+    candidates: list["Candidate"] = field(default_factory=list)
+
+    @property
+    def coordinate(self) -> tuple:
+        """cuda-gdb's iteration order: device, SM, warp, lane, by id."""
+        return (self.device.dev_id, self.sm.sm_id, self.warp.warp_id if self.warp else -1,
+                self.lane.ln if self.lane else -1)
+
+
+@dataclass(slots=True)
+class Candidate:
+    """A warp resident on an SM whose exception no lane claims: it may or may not be the culprit."""
+
+    grid: Grid | None
+    cta: CTA
+    warp: Warp
 
 
 @dataclass
@@ -63,6 +88,7 @@ class Fault:
     blocks: Range | None
     threads: Range | None
     reported_by_sm: bool
+    sms: list[int] = field(default_factory=list)
     grid_inferred: bool = False
     notes: list[str] = field(default_factory=list)
     registers: list[int] | None = None
@@ -111,13 +137,19 @@ def locate(core: CoreDump) -> Location:
         grids = {grid.grid_id: grid for grid in core.grids(device)}
         for grid in grids.values():
             residency[(device.row, grid.grid_id)] = Residency(grid)
-        for sm in core.sms(device):
+        sms = core.sms(device)
+        unseen_sms = _check_sms(device, sms, warnings)
+        for sm in sms:
             seen_sm_code = False
-            for site in _scan_sm(core, device, sm, grids, residency, warnings):
+            candidates: list[Candidate] = []
+            for site in _scan_sm(core, device, sm, grids, residency, warnings, candidates):
+                site.unseen_by_cuda_gdb = site.unseen_by_cuda_gdb or unseen_sms.get(sm.row)
                 seen_sm_code |= site.exception.code == sm.exception
                 _add(groups, site)
             if sm.exception and not seen_sm_code:
-                _add(groups, _sm_only_site(device, sm, grids))
+                site = _sm_level_site(device, sm, grids, candidates)
+                site.unseen_by_cuda_gdb = unseen_sms.get(sm.row)
+                _add(groups, site)
     faults = sorted((group.fault() for group in groups.values()), key=_relevance)
     for fault in faults[:DETAILED_GROUPS]:
         _add_details(core, fault)
@@ -125,9 +157,44 @@ def locate(core: CoreDump) -> Location:
     return Location(faults[:MAX_FAULT_GROUPS], list(residency.values()), omitted, warnings)
 
 
-def _scan_sm(core, device, sm, grids, residency, warnings):
-    """Every faulting lane, and every warp with an errorPC but no lane marked, on one SM."""
-    sm_code = sm.exception or 0
+def _check_sms(device: Device, sms: list[SM], warnings: list[str]) -> dict[int, str]:
+    """Warn about SM rows that disagree with the device row; return, by row, why cuda-gdb would
+    not read the ones it skips. libcudacore looks SMs up by key smId for smId < numSMs, so a row
+    beyond numSMs is never examined and of two rows with one smId only the first is read."""
+    unseen: dict[int, str] = {}
+    if not sms:
+        return unseen
+    section = sms[0].section
+    where = f"device {device.dev_id} SM table (section {section})"
+    if len(sms) > device.num_sms:
+        warnings.append(f"{where} has {len(sms)} rows but the device row says numSMs = "
+                        f"{device.num_sms}")
+    first: dict[int, SM] = {}
+    for sm in sms:
+        if sm.sm_id >= device.num_sms:
+            unseen[sm.row] = (f"smId {sm.sm_id} >= numSMs {device.num_sms}: cuda-gdb never "
+                              "examines this SM")
+            warnings.append(f"{where} row {sm.row} has smId {sm.sm_id}, but the device has "
+                            f"{device.num_sms} SMs (numSMs); cuda-gdb never examines that row")
+        elif sm.sm_id in first:
+            kept = first[sm.sm_id]
+            unseen[sm.row] = (f"a second SM row with smId {sm.sm_id}: cuda-gdb reads only "
+                              f"the first (section {kept.section} row {kept.row})")
+            warnings.append(f"{where} rows {kept.row} and {sm.row} both have smId {sm.sm_id}; "
+                            f"cuda-gdb keys SMs by smId and reads only row {kept.row}")
+        else:
+            first[sm.sm_id] = sm
+    return unseen
+
+
+def _scan_sm(core, device, sm, grids, residency, warnings, candidates):
+    """Every faulting lane on one SM, and every warp with an errorPC but no lane marked.
+
+    Warps on the SM are collected in ``candidates`` (blame for an SM-level exception is not
+    theirs to take). A warp with a valid errorPC and no lane marked stands for its exception only
+    where the SM row records none (drivers before r555): it is then the only evidence left.
+    """
+    first_warp: dict[int, tuple[int, int]] = {}
     for cta in core.ctas(sm):
         grid = grids.get(cta.grid_id)
         if grid is None:
@@ -140,34 +207,85 @@ def _scan_sm(core, device, sm, grids, residency, warnings):
             stats.sms.add(sm.sm_id)
             stats.blocks += 1
         for warp in core.warps(cta):
-            lanes, head = core.scan_lanes(warp)
+            unseen = _check_warp(device, sm, warp, first_warp, warnings)
+            candidates.append(Candidate(grid, cta, warp))
+            scan = core.scan_lanes(warp)
+            _warn_lanes(device, sm, warp, scan, warnings)
+            head = scan.head
             if grid is not None:
                 stats.warps += 1
                 stats.positions[head.virtual_pc if head else None] += 1
             error_pc = warp.valid_error_pc
-            for lane in lanes:
+            shadowed = {row for rows in scan.duplicates.values() for row in rows[1:]}
+            for lane in scan.faulting:
                 pc, source = (error_pc, PC_FROM_WARP) if error_pc is not None else (
                     lane.virtual_pc, PC_FROM_LANE)
                 yield Site(exceptions.describe(lane.exception), device, sm, cta, warp, lane,
-                           grid, pc, source, True)
-            if not lanes and error_pc is not None:
-                code = sm_code or exceptions.UNKNOWN
-                yield Site(exceptions.describe(code), device, sm, cta, warp, head, grid,
-                           error_pc, PC_FROM_WARP, False)
+                           grid, pc, source, True,
+                           unseen or _lane_unseen(device, warp, lane, shadowed))
+            if not scan.faulting and error_pc is not None and not sm.exception:
+                yield Site(exceptions.describe(exceptions.UNKNOWN), device, sm, cta, warp, head,
+                           grid, error_pc, PC_FROM_WARP, False, unseen)
 
 
-def _sm_only_site(device: Device, sm: SM, grids: dict[int, Grid]) -> Site:
-    """An exception the SM saw after its warp had exited: no block or thread is left to blame."""
+def _check_warp(device, sm, warp, first_warp, warnings) -> str | None:
+    """Why cuda-gdb would not read this warp row (libcudacore keys warps by (smId, warpId) for
+    warpId < numWarpsPerSM), warning once; None when it would."""
+    where = f"device {device.dev_id} SM {sm.sm_id}"
+    if warp.warp_id >= device.num_warps_per_sm:
+        warnings.append(f"{where}: warp table (section {warp.section}) row {warp.row} has warpId "
+                        f"{warp.warp_id} >= numWarpsPerSM {device.num_warps_per_sm}; cuda-gdb "
+                        "never examines it")
+        return f"warpId {warp.warp_id} >= numWarpsPerSM: cuda-gdb never examines this warp"
+    kept = first_warp.setdefault(warp.warp_id, (warp.section, warp.row))
+    if kept != (warp.section, warp.row):
+        warnings.append(f"{where}: two warp rows with warpId {warp.warp_id} (section {kept[0]} "
+                        f"row {kept[1]} and section {warp.section} row {warp.row}); cuda-gdb keys "
+                        f"warps by SM and warpId and reads only section {kept[0]} row {kept[1]}")
+        return (f"a second warp row with warpId {warp.warp_id} on this SM: cuda-gdb reads only "
+                f"section {kept[0]} row {kept[1]}")
+    return None
+
+
+def _warn_lanes(device, sm, warp, scan: LaneScan, warnings) -> None:
+    where = f"device {device.dev_id} SM {sm.sm_id} warp {warp.warp_id}"
+    if scan.zero_rows:
+        section = scan.zero_rows[0][0]
+        rows = ", ".join(str(row) for _, row in scan.zero_rows)
+        warnings.append(f"{where}: lane table (section {section}) rows {rows} are all zero: "
+                        "padding, not lanes; skipped")
+    for ln, rows in scan.duplicates.items():
+        listed = " and ".join(f"section {s} row {r}" for s, r in rows)
+        warnings.append(f"{where}: {len(rows)} lane rows with laneId {ln} ({listed}); cuda-gdb "
+                        f"keys lanes by laneId and shows only section {rows[0][0]} row "
+                        f"{rows[0][1]} (and refuses the dump if a valid lane then has no row)")
+
+
+def _lane_unseen(device, warp, lane, shadowed) -> str | None:
+    if (lane.section, lane.row) in shadowed:
+        return f"a second row with laneId {lane.ln}: cuda-gdb shows only the first"
+    if lane.ln >= device.num_lanes_per_warp or not warp.valid_lanes_mask >> (lane.ln & 31) & 1:
+        return f"laneId {lane.ln} is not a valid lane of its warp: cuda-gdb never reads it"
+    return None
+
+
+def _sm_level_site(device: Device, sm: SM, grids: dict[int, Grid],
+                   candidates: list[Candidate]) -> Site:
+    """An exception only the SM row records: no warp, block or thread is blamed (cuda-gdb's
+    coordinate for it has wildcard warp and lane); the warps still on the SM are candidates."""
     pc = sm.valid_error_pc
+    resident = {c.grid.grid_id: c.grid for c in candidates if c.grid is not None}
     return Site(exceptions.describe(sm.exception), device, sm, None, None, None,
-                _grid_holding(pc, grids), pc, PC_FROM_SM, False)
+                _grid_holding(pc, resident or grids), pc, PC_FROM_SM, False,
+                candidates=candidates)
 
 
 def _grid_holding(pc: int | None, grids: dict[int, Grid]) -> Grid | None:
-    """The grid whose entry point is the closest one below ``pc``: the likeliest owner."""
+    """The grid whose entry point is the closest one below ``pc``: the likeliest owner. A grid
+    with entry point 0 records no code address and is never chosen."""
     if pc is None:
         return None
-    below = [grid for grid in grids.values() if grid.function_entry <= pc]
+    below = [grid for grid in grids.values() if 0 < grid.function_entry <= pc]
     return max(below, key=lambda grid: grid.function_entry, default=None)
 
 
@@ -185,6 +303,7 @@ class _Group:
 
     def __init__(self, first: Site):
         self.first = first
+        self.sms: set[int] = set()
         self.lanes = 0
         self.warps: set[tuple[int, int]] = set()
         self.blocks: set[Dim3] = set()
@@ -192,6 +311,9 @@ class _Group:
         self.reported = False
 
     def add(self, site: Site) -> None:
+        if _precedence(site) < _precedence(self.first):
+            self.first = site
+        self.sms.add(site.sm.sm_id)
         self.lanes += site.lane_marked
         if site.warp is not None:
             self.warps.add((site.sm.sm_id, site.warp.warp_id))
@@ -211,6 +333,7 @@ class _Group:
             blocks=_range(self.blocks),
             threads=_range(self.threads),
             reported_by_sm=self.reported,
+            sms=sorted(self.sms),
             grid_inferred=head.cta is None and head.grid is not None,
         )
         fault.notes.extend(_notes(fault))
@@ -220,11 +343,20 @@ class _Group:
 def _notes(fault: Fault) -> list[str]:
     """What a reader of the report needs to know to trust (or not) what the fault says."""
     head, notes = fault.site, []
-    if head.cta is None:
+    if head.cta is None and head.candidates:
+        notes.append(f"SM-level exception: no lane claims it, so no warp, block or thread is "
+                     f"blamed (as in cuda-gdb); {len(head.candidates)} warp(s) still on the SM "
+                     "are listed as candidates only")
+    elif head.cta is None:
         notes.append("the SM recorded this exception after the faulting warp had exited: no "
                      "block or thread is left in the dump")
     if fault.grid_inferred:
         notes.append("kernel deduced from the PC: the nearest kernel entry point below it")
+    if len(fault.sms) > 1:
+        notes.append(f"this fault group spans {len(fault.sms)} SMs: "
+                     + ", ".join(str(sm) for sm in fault.sms))
+    if head.unseen_by_cuda_gdb:
+        notes.append(f"cuda-gdb would not show this fault: {head.unseen_by_cuda_gdb}")
     if head.pc_source == PC_FROM_LANE:
         notes.append("the warp's errorPC is not valid; the lane's current PC is shown")
     if head.warp is not None and not head.lane_marked:
@@ -243,21 +375,21 @@ def _range(points: set[Dim3]) -> Range | None:
     return Range(first=order[0], last=order[-1], count=len(order))
 
 
+def _precedence(site: Site) -> tuple:
+    """cuda-gdb's choice among sites: a lane with its own exception before an SM-level one,
+    rows it reads before rows it never reads, then device, SM, warp and lane by id."""
+    return (not site.lane_marked, site.unseen_by_cuda_gdb is not None, site.coordinate)
+
+
 def _relevance(fault: Fault):
-    """Most relevant first: the exception the driver itself reported at SM level, then real
-    exception codes over unknown ones, a known PC over none, the most widespread, and finally
-    the lowest device/SM/warp/lane so that the order is stable."""
+    """The fault cuda-gdb would stop at first, then the others in the order it would meet them;
+    among SM-level ones, real exception codes before unknown ones."""
     site = fault.site
     return (
-        not fault.reported_by_sm,
+        not fault.faulting_lanes,
+        site.unseen_by_cuda_gdb is not None,
         fault.exception.code == exceptions.UNKNOWN or not fault.exception.known,
-        site.pc is None,
-        -fault.faulting_warps,
-        -fault.faulting_lanes,
-        site.device.dev_id,
-        site.sm.sm_id,
-        site.warp.warp_id if site.warp else -1,
-        site.lane.ln if site.lane else -1,
+        site.coordinate,
     )
 
 

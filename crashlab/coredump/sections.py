@@ -50,8 +50,13 @@ def _aligned_hits(column: bytes, value: int) -> array:
 
 
 class SectionIndex:
-    def __init__(self, image: ElfImage):
+    """Sections by type and by parent row. Links that lie are refused (tables) or reported in
+    ``warnings`` and ignored (per-lane and per-warp sections, which nothing else needs)."""
+
+    def __init__(self, image: ElfImage, warnings: list[str]):
         self.image = image
+        self.warnings = warnings
+        self._checked: set[SectionType] = set()
         self._types = image.sections.type.tobytes()
         self._links: bytes | None = None
         self._by_type: dict[int, array] = {}
@@ -61,7 +66,11 @@ class SectionIndex:
     def of_type(self, kind: int) -> array:
         kind = int(kind)
         if kind not in self._by_type:
-            self._by_type[kind] = _aligned_hits(self._types, kind)
+            found = _aligned_hits(self._types, kind)
+            skipped = self.image.beyond_end
+            if skipped:
+                found = array("I", (i for i in found if i not in skipped))
+            self._by_type[kind] = found
         return self._by_type[kind]
 
     def count(self, kind: SectionType) -> int:
@@ -93,6 +102,9 @@ class SectionIndex:
         return table.get((parent, row), [])
 
     def _leaf_children(self, kind: SectionType, parent: int, row: int) -> list[int]:
+        if kind not in self._checked:
+            self._checked.add(kind)
+            self._check_leaf_links(kind)
         if self._links is None:
             self._links = self.image.sections.link.tobytes()
         columns = self.image.sections
@@ -100,9 +112,44 @@ class SectionIndex:
         while (position := self._links.find(pattern, position + 1)) >= 0:
             if position & 3 == 0:
                 index = position >> 2
-                if columns.type[index] == kind and columns.info[index] == row:
+                if (columns.type[index] == kind and columns.info[index] == row
+                        and index not in self.image.beyond_end):
                     found.append(index)
         return found
+
+    def _check_leaf_links(self, kind: SectionType) -> None:
+        """Say so when sections of ``kind`` hang from something that is not their parent type, or
+        from a row their parent table does not have: they are found by their link, so a lie would
+        otherwise only make them vanish. C-level passes; only a dump with offenders is walked."""
+        columns = self.image.sections
+        found = self.of_type(kind)
+        if not found:
+            return
+        parent_type = PARENT_TYPE[kind]
+        min_size = TABLE_LAYOUTS[parent_type].min_size
+        targets = set(map(columns.link.__getitem__, found))
+        wrong = {t for t in targets if t >= columns.count or columns.type[t] != parent_type}
+        rows = {t: self.rows(t, min_size) for t in targets - wrong}
+        if not wrong and max(map(columns.info.__getitem__, found)) < min(rows.values()):
+            return
+        bad_link = [i for i in found if columns.link[i] in wrong]
+        if bad_link:
+            first = bad_link[0]
+            self.warnings.append(
+                f"{len(bad_link)} {kind.name} section(s) link to a section that is not a "
+                f"{parent_type.name} (first: section {first} links to section "
+                f"{columns.link[first]}); they belong to no lane or warp and are ignored "
+                "(cuda-gdb cannot place them either)"
+            )
+        beyond = [i for i in found if columns.link[i] in rows
+                  and columns.info[i] >= rows[columns.link[i]]]
+        if beyond:
+            first = beyond[0]
+            self.warnings.append(
+                f"{len(beyond)} {kind.name} section(s) name a row beyond their parent table "
+                f"(first: section {first} names row {columns.info[first]} of section "
+                f"{columns.link[first]}, which has {rows[columns.link[first]]} rows); ignored"
+            )
 
     def _link_all(self, kind: SectionType) -> dict[tuple[int, int], list[int]]:
         columns = self.image.sections
