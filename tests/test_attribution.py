@@ -139,7 +139,7 @@ def test_a_lane_with_its_own_exception_comes_before_an_sm_level_one(build):
     sm_level = report.faults[1]
     assert sm_level.warp is None and sm_level.block_idx is None
     assert len(sm_level.candidates) == 2
-    assert "candidate (not attributed): warp 0, block (0,0,0)" in _views(report)
+    assert "candidate (not attributed): SM 10 warp 0, block (0,0,0)" in _views(report)
 
 
 def test_a_fault_group_spanning_sms_names_every_sm(build):
@@ -222,7 +222,7 @@ def test_lldb_malformed_shapes_are_refused_in_one_line(build, tmp_path, kind, fi
 
 
 @pytest.mark.parametrize("field,value,fragment", [
-    ("link", "GRID_TABLE", "link to a section that is not a LN_TABLE"),
+    ("link", "GRID_TABLE", "belong under a LN_TABLE link to something else"),
     ("info", 1000, "name a row beyond their parent table"),
 ])
 def test_lying_register_links_are_warned_about(build, tmp_path, field, value, fragment):

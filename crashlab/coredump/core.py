@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import os
 import struct
+from array import array
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 from ..errors import CoreFormatError
 from .constants import MEMORY_TYPES, SectionType
@@ -53,32 +54,39 @@ class LaneScan:
     zero_rows: list[tuple[int, int]] = field(default_factory=list)
 
 
-def _lane_columns(reader, data: bytes, entsize: int, count: int) -> tuple[list[int], list[int]]:
-    """(laneId, exception) of every row, read as strided columns where the row size allows."""
+def _lane_columns(reader, data: bytes, entsize: int, count: int):
+    """(laneId, exception) columns of a lane table: strided views over the bytes where the row
+    size allows (nothing decoded), else decoded into arrays."""
     if entsize % 4 == 0 and count:
         words = memoryview(data).cast("I")
         step = entsize // 4
-        return (words[_LANE_ID_OFFSET // 4 :: step].tolist()[:count],
-                words[_LANE_EXCEPTION_OFFSET // 4 :: step].tolist()[:count])
+        return words[_LANE_ID_OFFSET // 4 :: step], words[_LANE_EXCEPTION_OFFSET // 4 :: step]
     rows = [reader.decode(data, n * entsize) for n in range(count)]
-    return [r["ln"] for r in rows], [r["exception"] for r in rows]
+    return array("I", [r["ln"] for r in rows]), array("I", [r["exception"] for r in rows])
 
 
-def _rows_to_check(ids: list[int]) -> list[int]:
-    """Rows that may be padding or a repeated laneId: none when every laneId differs and no row
-    claims lane 0 (which an all-zero row would), so the common case costs one set()."""
-    if len(set(ids)) == len(ids) and 0 not in ids:
-        return []
-    if len(set(ids)) == len(ids):
-        return [ids.index(0)]
-    return list(range(len(ids)))
+@lru_cache(maxsize=64)
+def _in_order(count: int) -> bytes:
+    """The laneId column of a table whose row n holds lane n, as bytes."""
+    return array("I", range(count)).tobytes()
 
 
-def _in_id_order(ids: list[int]) -> list[int]:
-    """Row numbers by ascending laneId (rows are usually written that way already)."""
-    if ids == sorted(ids):
-        return list(range(len(ids)))
-    return sorted(range(len(ids)), key=ids.__getitem__)
+def _zero_rows(ids: list[int], data: bytes, entsize: int) -> list[int]:
+    """Rows whose bytes are all zero: padding, not lanes. Such a row claims lane 0, so only
+    rows with laneId 0 are looked at (usually one)."""
+    rows = [ids.index(0)] if ids.count(0) == 1 else [r for r, ln in enumerate(ids) if ln == 0]
+    return [r for r in rows if data.count(0, r * entsize, (r + 1) * entsize) == entsize]
+
+
+def _note_duplicates(scan: LaneScan, section: int, ids: list[int], zero: list[int]) -> None:
+    seen: dict[int, int] = {}
+    for row, ln in enumerate(ids):
+        if row in zero:
+            continue
+        if ln in seen:
+            scan.duplicates.setdefault(ln, [(section, seen[ln])]).append((section, row))
+        else:
+            seen[ln] = row
 
 
 class CoreDump:
@@ -200,26 +208,29 @@ class CoreDump:
         layout = TABLE_LAYOUTS[SectionType.LN_TABLE]
         scan = LaneScan()
         head_key = None
+        mask = warp.active_lanes_mask
         for section in self.index.children(SectionType.LN_TABLE, warp.section, warp.row):
             count = self.index.rows(section, layout.min_size)
             entsize = self.image.sections.entsize[section]
             reader = decoder(layout, entsize)
             data = self.image.data(section)
             ids, codes = _lane_columns(reader, data, entsize, count)
-            seen: dict[int, int] = {}
-            for number in _rows_to_check(ids):
-                if not any(data[number * entsize : (number + 1) * entsize]):
-                    scan.zero_rows.append((section, number))
-                    continue
-                ln = ids[number]
-                if ln in seen:
-                    scan.duplicates.setdefault(ln, [(section, seen[ln])]).append((section, number))
-                else:
-                    seen[ln] = number
-            skip = {row for s, row in scan.zero_rows if s == section}
-            wanted = [r for r, code in enumerate(codes) if code and r not in skip]
-            first = next((r for r in _in_id_order(ids) if r not in skip and ids[r] < 32
-                          and warp.active_lanes_mask >> ids[r] & 1), None)
+            if ids.tobytes() == _in_order(count):  # the usual layout: row n holds lane n
+                zero = [0] if count and data.count(0, 0, entsize) == entsize else []
+                live = mask & ~1 if zero else mask
+                first = (live & -live).bit_length() - 1
+                first = first if 0 <= first < count else None
+            else:
+                ids = ids.tolist()
+                zero = _zero_rows(ids, data, entsize)
+                if len(set(ids)) != count:
+                    _note_duplicates(scan, section, ids, zero)
+                first = next((r for r in sorted(range(count), key=ids.__getitem__)
+                              if ids[r] < 32 and mask >> ids[r] & 1 and r not in zero), None)
+            if zero:
+                scan.zero_rows += [(section, row) for row in zero]
+            wanted = [r for r, code in enumerate(codes) if code and r not in zero] \
+                if any(codes) else []
             if first is not None and (head_key is None or ids[first] < head_key):
                 head_key = ids[first]
                 wanted.append(first)

@@ -29,6 +29,8 @@ from .model import CTA, SM, BacktraceFrame, ConstBank, Device, Dim3, Grid, Lane,
 #: Groups beyond this many are counted, not listed: a dump where every lane has its own PC must
 #: not produce a report the size of the dump.
 MAX_FAULT_GROUPS = 256
+#: Candidate warps listed per SM-level fault group; the rest are counted in a note.
+MAX_CANDIDATES = 64
 #: Registers, backtrace and parameters are read for this many of the most relevant groups.
 DETAILED_GROUPS = 8
 
@@ -67,6 +69,7 @@ class Site:
 class Candidate:
     """A warp resident on an SM whose exception no lane claims: it may or may not be the culprit."""
 
+    sm: SM
     grid: Grid | None
     cta: CTA
     warp: Warp
@@ -89,6 +92,7 @@ class Fault:
     threads: Range | None
     reported_by_sm: bool
     sms: list[int] = field(default_factory=list)
+    candidates: list[Candidate] = field(default_factory=list)
     grid_inferred: bool = False
     notes: list[str] = field(default_factory=list)
     registers: list[int] | None = None
@@ -208,15 +212,18 @@ def _scan_sm(core, device, sm, grids, residency, warnings, candidates):
             stats.blocks += 1
         for warp in core.warps(cta):
             unseen = _check_warp(device, sm, warp, first_warp, warnings)
-            candidates.append(Candidate(grid, cta, warp))
+            if sm.exception:
+                candidates.append(Candidate(sm, grid, cta, warp))
             scan = core.scan_lanes(warp)
-            _warn_lanes(device, sm, warp, scan, warnings)
+            shadowed = set()
+            if scan.zero_rows or scan.duplicates:
+                _warn_lanes(device, sm, warp, scan, warnings)
+                shadowed = {row for rows in scan.duplicates.values() for row in rows[1:]}
             head = scan.head
             if grid is not None:
                 stats.warps += 1
                 stats.positions[head.virtual_pc if head else None] += 1
             error_pc = warp.valid_error_pc
-            shadowed = {row for rows in scan.duplicates.values() for row in rows[1:]}
             for lane in scan.faulting:
                 pc, source = (error_pc, PC_FROM_WARP) if error_pc is not None else (
                     lane.virtual_pc, PC_FROM_LANE)
@@ -304,6 +311,8 @@ class _Group:
     def __init__(self, first: Site):
         self.first = first
         self.sms: set[int] = set()
+        self.candidates: list[Candidate] = []
+        self.unlisted_candidates = 0
         self.lanes = 0
         self.warps: set[tuple[int, int]] = set()
         self.blocks: set[Dim3] = set()
@@ -314,6 +323,9 @@ class _Group:
         if _precedence(site) < _precedence(self.first):
             self.first = site
         self.sms.add(site.sm.sm_id)
+        room = MAX_CANDIDATES - len(self.candidates)
+        self.candidates += site.candidates[:room]
+        self.unlisted_candidates += max(0, len(site.candidates) - room)
         self.lanes += site.lane_marked
         if site.warp is not None:
             self.warps.add((site.sm.sm_id, site.warp.warp_id))
@@ -334,19 +346,22 @@ class _Group:
             threads=_range(self.threads),
             reported_by_sm=self.reported,
             sms=sorted(self.sms),
+            candidates=self.candidates,
             grid_inferred=head.cta is None and head.grid is not None,
         )
         fault.notes.extend(_notes(fault))
+        if self.unlisted_candidates:
+            fault.notes.append(f"{self.unlisted_candidates} more candidate warp(s) not listed")
         return fault
 
 
 def _notes(fault: Fault) -> list[str]:
     """What a reader of the report needs to know to trust (or not) what the fault says."""
     head, notes = fault.site, []
-    if head.cta is None and head.candidates:
-        notes.append(f"SM-level exception: no lane claims it, so no warp, block or thread is "
-                     f"blamed (as in cuda-gdb); {len(head.candidates)} warp(s) still on the SM "
-                     "are listed as candidates only")
+    if head.cta is None and fault.candidates:
+        notes.append("SM-level exception: no lane claims it, so no warp, block or thread is "
+                     "blamed (as in cuda-gdb); the warps still on the SM are listed as "
+                     "candidates only")
     elif head.cta is None:
         notes.append("the SM recorded this exception after the faulting warp had exited: no "
                      "block or thread is left in the dump")

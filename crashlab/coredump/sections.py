@@ -13,10 +13,13 @@ column for their parent.
 
 from __future__ import annotations
 
+import operator
 import re
 import struct
 from array import array
 from collections import defaultdict
+from functools import reduce
+from itertools import compress
 
 from ..errors import CoreFormatError
 from .constants import PARENT_TYPE, SHT_STRTAB, SectionType
@@ -56,7 +59,7 @@ class SectionIndex:
     def __init__(self, image: ElfImage, warnings: list[str]):
         self.image = image
         self.warnings = warnings
-        self._checked: set[SectionType] = set()
+        self._leaves_checked = False
         self._types = image.sections.type.tobytes()
         self._links: bytes | None = None
         self._by_type: dict[int, array] = {}
@@ -102,9 +105,9 @@ class SectionIndex:
         return table.get((parent, row), [])
 
     def _leaf_children(self, kind: SectionType, parent: int, row: int) -> list[int]:
-        if kind not in self._checked:
-            self._checked.add(kind)
-            self._check_leaf_links(kind)
+        if not self._leaves_checked:
+            self._leaves_checked = True
+            self._check_leaf_links()
         if self._links is None:
             self._links = self.image.sections.link.tobytes()
         columns = self.image.sections
@@ -117,39 +120,55 @@ class SectionIndex:
                     found.append(index)
         return found
 
-    def _check_leaf_links(self, kind: SectionType) -> None:
-        """Say so when sections of ``kind`` hang from something that is not their parent type, or
-        from a row their parent table does not have: they are found by their link, so a lie would
-        otherwise only make them vanish. C-level passes; only a dump with offenders is walked."""
+    def _check_leaf_links(self) -> None:
+        """Say so when per-lane or per-warp sections hang from something that is not their
+        parent type, or from a row their parent table does not have: they are found by their
+        link, so a lie would otherwise only make them vanish. Done once, over all of them, in
+        C-level passes (a type mask, compress, set, max); only a dump with offenders is walked."""
         columns = self.image.sections
-        found = self.of_type(kind)
-        if not found:
-            return
-        parent_type = PARENT_TYPE[kind]
-        min_size = TABLE_LAYOUTS[parent_type].min_size
-        targets = set(map(columns.link.__getitem__, found))
-        wrong = {t for t in targets if t >= columns.count or columns.type[t] != parent_type}
-        rows = {t: self.rows(t, min_size) for t in targets - wrong}
-        if not wrong and max(map(columns.info.__getitem__, found)) < min(rows.values()):
-            return
-        bad_link = [i for i in found if columns.link[i] in wrong]
-        if bad_link:
-            first = bad_link[0]
-            self.warnings.append(
-                f"{len(bad_link)} {kind.name} section(s) link to a section that is not a "
-                f"{parent_type.name} (first: section {first} links to section "
-                f"{columns.link[first]}); they belong to no lane or warp and are ignored "
-                "(cuda-gdb cannot place them either)"
-            )
-        beyond = [i for i in found if columns.link[i] in rows
-                  and columns.info[i] >= rows[columns.link[i]]]
-        if beyond:
-            first = beyond[0]
-            self.warnings.append(
-                f"{len(beyond)} {kind.name} section(s) name a row beyond their parent table "
-                f"(first: section {first} names row {columns.info[first]} of section "
-                f"{columns.link[first]}, which has {rows[columns.link[first]]} rows); ignored"
-            )
+        links = infos = None
+        for parent_type in (SectionType.LN_TABLE, SectionType.WP_TABLE):
+            flags = self._type_mask([k for k in LEAF_TYPES if PARENT_TYPE[k] is parent_type])
+            if 1 not in flags:
+                continue
+            if links is None:
+                links, infos = array("I", columns.link.tobytes()), array("I", columns.info.tobytes())
+            targets = set(compress(links, flags))
+            wrong = {t for t in targets if t >= columns.count or columns.type[t] != parent_type}
+            rows = {t: self.rows(t, TABLE_LAYOUTS[parent_type].min_size) for t in targets - wrong}
+            if not wrong and max(compress(infos, flags)) < min(rows.values()):
+                continue
+            found = list(compress(range(columns.count), flags))
+            bad_link = [i for i in found if links[i] in wrong]
+            beyond = [i for i in found if links[i] in rows and infos[i] >= rows[links[i]]]
+            if bad_link:
+                first = bad_link[0]
+                self.warnings.append(
+                    f"{len(bad_link)} section(s) that belong under a {parent_type.name} link to "
+                    f"something else (first: section {first}, {self.describe(first)}, links to "
+                    f"section {links[first]}); they belong to no lane or warp and are ignored "
+                    "(cuda-gdb cannot place them either)"
+                )
+            if beyond:
+                first = beyond[0]
+                self.warnings.append(
+                    f"{len(beyond)} section(s) name a row beyond their parent table (first: "
+                    f"section {first}, {self.describe(first)}, names row {infos[first]} of "
+                    f"section {links[first]}, which has {rows[links[first]]} rows); ignored"
+                )
+
+    def _type_mask(self, kinds: list[SectionType]) -> bytes:
+        """One byte per section, 1 where its sh_type is one of ``kinds`` (all 0x800000NN): four
+        byte-plane translations of the type column and'ed as big integers, all in C."""
+        low = bytearray(256)
+        for kind in kinds:
+            low[kind & 0xFF] = 1
+        zero, high = bytearray(256), bytearray(256)
+        zero[0] = high[0x80] = 1
+        planes = [self._types[i::4].translate(bytes(table))
+                  for i, table in enumerate((low, zero, zero, high))]
+        mask = reduce(operator.and_, (int.from_bytes(p, "little") for p in planes))
+        return mask.to_bytes(len(planes[0]), "little")
 
     def _link_all(self, kind: SectionType) -> dict[tuple[int, int], list[int]]:
         columns = self.image.sections

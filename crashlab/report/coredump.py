@@ -112,11 +112,11 @@ def _fault(found: FoundFault, view: SassView, code: dict[int, CodeLocation | Non
         reported_by_sm=found.reported_by_sm,
         sms=list(found.sms),
         candidates=[
-            m.Candidate(warp=c.warp.warp_id, grid_id=c.cta.grid_id,
+            m.Candidate(sm=c.sm.sm_id, warp=c.warp.warp_id, grid_id=c.cta.grid_id,
                         kernel=demangle(c.grid.function) if c.grid and c.grid.function else None,
                         block_idx=c.cta.block_idx, error_pc=_hex(c.warp.valid_error_pc),
                         broken=bool(c.warp.is_warp_broken))
-            for c in site.candidates
+            for c in found.candidates
         ],
         notes=list(found.notes),
         registers=_named(found.registers, "R"),

@@ -143,6 +143,7 @@ class ConstBank(_Model):
 class Candidate(_Model):
     """A warp still resident on the SM of an SM-level exception: listed, not blamed."""
 
+    sm: int
     warp: int
     grid_id: int | None
     kernel: str | None = None
