@@ -134,10 +134,10 @@ class SectionIndex:
             if links is None:
                 links, infos = array("I", columns.link.tobytes()), array("I", columns.info.tobytes())
             targets = set(compress(links, flags))
-            wrong = {t for t in targets if t >= columns.count or columns.type[t] != parent_type}
-            rows = {t: self.rows(t, TABLE_LAYOUTS[parent_type].min_size) for t in targets - wrong}
-            if not wrong and max(compress(infos, flags)) < min(rows.values()):
+            wrong = targets.difference(self.of_type(parent_type))
+            if not wrong and max(compress(infos, flags)) < self._fewest_rows(targets):
                 continue
+            rows = {t: self.rows(t, TABLE_LAYOUTS[parent_type].min_size) for t in targets - wrong}
             found = list(compress(range(columns.count), flags))
             bad_link = [i for i in found if links[i] in wrong]
             beyond = [i for i in found if links[i] in rows and infos[i] >= rows[links[i]]]
@@ -156,6 +156,15 @@ class SectionIndex:
                     f"section {first}, {self.describe(first)}, names row {infos[first]} of "
                     f"section {links[first]}, which has {rows[links[first]]} rows); ignored"
                 )
+
+    def _fewest_rows(self, tables: set[int]) -> int:
+        """The smallest row count among ``tables`` (0 if one has no usable entry size)."""
+        columns = self.image.sections
+        sizes = list(map(columns.size.__getitem__, tables))
+        entsizes = list(map(columns.entsize.__getitem__, tables))
+        if 0 in entsizes:
+            return 0
+        return min(map(operator.floordiv, sizes, entsizes))
 
     def _type_mask(self, kinds: list[SectionType]) -> bytes:
         """One byte per section, 1 where its sh_type is one of ``kinds`` (all 0x800000NN): four
