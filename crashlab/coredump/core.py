@@ -234,7 +234,7 @@ class CoreDump:
             if first is not None and (head_key is None or ids[first] < head_key):
                 head_key = ids[first]
                 wanted.append(first)
-            for number in sorted(set(wanted)):
+            for number in sorted(set(wanted)) if len(wanted) > 1 else wanted:
                 lane = Lane(section=section, row=number, warp=warp,
                             **reader.decode(data, number * entsize))
                 if lane.exception:

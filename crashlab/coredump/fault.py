@@ -198,7 +198,7 @@ def _scan_sm(core, device, sm, grids, residency, warnings, candidates):
     theirs to take). A warp with a valid errorPC and no lane marked stands for its exception only
     where the SM row records none (drivers before r555): it is then the only evidence left.
     """
-    first_warp: dict[int, tuple[int, int]] = {}
+    first_warp: dict[int, Warp] = {}
     for cta in core.ctas(sm):
         grid = grids.get(cta.grid_id)
         if grid is None:
@@ -211,7 +211,10 @@ def _scan_sm(core, device, sm, grids, residency, warnings, candidates):
             stats.sms.add(sm.sm_id)
             stats.blocks += 1
         for warp in core.warps(cta):
-            unseen = _check_warp(device, sm, warp, first_warp, warnings)
+            kept = first_warp.setdefault(warp.warp_id, warp)
+            unseen = None
+            if kept is not warp or warp.warp_id >= device.num_warps_per_sm:
+                unseen = _unseen_warp(device, sm, warp, kept, warnings)
             if sm.exception:
                 candidates.append(Candidate(sm, grid, cta, warp))
             scan = core.scan_lanes(warp)
@@ -235,22 +238,22 @@ def _scan_sm(core, device, sm, grids, residency, warnings, candidates):
                            grid, error_pc, PC_FROM_WARP, False, unseen)
 
 
-def _check_warp(device, sm, warp, first_warp, warnings) -> str | None:
-    """Why cuda-gdb would not read this warp row (libcudacore keys warps by (smId, warpId) for
-    warpId < numWarpsPerSM), warning once; None when it would."""
+def _unseen_warp(device, sm, warp, kept: Warp, warnings) -> str | None:
+    """Why cuda-gdb would not read this warp row, warning once; None when it would.
+    libcudacore keys warps by (smId, warpId) for warpId < numWarpsPerSM; ``kept`` is the first
+    row with this warpId on the SM, the one its map gives back."""
     where = f"device {device.dev_id} SM {sm.sm_id}"
     if warp.warp_id >= device.num_warps_per_sm:
         warnings.append(f"{where}: warp table (section {warp.section}) row {warp.row} has warpId "
                         f"{warp.warp_id} >= numWarpsPerSM {device.num_warps_per_sm}; cuda-gdb "
                         "never examines it")
         return f"warpId {warp.warp_id} >= numWarpsPerSM: cuda-gdb never examines this warp"
-    kept = first_warp.setdefault(warp.warp_id, (warp.section, warp.row))
-    if kept != (warp.section, warp.row):
-        warnings.append(f"{where}: two warp rows with warpId {warp.warp_id} (section {kept[0]} "
-                        f"row {kept[1]} and section {warp.section} row {warp.row}); cuda-gdb keys "
-                        f"warps by SM and warpId and reads only section {kept[0]} row {kept[1]}")
-        return (f"a second warp row with warpId {warp.warp_id} on this SM: cuda-gdb reads only "
-                f"section {kept[0]} row {kept[1]}")
+    if kept is not warp:
+        first = f"section {kept.section} row {kept.row}"
+        warnings.append(f"{where}: two warp rows with warpId {warp.warp_id} ({first} and "
+                        f"section {warp.section} row {warp.row}); cuda-gdb keys warps by SM and "
+                        f"warpId and reads only {first}")
+        return f"a second warp row with warpId {warp.warp_id} on this SM: cuda-gdb reads only {first}"
     return None
 
 

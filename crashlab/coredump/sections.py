@@ -18,7 +18,6 @@ import re
 import struct
 from array import array
 from collections import defaultdict
-from functools import reduce
 from itertools import compress
 
 from ..errors import CoreFormatError
@@ -39,6 +38,16 @@ LEAF_TYPES = frozenset(
         SectionType.CBU_BAR,
     }
 )
+
+
+_IS_ZERO = bytes([1] + [0] * 255)
+_IS_0X80 = bytes(int(value == 0x80) for value in range(256))
+
+
+def _plane(column: bytes, index: int, table: bytes) -> int:
+    """Byte ``index`` of every little-endian u32 in ``column``, mapped through ``table`` and
+    read as one big integer (byte i for value i): the building block of C-level column tests."""
+    return int.from_bytes(column[index::4].translate(table), "little")
 
 
 def _aligned_hits(column: bytes, value: int) -> array:
@@ -168,16 +177,13 @@ class SectionIndex:
 
     def _type_mask(self, kinds: list[SectionType]) -> bytes:
         """One byte per section, 1 where its sh_type is one of ``kinds`` (all 0x800000NN): four
-        byte-plane translations of the type column and'ed as big integers, all in C."""
+        byte planes of the type column, translated and and'ed as big integers, all in C."""
         low = bytearray(256)
         for kind in kinds:
             low[kind & 0xFF] = 1
-        zero, high = bytearray(256), bytearray(256)
-        zero[0] = high[0x80] = 1
-        planes = [self._types[i::4].translate(bytes(table))
-                  for i, table in enumerate((low, zero, zero, high))]
-        mask = reduce(operator.and_, (int.from_bytes(p, "little") for p in planes))
-        return mask.to_bytes(len(planes[0]), "little")
+        mask = (_plane(self._types, 0, bytes(low)) & _plane(self._types, 1, _IS_ZERO)
+                & _plane(self._types, 2, _IS_ZERO) & _plane(self._types, 3, _IS_0X80))
+        return mask.to_bytes(self.image.sections.count, "little")
 
     def _link_all(self, kind: SectionType) -> dict[tuple[int, int], list[int]]:
         columns = self.image.sections
