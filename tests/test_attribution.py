@@ -25,7 +25,8 @@ from tests.conftest import run_cli
 from tests.elf_patch import patched, read_section, section_count, set_row, set_section, zero_row
 
 SHT = {"GLOBAL_MEM": 0x80000002, "DEV_REGS": 0x80000005, "DEV_TABLE": 0x80000009,
-       "GRID_TABLE": 0x8000000C, "WP_TABLE": 0x8000000E, "LN_TABLE": 0x8000000F}
+       "SM_TABLE": 0x8000000B, "GRID_TABLE": 0x8000000C, "CTA_TABLE": 0x8000000D,
+       "WP_TABLE": 0x8000000E, "LN_TABLE": 0x8000000F}
 VICTIM_LANES = "lntbl dev0.sm1.cta0.wp1"
 VICTIM_WARPS = "wptbl dev0.sm1.cta0"
 
@@ -204,10 +205,10 @@ def test_registers_past_the_end_are_skipped(build, tmp_path):
 
 
 @pytest.mark.parametrize("kind,field,value,fragment", [
-    ("WP_TABLE", "link", 0xFFFFFF, "links to section"),         # bad sh_link
-    ("LN_TABLE", "info", 1000, "names row 1000"),                # sh_info out of range
-    ("LN_TABLE", "entsize", 0, "entry size 0"),                  # zero sh_entsize
-    ("LN_TABLE", "link", "DEV_TABLE", "its parent must be a WP_TABLE"),  # wrong parent type
+    ("WP_TABLE", "link", 0xFFFFFF, "links to section"),                  # sh_link beyond the file
+    ("CTA_TABLE", "link", "DEV_TABLE", "its parent must be a SM_TABLE"),  # wrong parent kind
+    ("SM_TABLE", "entsize", 0, "entry size 0"),                          # zero sh_entsize
+    ("LN_TABLE", "info", 1000, "names row 1000"),                        # sh_info out of range
 ])
 def test_lldb_malformed_shapes_are_refused_in_one_line(build, tmp_path, kind, field, value,
                                                        fragment):
@@ -221,14 +222,19 @@ def test_lldb_malformed_shapes_are_refused_in_one_line(build, tmp_path, kind, fi
     assert len(done.stderr.decode().splitlines()) == 1
 
 
-@pytest.mark.parametrize("field,value,fragment", [
-    ("link", "GRID_TABLE", "belong under a LN_TABLE link to something else"),
-    ("info", 1000, "name a row beyond their parent table"),
+@pytest.mark.parametrize("kind,field,value,fragment", [
+    # LLDB's out-of-range row index: a register section naming row 99 of a 32-row lane table
+    ("DEV_REGS", "info", 99, "name a row beyond their parent table"),
+    ("DEV_REGS", "link", "GRID_TABLE", "belong under a LN_TABLE link to something else"),
+    # LLDB's invalid parent link (sh_link 0): libcudacore reads a device's tables by sh_info
+    # alone and so does crashlab, but not silently
+    ("SM_TABLE", "link", 0, "SM_TABLE section(s) have sh_link 0"),
 ])
-def test_lying_register_links_are_warned_about(build, tmp_path, field, value, fragment):
+def test_lies_that_leave_the_rest_readable_are_warned_about(build, tmp_path, kind, field, value,
+                                                            fragment):
     def lie(data):
         target = _first_of_type(data, value) if isinstance(value, str) else value
-        set_section(data, _first_of_type(data, "DEV_REGS"), field, target)
+        set_section(data, _first_of_type(data, kind), field, target)
 
     path = patched(build(scenarios.fault()).path, tmp_path / "lie.nvcudmp", lie)
     report = crashlab.inspect(path, sass=False)

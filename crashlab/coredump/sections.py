@@ -192,11 +192,13 @@ class SectionIndex:
         parent_layout = TABLE_LAYOUTS[parent_type]
         parent_rows: dict[int, int] = {}
         table: dict[tuple[int, int], list[int]] = defaultdict(list)
+        unlinked: list[int] = []
         for index in self.of_type(kind):
             link, info = columns.link[index], columns.info[index]
             if link == 0 and parent_type is SectionType.DEV_TABLE and len(sole_parent) == 1:
                 # libcudacore finds a device's tables by sh_info alone; accept a zero link.
                 link = sole_parent[0]
+                unlinked.append(index)
             if link >= columns.count or columns.type[link] != parent_type:
                 found = "nothing" if link >= columns.count else self.describe(link)
                 raise CoreFormatError(
@@ -211,6 +213,12 @@ class SectionIndex:
                     f"section {link}, which has {parent_rows[link]} rows"
                 )
             table[(link, info)].append(index)
+        if unlinked:
+            self.warnings.append(
+                f"{len(unlinked)} {kind.name} section(s) have sh_link 0 (first: section "
+                f"{unlinked[0]}); read under the device table, as cuda-gdb's libcudacore does "
+                "(it finds a device's tables by sh_info alone)"
+            )
         return dict(table)
 
     def describe(self, index: int) -> str:
