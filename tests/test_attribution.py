@@ -119,6 +119,32 @@ def test_sm_rows_beyond_num_sms(build):
     assert fault.sm == 17 and any("never examines this SM" in n for n in fault.notes)
 
 
+def _num_sms_3(spec):
+    spec.devices[0].num_sms = 3
+
+
+def _repeated_warp_id(spec):
+    warps = spec.devices[0].sms[1].ctas[0].warps
+    warps[0].warp_id = warps[1].warp_id
+
+
+@pytest.mark.parametrize("change", [None, _num_sms_3, _repeated_warp_id])
+def test_cuda_gdb_misses_exactly_the_faults_crashlab_says_it_would(build, real_cuda_gdb, change):
+    """The judge: where crashlab notes that cuda-gdb would not show the fault (its SM row has
+    smId >= numSMs; a bystander's row comes first under the same warpId), real cuda-gdb finds
+    no exception; where it notes nothing, cuda-gdb stops at that very fault."""
+    scenario = scenarios.fault()
+    if change:
+        change(scenario.spec)
+    path = build(scenario).path
+    fault = crashlab.inspect(path, sass=False).faults[0]
+    hidden = any("cuda-gdb would not show this fault" in n for n in fault.notes)
+    out = subprocess.run([real_cuda_gdb, "-nx", "-batch", "-ex", f"target cudacore {path}"],
+                         capture_output=True, text=True, timeout=300).stdout
+    assert hidden == (change is not None)
+    assert ("CUDA Exception: Warp Illegal Address" in out) == (not hidden), out
+
+
 def test_two_sm_rows_with_one_sm_id(build):
     scenario = scenarios.fault()
     scenario.spec.devices[0].sms[2].sm_id = 17
