@@ -92,7 +92,7 @@ def _fault(fault: Fault, number: int, primary: bool, detail: _Detail) -> list[st
     if fault.cluster_idx is not None:
         rows.append(("Cluster", text.dim(fault.cluster_idx)))
     rows += [(f"Frame #{f.level}", f"`{f.pc}` {f.function or '?'}") for f in fault.backtrace]
-    rows += [("Candidate", line) for line in text.candidate_lines(fault)]
+    rows += [("Resident warp", line) for line in text.candidate_lines(fault)]
     rows += [("Note", note) for note in fault.notes]
     out = [f"#### Fault {number}: {fault.exception.display}", "", "| | |", "|---|---|"]
     out += [f"| {k} | {_cell(v)} |" for k, v in rows]

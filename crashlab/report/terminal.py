@@ -53,7 +53,7 @@ def _fault_panel(fault: Fault, title: str) -> Panel:
         grid.add_row(f"frame #{frame.level}", f"{frame.pc} {frame.function or '?'}"
                      + (f" +{frame.function_offset:#x}" if frame.function_offset is not None else ""))
     for line in text.candidate_lines(fault):
-        grid.add_row("candidate", line)
+        grid.add_row("resident", line)
     for note in fault.notes:
         grid.add_row("note", note)
     return Panel(grid, title=title, title_align="left", border_style="red")
@@ -112,6 +112,7 @@ def _other_faults(faults: list[Fault], omitted: int) -> Table:
         table.add_column(column)
     for fault in faults[:MAX_OTHER_FAULTS]:
         kernel = text.kernel_name(fault.kernel.name, fault.grid_id) if fault.kernel else "?"
+        kernel += " (deduced from the PC)" if fault.kernel_inferred else ""
         table.add_row(fault.exception.display, kernel,
                       fault.pc or "-", text.place(fault), text.span(fault.blocks),
                       f"{fault.faulting_lanes}/{fault.faulting_warps}")
