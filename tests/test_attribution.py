@@ -84,19 +84,51 @@ def test_two_lanes_with_one_lane_id_warn_and_show_the_row_cuda_gdb_shows(build, 
     assert fault.lane == 0 and fault.thread_idx == (32, 0, 0)
 
 
+def _cuda_gdb_load(cuda_gdb: str, path) -> str:
+    """What real cuda-gdb prints on opening ``path`` (no GPU needed)."""
+    return subprocess.run([cuda_gdb, "-nx", "-batch", "-ex", f"target cudacore {path}"],
+                          capture_output=True, text=True, timeout=300).stdout
+
+
+def _agree_on_focus(fault, out: str) -> None:
+    """crashlab's first fault is where cuda-gdb put its focus, and the same exception."""
+    focus = re.search(r"block \((\S+)\), thread \((\S+)\), device (\d+), sm (\d+), warp (\d+), "
+                      r"lane (\d+)\]", out)
+    assert focus and f"CUDA Exception: {fault.exception.display}" in out, out
+    assert focus.group(1) == ",".join(map(str, fault.block_idx))
+    assert focus.group(2) == ",".join(map(str, fault.thread_idx))
+    assert tuple(int(g) for g in focus.groups()[2:]) == (fault.device, fault.sm, fault.warp,
+                                                         fault.lane)
+
+
 def test_cuda_gdb_shows_the_first_row_of_a_repeated_lane_id(build, tmp_path, real_cuda_gdb):
     """The judge: real cuda-gdb's focus on the same dump is the lane crashlab shows."""
     built = build(scenarios.fault())
     path = patched(built.path, tmp_path / "dup.nvcudmp", lambda d: _duplicate_lane_zero(d, built))
-    fault = crashlab.inspect(path, sass=False).faults[0]
-    out = subprocess.run([real_cuda_gdb, "-nx", "-batch", "-ex", f"target cudacore {path}"],
-                         capture_output=True, text=True, timeout=300).stdout
-    focus = re.search(r"block \((\S+)\), thread \((\S+)\), device (\d+), sm (\d+), warp (\d+), "
-                      r"lane (\d+)\]", out)
-    assert focus, out
-    assert focus.group(2) == ",".join(map(str, fault.thread_idx))
-    assert tuple(int(g) for g in focus.groups()[2:]) == (fault.device, fault.sm, fault.warp,
-                                                         fault.lane)
+    _agree_on_focus(crashlab.inspect(path, sass=False).faults[0],
+                    _cuda_gdb_load(real_cuda_gdb, path))
+
+
+def _reversed_lane_rows(scenario):
+    scenario.spec.devices[0].sms[1].ctas[0].warps[1].lanes.reverse()
+
+
+def _lane_fault_on_each_device(scenario):
+    """Device 1's SM reports its exception, device 0 only has a lane with its own."""
+    scenario.spec.devices[0].sms[2].ctas[0].warps[0].lanes[5].exception = \
+        scenarios.WARP_MISALIGNED_ADDRESS
+
+
+@pytest.mark.parametrize("make,change", [
+    (lambda: scenarios.fault(), _reversed_lane_rows),
+    (lambda: scenarios.fault(device_count=2, faulting_device=1), _lane_fault_on_each_device),
+])
+def test_first_fault_is_where_cuda_gdb_stops(build, real_cuda_gdb, make, change):
+    scenario = make()
+    change(scenario)
+    path = build(scenario).path
+    _agree_on_focus(crashlab.inspect(path, sass=False).faults[0],
+                    _cuda_gdb_load(real_cuda_gdb, path))
 
 
 def test_two_warps_with_one_warp_id_on_an_sm(build):
@@ -139,8 +171,7 @@ def test_cuda_gdb_misses_exactly_the_faults_crashlab_says_it_would(build, real_c
     path = build(scenario).path
     fault = crashlab.inspect(path, sass=False).faults[0]
     hidden = any("cuda-gdb would not show this fault" in n for n in fault.notes)
-    out = subprocess.run([real_cuda_gdb, "-nx", "-batch", "-ex", f"target cudacore {path}"],
-                         capture_output=True, text=True, timeout=300).stdout
+    out = _cuda_gdb_load(real_cuda_gdb, path)
     assert hidden == (change is not None)
     assert ("CUDA Exception: Warp Illegal Address" in out) == (not hidden), out
 
