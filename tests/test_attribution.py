@@ -261,6 +261,16 @@ def test_registers_past_the_end_are_skipped(build, tmp_path):
     assert any("DEV_REGS section(s) run past the end" in w for w in report.warnings)
 
 
+def _lying(build, tmp_path, kind: str, field: str, value):
+    """The fault scenario with one header field of the first ``kind`` section rewritten;
+    ``value`` is a number or the type whose first section it should name."""
+    def lie(data):
+        target = _first_of_type(data, value) if isinstance(value, str) else value
+        set_section(data, _first_of_type(data, kind), field, target)
+
+    return patched(build(scenarios.fault()).path, tmp_path / "lie.nvcudmp", lie)
+
+
 @pytest.mark.parametrize("kind,field,value,fragment", [
     ("WP_TABLE", "link", 0xFFFFFF, "links to section"),                  # sh_link beyond the file
     ("CTA_TABLE", "link", "DEV_TABLE", "its parent must be a SM_TABLE"),  # wrong parent kind
@@ -269,11 +279,7 @@ def test_registers_past_the_end_are_skipped(build, tmp_path):
 ])
 def test_lldb_malformed_shapes_are_refused_in_one_line(build, tmp_path, kind, field, value,
                                                        fragment):
-    def lie(data):
-        target = _first_of_type(data, value) if isinstance(value, str) else value
-        set_section(data, _first_of_type(data, kind), field, target)
-
-    path = patched(build(scenarios.fault()).path, tmp_path / "lie.nvcudmp", lie)
+    path = _lying(build, tmp_path, kind, field, value)
     done = run_cli("inspect", path)
     assert done.returncode == 2 and fragment in done.stderr.decode()
     assert len(done.stderr.decode().splitlines()) == 1
@@ -289,11 +295,7 @@ def test_lldb_malformed_shapes_are_refused_in_one_line(build, tmp_path, kind, fi
 ])
 def test_lies_that_leave_the_rest_readable_are_warned_about(build, tmp_path, kind, field, value,
                                                             fragment):
-    def lie(data):
-        target = _first_of_type(data, value) if isinstance(value, str) else value
-        set_section(data, _first_of_type(data, kind), field, target)
-
-    path = patched(build(scenarios.fault()).path, tmp_path / "lie.nvcudmp", lie)
+    path = _lying(build, tmp_path, kind, field, value)
     report = crashlab.inspect(path, sass=False)
     assert any(fragment in w for w in report.warnings), report.warnings
     assert report.faults
