@@ -13,7 +13,8 @@ SHDR = {
 #: Row fields the attribution tests rewrite, by table (offsets from cudacoredump.h, as listed in
 #: shared/reference/cuda-coredump.md section 1.5), for rows the builder cannot write wrong.
 ROW_FIELDS = {
-    "lane": {"virtualPC": (0, "Q"), "ln": (16, "I"), "threadIdxX": (20, "I"), "exception": (32, "I")},
+    "lane": {"virtualPC": (0, "Q"), "ln": (16, "I"), "threadIdxX": (20, "I"),
+             "exception": (32, "I")},
     "warp": {"errorPC": (0, "Q"), "warpId": (8, "I"), "validLanesMask": (12, "I"),
              "activeLanesMask": (16, "I"), "errorPCValid": (24, "I")},
     "sm": {"smId": (0, "I"), "exception": (8, "I")},

@@ -253,7 +253,8 @@ def test_registers_past_the_end_are_skipped(build, tmp_path):
         lanes = built.sections[VICTIM_LANES]
         regs = next(i for i in range(section_count(data))
                     if read_section(data, i, "type") == SHT["DEV_REGS"]
-                    and read_section(data, i, "link") == lanes and read_section(data, i, "info") == 0)
+                    and read_section(data, i, "link") == lanes
+                    and read_section(data, i, "info") == 0)
         set_section(data, regs, "offset", len(data) - 8)
 
     report = crashlab.inspect(patched(built.path, tmp_path / "regs.nvcudmp", cut), sass=False)

@@ -195,8 +195,9 @@ def _scan_sm(core, device, sm, grids, residency, warnings, candidates):
     """Every faulting lane on one SM, and every warp with an errorPC but no lane marked.
 
     Warps on the SM are collected in ``candidates`` (blame for an SM-level exception is not
-    theirs to take). A warp with a valid errorPC and no lane marked stands for its exception only
-    where the SM row records none (drivers before r555): it is then the only evidence left.
+    theirs to take). A warp with a valid errorPC and no lane marked, on an SM whose row records
+    no exception (before r555 it cannot), stands for an unknown exception: it is then the only
+    evidence left.
     """
     first_warp: dict[int, Warp] = {}
     for cta in core.ctas(sm):
@@ -253,7 +254,8 @@ def _unseen_warp(device, sm, warp, kept: Warp, warnings) -> str | None:
         warnings.append(f"{where}: two warp rows with warpId {warp.warp_id} ({first} and "
                         f"section {warp.section} row {warp.row}); cuda-gdb keys warps by SM and "
                         f"warpId and reads only {first}")
-        return f"a second warp row with warpId {warp.warp_id} on this SM: cuda-gdb reads only {first}"
+        return (f"a second warp row with warpId {warp.warp_id} on this SM: cuda-gdb reads only "
+                f"{first}")
     return None
 
 

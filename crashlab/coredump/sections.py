@@ -141,7 +141,8 @@ class SectionIndex:
             if 1 not in flags:
                 continue
             if links is None:
-                links, infos = array("I", columns.link.tobytes()), array("I", columns.info.tobytes())
+                links = array("I", columns.link.tobytes())
+                infos = array("I", columns.info.tobytes())
             targets = set(compress(links, flags))
             wrong = targets.difference(self.of_type(parent_type))
             if not wrong and max(compress(infos, flags)) < self._fewest_rows(targets):

@@ -39,7 +39,9 @@ def kernel_name(name: str, grid_id: int | None) -> str:
     """A kernel as a phrase: a grid row whose function string is empty is not printed as ''."""
     if name:
         return name
-    return f"an unnamed kernel (grid {grid_id})" if grid_id is not None else "an unidentified kernel"
+    if grid_id is None:
+        return "an unidentified kernel"
+    return f"an unnamed kernel (grid {grid_id})"
 
 
 def kernel_line(fault: Fault) -> str:
@@ -52,7 +54,8 @@ def kernel_line(fault: Fault) -> str:
 
 
 def function_line(fault: Fault) -> str:
-    name = fault.function or (kernel_name(fault.kernel.name, fault.grid_id) if fault.kernel else "?")
+    kernel = kernel_name(fault.kernel.name, fault.grid_id) if fault.kernel else "?"
+    name = fault.function or kernel
     offset = f" +{fault.function_offset:#x}" if fault.function_offset is not None else ""
     return f"{name}{offset}"
 
