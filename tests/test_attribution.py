@@ -262,6 +262,31 @@ def test_registers_past_the_end_are_skipped(build, tmp_path):
     assert any("DEV_REGS section(s) run past the end" in w for w in report.warnings)
 
 
+def test_a_cubin_past_the_end_costs_the_sass_only(build, tmp_path):
+    """The relocated cubin cut off: SASS goes, with a reason; kernel, block and thread stay."""
+    scenario = scenarios.fault()
+    built = build(scenario)
+    cubin = built.sections[f"relfimg {0x5550_0000:#x}"]
+    path = patched(built.path, tmp_path / "cubin.nvcudmp",
+                   lambda d: set_section(d, cubin, "size", 1 << 40))
+    report = crashlab.inspect(path)
+    fault = report.faults[0]
+    assert fault.kernel.mangled == scenario.planted.kernel
+    assert fault.block_idx == scenario.planted.block_idx
+    assert not fault.sass.instructions and fault.sass.unavailable_reason
+    assert any("RELF_IMG section(s) run past the end" in w for w in report.warnings)
+
+
+def test_a_hang_dump_with_memory_past_the_end_exits_1(build, tmp_path):
+    scenario = scenarios.hang()
+    scenario.spec.global_memory = [(0x7F00_0000_0000, 4096)]
+    path = patched(build(scenario).path, tmp_path / "hang.nvcudmp",
+                   lambda d: set_section(d, _first_of_type(d, "GLOBAL_MEM"), "offset", 1 << 40))
+    done = run_cli("inspect", path)
+    assert done.returncode == 1, done.stderr
+    assert b"run past the end of the file" in done.stdout
+
+
 def _lying(build, tmp_path, kind: str, field: str, value):
     """The fault scenario with one header field of the first ``kind`` section rewritten;
     ``value`` is a number or the type whose first section it should name."""
