@@ -160,28 +160,45 @@ def _repeated_warp_id(spec):
     warps[0].warp_id = warps[1].warp_id
 
 
-@pytest.mark.parametrize("change", [None, _num_sms_3, _repeated_warp_id])
-def test_cuda_gdb_misses_exactly_the_faults_crashlab_says_it_would(build, real_cuda_gdb, change):
+def _repeated_sm_id(spec):
+    """A bystander SM row comes first under the victim's smId: cuda-gdb still reads the victim's
+    warps (keyed by smId and warpId, which differ), so it still sees the fault."""
+    spec.devices[0].sms[0].sm_id = spec.devices[0].sms[1].sm_id
+
+
+def _repeated_sm_and_warp_ids(spec):
+    _repeated_sm_id(spec)
+    bystander, victim = (sm.ctas[0].warps[1] for sm in spec.devices[0].sms[:2])
+    bystander.warp_id = victim.warp_id
+
+
+@pytest.mark.parametrize("change,hidden", [
+    (None, False), (_num_sms_3, True), (_repeated_warp_id, True), (_repeated_sm_id, False),
+    (_repeated_sm_and_warp_ids, True),
+])
+def test_cuda_gdb_misses_exactly_the_faults_crashlab_says_it_would(build, real_cuda_gdb, change,
+                                                                   hidden):
     """The judge: where crashlab notes that cuda-gdb would not show the fault (its SM row has
-    smId >= numSMs; a bystander's row comes first under the same warpId), real cuda-gdb finds
-    no exception; where it notes nothing, cuda-gdb stops at that very fault."""
+    smId >= numSMs; a bystander's warp row comes first under the same smId and warpId), real
+    cuda-gdb finds no exception; where it notes nothing, cuda-gdb stops at that very fault."""
     scenario = scenarios.fault()
     if change:
         change(scenario.spec)
     path = build(scenario).path
     fault = crashlab.inspect(path, sass=False).faults[0]
-    hidden = any("cuda-gdb would not show this fault" in n for n in fault.notes)
+    assert any("cuda-gdb would not show this fault" in n for n in fault.notes) == hidden
     out = _cuda_gdb_load(real_cuda_gdb, path)
-    assert hidden == (change is not None)
     assert ("CUDA Exception: Warp Illegal Address" in out) == (not hidden), out
 
 
 def test_two_sm_rows_with_one_sm_id(build):
     scenario = scenarios.fault()
     scenario.spec.devices[0].sms[2].sm_id = 17
-    report = crashlab.inspect(build(scenario).path, sass=False)
-    assert any("rows 1 and 2 both have smId 17" in w and "reads only row 1" in w
-               for w in report.warnings)
+    built = build(scenario)
+    report = crashlab.inspect(built.path, sass=False)
+    table = built.sections["smtbl dev0"]
+    assert any(f"section {table} row 1 and section {table} row 2 both have smId 17" in w
+               and f"errorPC from section {table} row 1 only" in w for w in report.warnings)
 
 
 # -- order and SM-level exceptions --------------------------------------------------------------

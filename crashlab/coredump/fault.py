@@ -142,17 +142,20 @@ def locate(core: CoreDump) -> Location:
         for grid in grids.values():
             residency[(device.row, grid.grid_id)] = Residency(grid)
         sms = core.sms(device)
-        unseen_sms = _check_sms(device, sms, warnings)
+        never, shadowed = _check_sms(device, sms, warnings)
+        warps_by_sm: dict[int, dict[int, Warp]] = {}
         for sm in sms:
             seen_sm_code = False
             candidates: list[Candidate] = []
-            for site in _scan_sm(core, device, sm, grids, residency, warnings, candidates):
-                site.unseen_by_cuda_gdb = site.unseen_by_cuda_gdb or unseen_sms.get(sm.row)
+            first_warp = warps_by_sm.setdefault(sm.sm_id, {})
+            for site in _scan_sm(core, device, sm, grids, residency, warnings, candidates,
+                                 first_warp):
+                site.unseen_by_cuda_gdb = site.unseen_by_cuda_gdb or never.get(sm.row)
                 seen_sm_code |= site.exception.code == sm.exception
                 _add(groups, site)
             if sm.exception and not seen_sm_code:
                 site = _sm_level_site(device, sm, grids, candidates)
-                site.unseen_by_cuda_gdb = unseen_sms.get(sm.row)
+                site.unseen_by_cuda_gdb = never.get(sm.row) or shadowed.get(sm.row)
                 _add(groups, site)
     faults = sorted((group.fault() for group in groups.values()), key=_relevance)
     for fault in faults[:DETAILED_GROUPS]:
@@ -161,45 +164,49 @@ def locate(core: CoreDump) -> Location:
     return Location(faults[:MAX_FAULT_GROUPS], list(residency.values()), omitted, warnings)
 
 
-def _check_sms(device: Device, sms: list[SM], warnings: list[str]) -> dict[int, str]:
-    """Warn about SM rows that disagree with the device row; return, by row, why cuda-gdb would
-    not read the ones it skips. libcudacore looks SMs up by key smId for smId < numSMs, so a row
-    beyond numSMs is never examined and of two rows with one smId only the first is read."""
-    unseen: dict[int, str] = {}
+def _check_sms(device: Device, sms: list[SM],
+               warnings: list[str]) -> tuple[dict[int, str], dict[int, str]]:
+    """Warn about SM rows that disagree with the device row. Returns, by row, why cuda-gdb would
+    read nothing of it (smId >= numSMs: libcudacore looks SMs up by smId for smId < numSMs) and
+    why it would not read its SM-level fields (a second row with one smId: the first row's
+    exception and errorPC stand for that SM, while the warps of both rows, keyed by smId and
+    warpId, are read as one SM's)."""
+    never: dict[int, str] = {}
+    shadowed: dict[int, str] = {}
     if not sms:
-        return unseen
-    section = sms[0].section
-    where = f"device {device.dev_id} SM table (section {section})"
+        return never, shadowed
+    where = f"device {device.dev_id} SM table (section {sms[0].section})"
     if len(sms) > device.num_sms:
         warnings.append(f"{where} has {len(sms)} rows but the device row says numSMs = "
                         f"{device.num_sms}")
     first: dict[int, SM] = {}
     for sm in sms:
         if sm.sm_id >= device.num_sms:
-            unseen[sm.row] = (f"smId {sm.sm_id} >= numSMs {device.num_sms}: cuda-gdb never "
-                              "examines this SM")
+            never[sm.row] = (f"smId {sm.sm_id} >= numSMs {device.num_sms}: cuda-gdb never "
+                             "examines this SM")
             warnings.append(f"{where} row {sm.row} has smId {sm.sm_id}, but the device has "
                             f"{device.num_sms} SMs (numSMs); cuda-gdb never examines that row")
         elif sm.sm_id in first:
-            kept = first[sm.sm_id]
-            unseen[sm.row] = (f"a second SM row with smId {sm.sm_id}: cuda-gdb reads only "
-                              f"the first (section {kept.section} row {kept.row})")
-            warnings.append(f"{where} rows {kept.row} and {sm.row} both have smId {sm.sm_id}; "
-                            f"cuda-gdb keys SMs by smId and reads only row {kept.row}")
+            kept = f"section {first[sm.sm_id].section} row {first[sm.sm_id].row}"
+            shadowed[sm.row] = (f"a second SM row with smId {sm.sm_id}: cuda-gdb reads the SM's "
+                                f"exception from the first ({kept})")
+            warnings.append(f"device {device.dev_id}: SM rows {kept} and section {sm.section} "
+                            f"row {sm.row} both have smId {sm.sm_id}; cuda-gdb keys SMs by smId: "
+                            f"it takes the SM's exception and errorPC from {kept} only and reads "
+                            "the warps of both rows as one SM's")
         else:
             first[sm.sm_id] = sm
-    return unseen
+    return never, shadowed
 
 
-def _scan_sm(core, device, sm, grids, residency, warnings, candidates):
+def _scan_sm(core, device, sm, grids, residency, warnings, candidates, first_warp):
     """Every faulting lane on one SM, and every warp with an errorPC but no lane marked.
 
     Warps on the SM are collected in ``candidates`` (blame for an SM-level exception is not
     theirs to take). A warp with a valid errorPC and no lane marked, on an SM whose row records
     no exception (before r555 it cannot), stands for an unknown exception: it is then the only
-    evidence left.
+    evidence left. ``first_warp`` holds, by warpId, the first warp row seen under this smId.
     """
-    first_warp: dict[int, Warp] = {}
     for cta in core.ctas(sm):
         grid = grids.get(cta.grid_id)
         if grid is None:
