@@ -12,8 +12,8 @@ Attribution follows NVIDIA's reader (shared/reference/cuda-coredump.md section 8
 lanes are known by their smId, warpId and laneId, never by their row; a lane with its own
 exception comes before an SM-level one (dev, SM, warp, lane in id order, as cuda-gdb iterates);
 an SM-level exception belongs to no warp and no block, so the warps still on that SM are listed
-as candidates only. Rows cuda-gdb would not read (smId >= numSMs, a repeated id) are still
-triaged, with a warning and a note saying what cuda-gdb makes of them.
+as candidates only. Rows cuda-gdb would not read (smId >= numSMs) or may read in another's place
+(a repeated id) are still triaged, with a warning and a note saying what cuda-gdb makes of them.
 """
 
 from __future__ import annotations
@@ -37,6 +37,10 @@ DETAILED_GROUPS = 8
 PC_FROM_SM = "SM errorPC"
 PC_FROM_WARP = "warp errorPC"
 PC_FROM_LANE = "lane PC (errorPC not valid)"
+#: What cuda-gdb does with two rows of one id (libcudacore's uthash map), as seen with 12.4.
+ONE_OF_TWINS = ("cuda-gdb keys rows by id in a hash map that keeps both and returns one of them, "
+                "which one depending on how the map grew after both were added (cuda-gdb 12.4 "
+                "was seen to show the first row on one dump and the second on another)")
 
 
 @dataclass(slots=True)
@@ -55,6 +59,8 @@ class Site:
     lane_marked: bool
     #: why cuda-gdb would never read this site's row, if it would not
     unseen_by_cuda_gdb: str | None = None
+    #: why cuda-gdb may show another row in this one's place (a repeated id), if it may
+    twin_in_cuda_gdb: str | None = None
     #: for an SM-level exception: the warps still resident on that SM, none of them blamed
     candidates: list["Candidate"] = field(default_factory=list)
 
@@ -142,7 +148,7 @@ def locate(core: CoreDump) -> Location:
         for grid in grids.values():
             residency[(device.row, grid.grid_id)] = Residency(grid)
         sms = core.sms(device)
-        never, shadowed = _check_sms(device, sms, warnings)
+        never, twins = _check_sms(device, sms, warnings)
         warps_by_sm: dict[int, dict[int, Warp]] = {}
         for sm in sms:
             seen_sm_code = False
@@ -155,7 +161,8 @@ def locate(core: CoreDump) -> Location:
                 _add(groups, site)
             if sm.exception and not seen_sm_code:
                 site = _sm_level_site(device, sm, grids, candidates)
-                site.unseen_by_cuda_gdb = never.get(sm.row) or shadowed.get(sm.row)
+                site.unseen_by_cuda_gdb = never.get(sm.row)
+                site.twin_in_cuda_gdb = twins.get(sm.row)
                 _add(groups, site)
     faults = sorted((group.fault() for group in groups.values()), key=_relevance)
     for fault in faults[:DETAILED_GROUPS]:
@@ -168,13 +175,13 @@ def _check_sms(device: Device, sms: list[SM],
                warnings: list[str]) -> tuple[dict[int, str], dict[int, str]]:
     """Warn about SM rows that disagree with the device row. Returns, by row, why cuda-gdb would
     read nothing of it (smId >= numSMs: libcudacore looks SMs up by smId for smId < numSMs) and
-    why it would not read its SM-level fields (a second row with one smId: the first row's
-    exception and errorPC stand for that SM, while the warps of both rows, keyed by smId and
-    warpId, are read as one SM's)."""
+    why it may take another row's SM-level fields for it (rows that share an smId: the warps of
+    all of them, keyed by smId and warpId, are read as one SM's, but the SM's exception and
+    errorPC come from one row only)."""
     never: dict[int, str] = {}
-    shadowed: dict[int, str] = {}
+    twins: dict[int, str] = {}
     if not sms:
-        return never, shadowed
+        return never, twins
     where = f"device {device.dev_id} SM table (section {sms[0].section})"
     if len(sms) > device.num_sms:
         warnings.append(f"{where} has {len(sms)} rows but the device row says numSMs = "
@@ -187,16 +194,17 @@ def _check_sms(device: Device, sms: list[SM],
             warnings.append(f"{where} row {sm.row} has smId {sm.sm_id}, but the device has "
                             f"{device.num_sms} SMs (numSMs); cuda-gdb never examines that row")
         elif sm.sm_id in first:
-            kept = f"section {first[sm.sm_id].section} row {first[sm.sm_id].row}"
-            shadowed[sm.row] = (f"a second SM row with smId {sm.sm_id}: cuda-gdb reads the SM's "
-                                f"exception from the first ({kept})")
-            warnings.append(f"device {device.dev_id}: SM rows {kept} and section {sm.section} "
-                            f"row {sm.row} both have smId {sm.sm_id}; cuda-gdb keys SMs by smId: "
-                            f"it takes the SM's exception and errorPC from {kept} only and reads "
-                            "the warps of both rows as one SM's")
+            kept = first[sm.sm_id]
+            twins[sm.row] = twins[kept.row] = (
+                f"two SM rows with smId {sm.sm_id}: cuda-gdb takes the SM's exception and "
+                "errorPC from one of them")
+            warnings.append(f"device {device.dev_id}: SM rows section {kept.section} row "
+                            f"{kept.row} and section {sm.section} row {sm.row} both have smId "
+                            f"{sm.sm_id}; cuda-gdb reads the warps of both as one SM's and the "
+                            f"SM's exception and errorPC from one row only: {ONE_OF_TWINS}")
         else:
             first[sm.sm_id] = sm
-    return never, shadowed
+    return never, twins
 
 
 def _scan_sm(core, device, sm, grids, residency, warnings, candidates, first_warp):
@@ -220,16 +228,18 @@ def _scan_sm(core, device, sm, grids, residency, warnings, candidates, first_war
             stats.blocks += 1
         for warp in core.warps(cta):
             kept = first_warp.setdefault(warp.warp_id, warp)
-            unseen = None
-            if kept is not warp or warp.warp_id >= device.num_warps_per_sm:
-                unseen = _unseen_warp(device, sm, warp, kept, warnings)
+            unseen = twin = None
+            if warp.warp_id >= device.num_warps_per_sm:
+                unseen = _unseen_warp(device, sm, warp, warnings)
+            elif kept is not warp:
+                twin = _twin_warp(device, sm, warp, kept, warnings)
             if sm.exception:
                 candidates.append(Candidate(sm, grid, cta, warp))
             scan = core.scan_lanes(warp)
-            shadowed = set()
+            twin_lanes = set()
             if scan.zero_rows or scan.duplicates:
                 _warn_lanes(device, sm, warp, scan, warnings)
-                shadowed = {row for rows in scan.duplicates.values() for row in rows[1:]}
+                twin_lanes = {row for rows in scan.duplicates.values() for row in rows}
             head = scan.head
             if grid is not None:
                 stats.warps += 1
@@ -238,32 +248,32 @@ def _scan_sm(core, device, sm, grids, residency, warnings, candidates, first_war
             for lane in scan.faulting:
                 pc, source = (error_pc, PC_FROM_WARP) if error_pc is not None else (
                     lane.virtual_pc, PC_FROM_LANE)
-                yield Site(exceptions.describe(lane.exception), device, sm, cta, warp, lane,
-                           grid, pc, source, True,
-                           unseen or _lane_unseen(device, warp, lane, shadowed))
+                site = Site(exceptions.describe(lane.exception), device, sm, cta, warp, lane,
+                            grid, pc, source, True, unseen or _invalid_lane(device, warp, lane),
+                            twin)
+                if (lane.section, lane.row) in twin_lanes:
+                    site.twin_in_cuda_gdb = (f"two lane rows with laneId {lane.ln}: cuda-gdb "
+                                             "shows one of them")
+                yield site
             if not scan.faulting and error_pc is not None and not sm.exception:
                 yield Site(exceptions.describe(exceptions.UNKNOWN), device, sm, cta, warp, head,
-                           grid, error_pc, PC_FROM_WARP, False, unseen)
+                           grid, error_pc, PC_FROM_WARP, False, unseen, twin)
 
 
-def _unseen_warp(device, sm, warp, kept: Warp, warnings) -> str | None:
-    """Why cuda-gdb would not read this warp row, warning once; None when it would.
-    libcudacore keys warps by (smId, warpId) for warpId < numWarpsPerSM; ``kept`` is the first
-    row with this warpId on the SM, the one its map gives back."""
-    where = f"device {device.dev_id} SM {sm.sm_id}"
-    if warp.warp_id >= device.num_warps_per_sm:
-        warnings.append(f"{where}: warp table (section {warp.section}) row {warp.row} has warpId "
-                        f"{warp.warp_id} >= numWarpsPerSM {device.num_warps_per_sm}; cuda-gdb "
-                        "never examines it")
-        return f"warpId {warp.warp_id} >= numWarpsPerSM: cuda-gdb never examines this warp"
-    if kept is not warp:
-        first = f"section {kept.section} row {kept.row}"
-        warnings.append(f"{where}: two warp rows with warpId {warp.warp_id} ({first} and "
-                        f"section {warp.section} row {warp.row}); cuda-gdb keys warps by SM and "
-                        f"warpId and reads only {first}")
-        return (f"a second warp row with warpId {warp.warp_id} on this SM: cuda-gdb reads only "
-                f"{first}")
-    return None
+def _unseen_warp(device, sm, warp, warnings) -> str:
+    """libcudacore reads warps by warpId for warpId < numWarpsPerSM only."""
+    warnings.append(f"device {device.dev_id} SM {sm.sm_id}: warp table (section {warp.section}) "
+                    f"row {warp.row} has warpId {warp.warp_id} >= numWarpsPerSM "
+                    f"{device.num_warps_per_sm}; cuda-gdb never examines it")
+    return f"warpId {warp.warp_id} >= numWarpsPerSM: cuda-gdb never examines this warp"
+
+
+def _twin_warp(device, sm, warp, kept: Warp, warnings) -> str:
+    """libcudacore keys warps by (smId, warpId): of two rows with one key it shows one."""
+    warnings.append(f"device {device.dev_id} SM {sm.sm_id}: two warp rows with warpId "
+                    f"{warp.warp_id} (section {kept.section} row {kept.row} and section "
+                    f"{warp.section} row {warp.row}); {ONE_OF_TWINS}")
+    return f"two warp rows with warpId {warp.warp_id} on SM {sm.sm_id}: cuda-gdb shows one of them"
 
 
 def _warn_lanes(device, sm, warp, scan: LaneScan, warnings) -> None:
@@ -276,14 +286,11 @@ def _warn_lanes(device, sm, warp, scan: LaneScan, warnings) -> None:
                         "take the first of them for lane 0 if no real lane 0 row came before)")
     for ln, rows in scan.duplicates.items():
         listed = " and ".join(f"section {s} row {r}" for s, r in rows)
-        warnings.append(f"{where}: {len(rows)} lane rows with laneId {ln} ({listed}); cuda-gdb "
-                        f"keys lanes by laneId and shows only section {rows[0][0]} row "
-                        f"{rows[0][1]} (and refuses the dump if a valid lane then has no row)")
+        warnings.append(f"{where}: {len(rows)} lane rows with laneId {ln} ({listed}); "
+                        f"{ONE_OF_TWINS}; it refuses the dump if a valid lane then has no row")
 
 
-def _lane_unseen(device, warp, lane, shadowed) -> str | None:
-    if (lane.section, lane.row) in shadowed:
-        return f"a second row with laneId {lane.ln}: cuda-gdb shows only the first"
+def _invalid_lane(device, warp, lane) -> str | None:
     if lane.ln >= device.num_lanes_per_warp or not warp.valid_lanes_mask >> (lane.ln & 31) & 1:
         return f"laneId {lane.ln} is not a valid lane of its warp: cuda-gdb never reads it"
     return None
@@ -385,6 +392,9 @@ def _notes(fault: Fault) -> list[str]:
                      + ", ".join(str(sm) for sm in fault.sms))
     if head.unseen_by_cuda_gdb:
         notes.append(f"cuda-gdb would not show this fault: {head.unseen_by_cuda_gdb}")
+    if head.twin_in_cuda_gdb:
+        notes.append(f"cuda-gdb may show another row in this one's place: "
+                     f"{head.twin_in_cuda_gdb}")
     if head.pc_source == PC_FROM_LANE:
         notes.append("the warp's errorPC is not valid; the lane's current PC is shown")
     if head.warp is not None and not head.lane_marked:
@@ -405,7 +415,8 @@ def _range(points: set[Dim3]) -> Range | None:
 
 def _precedence(site: Site) -> tuple:
     """cuda-gdb's choice among sites: a lane with its own exception before an SM-level one,
-    rows it reads before rows it never reads, then device, SM, warp and lane by id."""
+    rows it reads before rows it never reads, then device, SM, warp and lane by id (of rows
+    that share an id, the first found, as cuda-gdb's choice among them cannot be told)."""
     return (not site.lane_marked, site.unseen_by_cuda_gdb is not None, site.coordinate)
 
 
