@@ -282,8 +282,8 @@ def _warn_lanes(device, sm, warp, scan: LaneScan, warnings) -> None:
         section = scan.zero_rows[0][0]
         rows = ", ".join(str(row) for _, row in scan.zero_rows)
         warnings.append(f"{where}: lane table (section {section}) rows {rows} are all zero: "
-                        "padding, not lanes; skipped (cuda-gdb, which keys lanes by laneId, would "
-                        "take the first of them for lane 0 if no real lane 0 row came before)")
+                        "padding, not lanes; skipped (cuda-gdb, which keys lanes by laneId, reads "
+                        "such a row as lane 0, in place of or beside a real lane 0 row)")
     for ln, rows in scan.duplicates.items():
         listed = " and ".join(f"section {s} row {r}" for s, r in rows)
         warnings.append(f"{where}: {len(rows)} lane rows with laneId {ln} ({listed}); "
