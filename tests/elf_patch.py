@@ -10,6 +10,15 @@ SHDR = {
     "name": (0, "I"), "type": (4, "I"), "flags": (8, "Q"), "addr": (16, "Q"), "offset": (24, "Q"),
     "size": (32, "Q"), "link": (40, "I"), "info": (44, "I"), "align": (48, "Q"), "entsize": (56, "Q"),
 }
+#: Row fields the attribution tests rewrite, by table (offsets from cudacoredump.h, as listed in
+#: shared/reference/cuda-coredump.md section 1.5), for rows the builder cannot write wrong.
+ROW_FIELDS = {
+    "lane": {"virtualPC": (0, "Q"), "ln": (16, "I"), "threadIdxX": (20, "I"),
+             "exception": (32, "I")},
+    "warp": {"errorPC": (0, "Q"), "warpId": (8, "I"), "validLanesMask": (12, "I"),
+             "activeLanesMask": (16, "I"), "errorPCValid": (24, "I")},
+    "sm": {"smId": (0, "I"), "exception": (8, "I")},
+}
 EHDR = {"shoff": (0x28, "Q"), "shentsize": (0x3A, "H"), "shnum": (0x3C, "H"), "shstrndx": (0x3E, "H")}
 
 
@@ -31,6 +40,21 @@ def set_section(data: bytearray, index: int, field: str, value: int) -> None:
 def set_header(data: bytearray, field: str, value: int) -> None:
     at, code = EHDR[field]
     struct.pack_into("<" + code, data, at, value)
+
+
+def set_row(data: bytearray, index: int, row: int, table: str, **values: int) -> None:
+    """Rewrite fields of row ``row`` of table section ``index`` in place."""
+    start = read_section(data, index, "offset") + row * read_section(data, index, "entsize")
+    for name, value in values.items():
+        at, code = ROW_FIELDS[table][name]
+        struct.pack_into("<" + code, data, start + at, value)
+
+
+def zero_row(data: bytearray, index: int, row: int) -> None:
+    """Overwrite row ``row`` of table section ``index`` with zero bytes."""
+    entsize = read_section(data, index, "entsize")
+    start = read_section(data, index, "offset") + row * entsize
+    data[start : start + entsize] = bytes(entsize)
 
 
 def section_count(data: bytes | bytearray) -> int:

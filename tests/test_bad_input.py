@@ -132,6 +132,10 @@ def test_truncation_at_every_structure_boundary(tmp_path, good):
         cut.write_bytes(data[:point])
         with pytest.raises(BadInput):
             crashlab.inspect(cut, sass=False)
+    for point in boundaries[:: len(boundaries) // 5]:
+        cut.write_bytes(data[:point])
+        done = run_cli("inspect", cut)
+        assert done.returncode == 2 and len(done.stderr.decode().splitlines()) == 1, done.stderr
 
 
 def _first_of_type(data, kind):

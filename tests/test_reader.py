@@ -176,15 +176,20 @@ def test_error_pc_invalid_uses_lane_pc(build):
     assert any("errorPC is not valid" in note for note in fault.notes)
 
 
-def test_warp_scoped_exception_without_marked_lanes(build):
-    """A valid errorPC and no lane marked: the SM's code and the first active lane stand in."""
+def test_sm_level_exception_blames_no_warp_and_lists_candidates(build):
+    """The SM reports an exception and no lane claims it: as in cuda-gdb, no warp, block or
+    thread is chosen; the warps on that SM, the one with the errorPC among them, are candidates."""
     scenario = scenarios.fault(marked_lanes=())
     report = crashlab.inspect(build(scenario).path)
     fault = report.faults[0]
     assert fault.exception.code == scenarios.WARP_ILLEGAL_ADDRESS
-    assert fault.faulting_lanes == 0 and fault.faulting_warps == 1
-    assert fault.lane == 0 and fault.thread_idx == scenario.planted.thread_idx
-    assert any("no lane marked" in note for note in fault.notes)
+    assert fault.faulting_lanes == 0 and fault.faulting_warps == 0
+    assert (fault.warp, fault.lane, fault.block_idx, fault.thread_idx) == (None, None, None, None)
+    assert fault.sm == scenario.planted.sm and fault.pc_source == "SM errorPC"
+    assert {c.warp for c in fault.candidates} == {scenario.planted.warp - 1, scenario.planted.warp}
+    flagged = [c for c in fault.candidates if c.error_pc]
+    assert [c.warp for c in flagged] == [scenario.planted.warp]
+    assert any("candidates only" in note for note in fault.notes)
 
 
 def test_warp_scoped_exception_on_old_driver_is_unknown_not_hidden(build):
@@ -274,15 +279,16 @@ def test_no_exception_reports_where_warps_stand(build):
     assert wait.warps_at[0].pc == hex(scenario.notes["wait_pc"]) and wait.warps_at[0].warps == 1
 
 
-def test_faults_ordered_most_relevant_first(build):
-    """Device 1's SM reported its exception; device 0 only has a lane marked: device 1 first."""
+def test_faults_ordered_as_cuda_gdb_meets_them(build):
+    """Both devices have lanes with their own exception: cuda-gdb iterates device 0 first, so
+    device 0's fault comes first even though only device 1's SM reported its exception."""
     scenario = scenarios.fault(device_count=2, faulting_device=1)
     quiet = scenario.spec.devices[0].sms[2].ctas[0].warps[0]
     quiet.lanes[5].exception = scenarios.WARP_MISALIGNED_ADDRESS
     report = crashlab.inspect(build(scenario).path)
-    assert [f.device for f in report.faults] == [1, 0]
-    assert report.faults[0].reported_by_sm and not report.faults[1].reported_by_sm
-    assert report.faults[1].exception.code == scenarios.WARP_MISALIGNED_ADDRESS
+    assert [f.device for f in report.faults] == [0, 1]
+    assert report.faults[1].reported_by_sm and not report.faults[0].reported_by_sm
+    assert report.faults[0].exception.code == scenarios.WARP_MISALIGNED_ADDRESS
     assert "+1 more fault group" in report.summary
 
 

@@ -83,6 +83,11 @@ PARENT_TYPE: dict[SectionType, SectionType] = {
     SectionType.BT: SectionType.LN_TABLE,
 }
 
+#: Types no other section links to (memory, registers, backtraces, cubins, constant banks): one
+#: of them can be damaged or missing and the rest of the dump still be read.
+LEAF_SECTION_TYPES = frozenset(PARENT_TYPE) - frozenset(PARENT_TYPE.values()) | {
+    SectionType.MANAGED_MEM, SectionType.GLOBAL_MEM}
+
 #: Sections holding user memory: listed, never read unless a caller asks for the bytes.
 MEMORY_TYPES = frozenset(
     {

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import os
 import struct
-from functools import cached_property
+from array import array
+from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
 
 from ..errors import CoreFormatError
 from .constants import MEMORY_TYPES, SectionType
@@ -38,6 +40,53 @@ MAX_REGISTERS = 1024
 #: Kernel parameters are at most 32 KiB since CUDA 12.1.
 MAX_PARAM_BYTES = 32 * 1024
 _LANE_EXCEPTION_OFFSET = TABLE_LAYOUTS[SectionType.LN_TABLE].by_name["exception"].offset
+_LANE_ID_OFFSET = TABLE_LAYOUTS[SectionType.LN_TABLE].by_name["ln"].offset
+
+
+@dataclass(slots=True)
+class LaneScan:
+    """What one warp's lane rows say: its faulting lanes, the lane that stands for it, and the
+    rows that disagree with their neighbours, as (section, row)."""
+
+    faulting: list[Lane] = field(default_factory=list)
+    head: Lane | None = None
+    duplicates: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
+    zero_rows: list[tuple[int, int]] = field(default_factory=list)
+
+
+def _lane_columns(reader, data: bytes, entsize: int, count: int):
+    """(laneId, exception) columns of a lane table: strided views over the bytes where the row
+    size allows (nothing decoded), else decoded into arrays."""
+    if entsize % 4 == 0 and count:
+        words = memoryview(data).cast("I")
+        step = entsize // 4
+        return words[_LANE_ID_OFFSET // 4 :: step], words[_LANE_EXCEPTION_OFFSET // 4 :: step]
+    rows = [reader.decode(data, n * entsize) for n in range(count)]
+    return array("I", [r["ln"] for r in rows]), array("I", [r["exception"] for r in rows])
+
+
+@lru_cache(maxsize=64)
+def _in_order(count: int) -> bytes:
+    """The laneId column of a table whose row n holds lane n, as bytes."""
+    return array("I", range(count)).tobytes()
+
+
+def _zero_rows(ids: list[int], data: bytes, entsize: int) -> list[int]:
+    """Rows whose bytes are all zero: padding, not lanes. Such a row claims lane 0, so only
+    rows with laneId 0 are looked at (usually one)."""
+    rows = [ids.index(0)] if ids.count(0) == 1 else [r for r, ln in enumerate(ids) if ln == 0]
+    return [r for r in rows if data.count(0, r * entsize, (r + 1) * entsize) == entsize]
+
+
+def _note_duplicates(scan: LaneScan, section: int, ids: list[int], zero: list[int]) -> None:
+    seen: dict[int, int] = {}
+    for row, ln in enumerate(ids):
+        if row in zero:
+            continue
+        if ln in seen:
+            scan.duplicates.setdefault(ln, [(section, seen[ln])]).append((section, row))
+        else:
+            seen[ln] = row
 
 
 class CoreDump:
@@ -45,12 +94,12 @@ class CoreDump:
 
     def __init__(self, path: str | os.PathLike):
         self.image = ElfImage(path)
+        self.warnings: list[str] = list(self.image.warnings)
         try:
-            self.index = SectionIndex(self.image)
+            self.index = SectionIndex(self.image, self.warnings)
         except BaseException:
             self.image.close()
             raise
-        self.warnings: list[str] = list(self.image.warnings)
 
     @property
     def path(self) -> str:
@@ -147,34 +196,52 @@ class CoreDump:
     def lanes(self, warp: Warp) -> list[Lane]:
         return self._records(Lane, SectionType.LN_TABLE, warp, warp=warp)
 
-    def scan_lanes(self, warp: Warp) -> tuple[list[Lane], Lane | None]:
-        """(lanes of ``warp`` with an exception, its first active lane) from one read.
+    def scan_lanes(self, warp: Warp) -> LaneScan:
+        """The lanes of ``warp`` a triage needs, from one read of its lane table(s).
 
         A hang dump has tens of thousands of warps and needs only where each one stands, so the
-        exception column is tested in bulk and, when it is all zero, only rows up to the first
-        active lane (rows are written by lane id, so usually row 0) are decoded.
+        laneId and exception columns are read in bulk and only the rows with an exception and the
+        first active lane are decoded. Lanes are known by their laneId, never by their row: the
+        head is the active lane with the lowest laneId, a second row with a laneId already seen is
+        listed in ``duplicates``, and an all-zero row (padding, not a lane) in ``zero_rows``.
         """
         layout = TABLE_LAYOUTS[SectionType.LN_TABLE]
-        faulting: list[Lane] = []
-        head = None
+        scan = LaneScan()
+        head_key = None
+        mask = warp.active_lanes_mask
         for section in self.index.children(SectionType.LN_TABLE, warp.section, warp.row):
             count = self.index.rows(section, layout.min_size)
             entsize = self.image.sections.entsize[section]
             reader = decoder(layout, entsize)
             data = self.image.data(section)
-            marked = True
-            if entsize % 4 == 0:
-                marked = any(memoryview(data).cast("I")[_LANE_EXCEPTION_OFFSET // 4 :: entsize // 4])
-            for number in range(count):
-                if head is not None and not marked:
-                    break
+            ids, codes = _lane_columns(reader, data, entsize, count)
+            if ids.tobytes() == _in_order(count):  # the usual layout: row n holds lane n
+                zero = [0] if count and data.count(0, 0, entsize) == entsize else []
+                live = mask & ~1 if zero else mask
+                first = (live & -live).bit_length() - 1
+                first = first if 0 <= first < count else None
+            else:
+                ids = ids.tolist()
+                zero = _zero_rows(ids, data, entsize)
+                if len(set(ids)) != count:
+                    _note_duplicates(scan, section, ids, zero)
+                first = next((r for r in sorted(range(count), key=ids.__getitem__)
+                              if ids[r] < 32 and mask >> ids[r] & 1 and r not in zero), None)
+            if zero:
+                scan.zero_rows += [(section, row) for row in zero]
+            wanted = [r for r, code in enumerate(codes) if code and r not in zero] \
+                if any(codes) else []
+            if first is not None and (head_key is None or ids[first] < head_key):
+                head_key = ids[first]
+                wanted.append(first)
+            for number in sorted(set(wanted)) if len(wanted) > 1 else wanted:
                 lane = Lane(section=section, row=number, warp=warp,
                             **reader.decode(data, number * entsize))
                 if lane.exception:
-                    faulting.append(lane)
-                if head is None and warp.active_lanes_mask >> (lane.ln & 31) & 1:
-                    head = lane
-        return faulting, head
+                    scan.faulting.append(lane)
+                if number == first and ids[number] == head_key:
+                    scan.head = lane
+        return scan
 
     # -- per-lane, per-warp and per-grid arrays -------------------------------------------
     def _words(self, kind: SectionType, parent: int, row: int) -> list[int] | None:

@@ -32,9 +32,11 @@ from .constants import (
     GZIP_MAGIC,
     HOST_MACHINES,
     KNOWN_ABI_VERSION,
+    LEAF_SECTION_TYPES,
     SECTION_HEADER_SIZE,
     SHN_XINDEX,
     SHT_NOBITS,
+    SectionType,
 )
 
 if sys.byteorder != "little":  # pragma: no cover - every CUDA host is little-endian
@@ -197,22 +199,37 @@ class ElfImage:
         self._shstrtab = shstrndx
 
     def _check_bounds(self) -> None:
-        """Every section's bytes must lie inside the file.
+        """Every section's bytes must lie inside the file, or the section is set aside.
 
         The common case is one C-level pass (map/max over the columns); only a file that fails it
-        is walked in Python to name the offending section.
+        is walked in Python. A dump cut short (a full disk) loses its last sections: a section
+        nothing links to (memory, registers, a backtrace, a cubin) is listed in ``beyond_end``
+        and skipped by the reader, with a warning; a table the others hang from cannot be
+        skipped, and the dump is refused.
         """
+        self.beyond_end: frozenset[int] = frozenset()
         columns, size = self.sections, self.size
         if max(map(operator.add, columns.offset, columns.size), default=0) <= size:
             return
+        skipped: dict[int, list[int]] = {}
         for index, (kind, offset, length) in enumerate(
             zip(columns.type, columns.offset, columns.size)
         ):
-            if offset + length > size and kind != SHT_NOBITS:
+            if offset + length <= size or kind == SHT_NOBITS:
+                continue
+            if kind not in LEAF_SECTION_TYPES:
                 raise CoreFormatError(
                     f"{self.path}: section {index} claims bytes {offset:#x}..{offset + length:#x} "
                     f"but the file has {size} bytes; truncated or damaged"
                 )
+            skipped.setdefault(kind, []).append(index)
+        self.beyond_end = frozenset(i for found in skipped.values() for i in found)
+        for kind, found in skipped.items():
+            self.warnings.append(
+                f"{len(found)} {SectionType(kind).name} section(s) run past the end of the file "
+                f"({size} bytes; first: section {found[0]}): skipped, the rest is read "
+                "(a dump cut short?)"
+            )
 
     # -- access --------------------------------------------------------------------------
     def data(self, index: int, limit: int | None = None, offset: int = 0) -> bytes:

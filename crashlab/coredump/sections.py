@@ -13,10 +13,12 @@ column for their parent.
 
 from __future__ import annotations
 
+import operator
 import re
 import struct
 from array import array
 from collections import defaultdict
+from itertools import compress
 
 from ..errors import CoreFormatError
 from .constants import PARENT_TYPE, SHT_STRTAB, SectionType
@@ -38,6 +40,16 @@ LEAF_TYPES = frozenset(
 )
 
 
+_IS_ZERO = bytes([1] + [0] * 255)
+_IS_0X80 = bytes(int(value == 0x80) for value in range(256))
+
+
+def _plane(column: bytes, index: int, table: bytes) -> int:
+    """Byte ``index`` of every little-endian u32 in ``column``, mapped through ``table`` and
+    read as one big integer (byte i for value i): the building block of C-level column tests."""
+    return int.from_bytes(column[index::4].translate(table), "little")
+
+
 def _aligned_hits(column: bytes, value: int) -> array:
     """Indices i with column[i] == value, for a column of little-endian u32 values.
 
@@ -50,8 +62,13 @@ def _aligned_hits(column: bytes, value: int) -> array:
 
 
 class SectionIndex:
-    def __init__(self, image: ElfImage):
+    """Sections by type and by parent row. Links that lie are refused (tables) or reported in
+    ``warnings`` and ignored (per-lane and per-warp sections, which nothing else needs)."""
+
+    def __init__(self, image: ElfImage, warnings: list[str]):
         self.image = image
+        self.warnings = warnings
+        self._leaves_checked = False
         self._types = image.sections.type.tobytes()
         self._links: bytes | None = None
         self._by_type: dict[int, array] = {}
@@ -61,7 +78,11 @@ class SectionIndex:
     def of_type(self, kind: int) -> array:
         kind = int(kind)
         if kind not in self._by_type:
-            self._by_type[kind] = _aligned_hits(self._types, kind)
+            found = _aligned_hits(self._types, kind)
+            skipped = self.image.beyond_end
+            if skipped:
+                found = array("I", (i for i in found if i not in skipped))
+            self._by_type[kind] = found
         return self._by_type[kind]
 
     def count(self, kind: SectionType) -> int:
@@ -93,6 +114,9 @@ class SectionIndex:
         return table.get((parent, row), [])
 
     def _leaf_children(self, kind: SectionType, parent: int, row: int) -> list[int]:
+        if not self._leaves_checked:
+            self._leaves_checked = True
+            self._check_leaf_links()
         if self._links is None:
             self._links = self.image.sections.link.tobytes()
         columns = self.image.sections
@@ -100,9 +124,67 @@ class SectionIndex:
         while (position := self._links.find(pattern, position + 1)) >= 0:
             if position & 3 == 0:
                 index = position >> 2
-                if columns.type[index] == kind and columns.info[index] == row:
+                if (columns.type[index] == kind and columns.info[index] == row
+                        and index not in self.image.beyond_end):
                     found.append(index)
         return found
+
+    def _check_leaf_links(self) -> None:
+        """Say so when per-lane or per-warp sections hang from something that is not their
+        parent type, or from a row their parent table does not have: they are found by their
+        link, so a lie would otherwise only make them vanish. Done once, over all of them, in
+        C-level passes (a type mask, compress, set, max); only a dump with offenders is walked."""
+        columns = self.image.sections
+        links = infos = None
+        for parent_type in (SectionType.LN_TABLE, SectionType.WP_TABLE):
+            flags = self._type_mask([k for k in LEAF_TYPES if PARENT_TYPE[k] is parent_type])
+            if 1 not in flags:
+                continue
+            if links is None:
+                links = array("I", columns.link.tobytes())
+                infos = array("I", columns.info.tobytes())
+            targets = set(compress(links, flags))
+            wrong = targets.difference(self.of_type(parent_type))
+            if not wrong and max(compress(infos, flags)) < self._fewest_rows(targets):
+                continue
+            rows = {t: self.rows(t, TABLE_LAYOUTS[parent_type].min_size) for t in targets - wrong}
+            found = list(compress(range(columns.count), flags))
+            bad_link = [i for i in found if links[i] in wrong]
+            beyond = [i for i in found if links[i] in rows and infos[i] >= rows[links[i]]]
+            if bad_link:
+                first = bad_link[0]
+                self.warnings.append(
+                    f"{len(bad_link)} section(s) that belong under a {parent_type.name} link to "
+                    f"something else (first: section {first}, {self.describe(first)}, links to "
+                    f"section {links[first]}); they belong to no lane or warp and are ignored "
+                    "(cuda-gdb cannot place them either)"
+                )
+            if beyond:
+                first = beyond[0]
+                self.warnings.append(
+                    f"{len(beyond)} section(s) name a row beyond their parent table (first: "
+                    f"section {first}, {self.describe(first)}, names row {infos[first]} of "
+                    f"section {links[first]}, which has {rows[links[first]]} rows); ignored"
+                )
+
+    def _fewest_rows(self, tables: set[int]) -> int:
+        """The smallest row count among ``tables`` (0 if one has no usable entry size)."""
+        columns = self.image.sections
+        sizes = list(map(columns.size.__getitem__, tables))
+        entsizes = list(map(columns.entsize.__getitem__, tables))
+        if 0 in entsizes:
+            return 0
+        return min(map(operator.floordiv, sizes, entsizes))
+
+    def _type_mask(self, kinds: list[SectionType]) -> bytes:
+        """One byte per section, 1 where its sh_type is one of ``kinds`` (all 0x800000NN): four
+        byte planes of the type column, translated and and'ed as big integers, all in C."""
+        low = bytearray(256)
+        for kind in kinds:
+            low[kind & 0xFF] = 1
+        mask = (_plane(self._types, 0, bytes(low)) & _plane(self._types, 1, _IS_ZERO)
+                & _plane(self._types, 2, _IS_ZERO) & _plane(self._types, 3, _IS_0X80))
+        return mask.to_bytes(self.image.sections.count, "little")
 
     def _link_all(self, kind: SectionType) -> dict[tuple[int, int], list[int]]:
         columns = self.image.sections
@@ -111,11 +193,13 @@ class SectionIndex:
         parent_layout = TABLE_LAYOUTS[parent_type]
         parent_rows: dict[int, int] = {}
         table: dict[tuple[int, int], list[int]] = defaultdict(list)
+        unlinked: list[int] = []
         for index in self.of_type(kind):
             link, info = columns.link[index], columns.info[index]
             if link == 0 and parent_type is SectionType.DEV_TABLE and len(sole_parent) == 1:
                 # libcudacore finds a device's tables by sh_info alone; accept a zero link.
                 link = sole_parent[0]
+                unlinked.append(index)
             if link >= columns.count or columns.type[link] != parent_type:
                 found = "nothing" if link >= columns.count else self.describe(link)
                 raise CoreFormatError(
@@ -130,6 +214,12 @@ class SectionIndex:
                     f"section {link}, which has {parent_rows[link]} rows"
                 )
             table[(link, info)].append(index)
+        if unlinked:
+            self.warnings.append(
+                f"{len(unlinked)} {kind.name} section(s) have sh_link 0 (first: section "
+                f"{unlinked[0]}); read under the device table, as cuda-gdb's libcudacore does "
+                "(it finds a device's tables by sh_info alone)"
+            )
         return dict(table)
 
     def describe(self, index: int) -> str:

@@ -15,7 +15,7 @@ from ..coredump.fault import Location, Residency
 from ..demangle import demangle
 from ..sass import CodeLocation, SassView
 from . import model as m
-from .text import dim, short_source
+from .text import dim, kernel_name, short_source
 
 #: Distinct PCs listed per kernel in ``warps_at``; the rest are counted in the totals.
 MAX_POSITIONS = 16
@@ -110,6 +110,14 @@ def _fault(found: FoundFault, view: SassView, code: dict[int, CodeLocation | Non
         blocks=m.Range(**vars(found.blocks)) if found.blocks else None,
         threads=m.Range(**vars(found.threads)) if found.threads else None,
         reported_by_sm=found.reported_by_sm,
+        sms=list(found.sms),
+        candidates=[
+            m.Candidate(sm=c.sm.sm_id, warp=c.warp.warp_id, grid_id=c.cta.grid_id,
+                        kernel=demangle(c.grid.function) if c.grid and c.grid.function else None,
+                        block_idx=c.cta.block_idx, error_pc=_hex(c.warp.valid_error_pc),
+                        broken=bool(c.warp.is_warp_broken))
+            for c in found.candidates
+        ],
         notes=list(found.notes),
         registers=_named(found.registers, "R"),
         predicates=_named(found.predicates, "P"),
@@ -213,17 +221,19 @@ def summarize(report: m.TriageReport) -> str:
     """One line a human reads first."""
     if not report.faults:
         resident = [k for k in report.kernels if k.resident_warps]
-        names = ", ".join(k.name for k in resident[:3]) + (" ..." if len(resident) > 3 else "")
+        names = ", ".join(kernel_name(k.name, k.grid_id) for k in resident[:3]) + (
+            " ..." if len(resident) > 3 else "")
         return (
             f"No exception in this dump (user-triggered or taken on abort?); "
             f"{len(resident)} kernel(s) resident" + (f": {names}" if names else "")
         )
     fault = report.faults[0]
-    where = fault.kernel.name if fault.kernel else "an unidentified kernel"
+    where = kernel_name(fault.kernel.name if fault.kernel else "", fault.grid_id)
     parts = [f"{fault.exception.display} in {where}"]
     if fault.block_idx is not None:
         parts.append(f"block {dim(fault.block_idx)} thread {dim(fault.thread_idx)}")
-    parts.append(f"device {fault.device} SM {fault.sm}")
+    sms = f"SMs {', '.join(map(str, fault.sms))}" if len(fault.sms) > 1 else f"SM {fault.sm}"
+    parts.append(f"device {fault.device} {sms}")
     if fault.pc:
         offset = f" (+{fault.function_offset:#x})" if fault.function_offset is not None else ""
         parts.append(f"PC {fault.pc}{offset}")

@@ -92,6 +92,7 @@ def _fault(fault: Fault, number: int, primary: bool, detail: _Detail) -> list[st
     if fault.cluster_idx is not None:
         rows.append(("Cluster", text.dim(fault.cluster_idx)))
     rows += [(f"Frame #{f.level}", f"`{f.pc}` {f.function or '?'}") for f in fault.backtrace]
+    rows += [("Resident warp", line) for line in text.candidate_lines(fault)]
     rows += [("Note", note) for note in fault.notes]
     out = [f"#### Fault {number}: {fault.exception.display}", "", "| | |", "|---|---|"]
     out += [f"| {k} | {_cell(v)} |" for k, v in rows]
@@ -163,7 +164,8 @@ def _kernels(report: TriageReport, detail: _Detail) -> list[str]:
             "|---|---|---|---|---|---|---|"]
     for kernel in report.kernels[: detail.kernel_rows]:
         where = ", ".join(f"{p.warps} at `{p.pc}`" for p in kernel.warps_at[: detail.positions])
-        rows.append(f"| {kernel.device} | {kernel.grid_id} | `{_cell(kernel.name)}` | "
+        rows.append(f"| {kernel.device} | {kernel.grid_id} | "
+                    f"`{_cell(text.kernel_name(kernel.name, kernel.grid_id))}` | "
                     f"{text.dim(kernel.grid_dim)} x {text.dim(kernel.block_dim)} | "
                     f"{kernel.resident_sms} | {kernel.resident_warps} | {where or '-'} |")
     if len(report.kernels) > detail.kernel_rows:

@@ -140,6 +140,18 @@ class ConstBank(_Model):
     size: int
 
 
+class Candidate(_Model):
+    """A warp still resident on the SM of an SM-level exception: listed, not blamed."""
+
+    sm: int
+    warp: int
+    grid_id: int | None
+    kernel: str | None = None
+    block_idx: Dim3
+    error_pc: str | None = Field(None, description="the warp's errorPC where it is valid")
+    broken: bool = False
+
+
 class Fault(_Model):
     exception: ExceptionInfo
     device: int
@@ -168,6 +180,10 @@ class Fault(_Model):
     blocks: Range | None = None
     threads: Range | None = None
     reported_by_sm: bool = False
+    sms: list[int] = Field(default_factory=list, description="every SM (smId) of this fault group")
+    candidates: list[Candidate] = Field(
+        default_factory=list,
+        description="SM-level exception only: the warps still on that SM, candidates, not culprits")
     notes: list[str] = Field(default_factory=list)
     registers: dict[str, int] | None = None
     predicates: dict[str, bool] | None = None

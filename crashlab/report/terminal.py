@@ -52,6 +52,8 @@ def _fault_panel(fault: Fault, title: str) -> Panel:
     for frame in fault.backtrace:
         grid.add_row(f"frame #{frame.level}", f"{frame.pc} {frame.function or '?'}"
                      + (f" +{frame.function_offset:#x}" if frame.function_offset is not None else ""))
+    for line in text.candidate_lines(fault):
+        grid.add_row("resident", line)
     for note in fault.notes:
         grid.add_row("note", note)
     return Panel(grid, title=title, title_align="left", border_style="red")
@@ -109,7 +111,9 @@ def _other_faults(faults: list[Fault], omitted: int) -> Table:
     for column in ("exception", "kernel", "PC", "where", "blocks", "lanes/warps"):
         table.add_column(column)
     for fault in faults[:MAX_OTHER_FAULTS]:
-        table.add_row(fault.exception.display, fault.kernel.name if fault.kernel else "?",
+        kernel = text.kernel_name(fault.kernel.name, fault.grid_id) if fault.kernel else "?"
+        kernel += " (deduced from the PC)" if fault.kernel_inferred else ""
+        table.add_row(fault.exception.display, kernel,
                       fault.pc or "-", text.place(fault), text.span(fault.blocks),
                       f"{fault.faulting_lanes}/{fault.faulting_warps}")
     hidden = len(faults) - MAX_OTHER_FAULTS + omitted
@@ -127,7 +131,8 @@ def _kernels(report: TriageReport) -> Table:
             f"{p.warps}@{'+' + hex(p.function_offset) if p.function_offset is not None else p.pc}"
             for p in kernel.warps_at[:4]
         )
-        table.add_row(str(kernel.device), str(kernel.grid_id), kernel.name,
+        table.add_row(str(kernel.device), str(kernel.grid_id),
+                      text.kernel_name(kernel.name, kernel.grid_id),
                       f"{text.dim(kernel.grid_dim)} x {text.dim(kernel.block_dim)}",
                       str(kernel.resident_sms), str(kernel.resident_warps), positions or "-")
     if len(report.kernels) > MAX_KERNELS:

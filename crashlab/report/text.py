@@ -26,7 +26,8 @@ def exception_line(fault: Fault) -> str:
 
 
 def place(fault: Fault) -> str:
-    parts = [f"device {fault.device} ({fault.device_name}, {fault.sm_type})", f"SM {fault.sm}"]
+    sms = f"SMs {', '.join(map(str, fault.sms))}" if len(fault.sms) > 1 else f"SM {fault.sm}"
+    parts = [f"device {fault.device} ({fault.device_name}, {fault.sm_type})", sms]
     if fault.warp is not None:
         parts.append(f"warp {fault.warp}")
     if fault.lane is not None:
@@ -34,15 +35,27 @@ def place(fault: Fault) -> str:
     return " ".join(parts)
 
 
+def kernel_name(name: str, grid_id: int | None) -> str:
+    """A kernel as a phrase: a grid row whose function string is empty is not printed as ''."""
+    if name:
+        return name
+    if grid_id is None:
+        return "an unidentified kernel"
+    return f"an unnamed kernel (grid {grid_id})"
+
+
 def kernel_line(fault: Fault) -> str:
     if fault.kernel is None:
+        if fault.candidates:
+            return "not attributed (SM-level exception; see the candidate warps)"
         return "unknown (no block of it is left in the dump)"
     guess = " (deduced from the PC)" if fault.kernel_inferred else ""
-    return f"{fault.kernel.name}, grid {fault.grid_id}{guess}"
+    return f"{kernel_name(fault.kernel.name, fault.grid_id)}, grid {fault.grid_id}{guess}"
 
 
 def function_line(fault: Fault) -> str:
-    name = fault.function or (fault.kernel.name if fault.kernel else "?")
+    kernel = kernel_name(fault.kernel.name, fault.grid_id) if fault.kernel else "?"
+    name = fault.function or kernel
     offset = f" +{fault.function_offset:#x}" if fault.function_offset is not None else ""
     return f"{name}{offset}"
 
@@ -51,6 +64,14 @@ def spread(fault: Fault) -> str:
     lanes = f"{fault.faulting_lanes} lane(s) marked" if fault.faulting_lanes else "no lane marked"
     return (f"{lanes} in {fault.faulting_warps} warp(s); blocks {span(fault.blocks)}; "
             f"threads {span(fault.threads)}")
+
+
+def candidate_lines(fault: Fault) -> list[str]:
+    """The warps on the SM of an SM-level exception, each labelled a candidate, not the culprit."""
+    return [f"candidate (not attributed): SM {c.sm} warp {c.warp}, block {dim(c.block_idx)} of "
+            f"{c.kernel or kernel_name('', c.grid_id)}"
+            + (f", errorPC {c.error_pc}" if c.error_pc else "") + (", broken" if c.broken else "")
+            for c in fault.candidates]
 
 
 def source_chain(chain: list[SourceLine]) -> str:
