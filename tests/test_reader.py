@@ -361,7 +361,7 @@ def test_every_section_type_is_recognised(build):
         assert core.memory_totals() == (len(regions), sum(r.size for r in regions))
     report = crashlab.inspect(build(scenario, name="again.nvcudmp").path)
     assert_planted(report.faults[0], scenario.planted)
-    assert report.faults[0].backtrace[0].level == 0
+    assert report.faults[0].backtrace[0].level == 1  # the dump's level-0 row: cuda-gdb's frame #1
 
 
 def test_every_lane_faulting_is_one_group(build):

@@ -291,8 +291,6 @@ def test_backtrace_callers(real_cuda_gdb, tmp_path, debug_build):
         (int(f.pc, 16), bare(f.function)) for f in ours] != []
 
 
-@pytest.mark.xfail(strict=True, reason="crashlab bug: a caller is numbered by its backtrace row's "
-                   "level (0 for the first caller); cuda-gdb numbers it frame #1 (level + 1)")
 @pytest.mark.parametrize("debug_build", [False, True], ids=["lineinfo", "G"])
 def test_backtrace_frame_numbers(real_cuda_gdb, tmp_path, debug_build):
     """cuda-gdb reads backtrace rows of level 0..callDepth-1 and shows them as frames #1.."""
@@ -319,8 +317,6 @@ def _sms_reversed():
     return scenario
 
 
-@pytest.mark.xfail(strict=True, reason="crashlab bug: of the lanes holding the exception it shows "
-                   "the first in row order; cuda-gdb the lowest (device, smId, warpId, laneId)")
 @pytest.mark.parametrize("make", [_lanes_reversed, _sms_reversed], ids=["lanes-reversed", "sms-reversed"])
 def test_shown_lane_is_the_first_by_id(real_cuda_gdb, tmp_path, make):
     """cuda-gdb iterates devices, SMs, warps and lanes by their ids and focuses the first lane

@@ -177,7 +177,7 @@ def _backtrace(fault: Fault, view: DebuggerFaultView, source_note: str | None) -
     elif native_chain:
         note = f"frame #0's source ({_chain_text(native_chain)}) not compared: " + (
             source_note or "the debugger shows none")
-    first_level = min((frame.level for frame in fault.backtrace), default=0)
+    first_level = min((frame.level - 1 for frame in fault.backtrace), default=0)  # the dump's row level
     if len(debugger_pcs) < len(native_pcs) and first_level > 0:
         note = (f"the dump numbers its first return address level {first_level}; cuda-gdb asks "
                 "for level 0 first and stops there (CUDBG_ERROR_INVALID_CALL_LEVEL)")

@@ -134,9 +134,11 @@ def _fault(found: FoundFault, view: SassView, code: dict[int, CodeLocation | Non
 
 
 def _frame(level: int, pc: int, code: dict[int, CodeLocation | None]) -> m.Frame:
+    """A caller, numbered as cuda-gdb numbers it: frame #0 is the faulting function itself, so
+    the dump's backtrace row of level L (counted from 0, libcudacore's key) is frame #L+1."""
     place = code.get(pc)
     return m.Frame(
-        level=level,
+        level=level + 1,
         pc=f"{pc:#x}",
         function=demangle(place.function) if place and place.function else None,
         function_offset=place.function_offset if place else None,

@@ -122,7 +122,8 @@ class Range(_Model):
 
 
 class Frame(_Model):
-    level: int
+    level: int = Field(description="frame number as cuda-gdb shows it: #0 is the faulting function, "
+                                   "the dump's backtrace row of level L is frame L+1")
     pc: str
     function: str | None = None
     function_offset: int | None = None
