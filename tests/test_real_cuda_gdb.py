@@ -220,6 +220,22 @@ def test_broken_warp_without_an_exception_code(real_cuda_gdb, tmp_path):
     assert problems == [] and load.exception is None and load.signal == "SIGTRAP"
     report = crashlab.inspect(path)
     assert all(fault.exception.name == "CUDBG_EXCEPTION_UNKNOWN" for fault in report.faults)
+    assert any("cuda-gdb reports no CUDA exception" in note for note in report.faults[0].notes)
+
+
+def test_exception_on_an_inactive_lane(real_cuda_gdb, tmp_path):
+    """By design they differ: libcudacore looks for lane exceptions in *active* lanes only
+    (readDeviceExceptionState), so a lane that holds an exception but is not in its warp's
+    activeLanesMask leaves cuda-gdb with none; crashlab reports the lane and says so."""
+    scenario = scenarios.fault(marked_lanes=(3,))
+    warp = scenario.spec.devices[0].sms[1].ctas[0].warps[1]
+    warp.active_mask = 0xFFFFFFFF & ~(1 << 3)
+    path = write(scenario.spec, tmp_path / "core.nvcudmp").path
+    load, problems = parse.load(cuda_gdb(real_cuda_gdb, path)["load"])
+    assert problems == [] and load.exception is None and load.signal == "SIGTRAP"
+    fault = crashlab.inspect(path, sass=False).faults[0]
+    assert (fault.lane, fault.exception.display) == (3, "Warp Illegal Address")
+    assert any("not active in its warp" in note and "cuda-gdb" in note for note in fault.notes)
 
 
 def test_without_a_valid_error_pc(real_cuda_gdb, tmp_path):

@@ -293,6 +293,11 @@ def _warn_lanes(device, sm, warp, scan: LaneScan, warnings) -> None:
 def _invalid_lane(device, warp, lane) -> str | None:
     if lane.ln >= device.num_lanes_per_warp or not warp.valid_lanes_mask >> (lane.ln & 31) & 1:
         return f"laneId {lane.ln} is not a valid lane of its warp: cuda-gdb never reads it"
+    if not warp.active_lanes_mask >> (lane.ln & 31) & 1:
+        # readDeviceExceptionState marks an SM as faulting for its *active* lanes' exceptions only
+        return (f"laneId {lane.ln} is not active in its warp (activeLanesMask "
+                f"{warp.active_lanes_mask:#010x}): cuda-gdb looks for lane exceptions in active "
+                "lanes only and, unless the SM records one itself, reports none")
     return None
 
 
@@ -399,6 +404,9 @@ def _notes(fault: Fault) -> list[str]:
         notes.append("the warp's errorPC is not valid; the lane's current PC is shown")
     if head.warp is not None and not head.lane_marked:
         notes.append("warp-scoped exception with no lane marked; the first active lane is shown")
+    if head.exception.code == exceptions.UNKNOWN and not head.lane_marked:
+        notes.append("no exception code is recorded, only the warp's valid errorPC: cuda-gdb "
+                     "reports no CUDA exception for such a dump (it stops with SIGTRAP)")
     if not head.exception.known:
         notes.append(f"exception code {head.exception.code} is newer than crashlab's table")
     if head.sm.exception_string:
