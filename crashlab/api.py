@@ -32,8 +32,10 @@ def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
             site = fault.site
             if site.pc is None:
                 views.append(SassView(unavailable_reason="the dump records no PC for this fault"))
-            elif not sass:
-                views.append(SassView(unavailable_reason="disassembly not requested"))
+            elif not sass:  # the function holding the PC is still named: no nvdisasm needed
+                found = finder.locate(site.pc, site.grid)
+                views.append(SassView(location=found[0] if found else None,
+                                      unavailable_reason="disassembly not requested"))
             else:
                 views.append(disassemble(finder, site.pc, grid=site.grid, context=context,
                                          current_pc=site.lane.virtual_pc if site.lane else None))

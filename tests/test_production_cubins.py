@@ -222,6 +222,8 @@ def test_pc_inside_an_internal_callee_is_named_as_that_function_inside_its_kerne
     own_name = at.symbol.name.rsplit("$", 1)[-1]  # $__internal_<n>_$<function>
     assert own_name.startswith("__cuda_")
     assert (fault.function, fault.function_offset) == (own_name, 0x10)
+    without_sass = crashlab.inspect(tmp_path / "core.nvcudmp", sass=False).faults[0]
+    assert (without_sass.function, without_sass.function_offset) == (own_name, 0x10)
     assert fault.kernel.mangled == kernel.name
     [caller] = fault.backtrace
     assert (caller.function, caller.function_offset) == (fault.kernel.name,
