@@ -21,6 +21,7 @@ from elftools.elf.elffile import ELFFile
 import crashlab
 from crashlab import sass
 from tests.coredump_builder import CTA, CUBINS, SM, Context, Device, Grid, Lane, Module, Spec, Warp
+from tests.conftest import run_cli
 from tests.coredump_builder import relocate, write
 
 PRODUCTION = CUBINS / "production"
@@ -194,6 +195,11 @@ def test_cutlass_names_past_the_runtime_demanglers_limit(tmp_path):
     assert name.startswith("void cutlass::device_kernel<cutlass::gemm::kernel::GemmUniversal<")
     assert "cutlass::gemm::MainloopSm100ArrayTmaUmmaWarpSpecializedBlockScaled<6, 8, 2," in name
     assert report.kernels[0].name == name
+    # the human views print it with its template arguments folded; the JSON keeps it whole
+    shown = run_cli("inspect", "--no-sass", tmp_path / "core.nvcudmp", env={"COLUMNS": "120"})
+    assert shown.returncode == 0, shown.stderr
+    assert "void cutlass::device_kernel<…>(" in shown.stdout.decode()
+    assert len(shown.stdout) < len(name)
 
 
 def test_names_neither_demangler_reads_come_back_as_they_are(monkeypatch):

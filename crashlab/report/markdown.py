@@ -91,7 +91,7 @@ def _fault(fault: Fault, number: int, primary: bool, detail: _Detail) -> list[st
     ]
     if fault.cluster_idx is not None:
         rows.append(("Cluster", text.dim(fault.cluster_idx)))
-    rows += [(f"Frame #{f.level}", f"`{f.pc}` {f.function or '?'}") for f in fault.backtrace]
+    rows += [(f"Frame #{f.level}", f"`{f.pc}` {text.frame_function(f)}") for f in fault.backtrace]
     rows += [("Resident warp", line) for line in text.candidate_lines(fault)]
     rows += [("Note", note) for note in fault.notes]
     out = [f"#### Fault {number}: {fault.exception.display}", "", "| | |", "|---|---|"]
@@ -143,7 +143,7 @@ def _debugger(report: TriageReport) -> list[str]:
     out += [f"- problem ({p.kind}): {_cell(p.message)}" for p in section.problems]
     frames = section.faults[0].backtrace if section.faults else []
     if frames:
-        lines = [f"#{f.level} {f.function or '?'}{f.launch or ''}"
+        lines = [f"#{f.level} {text.frame_function(f)}{f.launch or ''}"
                  + (f" at {f.file}:{f.line}" if f.file and f.line else "") for f in frames[:10]]
         out += ["", "<details><summary>Debugger backtrace of fault 1</summary>", "", "```", *lines,
                 "```", "", "</details>"]

@@ -50,7 +50,7 @@ def _fault_panel(fault: Fault, title: str) -> Panel:
     if fault.cluster_target_block is not None:
         grid.add_row("target", f"cluster target block {text.dim(fault.cluster_target_block)}")
     for frame in fault.backtrace:
-        grid.add_row(f"frame #{frame.level}", f"{frame.pc} {frame.function or '?'}"
+        grid.add_row(f"frame #{frame.level}", f"{frame.pc} {text.frame_function(frame)}"
                      + (f" +{frame.function_offset:#x}" if frame.function_offset is not None else ""))
     for line in text.candidate_lines(fault):
         grid.add_row("resident", line)
@@ -100,7 +100,7 @@ def _debugger(report: TriageReport, console: Console) -> None:
                       style="bold red" if disagree else "")
         for frame in view.backtrace[:4]:
             where = f" at {frame.file}:{frame.line}" if frame.file and frame.line else ""
-            console.print(f"    #{frame.level} {frame.function or '?'}{frame.launch or ''}{where}",
+            console.print(f"    #{frame.level} {text.frame_function(frame)}{frame.launch or ''}{where}",
                           style="dim")
     for problem in section.problems:
         console.print(f"  problem ({problem.kind}): {problem.message}", style="yellow")

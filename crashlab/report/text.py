@@ -35,10 +35,38 @@ def place(fault: Fault) -> str:
     return " ".join(parts)
 
 
+#: Longest C++ name the human views print whole; CUTLASS 3.x kernels demangle to ~10,000 characters.
+MAX_NAME_SHOWN = 200
+
+
+def readable_name(name: str, limit: int = MAX_NAME_SHOWN) -> str:
+    """A demangled name short enough to read: past ``limit``, template arguments are shown as
+    ``<…>`` (the name stays whole in the JSON report), then the rest is cut."""
+    if len(name) <= limit:
+        return name
+    kept, depth = [], 0
+    for char in name:
+        if char == "<":
+            if depth == 0:
+                kept.append("<…>")
+            depth += 1
+        elif char == ">" and depth:
+            depth -= 1
+        elif depth == 0:
+            kept.append(char)
+    short = "".join(kept) if depth == 0 else name  # an operator< leaves them unbalanced
+    return short if len(short) <= limit else short[: limit - 1] + "…"
+
+
+def frame_function(frame) -> str:
+    """A backtrace frame's function (native or cuda-gdb's) as the human views print it."""
+    return readable_name(frame.function) if frame.function else "?"
+
+
 def kernel_name(name: str, grid_id: int | None) -> str:
     """A kernel as a phrase: a grid row whose function string is empty is not printed as ''."""
     if name:
-        return name
+        return readable_name(name)
     if grid_id is None:
         return "an unidentified kernel"
     return f"an unnamed kernel (grid {grid_id})"
@@ -55,7 +83,7 @@ def kernel_line(fault: Fault) -> str:
 
 def function_line(fault: Fault) -> str:
     kernel = kernel_name(fault.kernel.name, fault.grid_id) if fault.kernel else "?"
-    name = fault.function or kernel
+    name = readable_name(fault.function) if fault.function else kernel
     offset = f" +{fault.function_offset:#x}" if fault.function_offset is not None else ""
     return f"{name}{offset}"
 
