@@ -192,7 +192,6 @@ def device_function(debug_build: bool = False) -> Scenario:
     """The bad store is in a non-inlined device function: frame 0 is the callee, frame 1 the kernel."""
     cubin = "device_function.sm_90.G.cubin" if debug_build else "device_function.sm_90.cubin"
     scenario = fault(f"{cubin}:device-function", kernel="_Z12scatter_rowsPfPKii")
-    planted = scenario.planted
     device = scenario.spec.devices[0]
     code = relocate(load_cubin(cubin), CODE_BASE)
     kernel_text = code.addresses[".text._Z12scatter_rowsPfPKii"]
