@@ -1,0 +1,179 @@
+"""``crashlab inspect`` against NVIDIA's cuda-gdb on the same dumps: wall time and peak RSS.
+
+    python benchmarks/bench_vs_cuda_gdb.py [--only NAME] [--keep DIR] [--timeout 300] [--repeat 3]
+
+crashlab: ``python -m crashlab inspect DUMP``, the real command as a user runs it (a fresh
+interpreter, text report to a pipe, SASS by nvdisasm included).
+cuda-gdb: ``cuda-gdb -nx -batch -ex 'target cudacore DUMP' -ex 'info cuda kernels' -ex bt``
+(found as $CRASHLAB_TEST_CUDA_GDB, ./.cuda-gdb/bin/cuda-gdb from .ci/get-cuda-gdb, or on PATH).
+cuda-gdb does not disassemble there, crashlab does; the small dump is also timed with cuda-gdb
+running ``x/17i $pc`` after ``bt`` so that both pay for a disassembler.
+
+Dumps: the bundled SYNTHETIC fixture (113 sections) and SYNTHETIC builder dumps made by
+benchmarks/bench_inspect.py's grid_spec (cached in --keep): half an H100 with 4 GiB of sparse
+memory, two full H100s, eight full H100s with 4 GiB. Each command is a fresh process; peak RSS
+is os.wait4's for that child (cuda-gdb's wrapper script execs the loader: same process). Dumps
+below --repeat-below sections are run --repeat times (median shown), the others once. cuda-gdb
+has --timeout seconds; a non-zero exit, a timeout, an internal error or no backtrace is a
+failure, and its first error line is printed. The load average is printed with each figure: on
+a shared machine the times move with it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.bench_inspect import GIB, SIZES, grid_spec  # noqa: E402
+from crashlab.coredump.elf import ElfImage  # noqa: E402
+from tests.coredump_builder import write  # noqa: E402
+
+FIXTURE = ROOT / "fixtures" / "synthetic" / "moe_align_out_of_range.nvcudmp"
+#: Builder dumps, by bench_inspect.grid_spec's shape arguments.
+BUILT = {
+    "1xh100-half+4GiB": dict(devices=1, sms=132, warps=32, lanes=32, extras=False, memory=4 * GIB),
+    "2xh100": dict(devices=2, sms=132, warps=64, lanes=32, extras=False, memory=0),
+    "8xh100+4GiB": SIZES["8xh100+4GiB"],
+}
+GDB_COMMANDS = ["info cuda kernels", "bt"]
+DISASSEMBLY = ["x/17i $pc"]
+#: What marks a cuda-gdb run that did not read the dump (its messages, as 12.4 prints them).
+GDB_FAILURE = re.compile(r"internal-error|error=CUDBG_|Failed to|failed to|No CUDA focus|"
+                         r"^Error|is not a CUDA coredump|No stack", re.I | re.M)
+
+
+@dataclass
+class Run:
+    wall_s: float
+    peak_mib: float
+    exit_code: int | None  # None: killed at the timeout
+    output: str
+    load: float
+
+
+def measure(command: list[str], timeout: float) -> Run:
+    """One fresh process: wall time, its peak RSS (os.wait4), exit code and output."""
+    load = os.getloadavg()[0]
+    with tempfile.TemporaryFile() as sink:
+        start = time.perf_counter()
+        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL)
+        deadline = start + timeout
+        while True:
+            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() > deadline:
+                process.kill()
+                _, status, usage = os.wait4(process.pid, 0)
+                status = None
+                break
+            time.sleep(0.01)
+        wall = time.perf_counter() - start
+        code = None if status is None else os.waitstatus_to_exitcode(status)
+        process.returncode = -9 if code is None else code  # reaped here: Popen must not wait again
+        sink.seek(0)
+        output = sink.read().decode(errors="replace")
+    return Run(wall, usage.ru_maxrss / 1024, code, output, load)
+
+
+def find_cuda_gdb(given: str | None) -> str:
+    for candidate in (given, os.environ.get("CRASHLAB_TEST_CUDA_GDB"),
+                      str(ROOT / ".cuda-gdb" / "bin" / "cuda-gdb"), shutil.which("cuda-gdb")):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    sys.exit("bench_vs_cuda_gdb: no cuda-gdb (run .ci/get-cuda-gdb or pass --cuda-gdb)")
+
+
+def gdb_verdict(run: Run) -> str:
+    """'ok', or why this cuda-gdb run does not count as having read the dump."""
+    if run.exit_code is None:
+        return "timed out"
+    failure = GDB_FAILURE.search(run.output)
+    if failure:
+        line = run.output[run.output.rfind("\n", 0, failure.start()) + 1:].split("\n", 1)[0]
+        return line.strip()[:160]
+    if run.exit_code != 0:
+        return f"exit {run.exit_code}"
+    if not re.search(r"^#0 ", run.output, re.M):
+        return "no backtrace"
+    return "ok"
+
+
+def dump_path(name: str, keep: Path) -> Path:
+    if name == "moe_align":
+        return FIXTURE
+    path = keep / f"{name}.nvcudmp"
+    if not path.exists():
+        # A child builds it: a parent holding the description would inflate later children's RSS.
+        subprocess.run([sys.executable, __file__, "--build", name, str(path)], check=True)
+    return path
+
+
+def median_run(runs: list[Run]) -> Run:
+    return sorted(runs, key=lambda run: run.wall_s)[len(runs) // 2]
+
+
+def main() -> None:
+    if sys.argv[1:2] == ["--build"]:
+        _, _, name, path = sys.argv
+        write(grid_spec(**BUILT[name]), path)
+        return
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", choices=["moe_align", *BUILT])
+    parser.add_argument("--keep", type=Path, default=Path(tempfile.gettempdir()) / "crashlab-bench")
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds cuda-gdb may take")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat-below", type=int, default=100_000,
+                        help="dumps with fewer sections are run --repeat times")
+    parser.add_argument("--cuda-gdb")
+    args = parser.parse_args()
+    gdb = find_cuda_gdb(args.cuda_gdb)
+    args.keep.mkdir(parents=True, exist_ok=True)
+    cases = [("moe_align", GDB_COMMANDS), ("moe_align", GDB_COMMANDS + DISASSEMBLY)]
+    cases += [(name, GDB_COMMANDS) for name in BUILT]
+    print(f"cores {os.cpu_count()}, cuda-gdb {gdb}")
+    print(f"{'dump':<26} {'sections':>9} {'size GiB':>8} | {'crashlab s':>10} {'MiB':>5} | "
+          f"{'cuda-gdb s':>10} {'MiB':>6} | {'time x':>6} {'mem x':>6} | {'load':>4} | cuda-gdb")
+    for name, commands in cases:
+        if args.only and name != args.only:
+            continue
+        path = dump_path(name, args.keep)
+        with ElfImage(path) as image:
+            sections = image.section_count
+        repeat = args.repeat if sections < args.repeat_below else 1
+        ours, theirs = [], []
+        for _ in range(repeat):  # alternate, so that both see the same load
+            ours.append(measure([sys.executable, "-m", "crashlab", "inspect", str(path)], 600))
+            gdb_command = [gdb, "-nx", "-batch", "-ex", f"target cudacore {path}"]
+            for command in commands:
+                gdb_command += ["-ex", command]
+            theirs.append(measure(gdb_command, args.timeout))
+        mine, other = median_run(ours), median_run(theirs)
+        verdict = gdb_verdict(other)
+        if mine.exit_code not in (0, 1):
+            verdict += f"; crashlab exit {mine.exit_code}: {mine.output.strip()[-160:]}"
+        label = name + (" +x/17i" if DISASSEMBLY[0] in commands else "")
+        load = statistics.mean(run.load for run in ours + theirs)
+        print(f"{label:<26} {sections:>9,} {path.stat().st_size / GIB:>8.2f} | "
+              f"{mine.wall_s:>10.2f} {mine.peak_mib:>5.0f} | {other.wall_s:>10.2f} "
+              f"{other.peak_mib:>6.0f} | {other.wall_s / mine.wall_s:>6.2f} "
+              f"{other.peak_mib / mine.peak_mib:>6.1f} | {load:>4.1f} | {verdict}", flush=True)
+    print("time x, mem x: cuda-gdb's figure over crashlab's (above 1: crashlab is faster/smaller);"
+          " load: 1-minute load average while measuring")
+
+
+if __name__ == "__main__":
+    main()
