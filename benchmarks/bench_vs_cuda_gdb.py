@@ -6,14 +6,17 @@ crashlab: ``python -m crashlab inspect DUMP``, the real command as a user runs i
 interpreter, text report to a pipe, SASS by nvdisasm included).
 cuda-gdb: ``cuda-gdb -nx -batch -ex 'target cudacore DUMP' -ex 'info cuda kernels' -ex bt``
 (found as $CRASHLAB_TEST_CUDA_GDB, ./.cuda-gdb/bin/cuda-gdb from .ci/get-cuda-gdb, or on PATH).
-cuda-gdb does not disassemble there, crashlab does; the small dump is also timed with cuda-gdb
-running ``x/17i $pc`` after ``bt`` so that both pay for a disassembler.
+cuda-gdb does not disassemble there, crashlab does; so the small dump is also timed with cuda-gdb
+running ``x/17i $pc`` after ``bt`` (both pay for a disassembler), and with crashlab given no
+nvdisasm (neither does). ``--breakdown`` times the parts of crashlab's run on the small dump:
+interpreter start, importing the CLI, nvdisasm alone on that dump's cubin.
 
-Dumps: the bundled SYNTHETIC fixture (113 sections) and SYNTHETIC builder dumps made by
-benchmarks/bench_inspect.py's grid_spec (cached in --keep): half an H100 with 4 GiB of sparse
-memory, two full H100s, eight full H100s with 4 GiB. Each command is a fresh process; peak RSS
-is os.wait4's for that child (cuda-gdb's wrapper script execs the loader: same process). Dumps
-below --repeat-below sections are run --repeat times (median shown), the others once. cuda-gdb
+Dumps: the bundled SYNTHETIC fixture and SYNTHETIC builder dumps made by benchmarks/
+bench_inspect.py's grid_spec (cached in --keep): half an H100 with 4 GiB of sparse memory, two
+full H100s, eight full H100s with 4 GiB. Each command is a fresh process; peak RSS is os.wait4's
+for that child, spawned by a small trampoline interpreter (see TRAMPOLINE; cuda-gdb's wrapper
+script execs the loader: same process). Dumps below --repeat-below sections are run --repeat
+times (median shown), the others once. cuda-gdb
 has --timeout seconds; a non-zero exit, a timeout, an internal error or no backtrace is a
 failure, and its first error line is printed. The load average is printed with each figure: on
 a shared machine the times move with it.
@@ -29,7 +32,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,7 +50,24 @@ BUILT = {
     "8xh100+4GiB": SIZES["8xh100+4GiB"],
 }
 GDB_COMMANDS = ["info cuda kernels", "bt"]
-DISASSEMBLY = ["x/17i $pc"]
+#: crashlab with no disassembler: the override names a file that is not there.
+NO_NVDISASM = {"CRASHLAB_NVDISASM": "/nonexistent/nvdisasm"}
+
+
+@dataclass
+class Case:
+    label: str
+    dump: str
+    gdb_commands: list[str]
+    crashlab_env: dict[str, str] | None = None
+
+
+CASES = [
+    Case("moe_align", "moe_align", GDB_COMMANDS),
+    Case("moe_align, gdb +x/17i", "moe_align", GDB_COMMANDS + ["x/17i $pc"]),
+    Case("moe_align, no nvdisasm", "moe_align", GDB_COMMANDS, NO_NVDISASM),
+    *(Case(name, name, GDB_COMMANDS) for name in BUILT),
+]
 #: What marks a cuda-gdb run that did not read the dump (its messages, as 12.4 prints them).
 GDB_FAILURE = re.compile(r"internal-error|error=CUDBG_|Failed to|failed to|No CUDA focus|"
                          r"^Error|is not a CUDA coredump|No stack", re.I | re.M)
@@ -63,30 +82,44 @@ class Run:
     load: float
 
 
-def measure(command: list[str], timeout: float) -> Run:
+#: Runs one command and writes "wall_s peak_kib exit_code" (exit code "timeout" when killed) to
+#: argv[1]. The measured process is spawned by this small interpreter, not by the benchmark: a
+#: child's peak RSS starts at the RSS of the process it was forked from, so counting from a
+#: parent that has imported crashlab would put a floor of tens of MiB under every figure.
+TRAMPOLINE = """
+import os, sys, time
+result, timeout, *command = sys.argv[1:]
+start = time.perf_counter()
+pid = os.posix_spawnp(command[0], command, os.environ)
+while True:
+    done, status, usage = os.wait4(pid, os.WNOHANG)
+    if done:
+        code = os.waitstatus_to_exitcode(status)
+        break
+    if time.perf_counter() - start > float(timeout):
+        os.kill(pid, 9)
+        _, _, usage = os.wait4(pid, 0)
+        code = "timeout"
+        break
+    time.sleep(0.005)
+with open(result, "w") as out:
+    out.write(f"{time.perf_counter() - start} {usage.ru_maxrss} {code}")
+"""
+
+
+def measure(command: list[str], timeout: float, env: dict[str, str] | None = None) -> Run:
     """One fresh process: wall time, its peak RSS (os.wait4), exit code and output."""
     load = os.getloadavg()[0]
-    with tempfile.TemporaryFile() as sink:
-        start = time.perf_counter()
-        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL)
-        deadline = start + timeout
-        while True:
-            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.perf_counter() > deadline:
-                process.kill()
-                _, status, usage = os.wait4(process.pid, 0)
-                status = None
-                break
-            time.sleep(0.01)
-        wall = time.perf_counter() - start
-        code = None if status is None else os.waitstatus_to_exitcode(status)
-        process.returncode = -9 if code is None else code  # reaped here: Popen must not wait again
-        sink.seek(0)
-        output = sink.read().decode(errors="replace")
-    return Run(wall, usage.ru_maxrss / 1024, code, output, load)
+    with tempfile.TemporaryDirectory() as scratch:
+        result, log = Path(scratch, "result"), Path(scratch, "output")
+        with log.open("wb") as sink:
+            subprocess.run([sys.executable, "-I", "-S", "-c", TRAMPOLINE, str(result),
+                            str(timeout), *command], stdout=sink, stderr=subprocess.STDOUT,
+                           stdin=subprocess.DEVNULL, env={**os.environ, **(env or {})}, check=True)
+        wall, peak_kib, code = result.read_text().split()
+        output = log.read_text(errors="replace")
+    return Run(float(wall), int(peak_kib) / 1024, None if code == "timeout" else int(code),
+               output, load)
 
 
 def find_cuda_gdb(given: str | None) -> str:
@@ -126,6 +159,26 @@ def median_run(runs: list[Run]) -> Run:
     return sorted(runs, key=lambda run: run.wall_s)[len(runs) // 2]
 
 
+def breakdown(repeat: int) -> None:
+    """Median wall time of each part of ``crashlab inspect`` on the small dump, each alone."""
+    from crashlab.sass import find_nvdisasm
+
+    nvdisasm, _ = find_nvdisasm()
+    cubin = ROOT / "fixtures" / "cubins" / "moe_align.sm_90.cubin"  # the code in FIXTURE
+    parts = {
+        "interpreter start (python -c pass)": [sys.executable, "-c", "pass"],
+        "interpreter + import crashlab.cli": [sys.executable, "-c", "import crashlab.cli"],
+        "nvdisasm -c -gi -ndf on the cubin alone": [nvdisasm, "-c", "-gi", "-ndf", str(cubin)],
+        "crashlab inspect, no nvdisasm": [sys.executable, "-m", "crashlab", "inspect", str(FIXTURE)],
+        "crashlab inspect": [sys.executable, "-m", "crashlab", "inspect", str(FIXTURE)],
+    }
+    for label, command in parts.items():
+        env = NO_NVDISASM if "no nvdisasm" in label else None
+        runs = [measure(command, 600, env) for _ in range(repeat)]
+        run = median_run(runs)
+        print(f"  {label:<42} {run.wall_s:5.2f} s {run.peak_mib:5.0f} MiB  load {run.load:.1f}")
+
+
 def main() -> None:
     if sys.argv[1:2] == ["--build"]:
         _, _, name, path = sys.argv
@@ -139,35 +192,37 @@ def main() -> None:
     parser.add_argument("--repeat-below", type=int, default=100_000,
                         help="dumps with fewer sections are run --repeat times")
     parser.add_argument("--cuda-gdb")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="first time the parts of crashlab's run on the small dump")
     args = parser.parse_args()
     gdb = find_cuda_gdb(args.cuda_gdb)
     args.keep.mkdir(parents=True, exist_ok=True)
-    cases = [("moe_align", GDB_COMMANDS), ("moe_align", GDB_COMMANDS + DISASSEMBLY)]
-    cases += [(name, GDB_COMMANDS) for name in BUILT]
     print(f"cores {os.cpu_count()}, cuda-gdb {gdb}")
-    print(f"{'dump':<26} {'sections':>9} {'size GiB':>8} | {'crashlab s':>10} {'MiB':>5} | "
+    if args.breakdown:
+        breakdown(args.repeat)
+    print(f"{'dump':<24} {'sections':>9} {'size GiB':>8} | {'crashlab s':>10} {'MiB':>5} | "
           f"{'cuda-gdb s':>10} {'MiB':>6} | {'time x':>6} {'mem x':>6} | {'load':>4} | cuda-gdb")
-    for name, commands in cases:
-        if args.only and name != args.only:
+    for case in CASES:
+        if args.only and case.dump != args.only:
             continue
-        path = dump_path(name, args.keep)
+        path = dump_path(case.dump, args.keep)
         with ElfImage(path) as image:
             sections = image.section_count
         repeat = args.repeat if sections < args.repeat_below else 1
         ours, theirs = [], []
         for _ in range(repeat):  # alternate, so that both see the same load
-            ours.append(measure([sys.executable, "-m", "crashlab", "inspect", str(path)], 600))
+            ours.append(measure([sys.executable, "-m", "crashlab", "inspect", str(path)], 600,
+                                case.crashlab_env))
             gdb_command = [gdb, "-nx", "-batch", "-ex", f"target cudacore {path}"]
-            for command in commands:
+            for command in case.gdb_commands:
                 gdb_command += ["-ex", command]
             theirs.append(measure(gdb_command, args.timeout))
         mine, other = median_run(ours), median_run(theirs)
         verdict = gdb_verdict(other)
         if mine.exit_code not in (0, 1):
             verdict += f"; crashlab exit {mine.exit_code}: {mine.output.strip()[-160:]}"
-        label = name + (" +x/17i" if DISASSEMBLY[0] in commands else "")
         load = statistics.mean(run.load for run in ours + theirs)
-        print(f"{label:<26} {sections:>9,} {path.stat().st_size / GIB:>8.2f} | "
+        print(f"{case.label:<24} {sections:>9,} {path.stat().st_size / GIB:>8.2f} | "
               f"{mine.wall_s:>10.2f} {mine.peak_mib:>5.0f} | {other.wall_s:>10.2f} "
               f"{other.peak_mib:>6.0f} | {other.wall_s / mine.wall_s:>6.2f} "
               f"{other.peak_mib / mine.peak_mib:>6.1f} | {load:>4.1f} | {verdict}", flush=True)

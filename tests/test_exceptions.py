@@ -15,9 +15,11 @@ import pytest
 from crashlab.coredump import exceptions
 from tests import coredump_builder, scenarios
 
-WRITTEN = Path(__file__).resolve().parent.parent / "fixtures" / "exception_texts" / "written_sources.tsv"
-#: `info cuda lanes`, the focused lane: "*  0 active 0x00007fff3a0000d0  (32,0,0) Lane Illegal Address"
-FOCUSED_LANE = re.compile(r"^\*\s+\d+\s+\S+\s+0x[0-9a-f]+\s+\(\d+,\d+,\d+\)\s+(?P<text>\S.*?)\s*$", re.M)
+ROOT = Path(__file__).resolve().parent.parent
+WRITTEN = ROOT / "fixtures" / "exception_texts" / "written_sources.tsv"
+#: `info cuda lanes`, focused lane: "*  0 active 0x00007fff3a0000d0  (32,0,0) Lane Illegal Address"
+FOCUSED_LANE = re.compile(
+    r"^\*\s+\d+\s+\S+\s+0x[0-9a-f]+\s+\(\d+,\d+,\d+\)\s+(?P<text>\S.*?)\s*$", re.M)
 SIGNAL = re.compile(r"^CUDA_EXCEPTION_(?P<n>\d+)\s.*\t(?P<text>[^\t]+)$", re.M)
 
 
@@ -79,7 +81,8 @@ def test_text_is_the_written_sources(code):
     elif code in written["lldb-nvgpu"]:
         expected = (written["lldb-nvgpu"][code]["text"], code, exceptions.LLDB_NVGPU)
     else:
-        expected = (exceptions.DEVICE_UNKNOWN, exceptions.DEVICE_UNKNOWN_SIGNAL, kind.display_source)
+        expected = (exceptions.DEVICE_UNKNOWN, exceptions.DEVICE_UNKNOWN_SIGNAL,
+                    kind.display_source)
     assert (kind.display, kind.cuda_gdb_signal, kind.display_source) == expected
     assert kind.display_from_cuda_gdb
 
@@ -94,7 +97,8 @@ def test_every_code_to_36_is_known_and_named():
 def test_renamed_codes_keep_their_aliases():
     """cudadebugger.h since CUDA 13.1: 1, 2, 3, 11, 13, 15, 16 are CUDBG_EXCEPTION_RESERVED_0..6."""
     renamed = [exceptions.describe(code) for code in (1, 2, 3, 11, 13, 15, 16)]
-    assert [kind.aliases for kind in renamed] == [(f"CUDBG_EXCEPTION_RESERVED_{n}",) for n in range(7)]
+    assert [kind.aliases for kind in renamed] == [
+        (f"CUDBG_EXCEPTION_RESERVED_{n}",) for n in range(7)]
 
 
 def test_unknown_code_is_raw_and_says_crashlab_wrote_it():
