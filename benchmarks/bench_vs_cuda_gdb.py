@@ -7,8 +7,8 @@ interpreter, text report to a pipe, SASS by nvdisasm included).
 cuda-gdb: ``cuda-gdb -nx -batch -ex 'target cudacore DUMP' -ex 'info cuda kernels' -ex bt``
 (found as $CRASHLAB_TEST_CUDA_GDB, ./.cuda-gdb/bin/cuda-gdb from .ci/get-cuda-gdb, or on PATH).
 cuda-gdb does not disassemble there, crashlab does; so the small dump is also timed with cuda-gdb
-running ``x/17i $pc`` after ``bt`` (both pay for a disassembler), and with crashlab given no
-nvdisasm (neither does). ``--breakdown`` times the parts of crashlab's run on the small dump:
+running ``x/17i $pc`` after ``bt`` (both pay for a disassembler), and with ``crashlab inspect
+--no-sass`` (neither does). ``--breakdown`` times the parts of crashlab's run on the small dump:
 interpreter start, importing the CLI, nvdisasm alone on that dump's cubin.
 
 Dumps: the bundled SYNTHETIC fixture and SYNTHETIC builder dumps made by benchmarks/
@@ -49,9 +49,8 @@ BUILT = {
     "2xh100": dict(devices=2, sms=132, warps=64, lanes=32, extras=False, memory=0),
     "8xh100+4GiB": SIZES["8xh100+4GiB"],
 }
+CRASHLAB_INSPECT = [sys.executable, "-m", "crashlab", "inspect"]
 GDB_COMMANDS = ["info cuda kernels", "bt"]
-#: crashlab with no disassembler: the override names a file that is not there.
-NO_NVDISASM = {"CRASHLAB_NVDISASM": "/nonexistent/nvdisasm"}
 
 
 @dataclass
@@ -59,13 +58,13 @@ class Case:
     label: str
     dump: str
     gdb_commands: list[str]
-    crashlab_env: dict[str, str] | None = None
+    crashlab_options: tuple[str, ...] = ()
 
 
 CASES = [
     Case("moe_align", "moe_align", GDB_COMMANDS),
     Case("moe_align, gdb +x/17i", "moe_align", GDB_COMMANDS + ["x/17i $pc"]),
-    Case("moe_align, no nvdisasm", "moe_align", GDB_COMMANDS, NO_NVDISASM),
+    Case("moe_align, --no-sass", "moe_align", GDB_COMMANDS, ("--no-sass",)),
     *(Case(name, name, GDB_COMMANDS) for name in BUILT),
 ]
 #: What marks a cuda-gdb run that did not read the dump (its messages, as 12.4 prints them).
@@ -107,7 +106,7 @@ with open(result, "w") as out:
 """
 
 
-def measure(command: list[str], timeout: float, env: dict[str, str] | None = None) -> Run:
+def measure(command: list[str], timeout: float) -> Run:
     """One fresh process: wall time, its peak RSS (os.wait4), exit code and output."""
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as scratch:
@@ -115,7 +114,7 @@ def measure(command: list[str], timeout: float, env: dict[str, str] | None = Non
         with log.open("wb") as sink:
             subprocess.run([sys.executable, "-I", "-S", "-c", TRAMPOLINE, str(result),
                             str(timeout), *command], stdout=sink, stderr=subprocess.STDOUT,
-                           stdin=subprocess.DEVNULL, env={**os.environ, **(env or {})}, check=True)
+                           stdin=subprocess.DEVNULL, check=True)
         wall, peak_kib, code = result.read_text().split()
         output = log.read_text(errors="replace")
     return Run(float(wall), int(peak_kib) / 1024, None if code == "timeout" else int(code),
@@ -169,12 +168,11 @@ def breakdown(repeat: int) -> None:
         "interpreter start (python -c pass)": [sys.executable, "-c", "pass"],
         "interpreter + import crashlab.cli": [sys.executable, "-c", "import crashlab.cli"],
         "nvdisasm -c -gi -ndf on the cubin alone": [nvdisasm, "-c", "-gi", "-ndf", str(cubin)],
-        "crashlab inspect, no nvdisasm": [sys.executable, "-m", "crashlab", "inspect", str(FIXTURE)],
-        "crashlab inspect": [sys.executable, "-m", "crashlab", "inspect", str(FIXTURE)],
+        "crashlab inspect --no-sass": [*CRASHLAB_INSPECT, "--no-sass", str(FIXTURE)],
+        "crashlab inspect": [*CRASHLAB_INSPECT, str(FIXTURE)],
     }
     for label, command in parts.items():
-        env = NO_NVDISASM if "no nvdisasm" in label else None
-        runs = [measure(command, 600, env) for _ in range(repeat)]
+        runs = [measure(command, 600) for _ in range(repeat)]
         run = median_run(runs)
         print(f"  {label:<42} {run.wall_s:5.2f} s {run.peak_mib:5.0f} MiB  load {run.load:.1f}")
 
@@ -211,8 +209,7 @@ def main() -> None:
         repeat = args.repeat if sections < args.repeat_below else 1
         ours, theirs = [], []
         for _ in range(repeat):  # alternate, so that both see the same load
-            ours.append(measure([sys.executable, "-m", "crashlab", "inspect", str(path)], 600,
-                                case.crashlab_env))
+            ours.append(measure([*CRASHLAB_INSPECT, *case.crashlab_options, str(path)], 600))
             gdb_command = [gdb, "-nx", "-batch", "-ex", f"target cudacore {path}"]
             for command in case.gdb_commands:
                 gdb_command += ["-ex", command]
