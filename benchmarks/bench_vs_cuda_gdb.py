@@ -68,7 +68,7 @@ CASES = [
     *(Case(name, name, GDB_COMMANDS) for name in BUILT),
 ]
 #: What marks a cuda-gdb run that did not read the dump (its messages, as 12.4 prints them).
-GDB_FAILURE = re.compile(r"internal-error|error=CUDBG_|Failed to|failed to|No CUDA focus|"
+GDB_FAILURE = re.compile(r"internal-error|internal to GDB|error=CUDBG_|failed to|No CUDA focus|"
                          r"^Error|is not a CUDA coredump|No stack", re.I | re.M)
 
 
