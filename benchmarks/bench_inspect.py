@@ -9,6 +9,10 @@ one where every lane also has predicate, local-memory and backtrace sections (8.
 show that the time does not depend on the bytes of memory. ``--pyelftools`` also times
 pyelftools walking the section headers, the approach crashlab's reader does not take.
 
+The dumps are shaped as a driver writes them, so NVIDIA's cuda-gdb 12.4 opens them too (checked on
+h100-full; tests/test_real_cuda_gdb.py checks a small dump of the same shape on every run), and
+a benchmark against cuda-gdb can use ``grid_spec`` and ``SIZES`` from here.
+
 Each run is a fresh process; peak RSS comes from os.wait4 on that process alone.
 """
 
@@ -53,7 +57,7 @@ def grid_spec(devices: int, sms: int, warps: int, lanes: int, *, extras: bool, m
                         Lane(ln, (w * 32 + ln, 0, 0), pc=entry + 0x40, registers=REGISTERS,
                              predicates=PREDICATES if extras else None,
                              local_memory=16 if extras else 0,
-                             backtrace=[(0x40, entry + 0x40, 0)] if extras else [])
+                             backtrace=[(0x40, entry + 0x40)] if extras else [])
                         for ln in range(lanes)
                     ]
                     cta_warps.append(Warp(block * 4 + w, cta_lanes,
@@ -74,6 +78,7 @@ SIZES = {
     "small": dict(devices=1, sms=4, warps=8, lanes=32, extras=False, memory=0),
     "h100-full": dict(devices=1, sms=132, warps=64, lanes=32, extras=False, memory=0),
     "h100-full+16GiB": dict(devices=1, sms=132, warps=64, lanes=32, extras=False, memory=16 * GIB),
+    "2xh100": dict(devices=2, sms=132, warps=64, lanes=32, extras=False, memory=0),
     "8xh100+4GiB": dict(devices=8, sms=132, warps=64, lanes=32, extras=False, memory=4 * GIB),
 }
 #: --stress: every per-lane and per-warp section type (regs, predicates, local memory,

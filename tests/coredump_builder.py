@@ -10,12 +10,19 @@ way the driver's relocated images are (section sh_addr and symbol values made ab
 A dump is described top-down (devices > SMs > CTAs > warps > lanes, plus grids and modules) and
 written in one streaming pass, so that benchmarks can make dumps of a million sections and
 sparse gigabytes of "global memory" quickly.
+
+What it writes is shaped like a driver's dump, because NVIDIA's reader (cuda-gdb 12.4's
+libcudacore, which tests/test_real_cuda_gdb.py runs on every scenario) refuses or misreads
+other shapes: every SM of a device has a row, every lane a register section, backtrace rows
+are numbered from level 0 up to the lane's callDepth, a grid names a context of its own device
+and is ACTIVE, and no two modules share a handle (see ``write``).
 """
 
 from __future__ import annotations
 
 import gzip
 import json
+from collections import Counter
 import shutil
 import struct
 from dataclasses import dataclass, field
@@ -193,17 +200,27 @@ def load_cubin(name: str) -> bytes:
 
 
 # -- the dump's description ------------------------------------------------------------------
+#: Registers a warp has (its row's numRegs, the grid's numRegs): what a lane's register section holds.
+REGISTERS_PER_LANE = 32
+#: CUDBGGridStatus ACTIVE, a running grid's; cuda-gdb's `info cuda kernels` lists only ACTIVE (2) and
+#: SLEEPING (3) grids, not PENDING (1) ones.
+GRID_ACTIVE = 2
+
+
 @dataclass
 class Lane:
     ln: int
     thread_idx: tuple[int, int, int]
     pc: int = 0
     exception: int = 0
-    call_depth: int = 0
-    registers: list[int] | None = None
+    #: R0.. as the register section holds them; a driver writes one for every valid lane, and
+    #: cuda-gdb refuses a dump whose focus lane has none ("read_register_range ... INVALID_ARGS")
+    registers: list[int] = field(default_factory=lambda: [0] * REGISTERS_PER_LANE)
     predicates: list[int] | None = None
-    #: (returnAddress, virtualReturnAddress, level) rows
-    backtrace: list[tuple[int, int, int]] = field(default_factory=list)
+    #: (returnAddress, virtualReturnAddress) of each caller, innermost first: written as backtrace
+    #: rows of level 0, 1, ... and the lane's callDepth is their count (cuda-gdb's frame #1 is
+    #: level 0; it reads levels 0..callDepth-1 and fails on a missing one)
+    backtrace: list[tuple[int, int]] = field(default_factory=list)
     local_memory: int = 0  # bytes of (zero) local memory; 0 = no section
 
 
@@ -249,8 +266,10 @@ class Grid:
     grid_dim: tuple[int, int, int] = (1, 1, 1)
     block_dim: tuple[int, int, int] = (32, 1, 1)
     cluster_dim: tuple[int, int, int] = (0, 0, 0)
-    context_id: int = 0x1000
-    status: int = 3
+    #: default: the context of this grid's device that loaded its module (cuda-gdb refuses a
+    #: grid whose context is not in the device's context table: "CUDBG_ERROR_INVALID_CONTEXT")
+    context_id: int | None = None
+    status: int = GRID_ACTIVE
     params: bytes | None = None
     params_address: int = 0x7F00_0000_0000
     const_banks: list[tuple[int, int, int]] = field(default_factory=list)
@@ -277,6 +296,8 @@ class Device:
     num_sms: int = 132
     warps_per_sm: int = 64
     regs_per_lane: int = 255
+    #: the SMs that hold something; the others of num_sms get an empty row each, as a driver
+    #: writes them (cuda-gdb 12.5+ looks up a row for every SM below numSMs)
     sms: list[SM] = field(default_factory=list)
     grids: list[Grid] = field(default_factory=list)
     contexts: list[Context] = field(default_factory=list)
@@ -383,7 +404,12 @@ class Built:
 
 
 def write(spec: Spec, path: str | Path, *, compress: bool = False) -> Built:
-    """Write ``spec`` as a (synthetic) CUDA coredump at ``path``; gzip it if ``compress``."""
+    """Write ``spec`` as a (synthetic) CUDA coredump at ``path``; gzip it if ``compress``.
+
+    A description cuda-gdb would misread is refused with ValueError: a module handle used twice
+    (libcudacore keys images by handle alone, so another device's kernels show as ``??``) or a
+    grid whose context is not on its device."""
+    _check_modules(spec)
     path = Path(path)
     raw = path.with_name(path.name + ".raw") if compress else path
     keys: dict[str, int] = {}
@@ -397,6 +423,27 @@ def write(spec: Spec, path: str | Path, *, compress: bool = False) -> Built:
             shutil.copyfileobj(src, dst)
         raw.unlink()
     return Built(path, keys, count)
+
+
+def _check_modules(spec: Spec) -> None:
+    handles = Counter(m.handle for d in spec.devices for c in d.contexts for m in c.modules)
+    twice = sorted(hex(handle) for handle, count in handles.items() if count > 1)
+    if twice:
+        raise ValueError(f"module handles used more than once: {', '.join(twice)}")
+
+
+def _grid_context(device: Device, grid: Grid) -> int:
+    """The grid's context id: its own, or the one whose module table holds its module."""
+    if grid.context_id is not None:
+        if grid.context_id not in {c.context_id for c in device.contexts}:
+            raise ValueError(f"grid {grid.grid_id}: no context {grid.context_id:#x} on device "
+                             f"{device.dev_id}")
+        return grid.context_id
+    for context in device.contexts:
+        if any(m.handle == grid.module_handle for m in context.modules):
+            return context.context_id
+    raise ValueError(f"grid {grid.grid_id}: no context of device {device.dev_id} loaded module "
+                     f"{grid.module_handle:#x}")
 
 
 def _name(spec: Spec, text: str) -> str:
@@ -472,10 +519,10 @@ def _write_device(w, spec, keys, devtbl, row, d: Device) -> None:
                         link=modtbl, info=m_row)
     grid_rows = []
     for g in d.grids:
-        values = dict(gridId64=g.grid_id, contextId=g.context_id, function=w.string(g.function),
-                      functionEntry=g.function_entry, moduleHandle=g.module_handle,
-                      parentGridId64=0, paramsOffset=0x210, kernelType=2, origin=0,
-                      gridStatus=g.status, numRegs=32,
+        values = dict(gridId64=g.grid_id, contextId=_grid_context(d, g),
+                      function=w.string(g.function), functionEntry=g.function_entry,
+                      moduleHandle=g.module_handle, parentGridId64=0, paramsOffset=0x210, kernelType=2, origin=0,
+                      gridStatus=g.status, numRegs=REGISTERS_PER_LANE,
                       gridDimX=g.grid_dim[0], gridDimY=g.grid_dim[1], gridDimZ=g.grid_dim[2],
                       blockDimX=g.block_dim[0], blockDimY=g.block_dim[1], blockDimZ=g.block_dim[2],
                       attrLaunchBlocking=0, attrHostTid=4242)
@@ -496,8 +543,10 @@ def _write_device(w, spec, keys, devtbl, row, d: Device) -> None:
                 w.add(_name(spec, f".cudbg.cbankstbl.{tag}.grid{g_row}"), SHT["CB_TABLE"],
                       b"".join(pack_row("cb", 16, addr=a, size=s, bankId=b) for a, s, b in g.const_banks),
                       link=gridtbl, info=g_row, entsize=16)
+    described = {sm.sm_id for sm in d.sms}
+    idle = [SM(sm_id) for sm_id in range(d.num_sms) if sm_id not in described]
     sm_rows = []
-    for sm in d.sms:
+    for sm in d.sms + idle:
         values = {"smId": sm.sm_id}
         if size("sm") >= 24:
             values.update(exception=sm.exception, errorPCValid=int(sm.error_pc is not None),
@@ -549,7 +598,7 @@ def _write_sm(w, spec, keys, smtbl, s_row, tag, sm: SM) -> None:
                           validLanesMask=sum(1 << lane.ln for lane in warp.lanes),
                           activeLanesMask=mask, isWarpBroken=warp.broken, errorPCValid=int(valid))
             if size("warp") >= 40:
-                values["numRegs"] = 32
+                values["numRegs"] = REGISTERS_PER_LANE
             warp_rows.append(pack_row("warp", size("warp"), **values))
         wptbl = keys[f"wptbl {ctag}"] = w.add(_name(spec, f".cudbg.wptbl.{ctag}"), SHT["WP_TABLE"],
                                               b"".join(warp_rows), link=ctatbl, info=c_row,
@@ -575,15 +624,14 @@ def _write_warp(w, spec, keys, wptbl, w_row, tag, warp: Warp) -> None:
         pack_row("lane", size("lane"), virtualPC=lane.pc, physPC=lane.pc & 0xFFFF, ln=lane.ln,
                  threadIdxX=lane.thread_idx[0], threadIdxY=lane.thread_idx[1],
                  threadIdxZ=lane.thread_idx[2], exception=lane.exception,
-                 callDepth=lane.call_depth, syscallCallDepth=0, ccRegister=0)
+                 callDepth=len(lane.backtrace), syscallCallDepth=0, ccRegister=0)
         for lane in warp.lanes)
     lntbl = keys[f"lntbl {tag}"] = w.add(_name(spec, f".cudbg.lntbl.{tag}"), SHT["LN_TABLE"], rows,
                                          link=wptbl, info=w_row, entsize=size("lane"))
     for l_row, lane in enumerate(warp.lanes):
         ltag = f"{tag}.ln{l_row}"
-        if lane.registers is not None:
-            w.add(_name(spec, f".cudbg.regs.{ltag}"), SHT["DEV_REGS"], _words(lane.registers),
-                  link=lntbl, info=l_row)
+        w.add(_name(spec, f".cudbg.regs.{ltag}"), SHT["DEV_REGS"], _words(lane.registers),
+              link=lntbl, info=l_row)
         if lane.predicates is not None:
             w.add(_name(spec, f".cudbg.pred.{ltag}"), SHT["DEV_PRED"], _words(lane.predicates),
                   link=lntbl, info=l_row)
@@ -592,6 +640,6 @@ def _write_warp(w, spec, keys, wptbl, w_row, tag, warp: Warp) -> None:
                   link=lntbl, info=l_row, addr=0xFFFE00)
         if lane.backtrace:
             w.add(_name(spec, f".cudbg.bt.{ltag}"), SHT["BT"],
-                  b"".join(pack_row("bt", 24, returnAddress=r, virtualReturnAddress=v, level=lv)
-                           for r, v, lv in lane.backtrace),
+                  b"".join(pack_row("bt", 24, returnAddress=r, virtualReturnAddress=v, level=level)
+                           for level, (r, v) in enumerate(lane.backtrace)),
                   link=lntbl, info=l_row, entsize=24)

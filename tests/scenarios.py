@@ -202,8 +202,7 @@ def device_function(debug_build: bool = False) -> Scenario:
             for warp in cta.warps:
                 for lane in warp.lanes:
                     if lane.exception:
-                        lane.call_depth = 1
-                        lane.backtrace = [(0xC0, return_pc, 1)]
+                        lane.backtrace = [(0xC0, return_pc)]
     scenario.notes["return_pc"] = return_pc
     scenario.notes["kernel_text"] = kernel_text
     return scenario
@@ -224,5 +223,5 @@ def every_section_type() -> Scenario:
     victim.cbu_bar = bytes(64)
     for lane in victim.lanes:
         lane.local_memory = 256
-        lane.backtrace = [(0x40, device.grids[0].function_entry + 0x40, 0)]
+        lane.backtrace = [(0x40, device.grids[0].function_entry + 0x40)]
     return scenario
