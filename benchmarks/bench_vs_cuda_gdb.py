@@ -46,7 +46,7 @@ FIXTURE = ROOT / "fixtures" / "synthetic" / "moe_align_out_of_range.nvcudmp"
 #: Builder dumps, by bench_inspect.grid_spec's shape arguments.
 BUILT = {
     "1xh100-half+4GiB": dict(devices=1, sms=132, warps=32, lanes=32, extras=False, memory=4 * GIB),
-    "2xh100": dict(devices=2, sms=132, warps=64, lanes=32, extras=False, memory=0),
+    "2xh100": SIZES["2xh100"],
     "8xh100+4GiB": SIZES["8xh100+4GiB"],
 }
 CRASHLAB_INSPECT = [sys.executable, "-m", "crashlab", "inspect"]
