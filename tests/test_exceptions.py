@@ -12,14 +12,13 @@ from pathlib import Path
 
 import pytest
 
+import crashlab
 from crashlab.coredump import exceptions
+from crashlab.gdb import parse
 from tests import coredump_builder, scenarios
 
 ROOT = Path(__file__).resolve().parent.parent
 WRITTEN = ROOT / "fixtures" / "exception_texts" / "written_sources.tsv"
-#: `info cuda lanes`, focused lane: "*  0 active 0x00007fff3a0000d0  (32,0,0) Lane Illegal Address"
-FOCUSED_LANE = re.compile(
-    r"^\*\s+\d+\s+\S+\s+0x[0-9a-f]+\s+\(\d+,\d+,\d+\)\s+(?P<text>\S.*?)\s*$", re.M)
 SIGNAL = re.compile(r"^CUDA_EXCEPTION_(?P<n>\d+)\s.*\t(?P<text>[^\t]+)$", re.M)
 
 
@@ -40,27 +39,27 @@ def cuda_gdb_signals(real_cuda_gdb) -> dict[str, int]:
 
 
 @pytest.mark.parametrize("code", [*range(1, 37), exceptions.UNKNOWN])
-def test_text_and_signal_match_real_cuda_gdb_where_it_knows_the_code(
+def test_report_matches_real_cuda_gdb_where_it_knows_the_code(
         code, real_cuda_gdb, cuda_gdb_signals, tmp_path):
     """A builder dump whose faulting lanes carry ``code``; cuda-gdb's `info cuda lanes` shows the
     text it gives the code (the same table as its "CUDA Exception:" line). Where it does not know
-    the code it says "Device Unknown Exception" and warns; then the table's text must come from a
+    the code it says "Device Unknown Exception" and warns; then crashlab's text must come from a
     newer written source (checked by the next test), or be that same text."""
-    dump = coredump_builder.write(scenarios.fault(exception=code).spec, tmp_path / "core.nvcudmp")
-    run = subprocess.run([real_cuda_gdb, "-nx", "-batch", "-ex", f"target cudacore {dump.path}",
+    path = coredump_builder.write(scenarios.fault(exception=code).spec, tmp_path / "c.nvcudmp").path
+    run = subprocess.run([real_cuda_gdb, "-nx", "-batch", "-ex", f"target cudacore {path}",
                           "-ex", "info cuda lanes"], capture_output=True, text=True, timeout=120)
     output = run.stdout + run.stderr
-    shown = FOCUSED_LANE.search(output)
+    shown = parse.current_lane_exception(output)
     assert shown, output
-    shown = shown["text"]
-    kind = exceptions.describe(code)
+    reported = crashlab.inspect(path, sass=False).faults[0].exception
+    assert reported.code == code
     unhandled = "Encountered unhandled device exception" in output
     assert unhandled == (shown == exceptions.DEVICE_UNKNOWN), output
     if unhandled:
-        assert kind.display == exceptions.DEVICE_UNKNOWN or kind.code in _written_codes()
+        assert reported.display == exceptions.DEVICE_UNKNOWN or code in _written_codes()
     else:
-        assert kind.display == shown
-        assert kind.cuda_gdb_signal == cuda_gdb_signals[shown]
+        assert reported.display == shown
+        assert reported.cuda_gdb_signal == f"CUDA_EXCEPTION_{cuda_gdb_signals[shown]}"
 
 
 def _written_codes() -> set[int]:
