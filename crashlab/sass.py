@@ -28,6 +28,10 @@ from .coredump.model import Grid
 from .toolpath import find_cuda_tool
 
 NVDISASM_TIMEOUT_S = 120
+#: A cubin's ``.text.*`` sh_info names its function's symbol; cubins before Hopper also pack the
+#: function's register count into the top byte (``(regs << 24) | symbol``), which nvdisasm's
+#: ``-fun`` refuses ("No symbol with index 469762087"), so only the low 24 bits are an index.
+_TEXT_SYMBOL_BITS = 0xFFFFFF
 _INSTRUCTION = re.compile(r"^\s*/\*([0-9a-fA-F]+)\*/\s+(.*?)\s*;?\s*(?:/\*[^*]*\*/\s*)?$")
 _LINE_INFO = re.compile(r'//## File "(?P<file>[^"]*)", line (?P<line>\d+)(?P<inlined> inlined at)?')
 
@@ -87,7 +91,7 @@ class _Text:
     name: str
     address: int
     size: int
-    symbol: int  # sh_info of a .text section: its function's symbol index (nvdisasm -fun)
+    symbol: int  # its function's symbol index, from sh_info (nvdisasm -fun)
     functions: list[_Function]
 
 
@@ -109,7 +113,8 @@ def _parse_cubin(section: int, data: bytes) -> _Cubin:
         if sec["sh_addr"]:
             rebase.append((shoff + index * shentsize + 16, 0))
         if sec["sh_flags"] & SHF_EXECINSTR and sec["sh_size"]:
-            texts.append(_Text(index, sec.name, sec["sh_addr"], sec["sh_size"], sec["sh_info"], []))
+            texts.append(_Text(index, sec.name, sec["sh_addr"], sec["sh_size"],
+                               sec["sh_info"] & _TEXT_SYMBOL_BITS, []))
     by_index = {text.index: text for text in texts}
     symtab = elf.get_section_by_name(".symtab")
     if symtab is not None:
@@ -177,6 +182,8 @@ class CodeFinder:
 
 
 def _location(section: int, text: _Text, offset: int) -> CodeLocation:
+    # A kernel's symbol can span the non-inlined callees nvcc places after it in its section
+    # ($__internal_0_$__cuda_sm20_div_u64 and the like): the innermost holder names the PC.
     holders = [f for f in text.functions if f.start <= offset < f.start + max(f.size, 1)]
     holder = max(holders, key=lambda f: f.start, default=None)
     return CodeLocation(
@@ -237,6 +244,8 @@ def parse_listing(listing: str) -> list[Instruction]:
 
 
 def _rebased_copy(data: bytes, cubin: _Cubin) -> bytes:
+    """pyelftools reads ELF but does not write it (its struct builders drop the CUDA bits of
+    st_other), so the 8-byte sh_addr and st_value fields are patched in place."""
     image = bytearray(data)
     for offset, value in cubin.rebase:
         image[offset : offset + 8] = value.to_bytes(8, "little")

@@ -609,10 +609,12 @@ def _write_sm(w, spec, keys, smtbl, s_row, tag, sm: SM) -> None:
 
 def _write_warp(w, spec, keys, wptbl, w_row, tag, warp: Warp) -> None:
     size = spec.row_size
-    if warp.uniform_registers is not None:
+    # Device rows of 72 bytes come from drivers before uniform registers (r400): none written.
+    uniform = size("dev") >= 80
+    if uniform and warp.uniform_registers is not None:
         w.add(_name(spec, f".cudbg.uregs.{tag}"), SHT["DEV_UREGS"], _words(warp.uniform_registers),
               link=wptbl, info=w_row)
-    if warp.uniform_predicates is not None:
+    if uniform and warp.uniform_predicates is not None:
         w.add(_name(spec, f".cudbg.upred.{tag}"), SHT["DEV_UPRED"], _words(warp.uniform_predicates),
               link=wptbl, info=w_row)
     if warp.cbu_bar is not None:
