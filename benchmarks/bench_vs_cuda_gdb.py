@@ -14,8 +14,10 @@ interpreter start, importing the CLI, nvdisasm alone on that dump's cubin.
 Dumps: the bundled SYNTHETIC fixture and SYNTHETIC builder dumps made by benchmarks/
 bench_inspect.py's grid_spec (cached in --keep): half an H100 with 4 GiB of sparse memory, two
 full H100s, eight full H100s with 4 GiB. Each command is a fresh process; peak RSS is os.wait4's
-for that child, spawned by a small trampoline interpreter (see TRAMPOLINE; cuda-gdb's wrapper
-script execs the loader: same process). Dumps below --repeat-below sections are run --repeat
+for that child and the children it waited for (nvdisasm), spawned by a small trampoline
+interpreter (see TRAMPOLINE; cuda-gdb's wrapper script execs the loader: same process). Python
+runs from bytecode (cached under --keep, one warm-up run first), as an installed package does,
+even where PYTHONDONTWRITEBYTECODE is set. Dumps below --repeat-below sections are run --repeat
 times (median shown), the others once. cuda-gdb
 has --timeout seconds; a non-zero exit, a timeout, an internal error or no backtrace is a
 failure, and its first error line is printed. The load average is printed with each figure: on
@@ -109,12 +111,13 @@ with open(result, "w") as out:
 def measure(command: list[str], timeout: float) -> Run:
     """One fresh process: wall time, its peak RSS (os.wait4), exit code and output."""
     load = os.getloadavg()[0]
+    env = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
     with tempfile.TemporaryDirectory() as scratch:
         result, log = Path(scratch, "result"), Path(scratch, "output")
         with log.open("wb") as sink:
             subprocess.run([sys.executable, "-I", "-S", "-c", TRAMPOLINE, str(result),
                             str(timeout), *command], stdout=sink, stderr=subprocess.STDOUT,
-                           stdin=subprocess.DEVNULL, check=True)
+                           stdin=subprocess.DEVNULL, env=env, check=True)
         wall, peak_kib, code = result.read_text().split()
         output = log.read_text(errors="replace")
     return Run(float(wall), int(peak_kib) / 1024, None if code == "timeout" else int(code),
@@ -195,6 +198,9 @@ def main() -> None:
     args = parser.parse_args()
     gdb = find_cuda_gdb(args.cuda_gdb)
     args.keep.mkdir(parents=True, exist_ok=True)
+    # As an installed package runs: from bytecode, kept out of the source tree.
+    os.environ["PYTHONPYCACHEPREFIX"] = str(args.keep / "pycache")
+    measure([*CRASHLAB_INSPECT, str(FIXTURE)], 600)
     print(f"cores {os.cpu_count()}, cuda-gdb {gdb}")
     if args.breakdown:
         breakdown(args.repeat)
