@@ -17,7 +17,8 @@ full H100s, eight full H100s with 4 GiB. Each command is a fresh process; peak R
 for that child and the children it waited for (nvdisasm), spawned by a small trampoline
 interpreter (see TRAMPOLINE; cuda-gdb's wrapper script execs the loader: same process). Python
 runs from bytecode (cached under --keep, one warm-up run first), as an installed package does,
-even where PYTHONDONTWRITEBYTECODE is set. Dumps below --repeat-below sections are run --repeat
+even where PYTHONDONTWRITEBYTECODE is set. Before each command the dump's data is read once
+(warm_page_cache), so that both start from the same page cache. Dumps below --repeat-below sections are run --repeat
 times (median shown), the others once. cuda-gdb
 has --timeout seconds; a non-zero exit, a timeout, an internal error or no backtrace is a
 failure, and its first error line is printed. The load average is printed with each figure: on
@@ -124,6 +125,25 @@ def measure(command: list[str], timeout: float) -> Run:
                output, load)
 
 
+def warm_page_cache(path: Path) -> None:
+    """Read the dump's data (not its holes) so that each tool starts from the same page cache.
+
+    A VM with less page cache than the dump keeps only part of it: without this, whichever tool
+    ran second would find the file read for it by the first."""
+    with path.open("rb") as dump:
+        fd, end = dump.fileno(), os.fstat(dump.fileno()).st_size
+        offset = 0
+        while offset < end:
+            try:
+                start = os.lseek(fd, offset, os.SEEK_DATA)
+            except OSError:  # nothing but a hole up to the end
+                break
+            stop = os.lseek(fd, start, os.SEEK_HOLE)
+            while start < stop:
+                start += len(os.pread(fd, min(16 << 20, stop - start), start))
+            offset = stop
+
+
 def find_cuda_gdb(given: str | None) -> str:
     for candidate in (given, os.environ.get("CRASHLAB_TEST_CUDA_GDB"),
                       str(ROOT / ".cuda-gdb" / "bin" / "cuda-gdb"), shutil.which("cuda-gdb")):
@@ -214,11 +234,13 @@ def main() -> None:
             sections = image.section_count
         repeat = args.repeat if sections < args.repeat_below else 1
         ours, theirs = [], []
+        gdb_command = [gdb, "-nx", "-batch", "-ex", f"target cudacore {path}"]
+        for command in case.gdb_commands:
+            gdb_command += ["-ex", command]
         for _ in range(repeat):  # alternate, so that both see the same load
+            warm_page_cache(path)
             ours.append(measure([*CRASHLAB_INSPECT, *case.crashlab_options, str(path)], 600))
-            gdb_command = [gdb, "-nx", "-batch", "-ex", f"target cudacore {path}"]
-            for command in case.gdb_commands:
-                gdb_command += ["-ex", command]
+            warm_page_cache(path)
             theirs.append(measure(gdb_command, args.timeout))
         mine, other = median_run(ours), median_run(theirs)
         verdict = gdb_verdict(other)
