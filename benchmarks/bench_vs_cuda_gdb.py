@@ -15,14 +15,14 @@ Dumps: the bundled SYNTHETIC fixture and SYNTHETIC builder dumps made by benchma
 bench_inspect.py's grid_spec (cached in --keep): half an H100 with 4 GiB of sparse memory, two
 full H100s, eight full H100s with 4 GiB. Each command is a fresh process; peak RSS is os.wait4's
 for that child and the children it waited for (nvdisasm), spawned by a small trampoline
-interpreter (see TRAMPOLINE; cuda-gdb's wrapper script execs the loader: same process). Python
-runs from bytecode (cached under --keep, one warm-up run first), as an installed package does,
-even where PYTHONDONTWRITEBYTECODE is set. Before each command the dump's data is read once
-(warm_page_cache), so that both start from the same page cache. Dumps below --repeat-below sections are run --repeat
-times (median shown), the others once. cuda-gdb
-has --timeout seconds; a non-zero exit, a timeout, an internal error or no backtrace is a
-failure, and its first error line is printed. The load average is printed with each figure: on
-a shared machine the times move with it.
+interpreter (see TRAMPOLINE; cuda-gdb's wrapper script execs the loader: same process).
+crashlab runs from bytecode (cached under --keep, one warm-up run first), as an installed package
+does, even where PYTHONDONTWRITEBYTECODE is set. Before each command the dump's data is read
+once (warm_page_cache), so that both start from the same page cache. Dumps below --repeat-below
+sections are run --repeat times (median shown), the others once. cuda-gdb has --timeout seconds;
+a non-zero exit, a timeout, an internal error or no backtrace is a failure, and its first error
+line is printed. The load average is printed with each figure: on a shared machine the times
+move with it.
 """
 
 from __future__ import annotations
@@ -109,16 +109,15 @@ with open(result, "w") as out:
 """
 
 
-def measure(command: list[str], timeout: float) -> Run:
+def measure(command: list[str], timeout: float, env: dict[str, str] | None = None) -> Run:
     """One fresh process: wall time, its peak RSS (os.wait4), exit code and output."""
     load = os.getloadavg()[0]
-    env = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
     with tempfile.TemporaryDirectory() as scratch:
         result, log = Path(scratch, "result"), Path(scratch, "output")
         with log.open("wb") as sink:
             subprocess.run([sys.executable, "-I", "-S", "-c", TRAMPOLINE, str(result),
                             str(timeout), *command], stdout=sink, stderr=subprocess.STDOUT,
-                           stdin=subprocess.DEVNULL, env=env, check=True)
+                           stdin=subprocess.DEVNULL, env=env or os.environ, check=True)
         wall, peak_kib, code = result.read_text().split()
         output = log.read_text(errors="replace")
     return Run(float(wall), int(peak_kib) / 1024, None if code == "timeout" else int(code),
@@ -181,7 +180,7 @@ def median_run(runs: list[Run]) -> Run:
     return sorted(runs, key=lambda run: run.wall_s)[len(runs) // 2]
 
 
-def breakdown(repeat: int) -> None:
+def breakdown(repeat: int, python: dict[str, str]) -> None:
     """Median wall time of each part of ``crashlab inspect`` on the small dump, each alone."""
     from crashlab.sass import find_nvdisasm
 
@@ -195,7 +194,7 @@ def breakdown(repeat: int) -> None:
         "crashlab inspect": [*CRASHLAB_INSPECT, str(FIXTURE)],
     }
     for label, command in parts.items():
-        runs = [measure(command, 600) for _ in range(repeat)]
+        runs = [measure(command, 600, python) for _ in range(repeat)]
         run = median_run(runs)
         print(f"  {label:<42} {run.wall_s:5.2f} s {run.peak_mib:5.0f} MiB  load {run.load:.1f}")
 
@@ -218,12 +217,14 @@ def main() -> None:
     args = parser.parse_args()
     gdb = find_cuda_gdb(args.cuda_gdb)
     args.keep.mkdir(parents=True, exist_ok=True)
-    # As an installed package runs: from bytecode, kept out of the source tree.
-    os.environ["PYTHONPYCACHEPREFIX"] = str(args.keep / "pycache")
-    measure([*CRASHLAB_INSPECT, str(FIXTURE)], 600)
+    # crashlab as an installed package runs: from bytecode, kept out of the source tree.
+    python = {name: value for name, value in os.environ.items()
+              if name != "PYTHONDONTWRITEBYTECODE"}
+    python["PYTHONPYCACHEPREFIX"] = str(args.keep / "pycache")
+    measure([*CRASHLAB_INSPECT, str(FIXTURE)], 600, python)
     print(f"cores {os.cpu_count()}, cuda-gdb {gdb}")
     if args.breakdown:
-        breakdown(args.repeat)
+        breakdown(args.repeat, python)
     print(f"{'dump':<24} {'sections':>9} {'size GiB':>8} | {'crashlab s':>10} {'MiB':>5} | "
           f"{'cuda-gdb s':>10} {'MiB':>6} | {'time x':>6} {'mem x':>6} | {'load':>4} | cuda-gdb")
     for case in CASES:
@@ -239,7 +240,8 @@ def main() -> None:
             gdb_command += ["-ex", command]
         for _ in range(repeat):  # alternate, so that both see the same load
             warm_page_cache(path)
-            ours.append(measure([*CRASHLAB_INSPECT, *case.crashlab_options, str(path)], 600))
+            ours.append(measure([*CRASHLAB_INSPECT, *case.crashlab_options, str(path)], 600,
+                                python))
             warm_page_cache(path)
             theirs.append(measure(gdb_command, args.timeout))
         mine, other = median_run(ours), median_run(theirs)
