@@ -125,3 +125,21 @@ def test_cli_reads_standard_input(build):
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["source"]["compressed"] and report["faults"][0]["kernel"]["mangled"]
+
+
+def test_terminal_view_prints_text_from_the_dump_as_text(build):
+    """Names, notes, warnings and paths come from a stranger's dump: markup in them is printed
+    as it is, never interpreted (nor a reason for Rich to raise)."""
+    report = crashlab.inspect(build(scenarios.device_function()).path)
+    hostile = "[/bold]x[red]y[/red][link=file:///etc]z"
+    fault = report.faults[0]
+    fault.kernel.name = fault.function = report.kernels[0].name = hostile
+    fault.backtrace[0].function = hostile
+    fault.notes.append(hostile)
+    fault.sass.source[0].file = hostile
+    report.warnings.append(hostile)
+    report.source.path = hostile
+    console = Console(record=True, width=400)
+    terminal.render(report, console)
+    out = console.export_text()
+    assert out.count(hostile) >= 7, out

@@ -50,7 +50,8 @@ def unrelocated_line_table(core_path: str, pc: int) -> str | None:
                 found = _unapplied(core.image_bytes(section), pc)
                 if found is not None:
                     return found
-    except (OSError, CoreFormatError, ELFError, ValueError, struct.error):
+    except (OSError, CoreFormatError, ELFError, ValueError, struct.error, AttributeError, KeyError):
+        # a stranger's cubin whose .symtab or relocation target is another kind of section
         return None
     return None
 

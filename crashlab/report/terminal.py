@@ -26,45 +26,45 @@ def render(report: TriageReport, console: Console) -> None:
     if report.debugger is not None:
         _debugger(report, console)
     console.print(_kernels(report))
-    console.print(_dump_line(report), style="dim")
+    console.print(Text(_dump_line(report), style="dim"))
     for warning in report.warnings:
-        console.print(f"warning: {warning}", style="yellow")
+        console.print(Text(f"warning: {warning}", style="yellow"))
 
 
 def _fault_panel(fault: Fault, title: str) -> Panel:
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold cyan", no_wrap=True)
     grid.add_column()
-    grid.add_row("exception", text.exception_line(fault))
-    grid.add_row("kernel", text.kernel_line(fault))
-    grid.add_row("function", text.function_line(fault))
-    grid.add_row("where", text.place(fault))
+    grid.add_row("exception", Text(text.exception_line(fault)))
+    grid.add_row("kernel", Text(text.kernel_line(fault)))
+    grid.add_row("function", Text(text.function_line(fault)))
+    grid.add_row("where", Text(text.place(fault)))
     if fault.block_idx is not None:
         cluster = f"  cluster {text.dim(fault.cluster_idx)} of {text.dim(fault.cluster_dim)}" \
             if fault.cluster_idx is not None else ""
-        grid.add_row("block", f"{text.dim(fault.block_idx)}  thread {text.dim(fault.thread_idx)}{cluster}")
-        grid.add_row("launch", f"grid {text.dim(fault.grid_dim)} x block {text.dim(fault.block_dim)}")
-    grid.add_row("PC", f"{fault.pc or 'not recorded'} ({fault.pc_source})")
-    grid.add_row("source", text.short_source(fault.sass.source) or "-")
-    grid.add_row("spread", text.spread(fault))
+        grid.add_row("block", Text(f"{text.dim(fault.block_idx)}  thread {text.dim(fault.thread_idx)}{cluster}"))
+        grid.add_row("launch", Text(f"grid {text.dim(fault.grid_dim)} x block {text.dim(fault.block_dim)}"))
+    grid.add_row("PC", Text(f"{fault.pc or 'not recorded'} ({fault.pc_source})"))
+    grid.add_row("source", Text(text.short_source(fault.sass.source) or "-"))
+    grid.add_row("spread", Text(text.spread(fault)))
     if fault.cluster_target_block is not None:
-        grid.add_row("target", f"cluster target block {text.dim(fault.cluster_target_block)}")
+        grid.add_row("target", Text(f"cluster target block {text.dim(fault.cluster_target_block)}"))
     for frame in fault.backtrace:
-        grid.add_row(f"frame #{frame.level}", f"{frame.pc} {text.frame_function(frame)}"
-                     + (f" +{frame.function_offset:#x}" if frame.function_offset is not None else ""))
+        offset = f" +{frame.function_offset:#x}" if frame.function_offset is not None else ""
+        grid.add_row(f"frame #{frame.level}", Text(f"{frame.pc} {text.frame_function(frame)}{offset}"))
     for line in text.candidate_lines(fault):
-        grid.add_row("resident", line)
+        grid.add_row("resident", Text(line))
     for note in fault.notes:
-        grid.add_row("note", note)
+        grid.add_row("note", Text(note))
     return Panel(grid, title=title, title_align="left", border_style="red")
 
 
 def _sass(fault: Fault, console: Console) -> None:
     sass = fault.sass
     if not sass.instructions:
-        console.print(f"SASS: unavailable: {sass.unavailable_reason}", style="yellow")
+        console.print(Text(f"SASS: unavailable: {sass.unavailable_reason}", style="yellow"))
         return
-    table = Table(title=f"SASS ({sass.tool}, {sass.section})", title_justify="left",
+    table = Table(title=Text(f"SASS ({sass.tool}, {sass.section})"), title_justify="left",
                   show_header=False, box=None, padding=(0, 1))
     table.add_column(no_wrap=True, style="bold red")
     table.add_column(no_wrap=True)
@@ -73,7 +73,7 @@ def _sass(fault: Fault, console: Console) -> None:
     for ins in sass.instructions:
         style = "bold red" if ins.faulting else ""
         table.add_row(text.marker(ins), Text(ins.address, style=style), Text(ins.text, style=style),
-                      text.short_source(ins.source))
+                      Text(text.short_source(ins.source)))
     console.print(table)
 
 
@@ -91,19 +91,19 @@ def _registers(fault: Fault, console: Console) -> None:
 def _debugger(report: TriageReport, console: Console) -> None:
     section = report.debugger
     style = {"ok": "green", "partial": "yellow"}.get(section.status, "red")
-    console.print(text.debugger_headline(section), style=f"bold {style}")
+    console.print(Text(text.debugger_headline(section), style=f"bold {style}"))
     if section.load is not None:
-        console.print(f"  on load: {text.load_line(section.load)}")
+        console.print(Text(f"  on load: {text.load_line(section.load)}"))
     for view in section.faults:
         disagree = any(a.verdict == "disagree" for a in view.agreement)
-        console.print(f"  fault {view.fault + 1}: {text.agreement_line(view.agreement)}",
-                      style="bold red" if disagree else "")
+        console.print(Text(f"  fault {view.fault + 1}: {text.agreement_line(view.agreement)}",
+                           style="bold red" if disagree else ""))
         for frame in view.backtrace[:4]:
             where = f" at {frame.file}:{frame.line}" if frame.file and frame.line else ""
-            console.print(f"    #{frame.level} {text.frame_function(frame)}{frame.launch or ''}{where}",
-                          style="dim")
+            console.print(Text(f"    #{frame.level} {text.frame_function(frame)}{frame.launch or ''}{where}",
+                               style="dim"))
     for problem in section.problems:
-        console.print(f"  problem ({problem.kind}): {problem.message}", style="yellow")
+        console.print(Text(f"  problem ({problem.kind}): {problem.message}", style="yellow"))
 
 
 def _other_faults(faults: list[Fault], omitted: int) -> Table:
@@ -113,8 +113,8 @@ def _other_faults(faults: list[Fault], omitted: int) -> Table:
     for fault in faults[:MAX_OTHER_FAULTS]:
         kernel = text.kernel_name(fault.kernel.name, fault.grid_id) if fault.kernel else "?"
         kernel += " (deduced from the PC)" if fault.kernel_inferred else ""
-        table.add_row(fault.exception.display, kernel,
-                      fault.pc or "-", text.place(fault), text.span(fault.blocks),
+        table.add_row(fault.exception.display, Text(kernel),
+                      fault.pc or "-", Text(text.place(fault)), text.span(fault.blocks),
                       f"{fault.faulting_lanes}/{fault.faulting_warps}")
     hidden = len(faults) - MAX_OTHER_FAULTS + omitted
     if hidden > 0:
@@ -132,7 +132,7 @@ def _kernels(report: TriageReport) -> Table:
             for p in kernel.warps_at[:4]
         )
         table.add_row(str(kernel.device), str(kernel.grid_id),
-                      text.kernel_name(kernel.name, kernel.grid_id),
+                      Text(text.kernel_name(kernel.name, kernel.grid_id)),
                       f"{text.dim(kernel.grid_dim)} x {text.dim(kernel.block_dim)}",
                       str(kernel.resident_sms), str(kernel.resident_warps), positions or "-")
     if len(report.kernels) > MAX_KERNELS:

@@ -97,7 +97,7 @@ def spread(fault: Fault) -> str:
 def candidate_lines(fault: Fault) -> list[str]:
     """The warps on the SM of an SM-level exception, each labelled a candidate, not the culprit."""
     return [f"candidate (not attributed): SM {c.sm} warp {c.warp}, block {dim(c.block_idx)} of "
-            f"{c.kernel or kernel_name('', c.grid_id)}"
+            f"{kernel_name(c.kernel or '', c.grid_id)}"
             + (f", errorPC {c.error_pc}" if c.error_pc else "") + (", broken" if c.broken else "")
             for c in fault.candidates]
 
