@@ -17,7 +17,7 @@ from ..report.model import (
     Fault,
     SourceLine,
 )
-from ..report.text import dim
+from ..report.text import dim, marker, short_source
 from .mi import split_invocation
 
 _LAUNCH = re.compile(r"<<<[^>]*>>>")
@@ -172,10 +172,10 @@ def _backtrace(fault: Fault, view: DebuggerFaultView, source_note: str | None) -
     note = None
     if native_chain and debugger_chain:
         same = same and _chain(native_chain) == _chain(debugger_chain)
-        native += f" at {_chain_text(native_chain)}"
-        debugger += f" at {_chain_text(debugger_chain)}"
+        native += f" at {short_source(native_chain)}"
+        debugger += f" at {short_source(debugger_chain)}"
     elif native_chain:
-        note = f"frame #0's source ({_chain_text(native_chain)}) not compared: " + (
+        note = f"frame #0's source ({short_source(native_chain)}) not compared: " + (
             source_note or "the debugger shows none")
     first_level = min((frame.level - 1 for frame in fault.backtrace), default=0)  # the dump's row level
     if len(debugger_pcs) < len(native_pcs) and first_level > 0:
@@ -203,16 +203,12 @@ def _chain(lines: list[SourceLine]) -> list[tuple[str, int]]:
     return [(os.path.basename(line.file), line.line) for line in lines]
 
 
-def _chain_text(lines: list[SourceLine]) -> str:
-    return " <- ".join(f"{name}:{line}" for name, line in _chain(lines))
-
-
 def _source(native: list[SourceLine], debugger: list[SourceLine], note: str | None) -> Agreement:
     """The faulting instruction's source line and the calls it is inlined in (file names only:
     the paths are the build machine's)."""
     if native and not debugger:
         note = note or "the debugger has no line information for the errorPC"
-    return _verdict("source", _chain_text(native) or None, _chain_text(debugger) or None,
+    return _verdict("source", short_source(native) or None, short_source(debugger) or None,
                     _chain(native) == _chain(debugger), note)
 
 
@@ -235,7 +231,8 @@ def _disassembly(fault: Fault, instructions: list[DebuggerInstruction]) -> Agree
         marks = (ins.faulting == theirs.marker.startswith("*")
                  and ins.current == theirs.marker.endswith("=>"))
         if not (marks and same_instruction(ins.text, theirs.text)):
-            return _verdict("disassembly", f"{ins.address}: {_marker(ins)}{ins.text}",
+            ours = marker(ins)
+            return _verdict("disassembly", f"{ins.address}: {ours + ' ' if ours else ''}{ins.text}",
                             f"{ins.address}: {theirs.marker + ' ' if theirs.marker else ''}{theirs.text}",
                             False)
     return _verdict("disassembly", _window(native), _window(native), True)
@@ -243,11 +240,6 @@ def _disassembly(fault: Fault, instructions: list[DebuggerInstruction]) -> Agree
 
 def _window(native) -> str:
     return f"{len(native)} instructions {native[0].address}..{native[-1].address}"
-
-
-def _marker(ins) -> str:
-    return {(True, True): "*=> ", (True, False): "*> ", (False, True): "=> "}.get(
-        (ins.faulting, ins.current), "")
 
 
 def same_instruction(native: str, debugger: str) -> bool:

@@ -12,8 +12,9 @@ crashlab said ``device_atomic_functions.hpp:107 <- moe_align.cu:24``:
   builder gave the code its GPU addresses (section ``sh_addr``, symbol values) but left the
   ``.rela.debug_line`` (and ``.rela.nv_debug_line_sass``, ``.rela.debug_frame``) relocations
   unapplied, so each line sequence still starts at ``DW_LNE_set_address 0x0``: the table covers
-  0x0-0x400, not 0x7fff3a000000-. A driver applies them when it relocates an image, which is why
-  cuda-gdb prints source lines on dumps from a GPU.
+  0x0-0x400, not 0x7fff3a000000-. A driver is expected to apply them when it relocates an image
+  (public cuda-gdb transcripts of real dumps show source lines); no dump from a GPU has been
+  checked here yet.
 - With those relocations applied (R_CUDA_64: symbol value + addend written at the offset) to a
   copy of the dump, the same cuda-gdb 12.4 prints ``Line 107 of ".../device_atomic_functions.hpp"
   starts at address 0x7fff3a000210 ... inlined from ..atomicAddEPii at line 24 of moe_align.cu``,
@@ -28,7 +29,9 @@ This module detects that case in a dump, so that the agreement says why the two 
 from __future__ import annotations
 
 import io
+import os
 import struct
+from functools import lru_cache
 
 from elftools.common.exceptions import ELFError
 from elftools.elf.constants import SH_FLAGS
@@ -45,23 +48,32 @@ def unrelocated_line_table(core_path: str, pc: int) -> str | None:
     """A sentence saying that the relocated cubin holding ``pc`` has line-table relocations
     that were never applied (so cuda-gdb finds no line for any of its code), or None."""
     try:
-        with CoreDump(core_path) as core:
-            for section, _module in core.relocated_images():
-                found = _unapplied(core.image_bytes(section), pc)
-                if found is not None:
-                    return found
+        stat = os.stat(core_path)
+        verdicts = _image_verdicts(core_path, stat.st_size, stat.st_mtime_ns)
     except (OSError, CoreFormatError, ELFError, ValueError, struct.error, AttributeError, KeyError):
         # a stranger's cubin whose .symtab or relocation target is another kind of section
         return None
-    return None
+    return next((sentence for low, high, sentence in verdicts if low <= pc < high and sentence), None)
 
 
-def _unapplied(image: bytes, pc: int) -> str | None:
-    elf = ELFFile(io.BytesIO(image))
-    code = [s for s in elf.iter_sections() if s["sh_flags"] & SH_FLAGS.SHF_EXECINSTR
-            and s["sh_addr"] <= pc < s["sh_addr"] + s["sh_size"]]
+@lru_cache(maxsize=2)
+def _image_verdicts(core_path: str, size: int, mtime_ns: int) -> tuple[tuple[int, int, str | None], ...]:
+    """(start, end, sentence or None) of each code section of the dump's relocated cubins, worked
+    out once per file version for every fault the flow checks (opening a dump of millions of
+    sections again per fault would cost a second each)."""
+    verdicts = []
+    with CoreDump(core_path) as core:
+        for section, _module in core.relocated_images():
+            elf = ELFFile(io.BytesIO(core.image_bytes(section)))
+            sentence = _unapplied(elf)
+            verdicts += [(s["sh_addr"], s["sh_addr"] + s["sh_size"], sentence)
+                         for s in elf.iter_sections() if s["sh_flags"] & SH_FLAGS.SHF_EXECINSTR]
+    return tuple(verdicts)
+
+
+def _unapplied(elf: ELFFile) -> str | None:
     symbols = elf.get_section_by_name(".symtab")
-    if not code or symbols is None:
+    if symbols is None:
         return None
     for name in LINE_RELOCATIONS:
         relocations = elf.get_section_by_name(name)

@@ -15,7 +15,7 @@ from ..coredump.fault import Location, Residency
 from ..demangle import demangle
 from ..sass import CodeLocation, SassView
 from . import model as m
-from .text import dim, kernel_name, short_source
+from .text import dim, kernel_name, short_source, sm_phrase
 
 #: Distinct PCs listed per kernel in ``warps_at``; the rest are counted in the totals.
 MAX_POSITIONS = 16
@@ -234,8 +234,7 @@ def summarize(report: m.TriageReport) -> str:
     parts = [f"{fault.exception.display} in {where}"]
     if fault.block_idx is not None:
         parts.append(f"block {dim(fault.block_idx)} thread {dim(fault.thread_idx)}")
-    sms = f"SMs {', '.join(map(str, fault.sms))}" if len(fault.sms) > 1 else f"SM {fault.sm}"
-    parts.append(f"device {fault.device} {sms}")
+    parts.append(f"device {fault.device} {sm_phrase(fault)}")
     if fault.pc:
         offset = f" (+{fault.function_offset:#x})" if fault.function_offset is not None else ""
         parts.append(f"PC {fault.pc}{offset}")

@@ -25,9 +25,13 @@ def exception_line(fault: Fault) -> str:
     return f"{e.display} ({e.name} = {e.code}{signal})"
 
 
+def sm_phrase(fault: Fault) -> str:
+    """``SM 17``, or ``SMs 10, 17`` for a fault group on several SMs."""
+    return f"SMs {', '.join(map(str, fault.sms))}" if len(fault.sms) > 1 else f"SM {fault.sm}"
+
+
 def place(fault: Fault) -> str:
-    sms = f"SMs {', '.join(map(str, fault.sms))}" if len(fault.sms) > 1 else f"SM {fault.sm}"
-    parts = [f"device {fault.device} ({fault.device_name}, {fault.sm_type})", sms]
+    parts = [f"device {fault.device} ({fault.device_name}, {fault.sm_type})", sm_phrase(fault)]
     if fault.warp is not None:
         parts.append(f"warp {fault.warp}")
     if fault.lane is not None:
