@@ -32,7 +32,8 @@ CLASSES: tuple[tuple[str, re.Pattern], ...] = tuple((name, re.compile(pattern, r
 #: "=========     at oob_kernel(int *, int)+0x1a0 in /t/oob.cu:5"
 _SANITIZER_AT = (re.compile(r"^=+\s+at 0x[0-9a-fA-F]+ in (?:[^:\s]*:\d+:)?(.+?)\s*$"),
                  re.compile(r"^=+\s+at (.+?)\+0x[0-9a-fA-F]+(?: in .*)?$"))
-_KERNEL_WORDS = re.compile(r"\bkernel[: ]+['\"`]?([A-Za-z_][\w:]*)", re.I)
+#: "in kernel 'name'" / "kernel: name"; not PyTorch's "CUDA kernel errors might be ..."
+_KERNEL_WORDS = re.compile(r"\bkernel(?::\s*|\s+['\"`])([A-Za-z_][\w:]*)", re.I)
 LINES_KEPT = 20
 
 
