@@ -270,12 +270,13 @@ def replay(dump, as_list, as_json, url, speed, max_rate, concurrency, timeout, r
         pid=pid, cores=watch_cores, log=watch_log, patterns=FAULT_PATTERNS + tuple(fault_pattern),
         health_interval=health_interval, health_timeout=health_timeout, settle=settle))
     target = Target(url=url, restart_cmd=restart_cmd, start_timeout=start_timeout) if url else None
+    if url is None and not as_json:
+        lister = replay_views.RequestLister(_wide_console())
+        lister.summary(_guarded(dump, lambda: replay_api.load(dump, on_request=lister.row)))
+        sys.exit(EXIT_FOUND)
     loaded = _guarded(dump, lambda: replay_api.load(dump))
     if url is None:
-        if as_json:
-            click.echo(json.dumps(replay_views.dump_json(loaded), indent=2))
-        else:
-            replay_views.render_dump(loaded, _wide_console())
+        click.echo(json.dumps(replay_views.dump_json(loaded), indent=2))
         sys.exit(EXIT_FOUND)
     if not loaded.requests:
         _fail(f"{dump}: holds no requests to replay", EXIT_BAD_INPUT)

@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import os
+from typing import Callable
+
+from pydantic import ValidationError
 
 from ..errors import BadInput
 from . import bounds, unpickler
 from .unpickler import printable
-from .records import CrashDump, crash_dump_from
+from .records import CrashDump, Request, crash_dump_from, request_from
 
 _GZIP = b"\x1f\x8b"
 _PROTO = 0x80
 
 
-def load(path: str | os.PathLike) -> CrashDump:
+def load(path: str | os.PathLike, on_request: Callable[[Request], None] | None = None) -> CrashDump:
     """The typed dump in ``path``, read without running anything it names.
 
+    ``on_request`` sees each request as soon as its record is read, in the dump's order (a long
+    dump's listing starts at once); the dump itself is returned at the end, sorted by arrival.
     Raises crashlab.errors.BadInput (exit 2) for a missing, unreadable, hostile, damaged or
     non-SGLang file; the message is one line and names the offending global or byte offset.
     """
@@ -29,15 +34,28 @@ def load(path: str | os.PathLike) -> CrashDump:
         raise BadInput(f"{name}: is a directory, not a crash-dump .pkl") from None
     except OSError as problem:
         raise BadInput(f"{name}: cannot be read ({problem.strerror or problem})") from None
+    size = len(data)
     if not data:
         raise BadInput(f"{name}: empty file")
     if data[:2] == _GZIP:
         raise BadInput(f"{name}: gzip-compressed; gunzip it first (SGLang writes plain pickles)")
     if data[0] != _PROTO:
         raise BadInput(f"{name}: not a pickle of protocol 2 or later (SGLang writes protocol 4 or 5)")
-    root = unpickler.loads(data, name)
-    bounds.check(root, len(data), name)
+    seen: dict[int, Request] = {}
+
+    def record_read(record: tuple) -> None:
+        try:
+            request = request_from(record, len(seen))
+        except (ValueError, ValidationError):
+            return  # crash_dump_from reports it, with its position, once the dump is read
+        seen[id(record)] = request
+        if on_request is not None:
+            on_request(request)
+
+    root = unpickler.loads(data, name, on_record=record_read)
+    del data
+    bounds.check(root, size, name)
     try:
-        return crash_dump_from(root, name, len(data))
+        return crash_dump_from(root, name, size, seen)
     except ValueError as problem:
         raise BadInput(f"{name}: not an SGLang crash dump: {problem}") from None

@@ -211,7 +211,7 @@ def request_from(record, position: int) -> Request:
                                token_ids_logprob=fields.get("token_ids_logprob") is not None),
         created=created, finished=finished, offset_s=0.0, in_flight=in_flight, output=output,
     )
-    request._raw, request._record = obj, tuple(record)
+    request._raw, request._record = obj, record if type(record) is tuple else tuple(record)
     return request
 
 
@@ -222,8 +222,11 @@ def _server_args(value) -> dict | None:
     return plain(value) if type(value) is dict else None
 
 
-def crash_dump_from(root, path: str, size: int) -> CrashDump:
-    """The typed dump; ValueError (with the reason) when ``root`` is not an SGLang dump at all."""
+def crash_dump_from(root, path: str, size: int, seen: dict[int, Request] | None = None) -> CrashDump:
+    """The typed dump; ValueError (with the reason) when ``root`` is not an SGLang dump at all.
+
+    ``seen`` maps id(record) to the Request already made from it while the pickle was read.
+    """
     if type(root) is dict and "requests" in root:
         keys = [key for key in root if type(key) is str]
         layout = next((name for wanted, name in LAYOUTS if wanted == set(keys)), None)
@@ -240,9 +243,14 @@ def crash_dump_from(root, path: str, size: int) -> CrashDump:
     if type(records) not in (list, tuple, TokenIds):
         raise ValueError(f"its 'requests' is a {type(records).__name__}, not a list")
     requests = []
+    seen = seen or {}
     for position, record in enumerate(records):
         try:
-            requests.append(request_from(record, position))
+            request = seen.get(id(record))
+            if request is None or request._record is not record:
+                request = request_from(record, position)
+            request.position = position
+            requests.append(request)
         except (ValueError, ValidationError) as problem:
             reason = problem.errors()[0]["msg"] if isinstance(problem, ValidationError) else problem
             warnings.append(f"record {position} skipped: {reason}")
