@@ -227,9 +227,27 @@ def debug(core: str, host_core: str | None, exe: str | None, print_only: bool) -
               help="--minimize trials (40) or wall time (30m).")
 @click.option("--output", "-o", type=click.Path(dir_okay=False),
               help="Where --minimize writes the minimal dump [default: DUMP with .min.pkl].")
+@click.option("--late-threshold", type=click.FloatRange(min=0), default=50.0, show_default=True,
+              help="Milliseconds: an attempt whose p99 send lateness exceeds this did not keep "
+                   "its schedule (said in the result).")
+@click.option("--force-decode", type=click.Choice(["auto", "trace", "length", "off"]),
+              default="auto", show_default=True,
+              help="Generate the recorded number of tokens: trace (the recorded ids, "
+                   "trace_decode_token_ids), length (min = max new tokens, ignore_eos), auto (trace "
+                   "if the server takes it, else length; off when nothing was recorded).")
+@click.option("--expect", multiple=True,
+              help="Regular expression the replay's fault lines must match to count as reproduced "
+                   "(repeatable; default: the run directory's triage, if the dump is in one).")
+@click.option("--expect-kernel", help="The kernel the recorded crash faulted in.")
+@click.option("--any-crash", is_flag=True, help="Count any crash as reproduced (no expected crash).")
+@click.option("--harden", type=click.Choice(["sanitizer", "sglang", "all"]), is_flag=False,
+              flag_value="all", default=None,
+              help="Run --restart-cmd under compute-sanitizer (memcheck, coredumps on) and/or "
+                   "SGLang's debug switches; --harden alone is all. Put it after DUMP.")
 def replay(dump, as_list, as_json, url, speed, max_rate, concurrency, timeout, repeat, watch_cores,
            watch_log, fault_pattern, pid, health_interval, health_timeout, settle, restart_cmd,
-           start_timeout, do_minimize, budget, output):
+           start_timeout, do_minimize, budget, output, late_threshold, force_decode, expect,
+           expect_kernel, any_crash, harden):
     """Load an SGLang crash dump safely, replay it against a server, minimise it.
 
     DUMP is a crash_dump_<time>.pkl from SGLang's --crash-dump-folder (0.5.6 to 0.5.23). It is
@@ -244,14 +262,18 @@ def replay(dump, as_list, as_json, url, speed, max_rate, concurrency, timeout, r
           --restart-cmd "python -m sglang.launch_server --model-path M --port 30000"
       crashlab replay crash_dump.pkl --url http://127.0.0.1:30000 --minimize --budget 30m \\
           --restart-cmd "python -m sglang.launch_server --model-path M --port 30000"
+      crashlab replay crash_dump.pkl --harden sanitizer --url http://127.0.0.1:30000 \\
+          --expect "illegal memory access" --restart-cmd "python -m sglang.launch_server ..."
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     from . import replay as replay_api
     from .replay import views as replay_views
+    from .replay.expect import from_options, from_run_directory
+    from .replay.harden import harden as harden_command
     from .replay.minimize import Budget
     from .replay.oracle import FAULT_PATTERNS
-    from .replay.runner import Target, Watch
+    from .replay.runner import Fidelity, Target, Watch
     from .replay.runner import minimize as minimize_dump
     from .replay.runner import replay as replay_dump
     from .replay.send import Plan
@@ -263,13 +285,21 @@ def replay(dump, as_list, as_json, url, speed, max_rate, concurrency, timeout, r
     if do_minimize and not restart_cmd:
         _fail("replay: --minimize needs --restart-cmd (each trial starts a fresh server)",
               EXIT_BAD_INPUT)
+    if harden and not restart_cmd:
+        _fail("replay: --harden changes how --restart-cmd runs the server: give --restart-cmd",
+              EXIT_BAD_INPUT)
+    if any_crash and (expect or expect_kernel):
+        _fail("replay: --any-crash and --expect/--expect-kernel contradict each other", EXIT_BAD_INPUT)
+    expected = _guarded("replay", lambda: from_options(expect, expect_kernel))
     trials = _guarded("replay", lambda: Budget.parse(budget))
     plan = _guarded("replay", lambda: Plan.choose(speed=speed, max_rate=max_rate,
                                                   concurrency=concurrency, timeout=timeout))
     watch = _guarded("replay", lambda: Watch(
         pid=pid, cores=watch_cores, log=watch_log, patterns=FAULT_PATTERNS + tuple(fault_pattern),
         health_interval=health_interval, health_timeout=health_timeout, settle=settle))
-    target = Target(url=url, restart_cmd=restart_cmd, start_timeout=start_timeout) if url else None
+    hardened = _guarded("replay", lambda: harden_command(restart_cmd, harden)) if harden else None
+    target = (Target(url=url, restart_cmd=restart_cmd, start_timeout=start_timeout, harden=hardened)
+              if url else None)
     if url is None and not as_json:
         lister = replay_views.RequestLister(_wide_console())
         lister.summary(_guarded(dump, lambda: replay_api.load(dump, on_request=lister.row)))
@@ -280,13 +310,19 @@ def replay(dump, as_list, as_json, url, speed, max_rate, concurrency, timeout, r
         sys.exit(EXIT_FOUND)
     if not loaded.requests:
         _fail(f"{dump}: holds no requests to replay", EXIT_BAD_INPUT)
+    notes = []
+    if expected is None and not any_crash:
+        expected, note = from_run_directory(dump)
+        notes += [note] if note else []
+    fidelity = Fidelity(expected=expected, late_threshold=late_threshold / 1000, force=force_decode)
     err = Console(stderr=True, highlight=False)
     if do_minimize:
         out = output or str(Path(dump).with_suffix("")) + ".min.pkl"
         result = _guarded(dump, lambda: minimize_dump(
             loaded, target, plan, watch, trials, out, repeat,
             on_trial=lambda number, size, crashed: err.print(
-                f"trial {number}: {size} requests -> {'crashed' if crashed else 'no crash'}")))
+                f"trial {number}: {size} requests -> {'reproduced' if crashed else 'not reproduced'}"),
+            fidelity=fidelity, warnings=notes))
     else:
         progress = Progress("replay", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                             console=err, transient=True, disable=not err.is_terminal)
@@ -294,7 +330,8 @@ def replay(dump, as_list, as_json, url, speed, max_rate, concurrency, timeout, r
             task = progress.add_task("replay", total=len(loaded.requests))
             result = _guarded(dump, lambda: replay_dump(
                 loaded, target, plan, watch, repeat,
-                progress=lambda done, total: progress.update(task, completed=done)))
+                progress=lambda done, total: progress.update(task, completed=done),
+                fidelity=fidelity, warnings=notes))
     if as_json:
         click.echo(result.model_dump_json(indent=2))
     else:

@@ -10,9 +10,15 @@ a chosen request, or every request of a chosen combination:
   hang   stop answering anything (a hung scheduler: /health times out)
   log    only write the crash lines to stderr and --log, and keep serving
   core   only drop a file into --core-dir and keep serving
+  run    run --run (a program that faults on the GPU, for the gpu tests), then SIGKILL itself
 
 A request matches a marker when its first input id equals it or its text contains it. The real
 counterpart is SGLang itself under ``SGLANG_TEST_CRASH_AFTER_STREAM_OUTPUTS`` on a GPU machine.
+
+Like a released SGLang it refuses ``sampling_params.trace_decode_token_ids`` (an unexpected
+keyword); with --trace-decode it takes it, as a server with sgl-project/sglang#39157 does, and
+emits those tokens first. --launch-record writes its argv and SGLANG_* environment at start (to
+test how --restart-cmd was launched); --crash-line replaces the CUDA error line it dies with.
 
     python -m tests.sglang_server --port 30000 --record seen.jsonl --die-on 1017,1042
 """
@@ -73,14 +79,22 @@ class StandIn:
 
     def fail(self) -> None:
         how = self.options.die_how
+        lines = CRASH_LINES
+        if self.options.crash_line:
+            lines = CRASH_LINES.replace(CRASH_LINES.splitlines()[1] + "\n",
+                                        "".join(line + "\n" for line in self.options.crash_line))
         if how in ("kill", "log"):
-            sys.stderr.write(CRASH_LINES)
+            sys.stderr.write(lines)
             sys.stderr.flush()
             if self.options.log:
                 with open(self.options.log, "a") as log:
-                    log.write(CRASH_LINES)
+                    log.write(lines)
         if how == "core" and self.options.core_dir:
             Path(self.options.core_dir, f"core.cuda.standin.{os.getpid()}").write_bytes(b"\x7fELF")
+        if how == "run":  # a real GPU program faults (the gpu tests' planted-fault binaries)
+            import subprocess
+            subprocess.run(self.options.run, shell=True)
+            os.kill(os.getpid(), signal.SIGKILL)
         if how == "hang":
             self.hung.set()
         if how == "kill":
@@ -138,6 +152,13 @@ class Handler(BaseHTTPRequestHandler):
         if not isinstance(ids, list):
             return self.reply(400, {"error": {"message": "Either text, input_ids or input_embeds "
                                                          "should be provided."}})
+        params = body.get("sampling_params") or {}
+        if "trace_decode_token_ids" in params and not self.state.options.trace_decode:
+            return self.reply(400, {"error": {"message": "SamplingParams.__init__() got an unexpected "
+                                                         "keyword argument 'trace_decode_token_ids'"}})
+        if isinstance(params.get("max_new_tokens"), int) and params["max_new_tokens"] < 0:
+            return self.reply(400, {"error": {"message": "max_new_tokens must be at least 0, got "
+                                                         f"{params['max_new_tokens']}."}})
         if self.state.options.latency:
             time.sleep(self.state.options.latency)
         if self.path == "/encode":
@@ -147,6 +168,8 @@ class Handler(BaseHTTPRequestHandler):
         shift = 1 if self.state.matches(body, self.state.diverge) else 0
         output_ids, _ = complete(ids, length)
         output_ids = [(token + shift) % 1000 for token in output_ids]
+        trace = params.get("trace_decode_token_ids") or []
+        output_ids = list(trace[:length]) + output_ids[len(trace):]
         text = "".join(chr(97 + token % 26) for token in output_ids)
         if body.get("stream"):
             return self.stream(ids, output_ids, text)
@@ -187,7 +210,8 @@ def main(argv=None) -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--record", help="append one JSON line per request received")
     parser.add_argument("--die-on", default="", help="markers; fail once all have been received")
-    parser.add_argument("--die-how", choices=("kill", "hang", "log", "core"), default="kill")
+    parser.add_argument("--die-how", choices=("kill", "hang", "log", "core", "run"), default="kill")
+    parser.add_argument("--run", help="with --die-how run: the command to run, then SIGKILL")
     parser.add_argument("--diverge-on", default="", help="markers whose outputs differ")
     parser.add_argument("--log", help="the server log the crash lines go to")
     parser.add_argument("--core-dir", help="where 'core' drops a coredump file")
@@ -196,7 +220,17 @@ def main(argv=None) -> None:
                         help="close keep-alive connections idle this long (uvicorn: 5 s)")
     parser.add_argument("--startup-delay", type=float, default=0.0,
                         help="seconds of 503 from /health after start (weights loading)")
+    parser.add_argument("--trace-decode", action="store_true",
+                        help="take sampling_params.trace_decode_token_ids (sglang#39157)")
+    parser.add_argument("--crash-line", action="append", default=[],
+                        help="the fault line(s) written when failing, instead of the CUDA error")
+    parser.add_argument("--launch-record", help="write argv and SGLANG_* environment here at start")
+    parser.add_argument("--kv-canary", choices=("off", "log", "raise"), default="off",
+                        help="accepted as SGLang builds with the KV canary accept it")
     options = parser.parse_args(argv)
+    if options.launch_record:
+        env = {key: value for key, value in os.environ.items() if key.startswith("SGLANG_")}
+        Path(options.launch_record).write_text(json.dumps({"argv": sys.argv, "env": env}))
     Handler.timeout = options.idle_timeout
     server = Server(("127.0.0.1", options.port), Handler)
     server.state = StandIn(options)

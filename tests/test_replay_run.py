@@ -33,8 +33,10 @@ def _signals(data, attempt=0) -> dict:
 
 @pytest.mark.parametrize("version", ["0.5.6", "0.5.23"])
 def test_a_replay_sends_what_the_server_received(tmp_path, version):
+    """As recorded (--force-decode off): the bodies are the requests SGLang received."""
     with standin(tmp_path) as server:
-        result, data = _replay(FIXTURES / f"crash_dump_{version}.pkl", "--url", server.url)
+        result, data = _replay(FIXTURES / f"crash_dump_{version}.pkl", "--url", server.url,
+                               "--force-decode", "off")
         received = server.received()
     assert result.returncode == 1, result.stderr  # done, no crash
     attempt = data["attempts"][0]
@@ -96,7 +98,7 @@ def test_a_server_closing_idle_connections_is_no_crash(tmp_path):
     """Keep-alive connections the server closed while idle are reopened, not reported."""
     dump = synthetic(tmp_path, 4, "--rate", "4")
     with standin(tmp_path, "--idle-timeout", "0.1") as server:
-        result, data = _replay(dump, "--url", server.url)
+        result, data = _replay(dump, "--url", server.url, "--force-decode", "off")
         assert len(server.received()) == 4
     assert result.returncode == 1 and data["attempts"][0]["ok"] == 4 and not _signals(data)
 

@@ -4,7 +4,8 @@ Evidence, any one of which counts: the server process exited (when crashlab star
 given its pid), /health failed (an error status, a refused connection, or no answer within the
 health timeout: a hung scheduler), a /generate connection was refused mid-run, a new file
 appeared under --watch-cores, or a fault line appeared in --watch-log. A monitor thread polls all
-of them; the sender reports refused connections itself.
+of them; the sender reports refused connections itself. The fault lines (and, once one has been
+seen, compute-sanitizer's frames after it) are kept as evidence for signature.py's verdict.
 """
 
 from __future__ import annotations
@@ -41,7 +42,13 @@ FAULT_PATTERNS = (
     r"Starting GPU coredump generation",
     r"NCCL error",
     r"\bXid\b",
+    r"Assertion `.*` failed",
+    r"^=+ (?:Invalid __\w+__ (?:read|write)|Program hit|Error: )",
 )
+#: Lines that are evidence only after a fault line: compute-sanitizer's frames and threads.
+EVIDENCE_PATTERNS = (r"^=+\s+(?:at |by thread |Address |Saved host backtrace)",)
+#: Evidence lines kept per attempt.
+MAX_LINES = 200
 _CORE_DEPTH = 3  # SGLang writes <crash-dump-folder>/<host>/core.cuda.<t>.<pid>
 
 
@@ -62,11 +69,13 @@ def _files(folder: Path, depth: int = _CORE_DEPTH) -> set[str]:
 class LogWatch:
     """New lines of a log file that match a fault pattern (the file may not exist yet)."""
 
-    def __init__(self, path: Path, patterns: list[str]):
+    def __init__(self, path: Path, patterns: list[str], evidence=EVIDENCE_PATTERNS):
         self.path = path
         self.pattern = re.compile("|".join(f"(?:{pattern})" for pattern in patterns))
+        self.evidence = re.compile("|".join(f"(?:{pattern})" for pattern in evidence))
         self.offset = self._size()
         self.partial = b""
+        self.lines: list[str] = []  # fault lines, then evidence lines once a fault was seen
 
     def _size(self) -> int:
         try:
@@ -86,8 +95,14 @@ class LogWatch:
         self.offset = size
         lines = data.split(b"\n")
         self.partial = lines.pop()
-        texts = (line.decode("utf-8", "replace").strip() for line in lines)
-        return [text for text in texts if self.pattern.search(text)]
+        found = []
+        for text in (line.decode("utf-8", "replace").strip() for line in lines):
+            fault = bool(self.pattern.search(text))
+            if fault:
+                found.append(text)
+            if (fault or (self.lines and self.evidence.search(text))) and len(self.lines) < MAX_LINES:
+                self.lines.append(text[:500])
+        return found
 
 
 class Oracle:
@@ -109,6 +124,7 @@ class Oracle:
         self.lock = threading.Lock()
         self.kinds_seen: set[str] = set()
         self.core_baseline = _files(cores) if cores else set()
+        self.new_cores: list[str] = []
         self.process = psutil.Process(pid) if pid and not child and psutil.pid_exists(pid) else None
         self.started = time.monotonic()
         self.stopped = threading.Event()
@@ -142,6 +158,7 @@ class Oracle:
             self.add("exited", f"server process {self.pid} exited")
         if self.cores is not None:
             new = sorted(_files(self.cores) - self.core_baseline)
+            self.new_cores = new
             if new:
                 more = f" (+{len(new) - 1} more)" if len(new) > 1 else ""
                 self.add("coredump", f"new file {new[0]}{more}")
@@ -149,6 +166,10 @@ class Oracle:
             lines = self.log.matches()
             if lines:
                 self.add("log", f"{self.log.path}: {lines[0][:300]}")
+
+    @property
+    def fault_lines(self) -> list[str]:
+        return list(self.log.lines) if self.log is not None else []
 
     def check_health(self) -> None:
         try:

@@ -2,7 +2,9 @@
 
 One attempt = (restart the server, if crashlab manages it) -> watch -> send -> settle -> verdict.
 Without --restart-cmd the server the user started is replayed against as it is; once it has
-crashed, later attempts cannot run and are reported as skipped.
+crashed, later attempts cannot run and are reported as skipped. The verdict compares the crash
+with the expected one (signature.py), so that a replay that finds another crash says so and the
+minimiser does not shrink toward it; each attempt also says whether it kept its schedule.
 """
 
 from __future__ import annotations
@@ -21,12 +23,15 @@ from .. import __version__
 from ..errors import BadInput, EnvironmentProblem
 from ..report.model import Tool
 from .compare import divergence
+from .force import Forcing, forceable, probe_trace
 from .minimize import Budget, BudgetExhausted, ddmin
 from .oracle import FAULT_PATTERNS, Oracle
 from .records import CrashDump, Request
-from .result import Attempt, Minimization, Pacing, ReplayResult
+from .result import (Attempt, Expectation, ForceDecode, Harden, Minimization, Pacing,
+                     ReplayResult, RequestOutcome, Schedule)
 from .send import Plan, Sender
 from .server import ManagedServer, healthy
+from .signature import compare, observe
 from .writer import write_subset
 
 Progress = Callable[[int, int], None]
@@ -58,6 +63,40 @@ class Watch:
 
 
 @dataclass
+class Fidelity:
+    """How faithful a replay must be, and what counts as reproducing the recorded crash."""
+
+    expected: Expectation | None = None
+    late_threshold: float = 0.05
+    force: str = "auto"  # "auto", "trace", "length" or "off"
+    decided: ForceDecode | None = field(default=None, repr=False)
+
+    def forcing(self, batch: list[Request], url: str) -> Forcing:
+        """The decode forcing for this replay, decided once (auto probes the first server)."""
+        if self.decided is None:
+            self.decided = self._decide(batch, url)
+        return Forcing(self.decided.used)
+
+    def _decide(self, batch: list[Request], url: str) -> ForceDecode:
+        count = sum(map(forceable, batch))
+        if self.force == "off":
+            return ForceDecode(asked="off", used="off", reason="--force-decode off")
+        if count == 0:
+            return ForceDecode(asked=self.force, used="off",
+                               reason="the dump recorded no output lengths to force")
+        if self.force in ("trace", "length"):
+            return ForceDecode(asked=self.force, used=self.force, requests=count,
+                               reason=f"--force-decode {self.force}")
+        takes, answer = probe_trace(url)
+        used = "trace" if takes else "length"
+        reason = ("the server takes trace_decode_token_ids" if takes else
+                  "the server does not take trace_decode_token_ids: min_new_tokens = "
+                  "max_new_tokens = the recorded count, ignore_eos")
+        return ForceDecode(asked="auto", used=used, reason=reason, requests=count,
+                           probe=f"POST /generate max_new_tokens=-1 trace_decode_token_ids=[0] -> {answer}")
+
+
+@dataclass
 class Target:
     """The server: a URL, and the command that (re)starts it when crashlab manages it."""
 
@@ -65,6 +104,7 @@ class Target:
     restart_cmd: str | None = None
     start_timeout: float = 600.0
     server_log: Path | None = None
+    harden: Harden | None = None
     _server: ManagedServer | None = field(default=None, repr=False)
 
     def server(self) -> ManagedServer | None:
@@ -74,7 +114,13 @@ class Target:
                 descriptor, name = tempfile.mkstemp(prefix="crashlab-server-", suffix=".log")
                 os.close(descriptor)
                 log = Path(name)
-            self._server = ManagedServer(self.restart_cmd, self.url, log, self.start_timeout)
+            command, env, hint = self.restart_cmd, {}, ""
+            if self.harden is not None:
+                command, env = self.harden.command, self.harden.env
+                hint = (f"; --harden {self.harden.profile} ran it as: {command}"
+                        + (" (an SGLang without the KV canary refuses --kv-canary)"
+                           if self.harden.profile != "sanitizer" else ""))
+            self._server = ManagedServer(command, self.url, log, self.start_timeout, env, hint)
         return self._server
 
     def close(self) -> None:
@@ -93,20 +139,47 @@ def _percentile(values: list[float], fraction: float) -> float | None:
     return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
 
 
+def schedule_of(outcomes: list[RequestOutcome], plan: Plan, threshold: float) -> Schedule:
+    """Lateness figures of one attempt; a schedule is kept when its p99 is within ``threshold``."""
+    late = [max(0.0, o.late_s) for o in outcomes if o.late_s is not None]
+    p99 = _percentile(late, 0.99)
+    return Schedule(late_p50_s=_percentile(late, 0.5), late_p99_s=p99,
+                    late_max_s=max(late) if late else None, threshold_s=threshold,
+                    kept=None if p99 is None or plan.mode == "concurrency" else p99 <= threshold)
+
+
+def _core_faults(paths: list[str]) -> list[tuple[str | None, str | None]]:
+    """(kernel, exception name) of the first fault of each new coredump crashlab can read."""
+    from ..api import inspect
+
+    found = []
+    for path in paths[:4]:
+        try:
+            faults = inspect(path, sass=False).faults
+        except Exception:  # a core still being written, or not a CUDA core: no evidence
+            continue
+        if faults:
+            found.append((faults[0].kernel.name, faults[0].exception.name))
+    return found
+
+
 def attempt(batch: list[Request], target: Target, plan: Plan, watch: Watch, number: int,
-            progress: Progress | None = None) -> Attempt:
+            progress: Progress | None = None, fidelity: Fidelity | None = None) -> Attempt:
     """One replay of ``batch``; raises EnvironmentProblem if the server is not there to begin with."""
+    fidelity = fidelity or Fidelity(force="off")
     server = target.server()
     child = server.start() if server else None
     if child is None and not healthy(target.url):
         raise EnvironmentProblem(f"no healthy server at {target.url} (GET /health failed); start it, "
                                  "or give --restart-cmd")
+    forcing = fidelity.forcing(batch, target.url)
     log = watch.log or (server.log if server else None)
     oracle = Oracle(target.url, pid=watch.pid, child=child, cores=watch.cores, log=log,
                     patterns=watch.patterns, health_interval=watch.health_interval,
                     health_timeout=watch.health_timeout).start()
     started = time.monotonic()
-    outcomes = Sender(target.url, batch, plan, oracle, progress).run()
+    sender = Sender(target.url, batch, plan, oracle, progress, forcing)
+    outcomes = sender.run()
     if oracle.tripped.wait(watch.settle):
         time.sleep(min(watch.settle, _CORROBORATE_S))  # let the other evidence land too
     else:
@@ -118,8 +191,16 @@ def attempt(batch: list[Request], target: Target, plan: Plan, watch: Watch, numb
         if outcome.status == "ok" and outcome.output is not None:
             outcome.divergence = divergence(by_index[outcome.index], outcome.output)
     lags = [abs(o.sent_s - o.scheduled_s) for o in outcomes if o.sent_s is not None]
-    return Attempt(number=number, reproduced=bool(oracle.signals), signals=list(oracle.signals),
+    observed = observe(oracle.fault_lines, _core_faults(oracle.new_cores))
+    verdict, mismatch = compare(fidelity.expected, observed, bool(oracle.signals))
+    delivered = [o.delivery for o in outcomes]
+    return Attempt(number=number, reproduced=verdict in ("reproduced", "crashed"), verdict=verdict,
+                   mismatch=mismatch, observed=observed, signals=list(oracle.signals),
                    requests=outcomes, sent=sum(o.sent_s is not None for o in outcomes),
+                   answered=delivered.count("answered"),
+                   failed_after_send=delivered.count("failed-after-send"),
+                   never_sent=delivered.count("never-sent"), reconnects=sender.client.reconnects,
+                   schedule=schedule_of(outcomes, plan, fidelity.late_threshold),
                    ok=sum(o.status == "ok" for o in outcomes),
                    divergences=sum(o.divergence is not None for o in outcomes),
                    duration_s=round(time.monotonic() - started, 3),
@@ -131,33 +212,45 @@ def _pacing(plan: Plan) -> Pacing:
                   concurrency=plan.concurrency, timeout_s=plan.timeout)
 
 
+def _kept(attempts: list[Attempt]) -> bool | None:
+    verdicts = [a.schedule.kept for a in attempts if a.schedule and a.schedule.kept is not None]
+    return all(verdicts) if verdicts else None
+
+
 def replay(dump: CrashDump, target: Target, plan: Plan, watch: Watch, repeat: int = 1,
-           progress: Progress | None = None) -> ReplayResult:
-    """Replay every request ``repeat`` times; the result counts the attempts that crashed the server."""
-    attempts, warnings = [], []
+           progress: Progress | None = None, fidelity: Fidelity | None = None,
+           warnings: list[str] | None = None) -> ReplayResult:
+    """Replay every request ``repeat`` times; the result counts the attempts that reproduced."""
+    fidelity = fidelity or Fidelity()
+    attempts, warnings = [], list(warnings or [])
     try:
         for number in range(1, repeat + 1):
             if number > 1 and not target.restart_cmd and not healthy(target.url):
                 warnings.append(f"the server is down after attempt {number - 1}; the remaining "
                                 f"{repeat - number + 1} attempts need --restart-cmd to run")
                 break
-            attempts.append(attempt(dump.requests, target, plan, watch, number, progress))
+            attempts.append(attempt(dump.requests, target, plan, watch, number, progress, fidelity))
     finally:
         target.close()
     return ReplayResult(tool=Tool(version=__version__), dump=dump.path, layout=dump.layout,
                         url=target.url, pacing=_pacing(plan), repeat=repeat,
                         reproductions=sum(a.reproduced for a in attempts), attempts=attempts,
+                        expected=fidelity.expected, force_decode=fidelity.decided,
+                        harden=target.harden, schedule_kept=_kept(attempts),
                         server_log=target.log, warnings=dump.warnings + warnings)
 
 
 def minimize(dump: CrashDump, target: Target, plan: Plan, watch: Watch, budget: Budget,
              output: str | os.PathLike, repeat: int = 1,
-             on_trial: Callable[[int, int, bool], None] | None = None) -> ReplayResult:
+             on_trial: Callable[[int, int, bool], None] | None = None,
+             fidelity: Fidelity | None = None, warnings: list[str] | None = None) -> ReplayResult:
     """ddmin over the requests (the in-flight ones tried alone first), each trial on a fresh server.
 
-    A trial reproduces when any of its ``repeat`` attempts does. Writes the smallest reproducing
-    set to ``output`` in SGLang's layout.
+    A trial reproduces when any of its ``repeat`` attempts does: with an expected crash, only a
+    crash that matches it (a "different crash" is a failed trial). Writes the smallest
+    reproducing set to ``output`` in SGLang's layout.
     """
+    fidelity = fidelity or Fidelity()
     if not target.restart_cmd:
         raise EnvironmentProblem("--minimize needs --restart-cmd: each trial starts a fresh server")
     requests = dump.requests
@@ -165,7 +258,8 @@ def minimize(dump: CrashDump, target: Target, plan: Plan, watch: Watch, budget: 
 
     def fails(indices: list[int]) -> bool:
         batch = [requests[index] for index in sorted(indices)]
-        runs = [attempt(batch, target, plan, watch, number) for number in range(1, repeat + 1)]
+        runs = [attempt(batch, target, plan, watch, number, fidelity=fidelity)
+                for number in range(1, repeat + 1)]
         if not first:
             first.extend(runs)
         crashed = any(run.reproduced for run in runs)
@@ -195,7 +289,9 @@ def minimize(dump: CrashDump, target: Target, plan: Plan, watch: Watch, budget: 
     result = ReplayResult(
         tool=Tool(version=__version__), dump=dump.path, layout=dump.layout, url=target.url,
         pacing=_pacing(plan), repeat=repeat, reproductions=sum(a.reproduced for a in first[:repeat]),
-        attempts=first[:repeat], server_log=target.log, warnings=list(dump.warnings),
+        attempts=first[:repeat], expected=fidelity.expected, force_decode=fidelity.decided,
+        harden=target.harden, schedule_kept=_kept(first[:repeat]), server_log=target.log,
+        warnings=list(dump.warnings) + list(warnings or []),
         minimization=Minimization(original=len(requests), minimal=minimal,
                                   minimal_rids=[requests[index].rid for index in minimal],
                                   trials=budget.used, budget=budget.describe(),

@@ -5,8 +5,9 @@ offset divided by --speed, or i/--max-rate) to a pool of daemon worker threads t
 whenever none is idle, so a slow server never delays later sends (SGLang's replay script holds
 a thread of a fixed pool per sleeping request, and drifts once requests outnumber it).
 --concurrency caps requests in flight; alone it means "as fast as that cap allows".
-Each worker keeps one keep-alive connection (transport.py). When the oracle trips, nothing more
-is sent.
+Each worker keeps one keep-alive connection (transport.py), and no request is written twice.
+When the oracle trips, nothing more is sent. Each outcome says what the server got (answered,
+failed-after-send, never-sent) and when its first byte was written, against its planned time.
 """
 
 from __future__ import annotations
@@ -23,10 +24,11 @@ from pydantic import ValidationError
 
 from ..errors import BadInput
 from .body import request_body
+from .force import Forcing
 from .oracle import Oracle
 from .records import Request, output_of
 from .result import RequestOutcome
-from .transport import Client, ConnectionLost, Reply, TimedOut
+from .transport import Client, ConnectionLost, Delivery, Reply, TimedOut
 
 #: How long requests still running when the oracle trips may take to finish.
 GRACE_S = 2.0
@@ -102,9 +104,12 @@ class Sender:
     """One pass over ``batch``; ``run()`` returns an outcome per request, in batch order."""
 
     def __init__(self, url: str, batch: list[Request], plan: Plan, oracle: Oracle,
-                 progress: Callable[[int, int], None] | None = None):
+                 progress: Callable[[int, int], None] | None = None,
+                 forcing: Forcing | None = None):
         self.url = url.rstrip("/")
         self.batch = batch
+        self.forcing = forcing or Forcing()
+        self.deliveries = [Delivery() for _ in batch]
         self.plan = plan
         self.oracle = oracle
         self.progress = progress
@@ -166,22 +171,32 @@ class Sender:
     def _send(self, position: int, planned: float) -> None:
         request = self.batch[position]
         path, body = request_body(request)
+        forced = self.forcing.apply(request, body)
         outcome = RequestOutcome(index=request.index, rid=_rid(request.rid), endpoint=path,
-                                 status="ok", scheduled_s=round(planned, 6))
-        sent = time.monotonic()
-        outcome.sent_s = round(sent - self.started, 6)
+                                 status="ok", scheduled_s=round(planned, 6),
+                                 forced=forced.kind if forced else None,
+                                 forced_tokens=forced.tokens if forced else None)
+        delivery = self.deliveries[position]
         try:
-            reply = self.client.post(path, body, request.stream)
-            outcome.http_status = reply.status
+            reply = self.client.post(path, body, request.stream, delivery)
+            outcome.http_status, outcome.delivery = reply.status, "answered"
             self._read(reply, outcome)
         except TimedOut:
             outcome.status, outcome.error = "timeout", f"no answer within {self.plan.timeout:g} s"
         except ConnectionLost as problem:
             outcome.status, outcome.error = "refused", str(problem)
             self.oracle.add("refused", f"request {request.index}: {problem}")
-        except (OSError, http.client.HTTPException, ValueError, ValidationError) as problem:
+        except (ValueError, ValidationError) as problem:  # an answer, but not SGLang's
+            outcome.status, outcome.delivery = "error", "answered"
+            outcome.error = f"{type(problem).__name__}: {problem}"[:300]
+        except (OSError, http.client.HTTPException) as problem:
             outcome.status, outcome.error = "error", f"{type(problem).__name__}: {problem}"[:300]
-        outcome.latency_s = round(time.monotonic() - sent, 6)
+        if outcome.delivery != "answered":
+            outcome.delivery = "never-sent" if delivery.written_at is None else "failed-after-send"
+        if delivery.written_at is not None:
+            outcome.sent_s = round(delivery.written_at - self.started, 6)
+            outcome.late_s = round(outcome.sent_s - outcome.scheduled_s, 6)
+            outcome.latency_s = round(time.monotonic() - delivery.written_at, 6)
         if self.slots is not None:
             self.slots.release()
         with self.finished:
@@ -202,11 +217,18 @@ class Sender:
             outcome.output = output_of(last)[0]
 
     def _missing(self, position: int, planned: float) -> RequestOutcome:
+        """A request that was never dispatched, or whose answer did not come within the grace."""
         request = self.batch[position]
-        return RequestOutcome(index=request.index, rid=_rid(request.rid),
-                              endpoint=request_body(request)[0],
-                              status="unfinished" if self.submitted[position] else "not-sent",
-                              scheduled_s=round(planned, 6))
+        written = self.deliveries[position].written_at
+        outcome = RequestOutcome(index=request.index, rid=_rid(request.rid),
+                                 endpoint=request_body(request)[0],
+                                 status="unfinished" if self.submitted[position] else "not-sent",
+                                 delivery="never-sent" if written is None else "failed-after-send",
+                                 scheduled_s=round(planned, 6))
+        if written is not None:
+            outcome.sent_s = round(written - self.started, 6)
+            outcome.late_s = round(outcome.sent_s - outcome.scheduled_s, 6)
+        return outcome
 
 
 def _rid(rid):

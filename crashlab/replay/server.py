@@ -30,8 +30,11 @@ def healthy(url: str, timeout: float = 5.0) -> bool:
 class ManagedServer:
     """One server process at a time, from ``command``; ``start()`` returns once /health is 200."""
 
-    def __init__(self, command: str, url: str, log: Path, start_timeout: float = 600.0):
+    def __init__(self, command: str, url: str, log: Path, start_timeout: float = 600.0,
+                 env: dict[str, str] | None = None, hint: str = ""):
         self.command = command
+        self.env = env or {}
+        self.hint = hint  # added to the message when the command dies before it is healthy
         self.url = url
         self.log = log
         self.start_timeout = start_timeout
@@ -45,12 +48,13 @@ class ManagedServer:
         with open(self.log, "ab") as log:
             self.child = subprocess.Popen(["/bin/sh", "-c", self.command], stdout=log,
                                           stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                          start_new_session=True)
+                                          start_new_session=True, env={**os.environ, **self.env})
         deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:
             if self.child.poll() is not None:
                 raise EnvironmentProblem(f"--restart-cmd exited with code {self.child.returncode} "
-                                         f"before {self.url}/health answered (its output: {self.log})")
+                                         f"before {self.url}/health answered (its output: "
+                                         f"{self.log}){self.hint}")
             if healthy(self.url, timeout=2.0):
                 return self.child
             time.sleep(0.1)

@@ -6,15 +6,18 @@ sequential POSTs to the stand-in server cost 0.69 ms of CPU each through a reque
 (with trust_env off), 0.36 ms through urllib3 and 0.16 ms through http.client: CPU enough,
 under the GIL, for about 1,400 or about 6,000 requests a second from one process.
 
-Each thread keeps one connection. A reused connection the server had already closed (an idle
-keep-alive timeout) fails before any answer; that one case is retried once on a new connection,
-so that only a refusal or a drop on a fresh connection counts as the server going away.
+A request is never sent twice. Each thread keeps one connection; before a request is written
+on a reused one, the socket is polled: a server that closed it while idle (a keep-alive timeout)
+has left an EOF or a reset there, and the connection is replaced before any byte is written.
+Once a byte may have been written, a failure is final (``sent=True``): the server may have
+read the request, and a retry could run it twice (a second prefill of the crashing batch).
 """
 
 from __future__ import annotations
 
 import http.client
 import json
+import select
 import socket
 import threading
 import time
@@ -28,11 +31,20 @@ _DROPPED = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeErro
 
 
 class ConnectionLost(Exception):
-    """The server refused the connection or dropped it before answering."""
+    """The server refused the connection or dropped it before answering.
+
+    ``sent`` says whether any byte of the request may have reached it.
+    """
+
+    def __init__(self, message: str, sent: bool):
+        super().__init__(message)
+        self.sent = sent
 
 
 class TimedOut(Exception):
-    pass
+    def __init__(self, sent: bool = True):
+        super().__init__("timed out")
+        self.sent = sent
 
 
 @dataclass
@@ -40,6 +52,25 @@ class Reply:
     status: int
     payload: object = None  # the JSON body, or the last event of an SSE stream
     error: str | None = None
+
+
+@dataclass
+class Delivery:
+    """When the request's first byte was handed to the socket (monotonic), if it was."""
+
+    written_at: float | None = None
+
+
+def stale(sock: socket.socket | None) -> bool:
+    """True if an idle keep-alive socket was closed or reset by the server (nothing is pending
+    on an idle HTTP/1.1 connection, so anything readable is an EOF, a reset or garbage)."""
+    if sock is None:
+        return True
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(readable)
 
 
 class Client:
@@ -53,15 +84,28 @@ class Client:
         self.prefix = parts.path.rstrip("/")
         self.timeout = timeout
         self.local = threading.local()
+        self.reconnects = 0  # idle connections found closed and replaced before a send
 
-    def _connection(self) -> tuple[http.client.HTTPConnection, bool]:
-        """This thread's connection and whether it has carried a request before."""
+    def _connection(self) -> http.client.HTTPConnection:
+        """This thread's connection, connected; ConnectionLost(sent=False) if that fails."""
         connection = getattr(self.local, "connection", None)
-        if connection is not None:
-            return connection, True
-        kind = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
-        connection = self.local.connection = kind(self.host, self.port, timeout=self.timeout)
-        return connection, False
+        if connection is not None and stale(connection.sock):
+            self._drop()
+            self.reconnects += 1
+            connection = None
+        if connection is None:
+            kind = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
+            connection = kind(self.host, self.port, timeout=self.timeout)
+            try:
+                connection.connect()
+            except ConnectionRefusedError as problem:
+                raise ConnectionLost("connection refused", sent=False) from problem
+            except (socket.timeout, TimeoutError) as problem:
+                raise TimedOut(sent=False) from problem
+            except OSError as problem:
+                raise ConnectionLost(f"could not connect ({problem})", sent=False) from problem
+            self.local.connection = connection
+        return connection
 
     def _drop(self) -> None:
         connection = getattr(self.local, "connection", None)
@@ -69,37 +113,33 @@ class Client:
             connection.close()
             self.local.connection = None
 
-    def post(self, path: str, body: dict, stream: bool) -> Reply:
+    def post(self, path: str, body: dict, stream: bool, delivery: Delivery | None = None) -> Reply:
+        """One POST, written at most once. Raises ConnectionLost or TimedOut (with ``sent``)."""
         data = json.dumps(body).encode()
-        started = time.monotonic()
-        for attempt in (1, 2):
-            connection, reused = self._connection()
-            try:
-                connection.request("POST", self.prefix + path, body=data, headers=_HEADERS)
-                answer = connection.getresponse()
-            except _DROPPED as problem:
-                self._drop()
-                if reused and attempt == 1:
-                    continue  # a stale keep-alive connection: once more on a fresh one
-                raise ConnectionLost("connection reset by the server") from problem
-            except ConnectionRefusedError as problem:
-                self._drop()
-                raise ConnectionLost("connection refused") from problem
-            except (socket.timeout, TimeoutError) as problem:
-                self._drop()
-                raise TimedOut() from problem
-            except OSError:
-                self._drop()
-                raise
-            try:
-                return self._read(answer, stream, started)
-            except _DROPPED as problem:
-                self._drop()
-                raise ConnectionLost("connection dropped during the answer") from problem
-            except (socket.timeout, TimeoutError, TimedOut) as problem:
-                self._drop()
-                raise TimedOut() from problem
-        raise AssertionError("unreachable")
+        delivery = delivery or Delivery()
+        connection = self._connection()
+        delivery.written_at = time.monotonic()
+        try:
+            connection.request("POST", self.prefix + path, body=data, headers=_HEADERS)
+            answer = connection.getresponse()
+        except _DROPPED as problem:
+            self._drop()
+            raise ConnectionLost("connection closed by the server after the request was sent",
+                                 sent=True) from problem
+        except (socket.timeout, TimeoutError) as problem:
+            self._drop()
+            raise TimedOut() from problem
+        except OSError:
+            self._drop()
+            raise
+        try:
+            return self._read(answer, stream, delivery.written_at)
+        except _DROPPED as problem:
+            self._drop()
+            raise ConnectionLost("connection dropped during the answer", sent=True) from problem
+        except (socket.timeout, TimeoutError, TimedOut) as problem:
+            self._drop()
+            raise TimedOut() from problem
 
     def _read(self, answer: http.client.HTTPResponse, stream: bool, started: float) -> Reply:
         if answer.status != 200:

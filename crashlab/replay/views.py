@@ -130,21 +130,64 @@ class RequestLister:
             self.console.print(Text.assemble(("warning: ", "yellow"), warning), soft_wrap=True)
 
 
+_VERDICT_STYLE = {"reproduced": "bold red", "crashed": "bold red", "different crash": "bold yellow",
+                  "unconfirmed": "yellow", "no crash": "green"}
+
+
+def _ms(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds * 1000:.2f}"
+
+
+def _line(*parts) -> Text:
+    """A line of (text, style) parts; every text is plain data, never markup."""
+    line = Text()
+    for part in parts:
+        text, style = (part, "") if isinstance(part, str) else part
+        line.append(text, style=style)
+    return line
+
+
 def render_result(result: ReplayResult, console: Console) -> None:
+    """The result as text; strings from the dump, the server and its log are printed as data."""
+    if result.expected:
+        e = result.expected
+        wanted = [f"class {e.fault_class}" if e.fault_class else "", f"kernel {e.kernel}" if e.kernel else ""]
+        wanted += [f"/{pattern}/" for pattern in e.patterns]
+        console.print(_line("expected crash: ", ", ".join(filter(None, wanted)), f" (from {e.source})"),
+                      soft_wrap=True)
+    if result.force_decode:
+        f = result.force_decode
+        console.print(_line("forced decode: ", (f.used, "bold"),
+                            f" ({f.requests} requests): {f.reason}"), soft_wrap=True)
+        if f.probe:
+            console.print(_line("  probe: ", f.probe), soft_wrap=True)
+    if result.harden:
+        env = " ".join(f"{key}={value}" for key, value in result.harden.env.items())
+        console.print(_line("hardened (", result.harden.profile, "): ", env + " " if env else "",
+                            result.harden.command), soft_wrap=True)
     for attempt in result.attempts:
-        verdict = "[bold red]crashed[/]" if attempt.reproduced else "[green]no crash[/]"
-        lag = (f", send lag p50 {attempt.lag_p50_s * 1000:.2f} ms p99 {attempt.lag_p99_s * 1000:.2f} ms"
-               if attempt.lag_p50_s is not None else "")
-        console.print(f"attempt {attempt.number}: {verdict} — {attempt.sent}/{len(attempt.requests)} "
-                      f"sent, {attempt.ok} ok, {attempt.divergences} diverged, "
-                      f"{attempt.duration_s:.2f} s{lag}")
+        console.print(_line(f"attempt {attempt.number}: ",
+                            (attempt.verdict, _VERDICT_STYLE[attempt.verdict]),
+                            f" — {attempt.answered} answered, {attempt.failed_after_send} failed after "
+                            f"send, {attempt.never_sent} never sent (of {len(attempt.requests)}); "
+                            f"{attempt.ok} ok, {attempt.divergences} diverged, "
+                            f"{attempt.duration_s:.2f} s"))
+        if attempt.schedule and attempt.schedule.late_p50_s is not None:
+            sched = attempt.schedule
+            kept = {True: ("kept", "green"), False: ("NOT KEPT", "bold yellow"),
+                    None: ("no schedule", "")}[sched.kept]
+            console.print(_line(f"  schedule: late p50 {_ms(sched.late_p50_s)} ms, p99 "
+                                f"{_ms(sched.late_p99_s)} ms, max {_ms(sched.late_max_s)} ms "
+                                f"(threshold p99 {_ms(sched.threshold_s)} ms): ", kept))
+        if attempt.mismatch:
+            console.print(_line("  ", ("mismatch", "yellow"), ": ", attempt.mismatch), soft_wrap=True)
         for signal in attempt.signals:
-            console.print(f"  [red]{signal.kind}[/] at {signal.at_s:.2f} s: {signal.detail}",
+            console.print(_line("  ", (signal.kind, "red"), f" at {signal.at_s:.2f} s: ", signal.detail),
                           soft_wrap=True)
         problems = [o for o in attempt.requests if o.status != "ok" or o.divergence]
         if problems:
             table = Table(show_edge=False, pad_edge=False)
-            for column in ("#", "rid", "status", "detail"):
+            for column in ("#", "rid", "status", "delivery", "detail"):
                 table.add_column(column, overflow="fold")
             for outcome in problems[:_PROBLEM_ROWS]:
                 detail = outcome.error or ""
@@ -152,22 +195,28 @@ def render_result(result: ReplayResult, console: Console) -> None:
                     d = outcome.divergence
                     detail = (f"{d.compared} differ at {d.first_difference}: "
                               f"recorded {d.recorded!r}, replayed {d.replayed!r}")
-                table.add_row(str(outcome.index), short_text(str(outcome.rid), 20),
-                              outcome.status, detail)
+                table.add_row(str(outcome.index), Text(short_text(str(outcome.rid), 20)),
+                              outcome.status, outcome.delivery, Text(detail))
             console.print(table)
             if len(problems) > _PROBLEM_ROWS:
                 console.print(f"  … and {len(problems) - _PROBLEM_ROWS} more (--json has them all)")
     if result.minimization:
         m = result.minimization
         if m.minimal:
-            console.print(f"[bold]minimal reproducer:[/] {len(m.minimal)} of {m.original} requests "
-                          f"(indices {m.minimal[:20]}{' …' if len(m.minimal) > 20 else ''}), "
-                          f"written to {m.output}")
+            console.print(_line(("minimal reproducer:", "bold"),
+                                f" {len(m.minimal)} of {m.original} requests (indices "
+                                f"{m.minimal[:20]}{' …' if len(m.minimal) > 20 else ''}), written to ",
+                                str(m.output)), soft_wrap=True)
         console.print(f"trials used: {m.trials} (budget {m.budget}"
                       f"{', exhausted' if m.budget_exhausted else ''})")
     if result.server_log:
-        console.print(f"server output: {result.server_log}")
+        console.print(_line("server output: ", result.server_log), soft_wrap=True)
     for warning in result.warnings:
-        console.print(f"[yellow]warning:[/] {warning}")
-    console.print(f"[bold]reproduced {result.reproductions}/{len(result.attempts)}[/]"
-                  + (f" (asked for {result.repeat})" if len(result.attempts) != result.repeat else ""))
+        console.print(_line(("warning:", "yellow"), " ", warning), soft_wrap=True)
+    if result.schedule_kept is False:
+        console.print(_line(("warning:", "yellow"), " the schedule was not kept (p99 lateness over "
+                            "--late-threshold): a non-reproduction may be the replay's timing"))
+    summary = f"reproduced {result.reproductions}/{len(result.attempts)}"
+    if len(result.attempts) != result.repeat:
+        summary += f" (asked for {result.repeat})"
+    console.print(Text(summary, style="bold"))
