@@ -44,6 +44,9 @@ def _guarded(subject: str, action):
     """``action()``; a failure is one line on stderr with its exit code, never a traceback."""
     try:
         return action()
+    except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as cat does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(EXIT_FOUND)
     except CrashlabError as exc:
         _fail(str(exc), exc.exit_code)
     except MemoryError:
@@ -306,7 +309,8 @@ def replay(dump, as_list, as_json, url, speed, max_rate, concurrency, timeout, r
         sys.exit(EXIT_FOUND)
     loaded = _guarded(dump, lambda: replay_api.load(dump))
     if url is None:
-        click.echo(json.dumps(replay_views.dump_json(loaded), indent=2))
+        for line in replay_views.dump_json_lines(loaded):
+            click.echo(line)
         sys.exit(EXIT_FOUND)
     if not loaded.requests:
         _fail(f"{dump}: holds no requests to replay", EXIT_BAD_INPUT)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
+
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -48,11 +51,16 @@ def request_json(request: Request) -> dict:
     return data
 
 
-def dump_json(dump: CrashDump) -> dict:
-    """The dump as --json prints it: texts cut to 80 characters, id lists to their first 16."""
-    data = dump.model_dump(mode="json", exclude={"requests"})
-    data["requests"] = [request_json(request) for request in dump.requests]
-    return data
+def dump_json_lines(dump: CrashDump) -> Iterator[str]:
+    """The dump as --json prints it (texts cut to 80 characters, id lists to their first 16), a
+    line at a time: the dump's fields indented, then one request per line. One request per line
+    keeps a 30,000-request dump quick to print (json's C encoder does not indent) and to grep."""
+    head = json.dumps(dump.model_dump(mode="json", exclude={"requests"}), indent=2)
+    yield head[:-2] + ',\n  "requests": ['
+    last = len(dump.requests) - 1
+    for position, request in enumerate(dump.requests):
+        yield f"    {json.dumps(request_json(request))}{',' if position < last else ''}"
+    yield "  ]\n}"
 
 
 def _prompt(request: Request) -> str:
@@ -81,8 +89,9 @@ _COLUMNS = (("#", 6), ("+t s", 10), ("kind", 4), ("rid", 24), ("max new", 7), ("
 
 class RequestLister:
     """Prints a dump's requests one line each as the loader reads them (a long dump lists at
-    once), then the dump's summary. Every string from the dump is printed as Text, never markup.
-    """
+    once), then the dump's summary. Rows are plain lines written straight to the console's file
+    (Rich costs 0.1 ms a line: seconds for a 30,000-request dump); the summary is Text. Nothing
+    from the dump is ever read as markup."""
 
     def __init__(self, console: Console):
         self.console = console
@@ -98,7 +107,7 @@ class RequestLister:
 
     def row(self, request: Request) -> None:
         if self.first_created is None:  # the heading waits for a row: a refused file prints none
-            self.console.print(Text(self._line(heading for heading, _ in _COLUMNS), style="bold"))
+            self.console.file.write(self._line(heading for heading, _ in _COLUMNS) + "\n")
             self.first_created = request.created
         params, done = request.sampling_params, request.output
         state = "in flight" if request.in_flight else \
@@ -108,7 +117,7 @@ class RequestLister:
                            request.kind[:3], short_text(str(request.rid), 24),
                            params.get("max_new_tokens", ""), params.get("temperature", ""), state,
                            tail))
-        self.console.print(Text(line, style="red" if request.in_flight else ""), soft_wrap=True)
+        self.console.file.write(line + "\n")
         self.count += 1
 
     def summary(self, dump: CrashDump) -> None:
