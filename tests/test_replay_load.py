@@ -159,3 +159,16 @@ def test_json_shortens_prompts(tmp_path):
     data = json.loads(run_cli("replay", path, "--json").stdout)
     text = data["requests"][0]["text"]
     assert text.startswith("word word") and text.endswith("… (5,000 chars)") and len(text) < 120
+
+
+def test_an_empty_crash_dump_names_the_likely_cause(tmp_path):
+    """SGLang 0.5.6 opens the file, then fails to pickle a --trust-remote-code config."""
+    path = tmp_path / "crash_dump_2026-06-01_12-00-00.pkl"
+    path.write_bytes(b"")
+    with pytest.raises(BadInput, match="empty file .*server's arguments cannot be pickled"):
+        replay.load(path)
+
+
+def test_a_dump_without_server_args_says_why():
+    dump = replay.load(FIXTURES / "crash_dump_0.5.23_no_server_args.pkl")
+    assert any("could not pickle the server's arguments" in warning for warning in dump.warnings)

@@ -49,7 +49,11 @@ def test_a_real_dump_loads_with_the_requests_sglang_wrote(name):
     assert dump.keys == truth["top_level_keys"]
     assert dump.layout == next(layout for keys, layout in LAYOUTS if keys == set(dump.keys))
     assert dump.server_args_class == truth["server_args_class"]
-    assert not dump.warnings
+    if truth["server_args_class"] is None:
+        assert len(dump.warnings) == 1 and "could not pickle the server's arguments" in \
+            dump.warnings[0]
+    else:
+        assert not dump.warnings
     records = by_position(dump)
     assert len(records) == truth["num_records"]
     for request, record in zip(records, truth["records"]):

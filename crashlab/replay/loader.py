@@ -36,7 +36,10 @@ def load(path: str | os.PathLike, on_request: Callable[[Request], None] | None =
         raise BadInput(f"{name}: cannot be read ({problem.strerror or problem})") from None
     size = len(data)
     if not data:
-        raise BadInput(f"{name}: empty file")
+        raise BadInput(f"{name}: empty file" + (
+            " (SGLang 0.5.6 leaves its crash dump empty when the server's arguments cannot be "
+            "pickled, e.g. a --trust-remote-code model config; its requests are lost)"
+            if os.path.basename(name).startswith("crash_dump_") else ""))
     if data[:2] == _GZIP:
         raise BadInput(f"{name}: gzip-compressed; gunzip it first (SGLang writes plain pickles)")
     if data[0] != _PROTO:

@@ -261,6 +261,10 @@ def crash_dump_from(root, path: str, size: int, seen: dict[int, Request] | None 
     for index, request in enumerate(requests):
         request.index, request.offset_s = index, request.created - start
     server_args = root.get("server_args")
+    if server_args is None and "launch_command" in root:
+        warnings.append("server_args is None: SGLang could not pickle the server's arguments "
+                        "(a --trust-remote-code model config is the usual cause) and wrote the "
+                        "dump without them; launch_command still says how the server was started")
     if type(server_args) not in (Instance, dict, type(None)):
         warnings.append(f"server_args is a {type(server_args).__name__}; ignored")
     command = root.get("launch_command")
