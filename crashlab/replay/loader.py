@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import mmap
 import os
+from contextlib import contextmanager
 from typing import Callable
 
 from pydantic import ValidationError
@@ -16,6 +18,49 @@ _GZIP = b"\x1f\x8b"
 _PROTO = 0x80
 
 
+@contextmanager
+def _mapped(path, name: str):
+    """(the file's bytes, a function that drops the bytes before an offset from memory).
+
+    A regular file is memory-mapped, so that the part already read can be handed back to the
+    kernel as the reading goes on: a 242 MB dump need not sit in memory beside what it decodes
+    to. A pipe or an empty file is read whole.
+    """
+    try:
+        file = open(path, "rb")
+    except FileNotFoundError:
+        raise BadInput(f"{name}: no such file") from None
+    except IsADirectoryError:
+        raise BadInput(f"{name}: is a directory, not a crash-dump .pkl") from None
+    except OSError as problem:
+        raise BadInput(f"{name}: cannot be read ({problem.strerror or problem})") from None
+    with file:
+        try:
+            view = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+        except (ValueError, OSError):  # empty, or not a regular file
+            try:
+                yield file.read(), None
+            except OSError as problem:
+                raise BadInput(f"{name}: cannot be read ({problem.strerror or problem})") from None
+            return
+        with view:
+            yield view, (lambda offset: view.madvise(mmap.MADV_DONTNEED, 0, offset - offset
+                                                     % mmap.PAGESIZE)
+                         if hasattr(view, "madvise") else None)
+
+
+def _check_start(data, name: str) -> None:
+    if not len(data):
+        raise BadInput(f"{name}: empty file" + (
+            " (SGLang 0.5.6 leaves its crash dump empty when the server's arguments cannot be "
+            "pickled, e.g. a --trust-remote-code model config; its requests are lost)"
+            if os.path.basename(name).startswith("crash_dump_") else ""))
+    if data[:2] == _GZIP:
+        raise BadInput(f"{name}: gzip-compressed; gunzip it first (SGLang writes plain pickles)")
+    if data[0] != _PROTO:
+        raise BadInput(f"{name}: not a pickle of protocol 2 or later (SGLang writes protocol 4 or 5)")
+
+
 def load(path: str | os.PathLike, on_request: Callable[[Request], None] | None = None) -> CrashDump:
     """The typed dump in ``path``, read without running anything it names.
 
@@ -25,25 +70,6 @@ def load(path: str | os.PathLike, on_request: Callable[[Request], None] | None =
     non-SGLang file; the message is one line and names the offending global or byte offset.
     """
     name = printable(os.fspath(path), 500)
-    try:
-        with open(path, "rb") as file:
-            data = file.read()
-    except FileNotFoundError:
-        raise BadInput(f"{name}: no such file") from None
-    except IsADirectoryError:
-        raise BadInput(f"{name}: is a directory, not a crash-dump .pkl") from None
-    except OSError as problem:
-        raise BadInput(f"{name}: cannot be read ({problem.strerror or problem})") from None
-    size = len(data)
-    if not data:
-        raise BadInput(f"{name}: empty file" + (
-            " (SGLang 0.5.6 leaves its crash dump empty when the server's arguments cannot be "
-            "pickled, e.g. a --trust-remote-code model config; its requests are lost)"
-            if os.path.basename(name).startswith("crash_dump_") else ""))
-    if data[:2] == _GZIP:
-        raise BadInput(f"{name}: gzip-compressed; gunzip it first (SGLang writes plain pickles)")
-    if data[0] != _PROTO:
-        raise BadInput(f"{name}: not a pickle of protocol 2 or later (SGLang writes protocol 4 or 5)")
     seen: dict[int, Request] = {}
 
     def record_read(record: tuple) -> None:
@@ -55,8 +81,10 @@ def load(path: str | os.PathLike, on_request: Callable[[Request], None] | None =
         if on_request is not None:
             on_request(request)
 
-    root = unpickler.loads(data, name, on_record=record_read)
-    del data
+    with _mapped(path, name) as (data, release):
+        _check_start(data, name)
+        size = len(data)
+        root = unpickler.loads(data, name, on_record=record_read, release=release)
     bounds.check(root, size, name)
     try:
         return crash_dump_from(root, name, size, seen)

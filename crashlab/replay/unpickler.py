@@ -25,6 +25,7 @@ SGLang writes protocol 4 (Python <= 3.13) or 5. Anything else is refused with it
 
 from __future__ import annotations
 
+import mmap
 import struct
 from pickletools import code2op
 
@@ -93,6 +94,7 @@ class Instance:
 #: ints hash to themselves, stand-ins by identity. Bigger ints, floats and tuples hash by value.
 _SMALL_INT = 1 << 60
 _MAX_LINE = 1024
+_RELEASE_EVERY = 16 << 20
 _MAX_PROTOCOL = 5
 
 
@@ -128,8 +130,10 @@ _UNPACK_DOUBLE = struct.Struct(">d").unpack_from
 class _Machine:
     """One run of the interpreter over ``data``; ``run()`` returns the pickled value."""
 
-    def __init__(self, data: bytes, source: str, on_record=None):
+    def __init__(self, data, source: str, on_record=None, release=None):
         self.data = data
+        self.release = release
+        self.released = 0
         self.source = source
         self.pos = 0
         self.stack: list = []
@@ -361,6 +365,9 @@ class _Machine:
         if size > len(self.data) - self.pos:
             raise self.refuse(f"FRAME declares {size:,} bytes but only "
                               f"{len(self.data) - self.pos:,} remain (truncated or forged)")
+        if self.release is not None and self.pos - self.released > _RELEASE_EVERY:
+            self.release(self.pos)  # every byte before a frame was read (the memo holds copies)
+            self.released = self.pos
 
     def op_stop(self):
         return True
@@ -613,10 +620,15 @@ _INLINED = {"BINGET", "LONG_BINGET", "MEMOIZE", "SHORT_BINUNICODE", "NONE", "NEW
             "BINFLOAT"}
 
 
-def loads(data: bytes, source: str = "<pickle>", on_record=None):
+def loads(data: bytes | mmap.mmap, source: str = "<pickle>", on_record=None, release=None):
     """The value a pickle describes, with objects of allowed classes as ``Instance`` records.
 
     ``on_record`` is called with every (request, output, created, finished) tuple as soon as it
-    is read, for views that stream a long dump.
+    is read, for views that stream a long dump; ``release(offset)``, now and then, says that no
+    byte before ``offset`` will be read again (the loader unmaps them).
     """
-    return _Machine(bytes(data), source, on_record).run()
+    machine = _Machine(data, source, on_record, release)
+    try:
+        return machine.run()
+    finally:  # the handlers refer back to the machine: without this the file's bytes wait for gc
+        machine.handlers.clear()
