@@ -172,3 +172,18 @@ def test_an_empty_crash_dump_names_the_likely_cause(tmp_path):
 def test_a_dump_without_server_args_says_why():
     dump = replay.load(FIXTURES / "crash_dump_0.5.23_no_server_args.pkl")
     assert any("could not pickle the server's arguments" in warning for warning in dump.warnings)
+
+
+def test_requests_stream_in_dump_order_and_are_the_ones_returned():
+    streamed = []
+    dump = replay.load(FIXTURES / "crash_dump_0.5.23.pkl", on_request=streamed.append)
+    in_dump_order = sorted(dump.requests, key=lambda request: request.position)
+    assert len(streamed) == len(in_dump_order) == 8
+    assert all(a is b for a, b in zip(streamed, in_dump_order))
+
+
+def test_a_pipe_is_read_like_a_file(tmp_path):
+    data = (FIXTURES / "crash_dump_0.5.12.pkl").read_bytes()
+    listed = run_cli("replay", "/dev/stdin", "--json", stdin=data)
+    assert listed.returncode == 0, listed.stderr
+    assert len(json.loads(listed.stdout)["requests"]) == 8
