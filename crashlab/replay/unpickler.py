@@ -26,6 +26,7 @@ SGLang writes protocol 4 (Python <= 3.13) or 5. Anything else is refused with it
 from __future__ import annotations
 
 import mmap
+import re
 import struct
 from pickletools import code2op
 
@@ -120,6 +121,8 @@ _MARK, _SETITEMS, _SETITEM, _APPENDS, _APPEND = 0x28, 0x75, 0x73, 0x65, 0x61
 _EMPTY_DICT, _EMPTY_LIST, _EMPTY_TUPLE = 0x7D, 0x5D, 0x29
 _TUPLE, _TUPLE1, _TUPLE2, _TUPLE3, _FRAME, _STOP = 0x74, 0x85, 0x86, 0x87, 0x95, 0x2E
 _INT_OPS = frozenset({_BININT, _BININT1, _BININT2})
+_CONSTANTS = {_NONE: None, _NEWTRUE: True, _NEWFALSE: False}
+_CONSTANT_FIELDS = re.compile(rb"(?:h.[N\x88\x89])+", re.DOTALL)
 _MEMO_OPS = {_MEMOIZE: 1, _BINPUT: 2, 0x72: 5}  # opcode -> its length with argument
 _UNPACK_UINT = struct.Struct("<I").unpack_from
 _UNPACK_INT = struct.Struct("<i").unpack_from
@@ -217,6 +220,9 @@ class _Machine:
                 code = data[pos]
                 pos += 1
                 if code == 0x68:  # BINGET
+                    if pos + 2 < end and data[pos + 1] in _CONSTANTS and data[pos + 2] == 0x68:
+                        pos = self.constant_fields(pos - 1)
+                        continue
                     index = data[pos]
                     pos += 1
                     if index not in memo:
@@ -311,6 +317,22 @@ class _Machine:
         except (IndexError, struct.error):  # only reads past the last byte raise these
             raise self.refuse("the pickle ends in the middle of an opcode or before its STOP "
                               "(truncated)", at=end) from None
+
+    def constant_fields(self, pos: int) -> int:
+        """A run of (BINGET name, None/True/False) pairs, most of a dataclass's state in a dump
+        (a request's unset fields), pushed in one go; returns the offset after it."""
+        end = _CONSTANT_FIELDS.match(self.data, pos).end()
+        run, memo = self.data[pos:end], self.memo
+        pairs = [None] * (2 * (len(run) // 3))
+        try:
+            pairs[0::2] = map(memo.__getitem__, run[1::3])
+        except KeyError:
+            at = next(at for at in range(1, len(run), 3) if run[at] not in memo)
+            self.pos = pos + at + 1
+            raise self.refuse(f"memo entry {run[at]} is read before it is written") from None
+        pairs[1::2] = map(_CONSTANTS.__getitem__, run[2::3])
+        self.stack += pairs
+        return end
 
     def token_list(self, pos: int) -> int | None:
         """A list of integers written as EMPTY_LIST, a memo opcode and APPENDS batches, read in
