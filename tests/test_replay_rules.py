@@ -210,3 +210,23 @@ def test_a_truncated_run_is_refused_as_truncated():
     data = pickle.dumps(list(range(1000, 3000)), protocol=4)
     with pytest.raises(PickleRefused, match="truncated"):
         unpickler.loads(data[:len(data) // 2])
+
+
+@settings(max_examples=100, deadline=None)
+@given(rows=st.lists(st.lists(st.sampled_from([None, True, False, 0, 7, "x", 300]), min_size=6,
+                              max_size=6), min_size=2, max_size=30))
+def test_runs_of_constant_fields_decode_exactly(rows):
+    """Dicts sharing their key objects (as a dataclass's instances do): later ones name their
+    keys by BINGET, and runs of (key, None/True/False) are pushed in one go."""
+    keys = [f"field_{index}" for index in range(6)]
+    value = [dict(zip(keys, row)) for row in rows]
+    data = pickle.dumps(value, protocol=4)
+    assert as_python(unpickler.loads(data)) == value
+
+
+def test_a_constant_field_run_naming_an_unwritten_memo_entry_is_refused():
+    data = program(op("EMPTY_DICT"), op("MARK"), text("a"), op("MEMOIZE"), op("NONE"),
+                   op("BINGET", b"\x00"), op("NONE"), op("BINGET", b"\x07"), op("NEWTRUE"),
+                   op("SETITEMS"))
+    with pytest.raises(PickleRefused, match="memo entry 7 is read before it is written"):
+        unpickler.loads(data)
