@@ -33,7 +33,7 @@ def by_position(dump) -> list:
 
 def test_every_release_has_real_dumps():
     releases = {expected(name)["sglang"] for name in DUMPS}
-    assert {"0.5.23"} <= releases, releases
+    assert {"0.5.6.post2", "0.5.12", "0.5.23"} <= releases, releases
 
 
 @pytest.mark.parametrize("name", DUMPS)
@@ -109,3 +109,14 @@ def test_the_cli_lists_and_prints_json_for_a_real_dump(name):
     assert printed.returncode == 0, printed.stderr
     rids = [request["rid"] for request in json.loads(printed.stdout)["requests"]]
     assert sorted(rids) == sorted(record["rid"] for record in truth["records"])
+
+
+def test_the_empty_dump_sglang_0_5_6_leaves_names_its_cause():
+    """0.5.6 opens the file, then fails to pickle a ServerArgs it cannot pickle: 0 bytes."""
+    empty = [path for path in REAL.glob("*.pkl") if not path.stat().st_size]
+    assert empty, "make_real_dumps.py writes 0.5.6's empty dump"
+    for path in empty:
+        result = run_cli("replay", path, "--list")
+        lines = result.stderr.decode().splitlines()
+        assert result.returncode == 2 and len(lines) == 1
+        assert "empty file" in lines[0] and "cannot be pickled" in lines[0]
