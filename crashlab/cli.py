@@ -6,6 +6,7 @@ included), a missing tool or service exit 3, never a traceback.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import signal
@@ -308,6 +309,7 @@ def replay(dump, as_list, as_json, url, speed, max_rate, concurrency, timeout, r
         lister.summary(_guarded(dump, lambda: replay_api.load(dump, on_request=lister.row)))
         sys.exit(EXIT_FOUND)
     loaded = _guarded(dump, lambda: replay_api.load(dump))
+    gc.freeze()  # the dump lives as long as this process: the cycle collector can skip it
     if url is None:
         for line in replay_views.dump_json_lines(loaded):
             click.echo(line)

@@ -187,3 +187,19 @@ def test_a_pipe_is_read_like_a_file(tmp_path):
     listed = run_cli("replay", "/dev/stdin", "--json", stdin=data)
     assert listed.returncode == 0, listed.stderr
     assert len(json.loads(listed.stdout)["requests"]) == 8
+
+
+def test_the_listing_prints_a_strangers_text_as_inert_text(tmp_path):
+    from crashlab.replay.writer import dumps
+
+    source = replay.load(FIXTURES / "crash_dump_0.5.12.pkl")
+    record = source.requests[0]._record
+    record[0].state["rid"] = "\x1b[2J[bold red]owned[/]"
+    record[0].state["text"] = "\x1b]0;title\x07 [link=file:///etc/passwd]x[/link]"
+    path = tmp_path / "hostile_text.pkl"
+    path.write_bytes(dumps({"server_args": None, "requests": [record]}))
+    listed = run_cli("replay", path, "--list")
+    assert listed.returncode == 0, listed.stderr
+    out = listed.stdout.decode()
+    assert "\x1b" not in out and "\x07" not in out
+    assert "[bold red]owned" in out and "[link=file:///etc/passwd]" in out
