@@ -17,13 +17,10 @@ import click
 from rich.console import Console
 
 from . import __version__
-from .api import inspect as inspect_core
 from .errors import CrashlabError
-from .report import markdown, terminal
-from .report.model import json_schema
 
-# The modules behind debug, replay and serve are imported inside those commands: inspect, the
-# command users run most, should not pay for pexpect, requests and the supervisor at start-up.
+# The modules behind each command are imported inside it: inspect should not pay for pexpect,
+# requests and the supervisor at start-up, nor replay for the coredump reader and its report.
 EXIT_FOUND, EXIT_NOTHING, EXIT_BAD_INPUT, EXIT_ENVIRONMENT = 0, 1, 2, 3
 #: crashlab.supervise.CoredumpMode's values, spelled out so that --help need not import it.
 COREDUMP_MODES = ("lightweight", "full", "off")
@@ -126,6 +123,9 @@ def inspect(core: str, as_json: bool, as_markdown: bool, no_sass: bool, context:
       crashlab inspect core.nvcudmp --json | jq '.faults[0].kernel'
       crashlab inspect core.nvcudmp --debugger
     """
+    from .api import inspect as inspect_core
+    from .report import markdown, terminal
+
     if as_json and as_markdown:
         _fail("choose one of --json and --markdown", EXIT_BAD_INPUT)
     report = _guarded(core, lambda: inspect_core(core, sass=not no_sass, context=context,
@@ -149,6 +149,8 @@ def schema(which: str) -> None:
     WHICH is triage (what inspect --json prints; the default), run (serve's report.json) or
     replay (what replay --json prints with --url).
     """
+    from .report.model import json_schema
+
     if which == "run":
         from .report.run import RunReport as model
     elif which == "replay":
@@ -174,6 +176,7 @@ def debug(core: str, host_core: str | None, exe: str | None, print_only: bool) -
       crashlab debug core_1754_node_12345.nvcudmp
       crashlab debug core.nvcudmp --exe ./server --host-core core.12345
     """
+    from .api import inspect as inspect_core
     from .gdb.debug import command_line, exec_debugger, printable
     from .gdb.driver import find_cuda_gdb
 
