@@ -214,19 +214,23 @@ def test_a_truncated_run_is_refused_as_truncated():
 
 @settings(max_examples=100, deadline=None)
 @given(rows=st.lists(st.lists(st.sampled_from([None, True, False, 0, 7, "x", 300]), min_size=6,
-                              max_size=6), min_size=2, max_size=30))
-def test_runs_of_constant_fields_decode_exactly(rows):
+                              max_size=6), min_size=2, max_size=30),
+       memo_before=st.sampled_from([0, 300]))
+def test_runs_of_constant_fields_decode_exactly(rows, memo_before):
     """Dicts sharing their key objects (as a dataclass's instances do): later ones name their
-    keys by BINGET, and runs of (key, None/True/False) are pushed in one go."""
+    keys by BINGET (by LONG_BINGET past 256 memo entries, as after a real ServerArgs), and runs
+    of (key, None/True/False) are pushed in one go."""
     keys = [f"field_{index}" for index in range(6)]
-    value = [dict(zip(keys, row)) for row in rows]
+    value = [f"filler {index}" for index in range(memo_before)]
+    value += [dict(zip(keys, row)) for row in rows]
     data = pickle.dumps(value, protocol=4)
     assert as_python(unpickler.loads(data)) == value
 
 
-def test_a_constant_field_run_naming_an_unwritten_memo_entry_is_refused():
+@pytest.mark.parametrize("get, width", [("BINGET", "<B"), ("LONG_BINGET", "<I")])
+def test_a_constant_field_run_naming_an_unwritten_memo_entry_is_refused(get, width):
     data = program(op("EMPTY_DICT"), op("MARK"), text("a"), op("MEMOIZE"), op("NONE"),
-                   op("BINGET", b"\x00"), op("NONE"), op("BINGET", b"\x07"), op("NEWTRUE"),
-                   op("SETITEMS"))
+                   op(get, struct.pack(width, 0)), op("NONE"), op(get, struct.pack(width, 7)),
+                   op("NEWTRUE"), op("SETITEMS"))
     with pytest.raises(PickleRefused, match="memo entry 7 is read before it is written"):
         unpickler.loads(data)

@@ -123,6 +123,7 @@ _TUPLE, _TUPLE1, _TUPLE2, _TUPLE3, _FRAME, _STOP = 0x74, 0x85, 0x86, 0x87, 0x95,
 _INT_OPS = frozenset({_BININT, _BININT1, _BININT2})
 _CONSTANTS = {_NONE: None, _NEWTRUE: True, _NEWFALSE: False}
 _CONSTANT_FIELDS = re.compile(rb"(?:h.[N\x88\x89])+", re.DOTALL)
+_WIDE_CONSTANT_FIELDS = re.compile(rb"(?:j....[N\x88\x89])+", re.DOTALL)
 _MEMO_OPS = {_MEMOIZE: 1, _BINPUT: 2, 0x72: 5}  # opcode -> its length with argument
 _UNPACK_UINT = struct.Struct("<I").unpack_from
 _UNPACK_INT = struct.Struct("<i").unpack_from
@@ -221,10 +222,20 @@ class _Machine:
                 pos += 1
                 if code == 0x68:  # BINGET
                     if pos + 2 < end and data[pos + 1] in _CONSTANTS and data[pos + 2] == 0x68:
-                        pos = self.constant_fields(pos - 1)
+                        pos = self.constant_fields(pos - 1, wide=False)
                         continue
                     index = data[pos]
                     pos += 1
+                    if index not in memo:
+                        self.pos = pos
+                        raise self.refuse(f"memo entry {index} is read before it is written")
+                    stack.append(memo[index])
+                elif code == 0x6A:  # LONG_BINGET
+                    if pos + 5 < end and data[pos + 4] in _CONSTANTS and data[pos + 5] == 0x6A:
+                        pos = self.constant_fields(pos - 1, wide=True)
+                        continue
+                    index = _UNPACK_UINT(data, pos)[0]
+                    pos += 4
                     if index not in memo:
                         self.pos = pos
                         raise self.refuse(f"memo entry {index} is read before it is written")
@@ -299,13 +310,6 @@ class _Machine:
                 elif code == 0x47:  # BINFLOAT
                     stack.append(_UNPACK_DOUBLE(data, pos)[0])
                     pos += 8
-                elif code == 0x6A:  # LONG_BINGET
-                    index = _UNPACK_UINT(data, pos)[0]
-                    pos += 4
-                    if index not in memo:
-                        self.pos = pos
-                        raise self.refuse(f"memo entry {index} is read before it is written")
-                    stack.append(memo[index])
                 else:
                     self.pos = pos
                     handler = handlers.get(code)
@@ -318,19 +322,30 @@ class _Machine:
             raise self.refuse("the pickle ends in the middle of an opcode or before its STOP "
                               "(truncated)", at=end) from None
 
-    def constant_fields(self, pos: int) -> int:
-        """A run of (BINGET name, None/True/False) pairs, most of a dataclass's state in a dump
-        (a request's unset fields), pushed in one go; returns the offset after it."""
-        end = _CONSTANT_FIELDS.match(self.data, pos).end()
+    def constant_fields(self, pos: int, wide: bool) -> int:
+        """A run of (BINGET or LONG_BINGET name, None/True/False) pairs, most of a dataclass's
+        state in a dump (a request's unset fields), pushed in one go; returns the offset after
+        it. ``wide``: the names are LONG_BINGETs (a dump whose ServerArgs filled the first 256
+        memo entries)."""
+        end = (_WIDE_CONSTANT_FIELDS if wide else _CONSTANT_FIELDS).match(self.data, pos).end()
         run, memo = self.data[pos:end], self.memo
-        pairs = [None] * (2 * (len(run) // 3))
+        stride = 6 if wide else 3
+        count = len(run) // stride
+        if wide:
+            packed = bytearray(4 * count)
+            for byte in range(4):
+                packed[byte::4] = run[1 + byte::6]
+            indices = struct.unpack(f"<{count}I", packed)
+        else:
+            indices = run[1::3]
+        pairs = [None] * (2 * count)
         try:
-            pairs[0::2] = map(memo.__getitem__, run[1::3])
+            pairs[0::2] = map(memo.__getitem__, indices)
         except KeyError:
-            at = next(at for at in range(1, len(run), 3) if run[at] not in memo)
-            self.pos = pos + at + 1
-            raise self.refuse(f"memo entry {run[at]} is read before it is written") from None
-        pairs[1::2] = map(_CONSTANTS.__getitem__, run[2::3])
+            at = next(at for at, index in enumerate(indices) if index not in memo)
+            self.pos = pos + at * stride + 1
+            raise self.refuse(f"memo entry {indices[at]} is read before it is written") from None
+        pairs[1::2] = map(_CONSTANTS.__getitem__, run[stride - 1::stride])
         self.stack += pairs
         return end
 
