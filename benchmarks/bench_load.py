@@ -1,19 +1,27 @@
-"""Time to load a SYNTHETIC crash dump with crashlab's allowlist interpreter vs stdlib pickle.
+"""Load speed and peak memory of `crashlab replay --json` and `--list` on large crash dumps.
 
-    python benchmarks/bench_load.py [--requests 1000] [--tokens 2000]
+    python benchmarks/bench_load.py                        # 5,000 and 28,000 x 2,000 tokens
+    python benchmarks/bench_load.py --dump crash_dump.pkl  # any dump (a real one: see below)
 
-The dump (built here with the stand-in classes of tests/standin, SGLang 0.5.23
-layout) holds --requests requests of --tokens input ids each, a 500-character recorded output
-and 128 output ids. crashlab.replay.load (opcode interpreter, bounds walk, typed records) is
-timed against stdlib pickle.loads of the same bytes, which runs the classes it names and so is
-only a yardstick of speed. Best of 3.
+Each figure is one fresh process (`python -m crashlab ...`), best of --repeat, timed from start
+to exit (the API row: from before `import crashlab.replay` to the end of `load`, as the process
+measures it); peak RSS is the child's ru_maxrss. The yardstick is ``pickle.load`` of
+the same bytes in a fresh process, with every class the dump names mapped to a do-nothing class
+(the stdlib loader would need sglang installed, and would run it): it is timed the same way.
+
+Without --dump, the dumps are SYNTHETIC: SGLang 0.5.23 layout built with the stand-in classes
+of tests/standin (tests/standin/README), N finished requests of T input ids drawn over a
+128k vocabulary (BININT1/BININT2/BININT mixed as in a Llama-3 dump), a 400-character output text
+with 100 output ids, streamed every tenth request, the last 32 in flight. Real dumps of that
+size come from fixtures/sglang_dumps/make_real_dumps.py --scale (needs its environments).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import pickle
+import random
+import subprocess
 import sys
 import tempfile
 import time
@@ -21,50 +29,119 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
+_YARDSTICK = """
+import pickle, sys
+class Anything:
+    def __init__(self, *args, **kwargs): pass
+    def __setstate__(self, state): pass
+class Loader(pickle.Unpickler):
+    def find_class(self, module, name):
+        return Anything
+with open(sys.argv[1], "rb") as file:
+    Loader(file).load()
+"""
 
-def build(requests: int, tokens: int) -> bytes:
+
+def build(requests: int, tokens: int, path: Path) -> None:
     os.environ["SGLANG_STANDIN_VERSION"] = "0.5.23"
     sys.path.insert(0, str(ROOT / "tests" / "standin"))
+    import pickle
+
     from sglang.srt.managers.io_struct import GenerateReqInput
 
+    rng = random.Random(0)
+    vocabulary = 128_256
     records = []
     for index in range(requests):
-        request = GenerateReqInput(rid=f"r{index}", input_ids=tuple(range(index, index + tokens)),
-                                   sampling_params={"temperature": 0, "max_new_tokens": 128})
+        ids = [rng.randrange(vocabulary) for _ in range(tokens)]
+        request = GenerateReqInput(rid=f"req-{index:06d}", input_ids=ids, stream=index % 10 == 0,
+                                   sampling_params={"temperature": 0, "max_new_tokens": 100})
         request.normalize()
-        output = {"text": "x" * 500, "output_ids": list(range(128)),
-                  "meta_info": {"finish_reason": {"type": "length"}, "prompt_tokens": tokens,
-                                "completion_tokens": 128}}
-        records.append((request, output, 1.0 + index, 2.0 + index))
-    return pickle.dumps({"server_args": None, "requests": records, "launch_command": "x"})
+        created = 1780315200.0 + index * 0.06
+        output_ids = [rng.randrange(vocabulary) for _ in range(100)]
+        in_flight = index >= requests - 32
+        meta = {"id": request.rid, "finish_reason": None if in_flight else {"type": "length"},
+                "prompt_tokens": tokens, "completion_tokens": 100, "cached_tokens": 0}
+        if not in_flight:
+            request.input_ids = tuple(ids)  # 0.5.23 keeps finished prompts as tuples
+        records.append((request, {"text": "x" * 400, "output_ids": output_ids, "meta_info": meta},
+                        created, created + 1.5))
+    with open(path, "wb") as out:
+        pickle.dump({"server_args": None, "config_updates": [], "resolved_config": None,
+                     "requests": records, "launch_command": "python -m sglang.launch_server"}, out)
 
 
-def best(action, repeat: int = 3) -> float:
-    times = []
+_API = """
+import sys, time
+started = time.perf_counter()
+import crashlab.replay
+crashlab.replay.load(sys.argv[1])
+print(time.perf_counter() - started)
+"""
+
+
+def timed(command: list[str], repeat: int, own_clock: bool = False) -> tuple[float, float]:
+    """(best seconds, peak RSS MiB) of ``command`` run ``repeat`` times in fresh processes: wall
+    time from start to exit, or with ``own_clock`` the seconds the command prints itself."""
+    best, peak = float("inf"), 0.0
     for _ in range(repeat):
-        started = time.perf_counter()
-        action()
-        times.append(time.perf_counter() - started)
-    return min(times)
+        with tempfile.TemporaryFile() as err, tempfile.TemporaryFile() as out:
+            started = time.perf_counter()
+            child = subprocess.Popen(command, stdout=out if own_clock else subprocess.DEVNULL,
+                                     stderr=err)
+            _, status, usage = os.wait4(child.pid, 0)  # this child's own peak, not all children's
+            elapsed = time.perf_counter() - started
+            if own_clock:
+                out.seek(0)
+                elapsed = float(out.read().split()[-1])
+            child.returncode = os.waitstatus_to_exitcode(status)
+            if child.returncode != 0:
+                err.seek(0)
+                raise SystemExit(f"{command} failed: {err.read().decode()[-500:]}")
+        best = min(best, elapsed)
+        peak = max(peak, usage.ru_maxrss / 1024)
+    return best, peak
+
+
+def measure(path: Path, repeat: int) -> None:
+    size = path.stat().st_size / 1e6
+    python = sys.executable
+    rows = [("pickle.load (yardstick)", [python, "-c", _YARDSTICK, str(path)]),
+            ("crashlab.replay.load (API)", [python, "-c", _API, str(path)]),
+            ("crashlab replay --json", [python, "-m", "crashlab", "replay", str(path), "--json"]),
+            ("crashlab replay --list", [python, "-m", "crashlab", "replay", str(path), "--list"])]
+    print(f"{path.name}: {size:.1f} MB")
+    yardstick = None
+    for label, command in rows:
+        seconds, rss = timed(command, repeat, own_clock="(API)" in label)
+        yardstick = yardstick or seconds
+        print(f"  {label:26s} {seconds:6.2f} s  {size / seconds:6.1f} MB/s  "
+              f"{seconds / yardstick:4.2f}x pickle.load  peak RSS {rss:7.0f} MiB "
+              f"({rss * 1.048576 / size:4.1f}x the file)")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--requests", type=int, default=1000)
-    parser.add_argument("--tokens", type=int, default=2000)
+    parser.add_argument("--dump", type=Path, action="append", help="measure this dump instead")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--build", nargs=3, metavar=("REQUESTS", "TOKENS", "OUT"),
+                        help=argparse.SUPPRESS)  # internal: the dump is built in its own process
     args = parser.parse_args()
-    data = build(args.requests, args.tokens)
-    sys.path.insert(0, str(ROOT))
-    import crashlab.replay
-
-    with tempfile.NamedTemporaryFile(suffix=".pkl") as file:
-        file.write(data)
-        file.flush()
-        ours = best(lambda: crashlab.replay.load(file.name))
-    stdlib = best(lambda: pickle.loads(data))
-    size = len(data) / 1e6
-    print(f"{args.requests} requests x {args.tokens} tokens, {size:.1f} MB: crashlab.replay.load "
-          f"{ours:.2f} s ({size / ours:.1f} MB/s), stdlib pickle.loads {stdlib:.2f} s")
+    if args.build:
+        build(int(args.build[0]), int(args.build[1]), Path(args.build[2]))
+        return
+    if args.dump:
+        for path in args.dump:
+            measure(path, args.repeat)
+        return
+    with tempfile.TemporaryDirectory() as folder:
+        for requests, tokens in ((5000, 2000), (28000, 2000)):
+            path = Path(folder) / f"synthetic_{requests}x{tokens}.pkl"
+            # Built in a child: a child forked from a big parent would report the parent's pages.
+            subprocess.run([sys.executable, __file__, "--build", str(requests), str(tokens),
+                            str(path)], check=True)
+            measure(path, args.repeat)
+            path.unlink()
 
 
 if __name__ == "__main__":

@@ -5,7 +5,16 @@
 
 __version__ = "0.1.0"
 
-from .api import inspect  # noqa: E402
-from .report.model import TriageReport  # noqa: E402
-
 __all__ = ["inspect", "TriageReport", "__version__"]
+
+
+def __getattr__(name: str):
+    """``inspect`` and ``TriageReport`` on first use: ``crashlab replay`` and
+    ``crashlab.replay`` need neither the coredump reader nor the report model."""
+    if name == "inspect":
+        from .api import inspect
+        return inspect
+    if name == "TriageReport":
+        from .report.model import TriageReport
+        return TriageReport
+    raise AttributeError(f"module 'crashlab' has no attribute {name!r}")

@@ -6,6 +6,7 @@ included), a missing tool or service exit 3, never a traceback.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import signal
@@ -16,13 +17,10 @@ import click
 from rich.console import Console
 
 from . import __version__
-from .api import inspect as inspect_core
 from .errors import CrashlabError
-from .report import markdown, terminal
-from .report.model import json_schema
 
-# The modules behind debug, replay and serve are imported inside those commands: inspect, the
-# command users run most, should not pay for pexpect, requests and the supervisor at start-up.
+# The modules behind each command are imported inside it: inspect should not pay for pexpect,
+# requests and the supervisor at start-up, nor replay for the coredump reader and its report.
 EXIT_FOUND, EXIT_NOTHING, EXIT_BAD_INPUT, EXIT_ENVIRONMENT = 0, 1, 2, 3
 #: crashlab.supervise.CoredumpMode's values, spelled out so that --help need not import it.
 COREDUMP_MODES = ("lightweight", "full", "off")
@@ -44,6 +42,9 @@ def _guarded(subject: str, action):
     """``action()``; a failure is one line on stderr with its exit code, never a traceback."""
     try:
         return action()
+    except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as cat does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(EXIT_FOUND)
     except CrashlabError as exc:
         _fail(str(exc), exc.exit_code)
     except MemoryError:
@@ -122,6 +123,9 @@ def inspect(core: str, as_json: bool, as_markdown: bool, no_sass: bool, context:
       crashlab inspect core.nvcudmp --json | jq '.faults[0].kernel'
       crashlab inspect core.nvcudmp --debugger
     """
+    from .api import inspect as inspect_core
+    from .report import markdown, terminal
+
     if as_json and as_markdown:
         _fail("choose one of --json and --markdown", EXIT_BAD_INPUT)
     report = _guarded(core, lambda: inspect_core(core, sass=not no_sass, context=context,
@@ -145,6 +149,8 @@ def schema(which: str) -> None:
     WHICH is triage (what inspect --json prints; the default), run (serve's report.json) or
     replay (what replay --json prints with --url).
     """
+    from .report.model import json_schema
+
     if which == "run":
         from .report.run import RunReport as model
     elif which == "replay":
@@ -170,6 +176,7 @@ def debug(core: str, host_core: str | None, exe: str | None, print_only: bool) -
       crashlab debug core_1754_node_12345.nvcudmp
       crashlab debug core.nvcudmp --exe ./server --host-core core.12345
     """
+    from .api import inspect as inspect_core
     from .gdb.debug import command_line, exec_debugger, printable
     from .gdb.driver import find_cuda_gdb
 
@@ -300,12 +307,15 @@ def replay(dump, as_list, as_json, url, speed, max_rate, concurrency, timeout, r
     hardened = _guarded("replay", lambda: harden_command(restart_cmd, harden)) if harden else None
     target = (Target(url=url, restart_cmd=restart_cmd, start_timeout=start_timeout, harden=hardened)
               if url else None)
+    if url is None and not as_json:
+        lister = replay_views.RequestLister(_wide_console())
+        lister.summary(_guarded(dump, lambda: replay_api.load(dump, on_request=lister.row)))
+        sys.exit(EXIT_FOUND)
     loaded = _guarded(dump, lambda: replay_api.load(dump))
+    gc.freeze()  # the dump lives as long as this process: the cycle collector can skip it
     if url is None:
-        if as_json:
-            click.echo(json.dumps(replay_views.dump_json(loaded), indent=2))
-        else:
-            replay_views.render_dump(loaded, _wide_console())
+        for line in replay_views.dump_json_lines(loaded):
+            click.echo(line)
         sys.exit(EXIT_FOUND)
     if not loaded.requests:
         _fail(f"{dump}: holds no requests to replay", EXIT_BAD_INPUT)

@@ -284,7 +284,7 @@ def test_deep_nesting_is_refused_without_recursion(tmp_path):
      "unexpected shape"),
     ((op("PROTO", b"\x09"),), "protocol 9"),
     ((glob("sglang.srt.managers.io_struct", "GenerateReqInput"), op("EMPTY_TUPLE"), op("NEWOBJ"),
-      op("EMPTY_DICT"), op("BUILD"), op("EMPTY_DICT"), op("BUILD")), "not a fresh SGLang object"),
+      op("EMPTY_DICT"), op("BUILD"), op("EMPTY_DICT"), op("BUILD")), "not a fresh object"),
 ])
 def test_malformed_programs(parts, message):
     with pytest.raises(PickleRefused, match=message):

@@ -159,3 +159,47 @@ def test_json_shortens_prompts(tmp_path):
     data = json.loads(run_cli("replay", path, "--json").stdout)
     text = data["requests"][0]["text"]
     assert text.startswith("word word") and text.endswith("… (5,000 chars)") and len(text) < 120
+
+
+def test_an_empty_crash_dump_names_the_likely_cause(tmp_path):
+    """SGLang 0.5.6 opens the file, then fails to pickle a --trust-remote-code config."""
+    path = tmp_path / "crash_dump_2026-06-01_12-00-00.pkl"
+    path.write_bytes(b"")
+    with pytest.raises(BadInput, match="empty file .*server's arguments cannot be pickled"):
+        replay.load(path)
+
+
+def test_a_dump_without_server_args_says_why():
+    dump = replay.load(FIXTURES / "crash_dump_0.5.23_no_server_args.pkl")
+    assert any("could not pickle the server's arguments" in warning for warning in dump.warnings)
+
+
+def test_requests_stream_in_dump_order_and_are_the_ones_returned():
+    streamed = []
+    dump = replay.load(FIXTURES / "crash_dump_0.5.23.pkl", on_request=streamed.append)
+    in_dump_order = sorted(dump.requests, key=lambda request: request.position)
+    assert len(streamed) == len(in_dump_order) == 8
+    assert all(a is b for a, b in zip(streamed, in_dump_order))
+
+
+def test_a_pipe_is_read_like_a_file(tmp_path):
+    data = (FIXTURES / "crash_dump_0.5.12.pkl").read_bytes()
+    listed = run_cli("replay", "/dev/stdin", "--json", stdin=data)
+    assert listed.returncode == 0, listed.stderr
+    assert len(json.loads(listed.stdout)["requests"]) == 8
+
+
+def test_the_listing_prints_a_strangers_text_as_inert_text(tmp_path):
+    from crashlab.replay.writer import dumps
+
+    source = replay.load(FIXTURES / "crash_dump_0.5.12.pkl")
+    record = source.requests[0]._record
+    record[0].state["rid"] = "\x1b[2J[bold red]owned[/]"
+    record[0].state["text"] = "\x1b]0;title\x07 [link=file:///etc/passwd]x[/link]"
+    path = tmp_path / "hostile_text.pkl"
+    path.write_bytes(dumps({"server_args": None, "requests": [record]}))
+    listed = run_cli("replay", path, "--list")
+    assert listed.returncode == 0, listed.stderr
+    out = listed.stdout.decode()
+    assert "\x1b" not in out and "\x07" not in out
+    assert "[bold red]owned" in out and "[link=file:///etc/passwd]" in out

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 
+from .intruns import TokenIds
 from .records import Request
 from .unpickler import Instance
 
@@ -30,6 +31,8 @@ def _json(value):
     kind = type(value)
     if kind is dict:
         return {key if type(key) is str else str(key): _json(item) for key, item in value.items()}
+    if kind is TokenIds:
+        return value.tolist()  # the one copy of the ids a body makes
     if kind in (list, tuple, set, frozenset):
         return [_json(item) for item in value]
     if kind in (bytes, bytearray):

@@ -9,6 +9,7 @@ iteratively and with a budget proportional to the file, before anything else tou
 
 from __future__ import annotations
 
+from .intruns import TokenIds
 from .unpickler import Instance, PickleRefused
 
 #: Deeper than any SGLang dump (about 8 levels: dict, list, tuple, request, sampling params,
@@ -18,7 +19,7 @@ MAX_DEPTH = 64
 NODES_PER_BYTE, NODE_FLOOR = 4, 200_000
 BYTES_PER_BYTE, BYTE_FLOOR = 32, 32 << 20
 _SCALARS = frozenset({int, float, bool, type(None), complex})
-_TEXTS = frozenset({str, bytes, bytearray})
+_TEXTS = frozenset({str, bytes, bytearray, TokenIds})
 
 
 def children(value):

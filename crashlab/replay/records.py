@@ -8,14 +8,47 @@ have the shape SGLang writes is skipped with a warning rather than failing the w
 from __future__ import annotations
 
 import base64
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+from pydantic import (BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, PrivateAttr,
+                      ValidationError, WithJsonSchema)
 
 from .allowlist import REQUEST_KINDS
-from .unpickler import Instance, printable
+from .intruns import TokenIds
+from .unpickler import Global, Instance, printable
 
 MODALITIES = ("image", "video", "audio")
+
+
+def _as_token_ids(value):
+    """Token ids as the loader made them (TokenIds), a short list as TokenIds too, a batch as a
+    list of those: never a list of Python ints (36 bytes a token instead of 4)."""
+    if value is None or type(value) is TokenIds:
+        return value
+    if type(value) in (list, tuple) and value and all(type(row) in (list, tuple, TokenIds)
+                                                      for row in value):
+        return [_as_token_ids(row) for row in value]
+    if type(value) in (list, tuple) and all(type(item) is int for item in value):
+        try:
+            return TokenIds(value, was_tuple=type(value) is tuple)
+        except OverflowError:
+            raise ValueError("a token id does not fit in 32 bits") from None
+    raise ValueError(f"token ids are a {type(value).__name__}, not a list of integers")
+
+
+def _token_ids_json(value):
+    if type(value) is TokenIds:
+        return value.tolist()
+    return [row.tolist() for row in value]
+
+
+#: input_ids / output_ids: one sequence or a batch of them, kept compact, lists in JSON.
+TokenSequence = Annotated[
+    Any, PlainValidator(_as_token_ids), PlainSerializer(_token_ids_json, when_used="unless-none"),
+    WithJsonSchema({"anyOf": [{"type": "array", "items": {"type": "integer"}},
+                              {"type": "array", "items": {"type": "array",
+                                                          "items": {"type": "integer"}}},
+                              {"type": "null"}]})]
 
 
 class _Model(BaseModel):
@@ -36,7 +69,7 @@ class Output(_Model):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     text: str | None = None
-    output_ids: list[int] | None = None
+    output_ids: TokenSequence = None
     embedding_size: int | None = None
 
 
@@ -47,7 +80,7 @@ class Request(_Model):
     sglang_class: str
     rid: str | list[str] | None = None
     text: str | list[str] | None = None
-    input_ids: list[int] | list[list[int]] | None = None
+    input_ids: TokenSequence = None
     input_embeds: bool = Field(False, description="whether the request carries input embeddings")
     sampling_params: dict[str, Any] = Field(default_factory=dict)
     stream: bool = False
@@ -117,6 +150,10 @@ def plain(value) -> Any:
         return {"__bytes__": base64.b64encode(value).decode("ascii")}
     if kind is Instance:
         return {"__class__": value.cls.qualified, **plain(value.fields())}
+    if kind is TokenIds:
+        return value.tolist()
+    if kind is Global:
+        return {"__global__": value.qualified}
     if kind is complex:
         return [value.real, value.imag]
     return value
@@ -130,12 +167,6 @@ def _count(items) -> int:
     return 1
 
 
-def _ids(value):
-    if type(value) in (list, tuple):
-        return [list(row) if type(row) in (list, tuple) else row for row in value]
-    return value
-
-
 def output_of(out: dict) -> tuple[Output, bool]:
     """The recorded output and whether the request was still running (no finish reason)."""
     meta = out.get("meta_info") if type(out.get("meta_info")) is dict else {}
@@ -146,7 +177,7 @@ def output_of(out: dict) -> tuple[Output, bool]:
         prompt_tokens=meta.get("prompt_tokens"),
         completion_tokens=meta.get("completion_tokens"),
         text=out.get("text"),
-        output_ids=_ids(out.get("output_ids")),
+        output_ids=out.get("output_ids"),
         embedding_size=len(embedding) if type(embedding) in (list, tuple) else None,
     )
     return summary, reason is None
@@ -168,7 +199,7 @@ def request_from(record, position: int) -> Request:
     request = Request(
         index=0, position=position, kind=REQUEST_KINDS[(obj.cls.module, obj.cls.name)],
         sglang_class=obj.cls.qualified, rid=fields.get("rid"), text=fields.get("text"),
-        input_ids=_ids(fields.get("input_ids")), input_embeds=fields.get("input_embeds") is not None,
+        input_ids=fields.get("input_ids"), input_embeds=fields.get("input_embeds") is not None,
         sampling_params=plain(fields.get("sampling_params") or {}),
         stream=bool(fields.get("stream")),
         multimodal={name: count for name in MODALITIES
@@ -180,7 +211,7 @@ def request_from(record, position: int) -> Request:
                                token_ids_logprob=fields.get("token_ids_logprob") is not None),
         created=created, finished=finished, offset_s=0.0, in_flight=in_flight, output=output,
     )
-    request._raw, request._record = obj, tuple(record)
+    request._raw, request._record = obj, record if type(record) is tuple else tuple(record)
     return request
 
 
@@ -191,27 +222,35 @@ def _server_args(value) -> dict | None:
     return plain(value) if type(value) is dict else None
 
 
-def crash_dump_from(root, path: str, size: int) -> CrashDump:
-    """The typed dump; ValueError (with the reason) when ``root`` is not an SGLang dump at all."""
+def crash_dump_from(root, path: str, size: int, seen: dict[int, Request] | None = None) -> CrashDump:
+    """The typed dump; ValueError (with the reason) when ``root`` is not an SGLang dump at all.
+
+    ``seen`` maps id(record) to the Request already made from it while the pickle was read.
+    """
     if type(root) is dict and "requests" in root:
         keys = [key for key in root if type(key) is str]
         layout = next((name for wanted, name in LAYOUTS if wanted == set(keys)), None)
         warnings = [] if layout else [f"unrecognised top-level keys {printable(str(sorted(keys)))}; "
                                       "read as a crash dump"]
         records = root["requests"]
-    elif type(root) is list:
+    elif type(root) in (list, TokenIds):
         keys, layout, warnings, records, root = [], "record list", [], root, {"requests": root}
     else:
         raise ValueError(f"its top level is a {type(root).__name__}"
                          + (f" with keys {printable(str(sorted(map(str, root))[:8]))}"
                             if type(root) is dict else "")
                          + ", not SGLang's dict with 'requests'")
-    if type(records) not in (list, tuple):
+    if type(records) not in (list, tuple, TokenIds):
         raise ValueError(f"its 'requests' is a {type(records).__name__}, not a list")
     requests = []
+    seen = seen or {}
     for position, record in enumerate(records):
         try:
-            requests.append(request_from(record, position))
+            request = seen.get(id(record))
+            if request is None or request._record is not record:
+                request = request_from(record, position)
+            request.position = position
+            requests.append(request)
         except (ValueError, ValidationError) as problem:
             reason = problem.errors()[0]["msg"] if isinstance(problem, ValidationError) else problem
             warnings.append(f"record {position} skipped: {reason}")
@@ -222,6 +261,10 @@ def crash_dump_from(root, path: str, size: int) -> CrashDump:
     for index, request in enumerate(requests):
         request.index, request.offset_s = index, request.created - start
     server_args = root.get("server_args")
+    if server_args is None and "launch_command" in root:
+        warnings.append("server_args is None: SGLang could not pickle the server's arguments "
+                        "(a --trust-remote-code model config is the usual cause) and wrote the "
+                        "dump without them; launch_command still says how the server was started")
     if type(server_args) not in (Instance, dict, type(None)):
         warnings.append(f"server_args is a {type(server_args).__name__}; ignored")
     command = root.get("launch_command")

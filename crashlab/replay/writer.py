@@ -17,6 +17,7 @@ import struct
 from pickletools import code2op
 
 from .allowlist import Global
+from .intruns import TokenIds
 from .records import CrashDump, Request
 from .unpickler import Instance
 
@@ -28,8 +29,11 @@ _COMPLEX = Global("builtins", "complex", "container")
 
 
 def portable(value):
-    """``value`` with SGLang objects other than requests (and enum keys) turned into dicts."""
+    """``value`` with SGLang objects other than requests (and enum keys) turned into dicts, and
+    names of anything else (``torch.bfloat16``) into their dotted text."""
     kind = type(value)
+    if kind is Global:
+        return value.qualified
     if kind is dict:
         return {portable(key): portable(item) for key, item in value.items()}
     if kind in (list, tuple, set, frozenset):
@@ -72,6 +76,8 @@ class _Emitter:
             self.call(_COMPLEX, (value.real, value.imag))
         elif kind is tuple:
             self.tuple(value)
+        elif kind is TokenIds:
+            self.value(tuple(value) if value.was_tuple else value.tolist())
         elif kind is list:
             self.op("EMPTY_LIST")
             self.batches(value, "APPENDS")
