@@ -220,26 +220,20 @@ class _Machine:
             while True:
                 code = data[pos]
                 pos += 1
-                if code == 0x68:  # BINGET
-                    if pos + 2 < end and data[pos + 1] in _CONSTANTS and data[pos + 2] == 0x68:
-                        pos = self.constant_fields(pos - 1, wide=False)
+                if code == 0x68 or code == 0x6A:  # BINGET, LONG_BINGET
+                    wide = code == 0x6A
+                    after = pos + 4 if wide else pos + 1
+                    if after + 1 < end and data[after] in _CONSTANTS and data[after + 1] == code:
+                        pos = self.constant_fields(pos - 1, wide)
                         continue
-                    index = data[pos]
-                    pos += 1
-                    if index not in memo:
+                    index = _UNPACK_UINT(data, pos)[0] if wide else data[pos]
+                    pos = after
+                    try:
+                        stack.append(memo[index])
+                    except KeyError:
                         self.pos = pos
-                        raise self.refuse(f"memo entry {index} is read before it is written")
-                    stack.append(memo[index])
-                elif code == 0x6A:  # LONG_BINGET
-                    if pos + 5 < end and data[pos + 4] in _CONSTANTS and data[pos + 5] == 0x6A:
-                        pos = self.constant_fields(pos - 1, wide=True)
-                        continue
-                    index = _UNPACK_UINT(data, pos)[0]
-                    pos += 4
-                    if index not in memo:
-                        self.pos = pos
-                        raise self.refuse(f"memo entry {index} is read before it is written")
-                    stack.append(memo[index])
+                        raise self.refuse(f"memo entry {index} is read before it is written") \
+                            from None
                 elif code == 0x94:  # MEMOIZE
                     if len(stack) <= (marks[-1] if marks else 0):
                         self.pos = pos
