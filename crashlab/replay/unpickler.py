@@ -32,7 +32,7 @@ from pickletools import code2op
 
 from ..errors import BadInput
 from .allowlist import POSITIONAL_FIELDS, Global, lookup
-from .intruns import TokenIds, run as int_run
+from .intruns import run as int_run
 
 
 class PickleRefused(BadInput):
@@ -112,19 +112,16 @@ def _safe_key(key) -> bool:
     return kind is int and -_SMALL_INT < key < _SMALL_INT
 
 
-# Opcode bytes of the inlined fast paths in _Machine.run.
-_BINGET, _LONG_BINGET, _MEMOIZE, _BINPUT = 0x68, 0x6A, 0x94, 0x71
-_SHORT_BINUNICODE, _BINUNICODE = 0x8C, 0x58
+# Opcode bytes the fast paths look ahead for (the loop in _Machine.run spells its own inline).
+_MEMOIZE, _BINPUT, _LONG_BINPUT = 0x94, 0x71, 0x72
 _NONE, _NEWTRUE, _NEWFALSE = 0x4E, 0x88, 0x89
-_BININT, _BININT1, _BININT2, _BINFLOAT = 0x4A, 0x4B, 0x4D, 0x47
-_MARK, _SETITEMS, _SETITEM, _APPENDS, _APPEND = 0x28, 0x75, 0x73, 0x65, 0x61
-_EMPTY_DICT, _EMPTY_LIST, _EMPTY_TUPLE = 0x7D, 0x5D, 0x29
-_TUPLE, _TUPLE1, _TUPLE2, _TUPLE3, _FRAME, _STOP = 0x74, 0x85, 0x86, 0x87, 0x95, 0x2E
+_BININT, _BININT1, _BININT2 = 0x4A, 0x4B, 0x4D
+_MARK, _APPENDS, _APPEND, _TUPLE, _FRAME = 0x28, 0x65, 0x61, 0x74, 0x95
 _INT_OPS = frozenset({_BININT, _BININT1, _BININT2})
 _CONSTANTS = {_NONE: None, _NEWTRUE: True, _NEWFALSE: False}
 _CONSTANT_FIELDS = re.compile(rb"(?:h.[N\x88\x89])+", re.DOTALL)
 _WIDE_CONSTANT_FIELDS = re.compile(rb"(?:j....[N\x88\x89])+", re.DOTALL)
-_MEMO_OPS = {_MEMOIZE: 1, _BINPUT: 2, 0x72: 5}  # opcode -> its length with argument
+_MEMO_OPS = {_MEMOIZE: 1, _BINPUT: 2, _LONG_BINPUT: 5}  # opcode -> its length with argument
 _UNPACK_UINT = struct.Struct("<I").unpack_from
 _UNPACK_INT = struct.Struct("<i").unpack_from
 _UNPACK_USHORT = struct.Struct("<H").unpack_from
