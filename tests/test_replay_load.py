@@ -203,3 +203,22 @@ def test_the_listing_prints_a_strangers_text_as_inert_text(tmp_path):
     out = listed.stdout.decode()
     assert "\x1b" not in out and "\x07" not in out
     assert "[bold red]owned" in out and "[link=file:///etc/passwd]" in out
+
+
+def test_a_reader_that_goes_away_ends_a_piped_listing_quietly(tmp_path):
+    """`cat dump | crashlab replay /dev/stdin --list | head -1`: exit 0, nothing on stderr."""
+    import subprocess
+    import sys
+
+    from crashlab.replay.writer import dumps
+
+    source = replay.load(FIXTURES / "crash_dump_0.5.12.pkl")
+    data = dumps({"server_args": None, "requests": [source.requests[0]._record] * 3000})
+    child = subprocess.Popen([sys.executable, "-m", "crashlab", "replay", "/dev/stdin", "--list"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    child.stdin.write(data)
+    child.stdin.close()
+    assert child.stdout.readline().startswith(b"#")
+    child.stdout.close()
+    assert child.wait(timeout=120) == 0
+    assert child.stderr.read() == b""

@@ -40,9 +40,10 @@ def _mapped(path, name: str):
             view = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
         except (ValueError, OSError):  # empty, or not a regular file
             try:
-                yield file.read(), None
+                data = file.read()
             except OSError as problem:
                 raise BadInput(f"{name}: cannot be read ({problem.strerror or problem})") from None
+            yield data, None  # outside the try: an OSError of the reader (a closed stdout) is theirs
             return
         with view:
             yield view, (lambda offset: view.madvise(mmap.MADV_DONTNEED, 0, offset - offset
