@@ -263,24 +263,6 @@ class _Machine:
                             pos = stop + 1
                             continue
                     marks.append(len(stack))
-                elif code == 0x75:  # SETITEMS
-                    if not marks:
-                        self.pos = pos
-                        raise self.refuse("an opcode needs a MARK and there is none "
-                                          "(malformed pickle)")
-                    start = marks.pop()
-                    items = stack[start:]
-                    del stack[start:]
-                    if len(items) % 2:
-                        self.pos = pos
-                        raise self.refuse("SETITEMS with an odd number of items")
-                    keys = items[::2]
-                    for key in keys:
-                        if type(key) is not str and not _safe_key(key):
-                            self.pos = pos
-                            self.keys_checked(keys)
-                    self.pos = pos
-                    self.target(dict, "SETITEMS").update(zip(keys, items[1::2]))
                 elif code == 0x7D:  # EMPTY_DICT
                     stack.append({})
                 elif code == 0x5D:  # EMPTY_LIST
@@ -482,6 +464,14 @@ class _Machine:
         self.keys_checked((key,))
         self.target(dict, "SETITEM")[key] = value
 
+    def op_setitems(self):
+        items = self.pop_mark()
+        if len(items) % 2:
+            raise self.refuse("SETITEMS with an odd number of items")
+        keys = items[::2]
+        self.keys_checked(keys)
+        self.target(dict, "SETITEMS").update(zip(keys, items[1::2]))
+
     def op_empty_set(self):
         self.stack.append(set())
 
@@ -644,7 +634,7 @@ _SUPPORTED = {
 
 #: Supported opcodes that only the loop in _Machine.run handles (no op_ method).
 _INLINED = {"BINGET", "LONG_BINGET", "MEMOIZE", "SHORT_BINUNICODE", "NONE", "NEWFALSE", "NEWTRUE",
-            "MARK", "SETITEMS", "EMPTY_DICT", "EMPTY_LIST", "BININT1", "BININT2", "BININT",
+            "MARK", "EMPTY_DICT", "EMPTY_LIST", "BININT1", "BININT2", "BININT",
             "BINFLOAT"}
 
 
