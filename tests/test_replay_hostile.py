@@ -239,10 +239,20 @@ def test_colliding_dict_keys_are_refused_at_once():
 
 
 @pytest.mark.parametrize("key", [op("BINFLOAT", struct.pack(">d", 1.5)),
-                                 op("EMPTY_TUPLE"), op("EMPTY_LIST")])
+                                 op("BININT1", b"\x05") + text("a") + op("TUPLE2"),
+                                 text("a") + op("BININT1", b"\x05") + op("TUPLE1") + op("TUPLE1"),
+                                 op("EMPTY_LIST")])
 def test_keys_whose_hash_a_file_controls_are_refused(key):
+    """A tuple holding an int hashes by value, whatever else it holds."""
     data = program(op("EMPTY_SET"), op("MARK"), key, op("ADDITEMS"))
     assert "used as a dict key or set member" in _bounded(data)
+
+
+def test_tuples_of_strings_are_keys_a_file_cannot_aim():
+    """A live ServerArgs (0.5.23) keeps a set of (stage, field) string pairs."""
+    pair = text("prefill") + text("backend") + op("TUPLE2")
+    data = program(op("EMPTY_SET"), op("MARK"), pair, op("EMPTY_TUPLE"), op("NONE"), op("ADDITEMS"))
+    assert replay.unpickler.loads(data) == {("prefill", "backend"), (), None}
 
 
 def test_a_billion_laughs_is_refused(tmp_path):

@@ -92,7 +92,9 @@ class Instance:
 
 
 #: Keys a file cannot make collide: str and bytes hash with a per-process secret (SipHash), small
-#: ints hash to themselves, stand-ins by identity. Bigger ints, floats and tuples hash by value.
+#: ints hash to themselves, stand-ins by identity. Bigger ints and floats hash by value, and so
+#: does a tuple of ints (each step of the tuple hash can be inverted to aim at a chosen value); a
+#: tuple of strings, like ServerArgs' ``_cuda_graph_config_locked`` entries, is keyed by the secret.
 _SMALL_INT = 1 << 60
 _MAX_LINE = 1024
 _RELEASE_EVERY = 16 << 20
@@ -105,11 +107,17 @@ def printable(text: str, limit: int = 200) -> str:
     return shown if len(shown) <= limit else f"{shown[:limit]}…"
 
 
-def _safe_key(key) -> bool:
+def _secret_hashed(key) -> bool:
     kind = type(key)
     if kind is str or kind is bytes or kind is bool or key is None or kind is Instance:
         return True
-    return kind is int and -_SMALL_INT < key < _SMALL_INT
+    return kind is tuple and all(_secret_hashed(member) for member in key)
+
+
+def _safe_key(key) -> bool:
+    if _secret_hashed(key):
+        return True
+    return type(key) is int and -_SMALL_INT < key < _SMALL_INT
 
 
 # Opcode bytes the fast paths look ahead for (the loop in _Machine.run spells its own inline).
