@@ -386,3 +386,58 @@ def test_a_line_that_never_ends_is_scanned_and_not_kept():
     scanner.feed(b"\nFatal Python error: Aborted\n")
     scanner.close()
     assert [f.kind for f in found] == ["fatal"] and found[0].line == scanner.lines
+
+
+#: SGLang 0.5.23's own lines when a request raises in the scheduler (shape copied from a real run,
+#: frames shortened): the record's first line ends where the traceback starts.
+SCHEDULER_EXCEPTION = b"""[2026-11-23 16:49:55] Prefill batch, #new-seq: 1, #new-token: 3
+[2026-11-23 16:49:56] Scheduler hit an exception: Traceback (most recent call last):
+  File "/env/sglang/srt/managers/scheduler.py", line 6368, in run_scheduler_process
+    scheduler.run_event_loop()
+  File "/env/sglang/srt/sampling/custom_logit_processor.py", line 61, in __call__
+    logits[..., disallowed_token_ids] = -float("inf")
+    ~~~~~~^^^^^^^^^^^^^^^^^^^^^^^^^^^
+IndexError: index 5000 is out of bounds for dimension 0 with size 1000
+
+[2026-11-23 16:49:56] SIGQUIT received. signum=None, frame=None. It usually means one child failed.
+"""
+
+
+def test_the_headline_of_a_scheduler_exception_is_the_exception_not_the_traceback_head():
+    from crashlab.report.run import ExitStatus
+
+    record = manifest.Incarnation(number=1, directory="incarnation-1", status="crashed",
+                                  started_at="2026-11-23T16:49:19Z", health=manifest.Health(url=None),
+                                  kernel_log="not watched", findings=scan(SCHEDULER_EXCEPTION),
+                                  exit=ExitStatus(signal=9, signal_name="SIGKILL"))
+    assert incident.summarise(record, []) == (
+        "Scheduler hit an exception: IndexError: index 5000 is out of bounds for dimension 0 "
+        "with size 1000; server killed by SIGKILL")
+
+
+def test_a_child_that_takes_its_sglang_title_late_is_named_when_it_does():
+    """SGLang's children are spawned as ``multiprocessing.spawn`` command lines and call
+    setproctitle only after their imports; an exec in place (same pid, same start time) does
+    what setproctitle does to /proc/<pid>/cmdline."""
+    import subprocess
+    import sys
+    import time
+
+    from crashlab.supervise import proctree
+
+    child = ("import os, sys, time; time.sleep(1.0); "
+             "os.execv(sys.executable, ['sglang::scheduler_TP0', '-c', 'import time; time.sleep(1.5)'])")
+    root = subprocess.Popen([sys.executable, "-c",
+                             f"import subprocess, sys; subprocess.run([sys.executable, '-c', {child!r}])"])
+    tree = proctree.ProcessTree(root)
+    seen_unnamed = False
+    deadline = time.monotonic() + 60
+    while root.poll() is None and time.monotonic() < deadline:
+        tree.poll()
+        children = [r for r in tree.records() if r is not tree.root_record]
+        seen_unnamed |= any(r.role == "process" for r in children)
+        time.sleep(0.05)
+    tree.poll()
+    [named] = [r for r in tree.records() if r is not tree.root_record]
+    assert seen_unnamed and (named.role, named.ranks) == ("scheduler", "TP0")
+    assert named.cmdline.startswith("sglang::scheduler_TP0")

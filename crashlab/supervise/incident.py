@@ -113,24 +113,45 @@ def _telling(findings: list[Finding]) -> Finding | None:
     return None
 
 
+#: SGLang's logger prefix ("[2026-06-01 12:00:01 TP0] "): the finding keeps it, the headline
+#: says the rank on its own.
+_LOG_PREFIX = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[^\]]*\]\s*")
+_TRACEBACK_TAIL = re.compile(r"Traceback \(most recent call last\):\s*$")
+
+
+def headline(finding: Finding, findings: list[Finding]) -> str:
+    """A finding as the line that names the crash. SGLang's "Scheduler hit an exception:" line
+    ends where its traceback starts; the exception comes from that traceback (same stream and
+    line), so the headline says ``IndexError: ...``, not ``Traceback (most recent call last):``."""
+    text = _LOG_PREFIX.sub("", finding.text.strip())
+    if _TRACEBACK_TAIL.search(text):
+        traceback = next((f for f in findings if f.kind == "traceback" and f.stream == finding.stream
+                          and f.line == finding.line), None)
+        if traceback is not None:
+            text = _TRACEBACK_TAIL.sub(lambda _: traceback.text.strip(), text)
+    where = f" [{finding.rank}]" if finding.rank else ""
+    return f"{text[:300]}{where}"
+
+
 def summarise(incarnation: Incarnation, dumps: list[DumpTriage]) -> str:
-    parts = []
-    if incarnation.exit is not None:
-        who = "server " + incarnation.exit.describe()
-        parts.append(who + (" (stopped by crashlab)" if incarnation.stopped_by_crashlab else ""))
+    """Most telling first: a process killed by a crash signal, the GPU fault or else the log's
+    exception, then how the server itself ended (SGLang kills its own tree after a crash)."""
     crashed = [p for p in incarnation.processes if p.exit is not None and p.exit.signal in CRASH_SIGNALS
                and p.pid != incarnation.pid]
-    parts += [f"{p.role}{' ' + p.ranks if p.ranks else ''} (pid {p.pid}) {p.exit.describe()}"
-              for p in crashed[:3]]
+    parts = [f"{p.role}{' ' + p.ranks if p.ranks else ''} (pid {p.pid}) {p.exit.describe()}"
+             for p in crashed[:3]]
     faults = [d for d in dumps if d.label == "FAULT"]
     if faults:
         parts.append(f"GPU fault: {faults[0].summary}")
-    elif dumps:
-        parts.append(f"{len(dumps)} coredump(s), none with a fault")
-    finding = _telling(incarnation.findings)
-    if finding is not None and not faults:
-        where = f" [{finding.rank}]" if finding.rank else ""
-        parts.append(f"log: {finding.text.strip()[:200]}{where}")
+    else:
+        finding = _telling(incarnation.findings)
+        if finding is not None:
+            parts.append(headline(finding, incarnation.findings))
+        if dumps:
+            parts.append(f"{len(dumps)} coredump(s), none with a fault")
+    if incarnation.exit is not None:
+        who = "server " + incarnation.exit.describe()
+        parts.append(who + (" (stopped by crashlab)" if incarnation.stopped_by_crashlab else ""))
     return "; ".join(parts) or "the server ended"
 
 
