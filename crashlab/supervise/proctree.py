@@ -18,6 +18,7 @@ import os
 import re
 import signal
 import subprocess
+import time
 
 import psutil
 
@@ -34,6 +35,10 @@ MAX_CMDLINE = 500
 #: grow crashlab (and the manifest) without bound. Past it, the oldest processes that ended
 #: cleanly or unseen are forgotten (counted); crashes and the server itself are always kept.
 MAX_RECORDS = 1000
+#: SGLang's children take their ``sglang::`` title (setproctitle) only once their imports are
+#: done, seconds after they appear as a bare ``multiprocessing.spawn`` command line; an unnamed
+#: process is looked at again until it is this many seconds old.
+TITLE_WINDOW = 600.0
 
 #: Signals that mean the process crashed, as opposed to being told to stop.
 CRASH_SIGNALS = frozenset({signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGFPE,
@@ -125,8 +130,9 @@ class ProcessTree:
         return record
 
     def poll(self) -> tuple[list[ProcessRecord], list[ProcessRecord]]:
-        """(processes that appeared, processes that ended) since the last poll."""
+        """(processes that appeared or took their title, processes that ended) since the last poll."""
         appeared = [r for r in map(self._track, self._descendants()) if r is not None]
+        appeared += self._titled()
         ended = []
         for proc, record in self._tracked.values():
             # a zombie seen under a living parent is looked at again: once that parent dies it
@@ -137,6 +143,24 @@ class ProcessTree:
                 ended.append(record)
         self._forget_unremarkable()
         return appeared, ended
+
+    def _titled(self) -> list[ProcessRecord]:
+        """Unnamed live processes that have since set an ``sglang::`` title."""
+        titled = []
+        for key, (proc, record) in self._tracked.items():
+            if record.role != "process" or record.exit is not None \
+                    or time.time() - key[1] > TITLE_WINDOW:
+                continue
+            try:
+                cmdline = proc.cmdline()
+            except psutil.Error:
+                continue
+            role, ranks = role_of(cmdline)
+            if role != "process":
+                record.role, record.ranks = role, ranks
+                record.cmdline = " ".join(mask_argv(cmdline))[:MAX_CMDLINE]
+                titled.append(record)
+        return titled
 
     def _forget_unremarkable(self) -> None:
         excess = len(self._tracked) - MAX_RECORDS
