@@ -223,6 +223,33 @@ def test_the_run_directorys_triage_is_the_expected_crash(tmp_path, named, verdic
     assert result.returncode == (0 if verdict == "reproduced" else 1)
 
 
+@pytest.mark.parametrize("crash_line, verdict", [
+    ("IndexError: index 4999 is out of bounds for dimension 1 with size 1000", "reproduced"),
+    ("KeyError: 'bootstrap_room'", "different crash")])
+def test_a_scheduler_exception_in_the_run_directory_is_the_expected_crash(tmp_path, crash_line, verdict):
+    """No coredump and no CUDA error: the exception that ended the scheduler's traceback (as
+    serve's report records it) is expected, its numbers free to differ."""
+    dump = _run_directory(tmp_path)
+    report_path = dump.parents[3] / "report.json"
+    report = json.loads(report_path.read_text())
+    head = "[2026-11-23 16:49:56] Scheduler hit an exception: Traceback (most recent call last):"
+    report["incidents"][0]["dumps"] = []
+    report["incidents"][0]["findings"] = [
+        {"kind": "scheduler-exception", "text": head, "stream": "stderr", "line": 61},
+        {"kind": "traceback", "stream": "stderr", "line": 61,
+         "text": "IndexError: index 5000 is out of bounds for dimension 0 with size 1000"}]
+    report_path.write_text(json.dumps(report))
+    log = tmp_path / "server.log"
+    with standin(tmp_path, "--die-on", "SELECT", "--die-how", "log", "--log", str(log),
+                 "--crash-line", crash_line) as server:
+        result, data = _replay(dump, "--url", server.url, "--watch-log", log)
+    assert data["expected"]["patterns"] == [
+        r"IndexError: index \d+ is out of bounds for dimension \d+ with size \d+"]
+    assert data["attempts"][0]["verdict"] == verdict
+    assert crash_line in data["attempts"][0]["observed"]["lines"]
+    assert result.returncode == (0 if verdict == "reproduced" else 1)
+
+
 def test_any_crash_ignores_the_run_directory(tmp_path):
     dump = _run_directory(tmp_path)
     with standin(tmp_path, "--die-on", "SELECT", "--die-how", "log", "--log", str(tmp_path / "l"),

@@ -2,8 +2,9 @@
 else the triage ``crashlab serve`` wrote beside the dump (a run directory's report.json).
 
 A dump inside a run directory (``<run>/incarnation-N/requests/<host>/crash_dump_*.pkl``) is
-compared with that incarnation's fault: the first FAULT coredump's kernel and exception, or, with
-no coredump, the CUDA error line serve found in the log.
+compared with that incarnation's fault: the first FAULT coredump's kernel and exception; with no
+coredump, the CUDA error line serve found in the log; with neither, the exception that ended the
+traceback of SGLang's "Scheduler hit an exception" line (its numbers free to differ).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 
 from ..errors import BadInput
 from .result import Expectation
-from .signature import fault_class
+from .signature import exception_pattern, fault_class
 
 #: How many folders above the dump a run directory's report.json may be.
 _LEVELS = 5
@@ -74,4 +75,19 @@ def _from_report(data: dict, run: Path, dump: Path, report: Path):
             found = fault_class(finding["text"])
             if found:
                 return Expectation(source=source, fault_class=found), None
+    pattern = _python_exception(incident.get("findings") or [])
+    if pattern:
+        return Expectation(source=source, patterns=[pattern]), None
     return None, f"{report}: its incident names no fault to compare the replay with"
+
+
+def _python_exception(findings: list) -> str | None:
+    """The pattern of the exception in the traceback that starts on a "hit an exception" line."""
+    starts = {(f.get("stream"), f.get("line")) for f in findings if f.get("kind") == "scheduler-exception"}
+    for finding in findings:
+        if finding.get("kind") == "traceback" and (finding.get("stream"), finding.get("line")) in starts \
+                and isinstance(finding.get("text"), str):
+            pattern = exception_pattern(finding["text"])
+            if pattern:
+                return pattern
+    return None

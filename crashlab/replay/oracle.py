@@ -12,16 +12,16 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 import threading
 import time
 from pathlib import Path
-
-import subprocess
 
 import psutil
 import requests
 
 from .result import Signal
+from .signature import PYTHON_EXCEPTION
 
 #: Lines SGLang, PyTorch and the CUDA driver print when a server dies of a GPU fault or a hang
 #: (shared/reference/sglang-crash-dump.md section 6).
@@ -45,8 +45,9 @@ FAULT_PATTERNS = (
     r"Assertion `.*` failed",
     r"^=+ (?:Invalid __\w+__ (?:read|write)|Program hit|Error: )",
 )
-#: Lines that are evidence only after a fault line: compute-sanitizer's frames and threads.
-EVIDENCE_PATTERNS = (r"^=+\s+(?:at |by thread |Address |Saved host backtrace)",)
+#: Lines that are evidence only after a fault line: compute-sanitizer's frames and threads, and
+#: the exception line that ends the traceback of "Scheduler hit an exception".
+EVIDENCE_PATTERNS = (r"^=+\s+(?:at |by thread |Address |Saved host backtrace)", PYTHON_EXCEPTION)
 #: Evidence lines kept per attempt.
 MAX_LINES = 200
 _CORE_DEPTH = 3  # SGLang writes <crash-dump-folder>/<host>/core.cuda.<t>.<pid>

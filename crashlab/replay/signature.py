@@ -35,6 +35,11 @@ _SANITIZER_AT = (re.compile(r"^=+\s+at 0x[0-9a-fA-F]+ in (?:[^:\s]*:\d+:)?(.+?)\
 #: "in kernel 'name'" / "kernel: name"; not PyTorch's "CUDA kernel errors might be ..."
 _KERNEL_WORDS = re.compile(r"\bkernel(?::\s*|\s+['\"`])([A-Za-z_][\w:]*)", re.I)
 LINES_KEPT = 20
+#: A Python exception line as a traceback ends it: ``IndexError: ...``, ``torch.AcceleratorError: ...``.
+PYTHON_EXCEPTION = r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt)(?::|$)"
+_PYTHON_EXCEPTION = re.compile(PYTHON_EXCEPTION)
+#: What changes between two runs of the same bug inside an exception's message: numbers, addresses.
+_VARIABLE = re.compile(r"0x[0-9a-fA-F]+|\d+")
 
 
 def fault_class(text: str) -> str | None:
@@ -42,6 +47,22 @@ def fault_class(text: str) -> str | None:
         if pattern.search(text):
             return name
     return None
+
+
+def exception_pattern(line: str) -> str | None:
+    """A regular expression for the same exception in another run: the line as it is, except
+    that its numbers and addresses may differ (``index \\d+ is out of bounds ...``); None when
+    the line is not an exception line."""
+    line = line.strip()[:200]
+    if not _PYTHON_EXCEPTION.match(line):
+        return None
+    parts, last = [], 0
+    for variable in _VARIABLE.finditer(line):
+        parts.append(re.escape(line[last:variable.start()]))
+        parts.append(r"0x[0-9a-fA-F]+" if variable[0].startswith("0x") else r"\d+")
+        last = variable.end()
+    parts.append(re.escape(line[last:]))
+    return "".join(parts).replace("\\ ", " ")  # re.escape's escaped spaces only hurt reading
 
 
 def short_kernel(name: str) -> str:
