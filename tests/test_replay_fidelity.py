@@ -100,6 +100,42 @@ def test_forced_lengths_when_the_server_lacks_the_trace_field(tmp_path):
     assert outcomes["r5-embed"]["forced"] is None and outcomes["r7-inflight-ids"]["forced"] is None
 
 
+#: What real servers answered to the probe (max_new_tokens=-1 with the trace field).
+SGLANG_0_5_23_REFUSAL = ('{"error":"unknown field `trace_decode_token_ids`, expected one of '
+                         '`max_new_tokens`, `stop`, `stop_token_ids`, `temperature`, `top_p`"}')
+
+
+@pytest.mark.parametrize("status, answer, takes", [
+    (400, SGLANG_0_5_23_REFUSAL, False),
+    (400, "SamplingParams.__init__() got an unexpected keyword argument 'trace_decode_token_ids'", False),
+    (400, "max_new_tokens must be at least 0, got -1.", True)])
+def test_the_trace_probe_reads_how_the_server_refused(status, answer, takes):
+    """SGLang 0.5.23's refusal lists max_new_tokens among the fields it knows: that is not the
+    refusal of a count it accepted the field for."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    import threading
+
+    from crashlab.replay.force import probe_trace
+
+    class Answer(BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            body = answer.encode()
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    with ThreadingHTTPServer(("127.0.0.1", 0), Answer) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        found, said = probe_trace(f"http://127.0.0.1:{server.server_address[1]}")
+        server.shutdown()
+    assert found is takes and said.startswith(f"HTTP {status}")
+
+
 def test_forced_trace_makes_the_recorded_tokens(tmp_path):
     """The server would now generate other tokens (--diverge-on); the trace forces the recorded ones."""
     dump = replay.load(FIXTURE)

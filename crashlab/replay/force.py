@@ -20,6 +20,7 @@ fails on the unknown keyword first, one with it fails on the count.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from .records import Request
@@ -29,6 +30,11 @@ from .transport import Client, ConnectionLost, TimedOut
 STOPS = ("stop", "stop_token_ids", "stop_regex")
 TRACE_FIELD = "trace_decode_token_ids"
 PROBE_BODY = {"input_ids": [0], "sampling_params": {"max_new_tokens": -1, TRACE_FIELD: [0]}}
+#: How servers refuse a field they do not know: Python's TypeError (older SGLang), serde's
+#: "unknown field `x`, expected one of ..." (SGLang 0.5.23, whose list then names max_new_tokens),
+#: pydantic's "Extra inputs are not permitted".
+_REFUSED_FIELD = re.compile(r"unexpected keyword|unknown field|Extra inputs are not permitted|"
+                            r"extra fields not permitted", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -104,7 +110,7 @@ def probe_trace(url: str, timeout: float = 30.0) -> tuple[bool, str]:
         return False, f"no answer ({type(problem).__name__}: {problem})"
     text = reply.error or str(reply.payload)
     answer = f"HTTP {reply.status}: {text[:200]}"
-    if "unexpected keyword" in text or (TRACE_FIELD in text and "max_new_tokens" not in text):
+    if _REFUSED_FIELD.search(text) or (TRACE_FIELD in text and "max_new_tokens" not in text):
         return False, answer
     # accepted the field and refused the count (or, against the odds, answered): it takes it
     return reply.status == 200 or "max_new_tokens" in text, answer
