@@ -441,3 +441,22 @@ def test_a_child_that_takes_its_sglang_title_late_is_named_when_it_does():
     [named] = [r for r in tree.records() if r is not tree.root_record]
     assert seen_unnamed and (named.role, named.ranks) == ("scheduler", "TP0")
     assert named.cmdline.startswith("sglang::scheduler_TP0")
+
+
+def test_a_child_sglang_reports_as_crashed_heads_the_summary_whatever_its_signal():
+    """SIGKILL also ends every child in SGLang's own clean-up; its watchdog's line names the first."""
+    from crashlab.report.run import ExitStatus, ProcessRecord
+
+    def proc(pid, role, signum):
+        return ProcessRecord(pid=pid, ppid=10, role=role, cmdline=f"sglang::{role}", started_at="t",
+                             exit=ExitStatus(signal=signum, signal_name="SIGKILL"))
+
+    line = (b"[2026-11-23 16:58:31] Subprocess detokenizer (pid=12) crashed with exit code -9. "
+            b"Triggering SIGQUIT for cleanup...\n")
+    record = manifest.Incarnation(number=1, directory="incarnation-1", status="crashed", pid=10,
+                                  started_at="2026-11-23T16:58:00Z", health=manifest.Health(url=None),
+                                  kernel_log="not watched", findings=scan(line),
+                                  processes=[proc(11, "scheduler", 9), proc(12, "detokenizer", 9)],
+                                  exit=ExitStatus(signal=9, signal_name="SIGKILL"))
+    assert incident.summarise(record, []) == \
+        "detokenizer (pid 12) killed by SIGKILL; server killed by SIGKILL"

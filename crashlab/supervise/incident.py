@@ -27,6 +27,7 @@ from ..errors import CrashlabError
 from ..report.model import TriageReport
 from ..report.run import DumpTriage, FileRecord, Finding, Incident
 from . import timestamps
+from .logscan import CHILD_CRASHED
 from .manifest import Incarnation
 from .proctree import CRASH_SIGNALS
 
@@ -133,11 +134,21 @@ def headline(finding: Finding, findings: list[Finding]) -> str:
     return f"{text[:300]}{where}"
 
 
+def _first_deaths(incarnation: Incarnation) -> list:
+    """Children that died of a crash signal, or that SGLang's watchdog reported as crashed
+    (whatever the signal: a SIGKILL from the OOM killer or a user ends a child the same way
+    SGLang's own clean-up does, and only the watchdog's line tells the first death apart)."""
+    reported = {int(found["pid"]) for found in (CHILD_CRASHED.search(f.text)
+                                                for f in incarnation.findings if f.kind == "sglang-crash")
+                if found}
+    return [p for p in incarnation.processes if p.pid != incarnation.pid and p.exit is not None
+            and (p.exit.signal in CRASH_SIGNALS or (p.pid in reported and not p.exit.clean))]
+
+
 def summarise(incarnation: Incarnation, dumps: list[DumpTriage]) -> str:
-    """Most telling first: a process killed by a crash signal, the GPU fault or else the log's
+    """Most telling first: a child whose death started the crash, the GPU fault or else the log's
     exception, then how the server itself ended (SGLang kills its own tree after a crash)."""
-    crashed = [p for p in incarnation.processes if p.exit is not None and p.exit.signal in CRASH_SIGNALS
-               and p.pid != incarnation.pid]
+    crashed = _first_deaths(incarnation)
     parts = [f"{p.role}{' ' + p.ranks if p.ranks else ''} (pid {p.pid}) {p.exit.describe()}"
              for p in crashed[:3]]
     faults = [d for d in dumps if d.label == "FAULT"]
@@ -145,7 +156,7 @@ def summarise(incarnation: Incarnation, dumps: list[DumpTriage]) -> str:
         parts.append(f"GPU fault: {faults[0].summary}")
     else:
         finding = _telling(incarnation.findings)
-        if finding is not None:
+        if finding is not None and not (crashed and finding.kind == "sglang-crash"):
             parts.append(headline(finding, incarnation.findings))
         if dumps:
             parts.append(f"{len(dumps)} coredump(s), none with a fault")

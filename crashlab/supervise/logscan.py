@@ -67,6 +67,9 @@ PATTERNS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("oom", r"CUDA out of memory|OutOfMemoryError", ("CUDA", "OutOfMemoryError")),
 )
 
+#: SGLang's watchdog naming the child whose death started the crash (any exit, SIGKILL included).
+CHILD_CRASHED = re.compile(r"Subprocess \S+ \(pid=(?P<pid>\d+)\) crashed with exit code (?P<code>-?\d+)")
+
 _TRACEBACK_HEAD = r"Traceback \(most recent call last\):"
 _FRAME_TEXT = r"^\s*File \"(?P<file>.+)\", line (?P<line>\d+), in (?P<function>.+?)\s*$"
 

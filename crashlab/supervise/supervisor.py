@@ -19,7 +19,6 @@ The order of an ending is the point of the whole thing:
 from __future__ import annotations
 
 import os
-import re
 import signal
 import socket
 import sys
@@ -42,7 +41,7 @@ from . import collect, environment, files, incident, launch, rundir, timestamps
 from .environment import CoredumpMode
 from .health import HealthWatch
 from .kernellog import KMSG, KernelLog
-from .logscan import StreamScanner
+from .logscan import CHILD_CRASHED, StreamScanner
 from .logtee import StreamTee
 from .manifest import Crashlab, EnvironmentEntry, Health, Incarnation, Manifest, ManifestStore, Outcome
 from .proctree import CRASH_SIGNALS, ProcessTree, subreaper
@@ -58,7 +57,6 @@ MAX_RESTART_DELAY = 300.0
 _SGLANG_CRASHING = ("SIGQUIT received", "Dumping requests before crash", "Waiting ",
                     "crashed with exit code", "Received sigquit")
 _DUMPED_TO = "before crash to "
-_CHILD_CRASHED = re.compile(r"Subprocess \S+ \(pid=(?P<pid>\d+)\) crashed with exit code (?P<code>-?\d+)")
 
 Notify = Callable[[str], None]
 
@@ -131,7 +129,7 @@ class _Incarnation:
         if finding.kind == "sglang-crash":
             if any(marker in finding.text for marker in _SGLANG_CRASHING):
                 self.sglang_crashing = True
-            crashed = _CHILD_CRASHED.search(finding.text)
+            crashed = CHILD_CRASHED.search(finding.text)
             if crashed:
                 self.reported_exits[int(crashed["pid"])] = int(crashed["code"])
             if _DUMPED_TO in finding.text:
