@@ -460,3 +460,23 @@ def test_a_child_sglang_reports_as_crashed_heads_the_summary_whatever_its_signal
                                   exit=ExitStatus(signal=9, signal_name="SIGKILL"))
     assert incident.summarise(record, []) == \
         "detokenizer (pid 12) killed by SIGKILL; server killed by SIGKILL"
+
+
+def test_an_sglang_record_glued_to_nanobinds_leak_report_keeps_its_rank_and_headline():
+    """A dying scheduler's nanobind leak report may end without a newline (seen with SGLang
+    0.5.23 on CPU); SGLang's next record then starts mid-line."""
+    from crashlab.report.run import ExitStatus
+
+    glued = (b"nanobind: leaked 3 types![2026-11-23 17:13:15 TP0] Scheduler hit an exception: "
+             b"Traceback (most recent call last):\n"
+             b'  File "/env/sglang/srt/managers/scheduler.py", line 6368, in run_scheduler_process\n'
+             b"    scheduler.run_event_loop()\n"
+             b"RuntimeError: boom\n")
+    found = scan(glued)
+    assert [(f.kind, f.rank) for f in found] == [("scheduler-exception", "TP0"), ("traceback", "TP0")]
+    record = manifest.Incarnation(number=1, directory="incarnation-1", status="crashed",
+                                  started_at="2026-11-23T17:13:00Z", health=manifest.Health(url=None),
+                                  kernel_log="not watched", findings=found,
+                                  exit=ExitStatus(signal=9, signal_name="SIGKILL"))
+    assert incident.summarise(record, []) == \
+        "Scheduler hit an exception: RuntimeError: boom [TP0]; server killed by SIGKILL"

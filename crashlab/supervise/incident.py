@@ -114,9 +114,9 @@ def _telling(findings: list[Finding]) -> Finding | None:
     return None
 
 
-#: SGLang's logger prefix ("[2026-06-01 12:00:01 TP0] "): the finding keeps it, the headline
-#: says the rank on its own.
-_LOG_PREFIX = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[^\]]*\]\s*")
+#: SGLang's logger prefix ("[2026-06-01 12:00:01 TP0] "), and anything glued before it (see
+#: logscan._SGLANG_TAGS): the finding keeps them, the headline says the rank on its own.
+_LOG_PREFIX = re.compile(r"^.*?\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[^\]]*\]\s*")
 _TRACEBACK_TAIL = re.compile(r"Traceback \(most recent call last\):\s*$")
 
 

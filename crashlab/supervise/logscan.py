@@ -84,7 +84,9 @@ _KIND = {_group(kind): kind for kind, _, _ in PATTERNS}
 ANCHORS = tuple(sorted({a.encode() for _, _, anchors in PATTERNS for a in anchors}
                        | {b"Traceback (most recent call last)", b'File "'}))
 _TORCH_RANK = re.compile(r"^\[(?P<rank>rank\d+)\]: ?")
-_SGLANG_TAGS = re.compile(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?P<tags>(?: [A-Z_]+\d+)+)\]")
+#: Searched, not matched: when a scheduler dies, nanobind's leak report can end without a newline,
+#: and SGLang's next record is glued to it ("...leaked 3 types![2026-... TP0] SIGQUIT received").
+_SGLANG_TAGS = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?P<tags>(?: [A-Z_]+\d+)+)\]")
 _FRAME = re.compile(_FRAME_TEXT)
 _HEAD = re.compile(_TRACEBACK_HEAD + r"\s*$")
 _EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(?::|$)")
@@ -97,7 +99,7 @@ def split_rank(text: str) -> tuple[str | None, str | None, str]:
     torch = _TORCH_RANK.match(text)
     if torch:
         return torch["rank"], torch["rank"], text[torch.end():]
-    tags = _SGLANG_TAGS.match(text)
+    tags = _SGLANG_TAGS.search(text)
     return None, tags["tags"].strip() if tags else None, text
 
 
