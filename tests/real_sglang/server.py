@@ -1,0 +1,135 @@
+"""Driving a REAL SGLang 0.5.23 HTTP server on this machine's CPU: how to launch it, what to send
+it, and the three ways the tests make it crash through SGLang's own crash path.
+
+The launch line is the one seen working on a 2-core machine with no GPU: the torch-native
+attention backend, no CUDA graphs, and a 65,536-token KV cache (without --max-total-tokens the
+cache takes 10 GB). ``--enable-custom-logit-processor`` lets a request carry SGLang's own
+DisallowedTokensLogitsProcessor; given token 5000 against the model's 1000 logits, it raises
+IndexError inside the scheduler: SGLang logs "Scheduler hit an exception", dumps the requests it
+holds (that one in flight) and kills its process tree. The other crashes are signals to the
+processes SGLang names with setproctitle (``sglang::scheduler``, ``sglang::detokenizer``).
+
+SGLang writes a request dump only if a request arrived in the last 300 s, so every crash comes
+after traffic. SGLang waits for CUDA coredumps before exiting (60 s by default); on a machine
+with no GPU there are none, so the environment below cuts the wait to one second.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import requests
+
+#: The environment SGLang is started with in these tests (on top of the caller's).
+ENVIRONMENT = {"SGLANG_CUDA_COREDUMP_BEFORE_CRASH_WAIT_SECS": "1", "TOKENIZERS_PARALLELISM": "false"}
+#: Longest a start may take: 21-35 s was seen on 2 idle cores; a loaded CI machine is slower.
+START_TIMEOUT = 240.0
+#: The request-triggered crash: a token id past the model's 1000-column logits.
+OUT_OF_VOCABULARY = 5000
+PROMPTS = ("The quick brown fox", "Hello world", "What is the capital of France?",
+           "Count with me: one two", "A crash dump holds", "SGLang serves large language models")
+
+
+def launch_args(env: Path, port: int, *extra: str) -> list[str]:
+    return [str(env / "bin" / "python"), "-m", "sglang.launch_server", "--model-path", str(env / "model"),
+            "--device", "cpu", "--attention-backend", "torch_native", "--disable-cuda-graph",
+            "--mem-fraction-static", "0.5", "--max-total-tokens", "65536", "--host", "127.0.0.1",
+            "--port", str(port), "--enable-custom-logit-processor", "--log-level", "info", *extra]
+
+
+def shell_command(env: Path, port: int, *extra: str) -> str:
+    """The launch line as --restart-cmd takes it (a shell command), with ENVIRONMENT set."""
+    variables = " ".join(f"{name}={shlex.quote(value)}" for name, value in ENVIRONMENT.items())
+    return f"{variables} exec {shlex.join(launch_args(env, port, *extra))}"
+
+
+def url(port: int) -> str:
+    return f"http://127.0.0.1:{port}"
+
+
+def wait_healthy(port: int, process=None, timeout: float = START_TIMEOUT) -> float:
+    """Seconds until /health_generate answered 200 (a generation went through)."""
+    started = time.monotonic()
+    while time.monotonic() - started < timeout:
+        if process is not None and process.poll() is not None:
+            raise AssertionError(f"the server exited with {process.returncode} before it was healthy")
+        try:
+            if requests.get(f"{url(port)}/health_generate", timeout=5).status_code == 200:
+                return time.monotonic() - started
+        except requests.RequestException:
+            pass
+        time.sleep(0.5)
+    raise AssertionError(f"SGLang did not answer /health_generate within {timeout:.0f} s")
+
+
+def generate(port: int, prompt: str, max_new_tokens: int = 8, timeout: float = 120, **extra) -> dict:
+    body = {"text": prompt, "sampling_params": {"max_new_tokens": max_new_tokens, "temperature": 0,
+                                                 **extra.pop("sampling", {})}, **extra}
+    answer = requests.post(f"{url(port)}/generate", json=body, timeout=timeout)
+    answer.raise_for_status()
+    return answer.json()
+
+
+def traffic(port: int, count: int) -> list[dict]:
+    """``count`` finished temperature-0 requests, four at a time, of varied prompts and lengths."""
+    answers: list[dict] = [{}] * count
+    def one(index: int) -> None:
+        prompt = f"{PROMPTS[index % len(PROMPTS)]} {index}"
+        answers[index] = generate(port, prompt, max_new_tokens=4 + index % 9)
+    threads = [threading.Thread(target=one, args=(index,)) for index in range(count)]
+    for start in range(0, count, 4):
+        batch = threads[start:start + 4]
+        for thread in batch:
+            thread.start()
+        for thread in batch:
+            thread.join()
+    return answers
+
+
+def crash_body(env: Path) -> dict:
+    processor = json.loads((env / "logit_processor.json").read_text())["disallowed_tokens"]
+    return {"text": "The lazy dog", "custom_logit_processor": processor,
+            "sampling_params": {"max_new_tokens": 8, "temperature": 0,
+                                "custom_params": {"token_ids": [OUT_OF_VOCABULARY]}}}
+
+
+def background(port: int, prompt: str = "Hello world, this is long", tokens: int = 400) -> threading.Thread:
+    """A long request left running (in flight when the crash comes); its failure is expected."""
+    def run() -> None:
+        try:
+            generate(port, prompt, max_new_tokens=tokens, sampling={"ignore_eos": True})
+        except requests.RequestException:
+            pass
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+def raise_in_scheduler(env: Path, port: int) -> None:
+    """The request-triggered crash, sent while another request is still decoding."""
+    running = background(port)
+    time.sleep(0.5)
+    try:
+        requests.post(f"{url(port)}/generate", json=crash_body(env), timeout=60)
+    except requests.RequestException:
+        pass  # the server may drop the connection as it dies
+    running.join(timeout=60)
+
+
+def role_process(root_pid: int, role: str, timeout: float = 30.0) -> psutil.Process:
+    """The process SGLang titled ``sglang::<role>...`` under ``root_pid``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for child in psutil.Process(root_pid).children(recursive=True):
+            try:
+                if child.cmdline()[:1] and child.cmdline()[0].startswith(f"sglang::{role}"):
+                    return child
+            except psutil.Error:
+                continue
+        time.sleep(0.2)
+    raise AssertionError(f"no sglang::{role} process under pid {root_pid}")

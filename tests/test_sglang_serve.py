@@ -1,0 +1,92 @@
+"""``crashlab serve`` around a REAL SGLang 0.5.23 server on CPU, crashed three ways through SGLang's
+own crash path: a request that raises IndexError in the scheduler, SIGSEGV to the scheduler,
+SIGKILL to the detokenizer. One server start per crash kind (tests/real_sglang/fixtures.py).
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import crashlab.replay as replay
+from tests.conftest import run_cli
+from tests.real_sglang.fixtures import KINDS, TRAFFIC
+from tests.serve_harness import survivors
+
+pytestmark = [pytest.mark.sglang, pytest.mark.xdist_group("sglang")]
+
+#: What each crash's headline must start with.
+HEADLINES = {
+    "exception": r"Scheduler hit an exception: IndexError: index 5000 is out of bounds for dimension "
+                 r"\d+ with size 1000",
+    "scheduler-SIGSEGV": r"scheduler (?:TP0 )?\(pid \d+\) killed by SIGSEGV",
+    "detokenizer-SIGKILL": r"detokenizer \(pid \d+\) killed by SIGKILL",
+}
+
+
+@pytest.fixture(scope="module", params=list(KINDS))
+def run(request, sglang_crash):
+    return sglang_crash(request.param)
+
+
+def test_serve_reports_the_crash_and_exits_0(run):
+    assert run.exit_code == 0, run.serve.stderr
+    report = run.report
+    assert report["status"] == "crash"
+    [incident] = report["incidents"]
+    assert incident["kind"] == "crash"
+    assert run.manifest["outcome"]["result"] == "crash"
+
+
+def test_the_headline_is_the_exception_or_the_signal(run):
+    summary = run.report["incidents"][0]["summary"]
+    assert re.match(HEADLINES[run.kind], summary), summary
+    assert "Traceback (most recent call last)" not in summary
+    assert run.report["summary"] == summary
+    if run.kind == "exception":  # SGLang's own end of the tree comes after, as context
+        assert summary.endswith("server killed by SIGKILL"), summary
+
+
+def test_sglangs_processes_are_named_by_role(run):
+    processes = run.report["incidents"][0]["processes"]
+    roles = {p["role"] for p in processes}
+    assert {"server", "scheduler", "detokenizer"} <= roles, processes
+    root = next(p for p in processes if p["role"] == "server")
+    assert "sglang.launch_server" in root["cmdline"]
+    if run.kind != "exception":
+        role = run.kind.split("-")[0]
+        victim = next(p for p in processes if p["role"] == role)
+        assert victim["exit"]["signal_name"] == run.kind.split("-")[1]
+
+
+def test_the_request_dump_is_collected_and_readable(run):
+    path = run.request_dump
+    assert path.is_file() and path.stat().st_size > 0
+    assert path.is_relative_to(run.serve.incarnation / "requests")
+    dump = replay.load(path)
+    assert dump.layout.startswith("sglang-0.5.23")
+    prompts = [r.text for r in dump.requests]
+    assert sum(p is not None and p.startswith(("The quick", "Hello world", "What is", "Count",
+                                                "A crash", "SGLang")) for p in prompts) >= TRAFFIC
+    in_flight = [r.text for r in dump.in_flight]
+    assert "Hello world, this is long" in in_flight
+    if run.kind == "exception":
+        assert "The lazy dog" in in_flight
+    listing = run_cli("replay", path, "--list")
+    assert listing.returncode == 0, listing.stderr
+    assert f"{len(dump.requests)} requests" in listing.stdout.decode()
+
+
+def test_report_md_tells_the_crash_and_how_to_replay_it(run):
+    text = (run.serve.run_dir / "report.md").read_text()
+    headline = run.report["incidents"][0]["summary"]
+    assert headline in text
+    assert f"crashlab replay {run.request_dump}" in text
+    if run.kind == "exception":
+        assert "IndexError: index 5000" in text and "custom_logit_processor.py" in text
+
+
+def test_nothing_is_left_running(run):
+    assert survivors(run.manifest) == []
+    assert all(p["exit"] is not None for p in run.manifest["incarnations"][0]["processes"])
