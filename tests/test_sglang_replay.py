@@ -46,7 +46,9 @@ def test_the_crash_reproduces_on_fresh_servers_and_the_other_outputs_match(crash
         assert attempt["verdict"] == "reproduced", attempt["mismatch"]
         assert any("IndexError: index 5000" in line for line in attempt["observed"]["lines"])
         answered = [o for o in attempt["requests"] if o["index"] in finished]
-        assert len(answered) == len(finished) and all(o["status"] == "ok" for o in answered)
+        assert len(answered) == len(finished)
+        assert all(o["status"] == "ok" for o in answered), \
+            [(o["index"], o["status"], o["delivery"], o["error"]) for o in answered if o["status"] != "ok"]
         assert attempt["divergences"] == 0, [o["divergence"] for o in answered if o["divergence"]]
 
 
