@@ -72,6 +72,9 @@ def real_cuda_gdb() -> str:
 
 
 def pytest_collection_modifyitems(config, items):
+    # The real-SGLang tier (one xdist group, about 6 minutes of server starts) goes first, so that
+    # under `-n 2 --dist loadgroup` one worker runs it while the other runs everything else.
+    items.sort(key=lambda item: "sglang" not in item.keywords)
     gpu_items = [item for item in items if "gpu" in item.keywords]
     if not gpu_items:
         return
