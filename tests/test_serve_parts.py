@@ -480,3 +480,24 @@ def test_an_sglang_record_glued_to_nanobinds_leak_report_keeps_its_rank_and_head
                                   exit=ExitStatus(signal=9, signal_name="SIGKILL"))
     assert incident.summarise(record, []) == \
         "Scheduler hit an exception: RuntimeError: boom [TP0]; server killed by SIGKILL"
+
+
+def test_a_native_stack_dump_does_not_crowd_the_signal_in_the_headline():
+    """SGLang 0.5.23's detokenizer, sent SIGSEGV, prints a native stack in traceback form."""
+    from crashlab.report.run import ExitStatus, ProcessRecord
+
+    log = (b"!!!!!!! Segfault encountered !!!!!!!\n"
+           b'  File "../sysdeps/unix/sysv/linux/poll.c", line 29, in __GI___poll\n'
+           b'  File "<unknown>", line 0, in 0xffffffffffffffff\n\n'
+           b"[2026-11-23 18:08:55] Subprocess detokenizer (pid=12) crashed with exit code -11. "
+           b"Triggering SIGQUIT for cleanup...\n")
+    found = scan(log)
+    assert "fatal" in [f.kind for f in found]
+    victim = ProcessRecord(pid=12, ppid=10, role="detokenizer", cmdline="sglang::detokenizer",
+                           started_at="t", exit=ExitStatus(signal=11, signal_name="SIGSEGV"))
+    record = manifest.Incarnation(number=1, directory="incarnation-1", status="crashed", pid=10,
+                                  started_at="2026-11-23T18:08:00Z", health=manifest.Health(url=None),
+                                  kernel_log="not watched", findings=found, processes=[victim],
+                                  exit=ExitStatus(signal=9, signal_name="SIGKILL"))
+    assert incident.summarise(record, []) == \
+        "detokenizer (pid 12) killed by SIGSEGV; server killed by SIGKILL"

@@ -1,6 +1,6 @@
 """``crashlab serve`` around a REAL SGLang 0.5.23 server on CPU, crashed three ways through SGLang's
-own crash path: a request that raises IndexError in the scheduler, SIGSEGV to the scheduler,
-SIGKILL to the detokenizer. One server start per crash kind (tests/real_sglang/fixtures.py).
+own crash path: a request that raises IndexError in the scheduler, SIGKILL to the scheduler,
+SIGSEGV to the detokenizer. One server start per crash kind (tests/real_sglang/fixtures.py).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ pytestmark = [pytest.mark.sglang, pytest.mark.xdist_group("sglang")]
 HEADLINES = {
     "exception": r"Scheduler hit an exception: IndexError: index 5000 is out of bounds for dimension "
                  r"\d+ with size 1000",
-    "scheduler-SIGSEGV": r"scheduler (?:TP0 )?\(pid \d+\) killed by SIGSEGV",
-    "detokenizer-SIGKILL": r"detokenizer \(pid \d+\) killed by SIGKILL",
+    "scheduler-SIGKILL": r"scheduler (?:TP0 )?\(pid \d+\) killed by SIGKILL",
+    "detokenizer-SIGSEGV": r"detokenizer \(pid \d+\) killed by SIGSEGV",
 }
 
 

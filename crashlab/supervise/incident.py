@@ -114,6 +114,9 @@ def _telling(findings: list[Finding]) -> Finding | None:
     return None
 
 
+#: Findings that say more than the signal that ended a process (a native stack dump, "Fatal
+#: Python error: Segmentation fault" or SGLang's "Subprocess ... crashed" only repeat it).
+_EXPLAINING = ("cuda-error", "xid", "scheduler-exception", "nccl-timeout", "oom")
 #: SGLang's logger prefix ("[2026-06-01 12:00:01 TP0] "), and anything glued before it (see
 #: logscan._SGLANG_TAGS): the finding keeps them, the headline says the rank on its own.
 _LOG_PREFIX = re.compile(r"^.*?\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[^\]]*\]\s*")
@@ -156,7 +159,7 @@ def summarise(incarnation: Incarnation, dumps: list[DumpTriage]) -> str:
         parts.append(f"GPU fault: {faults[0].summary}")
     else:
         finding = _telling(incarnation.findings)
-        if finding is not None and not (crashed and finding.kind == "sglang-crash"):
+        if finding is not None and (not crashed or finding.kind in _EXPLAINING):
             parts.append(headline(finding, incarnation.findings))
         if dumps:
             parts.append(f"{len(dumps)} coredump(s), none with a fault")

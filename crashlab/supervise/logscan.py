@@ -35,7 +35,8 @@ MAX_LINE = 1 << 16
 #: regular expression could (Python's re tries each alternative at every position). Sources:
 #: shared/reference/sglang-crash-dump.md section 6 (log lines), cuda-coredump.md section 2 (the
 #: driver's progress lines), CUDA runtime error strings, torch.distributed's NCCL watchdog
-#: messages, the kernel's NVRM Xid lines.
+#: messages, the kernel's NVRM Xid lines, the native stack dump a library's segfault handler
+#: prints in SGLang 0.5.23's processes ("!!!!!!! Segfault encountered !!!!!!!").
 PATTERNS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("cuda-error", r"CUDA error: [^\r\n]*|an illegal memory access was encountered|"
                    r"misaligned address|unspecified launch failure|"
@@ -62,8 +63,9 @@ PATTERNS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
      ("SIGQUIT", "sigquit", "Subprocess ", "atchdog", "before crash", "died during",
       "Health check failed", "CUDA")),
     ("fatal", r"Fatal Python error: \w+|terminate called (?:after throwing|without an active)|"
-              r"Segmentation fault|Aborted \(core dumped\)",
-     ("Fatal Python error", "terminate called", "Segmentation fault", "core dumped")),
+              r"Segmentation fault|Aborted \(core dumped\)|Segfault encountered",
+     ("Fatal Python error", "terminate called", "Segmentation fault", "core dumped",
+      "Segfault encountered")),
     ("oom", r"CUDA out of memory|OutOfMemoryError", ("CUDA", "OutOfMemoryError")),
 )
 
