@@ -7,6 +7,7 @@ included), a missing tool or service exit 3, never a traceback.
 from __future__ import annotations
 
 import gc
+import importlib
 import json
 import os
 import signal
@@ -14,13 +15,13 @@ import sys
 from pathlib import Path
 
 import click
-from rich.console import Console
 
 from . import __version__
 from .errors import CrashlabError
 
-# The modules behind each command are imported inside it: inspect should not pay for pexpect,
-# requests and the supervisor at start-up, nor replay for the coredump reader and its report.
+# The modules behind each command (rich included) are imported inside it: --help should not pay
+# for pydantic, pyelftools and rich, inspect for pexpect, requests and the supervisor, nor replay
+# for the coredump reader and its report (tests/test_cli.py holds --help to it).
 EXIT_FOUND, EXIT_NOTHING, EXIT_BAD_INPUT, EXIT_ENVIRONMENT = 0, 1, 2, 3
 #: crashlab.supervise.CoredumpMode's values, spelled out so that --help need not import it.
 COREDUMP_MODES = ("lightweight", "full", "off")
@@ -56,7 +57,9 @@ def _guarded(subject: str, action):
               "it (CRASHLAB_DEBUG=1 shows the traceback)", EXIT_BAD_INPUT)
 
 
-def _wide_console() -> Console:
+def _wide_console():
+    from rich.console import Console
+
     console = Console(highlight=False)
     return console if console.is_terminal else Console(highlight=False, width=PIPED_WIDTH)
 
@@ -66,17 +69,22 @@ class _OneLineUsageError(click.UsageError):
         _say(self.format_message())
 
 
-class _OneLineCommand(click.Command):
+class _OneLineUsage:
     """A bad option is bad input like any other: one line, exit 2, not click's usage block."""
 
     def parse_args(self, ctx, args):
         try:
             return super().parse_args(ctx, args)
         except click.UsageError as problem:
-            raise _OneLineUsageError(f"{ctx.info_name}: {problem.format_message()}", ctx) from None
+            verb = f"{ctx.info_name}: " if ctx.parent is not None else ""
+            raise _OneLineUsageError(verb + problem.format_message(), ctx) from None
 
 
-class _Commands(click.Group):
+class _OneLineCommand(_OneLineUsage, click.Command):
+    pass
+
+
+class _Commands(_OneLineUsage, click.Group):
     command_class = _OneLineCommand
 
     def resolve_command(self, ctx, args):
@@ -86,15 +94,21 @@ class _Commands(click.Group):
             raise _OneLineUsageError(problem.format_message(), ctx) from None
 
 
-@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="crashlab")
-def main() -> None:
+@click.group(cls=_Commands, invoke_without_command=True, no_args_is_help=False,
+             context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="crashlab", help="Print crashlab's version.")
+@click.pass_context
+def main(ctx: click.Context) -> None:
     """Crash forensics for GPU LLM serving: read CUDA coredumps without a GPU, replay SGLang
     crash dumps, supervise a server and triage its crash.
 
     Exit codes: 0 found what was looked for (a fault, a reproduction, a crash caught), 1 found
-    nothing, 2 bad input or usage, 3 a missing tool or service.
+    nothing, 2 bad input or usage, 3 a missing tool or service. crashlab with no command prints
+    this help on standard output and exits 2: a command line without a verb is incomplete.
     """
+    if ctx.invoked_subcommand is None:
+        click.echo(ctx.get_help())
+        ctx.exit(EXIT_BAD_INPUT)
 
 
 @main.command()
@@ -141,30 +155,34 @@ def inspect(core: str, as_json: bool, as_markdown: bool, no_sass: bool, context:
     sys.exit(EXIT_FOUND if report.found else EXIT_NOTHING)
 
 
+#: crashlab schema WHICH -> the model of that JSON, imported only when asked for.
+SCHEMAS = {"triage": "crashlab.report.model:TriageReport", "run": "crashlab.report.run:RunReport",
+           "replay": "crashlab.replay.result:ReplayResult",
+           "listing": "crashlab.replay.result:DumpListing"}
+
+
 @main.command()
-@click.argument("which", type=click.Choice(["triage", "run", "replay"]), default="triage")
+@click.argument("which", type=click.Choice(list(SCHEMAS)), default="triage")
 def schema(which: str) -> None:
     """Print the JSON Schema of a report.
 
-    WHICH is triage (what inspect --json prints; the default), run (serve's report.json) or
-    replay (what replay --json prints with --url).
+    WHICH is triage (what inspect --json prints; the default), run (serve's report.json),
+    replay (what replay --json prints with --url) or listing (what replay --json prints
+    without --url: the dump's requests).
     """
     from .report.model import json_schema
 
-    if which == "run":
-        from .report.run import RunReport as model
-    elif which == "replay":
-        from .replay.result import ReplayResult as model
-    else:
-        model = None
-    click.echo(json.dumps(json_schema() if model is None else model.model_json_schema(), indent=2))
+    module, name = SCHEMAS[which].split(":")
+    click.echo(json.dumps(json_schema(getattr(importlib.import_module(module), name), which),
+                          indent=2))
 
 
 @main.command()
 @click.argument("core", type=click.Path(dir_okay=False))
 @click.option("--host-core", type=click.Path(dir_okay=False), help="The host (CPU) core of the same crash.")
 @click.option("--exe", type=click.Path(dir_okay=False), help="The executable that crashed (needed with --host-core).")
-@click.option("--print", "print_only", is_flag=True, help="Print the debugger command line instead of running it.")
+@click.option("--print", "print_only", is_flag=True,
+              help="Print the debugger command line instead of running it (also without cuda-gdb).")
 def debug(core: str, host_core: str | None, exe: str | None, print_only: bool) -> None:
     """Open cuda-gdb on a CUDA coredump, its focus already on the first fault.
 
@@ -180,17 +198,19 @@ def debug(core: str, host_core: str | None, exe: str | None, print_only: bool) -
     from .gdb.debug import command_line, exec_debugger, printable
     from .gdb.driver import find_cuda_gdb
 
-    try:
+    try:  # the user's files are checked before the tool: bad input is exit 2 with or without it
         report = inspect_core(core, sass=False)
         program, why = find_cuda_gdb()
-        if program is None:
-            _fail(why, EXIT_ENVIRONMENT)
-        argv = command_line(program, core, report, host_core=host_core, exe=exe)
+        argv = command_line(program or "cuda-gdb", core, report, host_core=host_core, exe=exe)
     except CrashlabError as exc:
         _fail(str(exc), exc.exit_code)
     if print_only:
         click.echo(printable(argv))
+        if program is None:
+            _say(f"{why}; printed with 'cuda-gdb' as its name")
         return
+    if program is None:
+        _fail(why, EXIT_ENVIRONMENT)
     try:
         exec_debugger(argv)
     except OSError as exc:
@@ -199,9 +219,12 @@ def debug(core: str, host_core: str | None, exe: str | None, print_only: bool) -
 
 @main.command()
 @click.argument("dump", type=click.Path())
-@click.option("--list", "as_list", is_flag=True, help="List the requests (the default without --url).")
+@click.option("--list", "as_list", is_flag=True,
+              help="List the requests, replay nothing (the default without --url); with --json "
+                   "as JSON (schema: crashlab schema listing).")
 @click.option("--json", "as_json", is_flag=True,
-              help="Print JSON: the dump's records, or with --url the replay result.")
+              help="Print JSON: the dump's requests, or with --url the replay result (schema: "
+                   "crashlab schema listing / replay).")
 @click.option("--url", help="Server to replay against, e.g. http://127.0.0.1:30000.")
 @click.option("--speed", type=_POSITIVE, default=1.0, show_default=True,
               help="Divide the recorded arrival gaps by this.")
@@ -285,8 +308,9 @@ def replay(dump, as_list, as_json, url, speed, max_rate, concurrency, timeout, r
     from .replay.runner import replay as replay_dump
     from .replay.send import Plan
 
-    if as_list and as_json:
-        _fail("replay: choose one of --list and --json", EXIT_BAD_INPUT)
+    if as_list and url:
+        _fail("replay: --list lists the dump and replays nothing: drop --url or --list",
+              EXIT_BAD_INPUT)
     if url is None and (do_minimize or restart_cmd):
         _fail("replay: --minimize and --restart-cmd need --url", EXIT_BAD_INPUT)
     if do_minimize and not restart_cmd:
@@ -324,6 +348,8 @@ def replay(dump, as_list, as_json, url, speed, max_rate, concurrency, timeout, r
         expected, note = from_run_directory(dump)
         notes += [note] if note else []
     fidelity = Fidelity(expected=expected, late_threshold=late_threshold / 1000, force=force_decode)
+    from rich.console import Console
+
     err = Console(stderr=True, highlight=False)
     if do_minimize:
         out = output or str(Path(dump).with_suffix("")) + ".min.pkl"
@@ -349,7 +375,9 @@ def replay(dump, as_list, as_json, url, speed, max_rate, concurrency, timeout, r
     sys.exit(EXIT_FOUND if found else EXIT_NOTHING)
 
 
-@main.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+# The launch command is the first word that is not one of serve's options (or what follows --):
+# from there on nothing is parsed, while a mistyped option before it is refused like anywhere else.
+@main.command(context_settings={"allow_interspersed_args": False})
 @click.option("--runs-dir", type=click.Path(path_type=Path), default=Path("crashlab-runs"),
               show_default=True, help="Where run directories are made (<time>-<host>-<pid>).")
 @click.option("--coredump", type=click.Choice(COREDUMP_MODES),
@@ -360,15 +388,18 @@ def replay(dump, as_list, as_json, url, speed, max_rate, concurrency, timeout, r
               help="Enable user-triggered coredumps, so that crashlab dump-now can dump a hang.")
 @click.option("--health-url", help="Polled while the server runs [default: from the "
                                    "command's --host/--port; SGLang: 127.0.0.1:30000].")
-@click.option("--health-interval", type=click.FloatRange(min=0.05), default=10.0, show_default=True)
-@click.option("--health-timeout", type=click.FloatRange(min=0.05), default=30.0, show_default=True)
+@click.option("--health-interval", type=click.FloatRange(min=0.05), default=10.0, show_default=True,
+              help="Seconds between /health checks.")
+@click.option("--health-timeout", type=click.FloatRange(min=0.05), default=30.0, show_default=True,
+              help="Seconds a /health may take; slower, the server is marked unhealthy (recorded in the manifest).")
 @click.option("--dump-timeout", type=click.FloatRange(min=0), default=600.0, show_default=True,
               help="Longest wait for a coredump in flight before killing anything.")
 @click.option("--grace", type=click.FloatRange(min=0), default=30.0, show_default=True,
               help="Seconds between the stop signal and SIGKILL.")
 @click.option("--restart", type=click.Choice(["never", "on-crash"]), default="never",
-              show_default=True)
-@click.option("--max-restarts", type=click.IntRange(min=0), default=3, show_default=True)
+              show_default=True, help="Start a new incarnation of the server after a crash.")
+@click.option("--max-restarts", type=click.IntRange(min=0), default=3, show_default=True,
+              help="At most this many restarts with --restart on-crash.")
 @click.option("--restart-delay", type=click.FloatRange(min=0), default=5.0, show_default=True,
               help="Delay before the first restart; it doubles with each one.")
 @click.option("--quiet", is_flag=True, help="Do not echo the server's output (it is still logged).")

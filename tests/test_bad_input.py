@@ -244,7 +244,7 @@ def test_cli_says_one_line_and_exits_2(tmp_path, good, make, request):
 
 @pytest.mark.parametrize("args", [
     ("inspect",), ("inspect", "{core}", "--json", "--markdown"), ("inspect", "{core}", "--context", "-1"),
-    ("frobnicate",), ("schema", "nonsense"), ("debug",), ("replay", "{core}", "--speed", "0"),
+    ("frobnicate",), ("--bogus",), ("schema", "nonsense"), ("debug",), ("replay", "{core}", "--speed", "0"),
     ("serve", "--grace", "-1", "--", "true"), ("dump-now",), ("inspect", "{core}", "--no-such-option"),
 ])
 def test_cli_usage_errors_are_one_line_and_exit_2(good, args):

@@ -211,7 +211,7 @@ def test_a_restart_command_that_dies_is_exit_3(tmp_path):
     (["--restart-cmd", "true"], "need --url"),
     (["--url", "http://x", "--speed", "2", "--max-rate", "5"], "choose one"),
     (["--url", "http://x", "--budget", "soon"], "--budget 'soon'"),
-    (["--list", "--json"], "choose one of --list and --json"),
+    (["--list", "--url", "http://x"], "--list lists the dump and replays nothing"),
     (["--speed", "0"], "Invalid value for '--speed'"),
     (["--repeat", "many"], "Invalid value for '--repeat'"),
     (["--url", "http://x", "--fault-pattern", "(unclosed"], "--fault-pattern '(unclosed'"),

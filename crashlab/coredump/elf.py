@@ -92,7 +92,10 @@ class ElfImage:
         except OSError as exc:
             raise BadInput(f"{source}: cannot open ({exc.strerror})") from None
         if stat.S_ISDIR(info.st_mode):
-            raise BadInput(f"{source}: is a directory, not a coredump file")
+            from ..wrongverb import for_inspect_directory
+
+            raise BadInput(for_inspect_directory(source)
+                           or f"{source}: is a directory, not a coredump file")
         try:
             if source == "-":
                 stream = open(sys.stdin.fileno(), "rb", closefd=False)
@@ -138,9 +141,12 @@ class ElfImage:
     def _read_header(self) -> None:
         where = self.path
         if self.size < 4 or self._map[:4] != ELF_MAGIC:
+            from ..wrongverb import for_inspect
+
             head = self._map[:4].hex(" ")
             raise CoreFormatError(
-                f"{where}: not an ELF file (starts with {head or 'nothing'}), so not a CUDA coredump"
+                for_inspect(where, self._map[:4])
+                or f"{where}: not an ELF file (starts with {head or 'nothing'}), so not a CUDA coredump"
             )
         if self.size < ELF_HEADER_SIZE:
             raise CoreFormatError(f"{where}: truncated ELF header ({self.size} of 64 bytes)")

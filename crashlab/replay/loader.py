@@ -57,6 +57,12 @@ def _check_start(data, name: str) -> None:
             " (SGLang 0.5.6 leaves its crash dump empty when the server's arguments cannot be "
             "pickled, e.g. a --trust-remote-code model config; its requests are lost)"
             if os.path.basename(name).startswith("crash_dump_") else ""))
+    if data[:2] == _GZIP or data[0] != _PROTO:
+        from ..wrongverb import for_replay
+
+        wrong_verb = for_replay(name, data[:4096])
+        if wrong_verb:
+            raise BadInput(wrong_verb)
     if data[:2] == _GZIP:
         raise BadInput(f"{name}: gzip-compressed; gunzip it first (SGLang writes plain pickles)")
     if data[0] != _PROTO:

@@ -1,8 +1,9 @@
 """ReplayResult: the one object a replay (and a minimisation) ends in; ``--json`` prints it.
+DumpListing: what ``--json`` prints without ``--url`` (the dump's requests).
 
-It is a separate model from TriageReport: a replay explains no coredump, so it neither fills nor
-stretches the report contract of DESIGN.md. Fields may be added, none renamed
-(``schema_version: 1``); the terminal view is a rendering of this same object.
+They are separate models from TriageReport: a replay explains no coredump, so it neither fills
+nor stretches the report contract of DESIGN.md. Fields may be added, none renamed
+(``schema_version: 1``); the terminal views are renderings of these same objects.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..report.model import Tool
-from .records import Output
+from .records import CrashDump, Output, Request
 
 Status = Literal["ok", "http-error", "timeout", "refused", "error", "not-sent", "unfinished"]
 SignalKind = Literal["exited", "health", "refused", "coredump", "log"]
@@ -176,3 +177,24 @@ class ReplayResult(_Model):
     @property
     def reproduced(self) -> bool:
         return self.reproductions > 0
+
+
+class ListedOutput(Output):
+    output_ids_count: int | None = Field(None, description="output ids in the dump (output_ids "
+                                                           "holds the first 16)")
+
+
+class ListedRequest(Request):
+    """A request as the listing prints it: texts cut to 80 characters, id lists to their first 16."""
+
+    input_ids_count: int | None = Field(None, description="input ids in the dump (input_ids "
+                                                          "holds the first 16)")
+    output: ListedOutput = Field(default_factory=ListedOutput)
+
+
+class DumpListing(CrashDump):
+    """The dump as replay --json lists it without --url (crashlab/replay/views.py writes it)."""
+
+    schema_version: Literal[1] = 1
+    tool: Tool
+    requests: list[ListedRequest]

@@ -9,9 +9,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from .. import __version__
+from ..report.model import Tool
 from .records import CrashDump, Request
 from .unpickler import printable
-from .result import ReplayResult
+from .result import DumpListing, ReplayResult
 
 TEXT_CHARS = 80
 IDS_SHOWN = 16
@@ -53,10 +55,14 @@ def request_json(request: Request) -> dict:
 
 
 def dump_json_lines(dump: CrashDump) -> Iterator[str]:
-    """The dump as --json prints it (texts cut to 80 characters, id lists to their first 16), a
-    line at a time: the dump's fields indented, then one request per line. One request per line
-    keeps a 30,000-request dump quick to print (json's C encoder does not indent) and to grep."""
-    head = json.dumps(dump.model_dump(mode="json", exclude={"requests"}), indent=2)
+    """The dump as --json prints it (a DumpListing: texts cut to 80 characters, id lists to their
+    first 16), a line at a time: the dump's fields indented, then one request per line. One
+    request per line keeps a 30,000-request dump quick to print (json's C encoder does not
+    indent) and to grep."""
+    listing = {"schema_version": DumpListing.model_fields["schema_version"].default,
+               "tool": Tool(version=__version__).model_dump(),
+               **dump.model_dump(mode="json", exclude={"requests"})}
+    head = json.dumps(listing, indent=2)
     yield head[:-2] + ',\n  "requests": ['
     last = len(dump.requests) - 1
     for position, request in enumerate(dump.requests):
