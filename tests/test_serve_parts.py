@@ -151,15 +151,15 @@ def test_secret_names_are_words_not_substrings():
 
 
 def test_masking_of_environment_argv_json_and_urls():
-    env = redact.mask_environment({"HF_TOKEN": "hf_x", "EMPTY_KEY": "", "PROXY": "http://u:p@proxy:3128",
+    env = redact.PLAIN.environment({"HF_TOKEN": "hf_x", "EMPTY_KEY": "", "PROXY": "http://u:p@proxy:3128",
                                    "TOKENIZERS_PARALLELISM": "false"})
     assert env == {"HF_TOKEN": "***", "EMPTY_KEY": "", "PROXY": "http://u:***@proxy:3128",
                    "TOKENIZERS_PARALLELISM": "false"}
-    argv = redact.mask_argv(["serve", "--api-key", "sk-1", "--admin-api-key=sk-2", "--skip-tokenizer-init",
+    argv = redact.PLAIN.argv(["serve", "--api-key", "sk-1", "--admin-api-key=sk-2", "--skip-tokenizer-init",
                              "--max-total-tokens", "4096", "--model-path", "https://tok@hub/x"])
     assert argv == ["serve", "--api-key", "***", "--admin-api-key=***", "--skip-tokenizer-init",
                     "--max-total-tokens", "4096", "--model-path", "https://***@hub/x"]
-    info = redact.mask_json({"api_key": "sk", "hf_token": None, "max_total_num_tokens": 9,
+    info = redact.PLAIN.json({"api_key": "sk", "hf_token": None, "max_total_num_tokens": 9,
                              "nested": [{"secret": "s", "url": "redis://a:b@h"}]})
     assert info == {"api_key": "***", "hf_token": None, "max_total_num_tokens": 9,
                     "nested": [{"secret": "***", "url": "redis://a:***@h"}]}

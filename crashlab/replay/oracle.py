@@ -5,7 +5,8 @@ given its pid), /health failed (an error status, a refused connection, or no ans
 health timeout: a hung scheduler), a /generate connection was refused mid-run, a new file
 appeared under --watch-cores, or a fault line appeared in --watch-log. A monitor thread polls all
 of them; the sender reports refused connections itself. The fault lines (and, once one has been
-seen, compute-sanitizer's frames after it) are kept as evidence for signature.py's verdict.
+seen, compute-sanitizer's frames after it) are kept as evidence for signature.py's verdict,
+masked (crashlab.report.redact) before they are kept: they reach the result JSON and its views.
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ import subprocess
 import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 import psutil
 import requests
 
+from ..report.redact import PLAIN
 from .result import Signal
 from .signature import PYTHON_EXCEPTION
 
@@ -70,8 +73,10 @@ def _files(folder: Path, depth: int = _CORE_DEPTH) -> set[str]:
 class LogWatch:
     """New lines of a log file that match a fault pattern (the file may not exist yet)."""
 
-    def __init__(self, path: Path, patterns: list[str], evidence=EVIDENCE_PATTERNS):
+    def __init__(self, path: Path, patterns: list[str], evidence=EVIDENCE_PATTERNS,
+                 redact: Callable[[str], str] = PLAIN.text):
         self.path = path
+        self.redact = redact
         self.pattern = re.compile("|".join(f"(?:{pattern})" for pattern in patterns))
         self.evidence = re.compile("|".join(f"(?:{pattern})" for pattern in evidence))
         self.offset = self._size()
@@ -99,9 +104,12 @@ class LogWatch:
         found = []
         for text in (line.decode("utf-8", "replace").strip() for line in lines):
             fault = bool(self.pattern.search(text))
+            if not (fault or (self.lines and self.evidence.search(text))):
+                continue
+            text = self.redact(text)
             if fault:
                 found.append(text)
-            if (fault or (self.lines and self.evidence.search(text))) and len(self.lines) < MAX_LINES:
+            if len(self.lines) < MAX_LINES:
                 self.lines.append(text[:500])
         return found
 
@@ -112,12 +120,13 @@ class Oracle:
     def __init__(self, url: str, *, pid: int | None = None,
                  child: subprocess.Popen | None = None, cores: Path | None = None,
                  log: Path | None = None, patterns=FAULT_PATTERNS,
-                 health_interval: float = 1.0, health_timeout: float = 20.0):
+                 health_interval: float = 1.0, health_timeout: float = 20.0,
+                 redact: Callable[[str], str] = PLAIN.text):
         self.url = url.rstrip("/")
         self.pid = child.pid if child else pid
         self.child = child
         self.cores = cores
-        self.log = LogWatch(log, patterns) if log else None
+        self.log = LogWatch(log, patterns, redact=redact) if log else None
         self.health_interval = health_interval
         self.health_timeout = health_timeout
         self.signals: list[Signal] = []

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import tempfile
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Callable
 
@@ -22,6 +24,7 @@ import psutil
 from .. import __version__
 from ..errors import BadInput, EnvironmentProblem
 from ..report.model import Tool
+from ..report.redact import Redactor
 from .compare import divergence
 from .force import Forcing, forceable, probe_trace
 from .minimize import Budget, BudgetExhausted, ddmin
@@ -117,7 +120,7 @@ class Target:
             command, env, hint = self.restart_cmd, {}, ""
             if self.harden is not None:
                 command, env = self.harden.command, self.harden.env
-                hint = (f"; --harden {self.harden.profile} ran it as: {command}"
+                hint = (f"; --harden {self.harden.profile} ran it as: {self.redactor.text(command)}"
                         + (" (an SGLang without the KV canary refuses --kv-canary)"
                            if self.harden.profile != "sanitizer" else ""))
             self._server = ManagedServer(command, self.url, log, self.start_timeout, env, hint)
@@ -126,6 +129,22 @@ class Target:
     def close(self) -> None:
         if self._server is not None:
             self._server.stop()
+
+    @cached_property
+    def redactor(self) -> Redactor:
+        """Knows the secrets of --restart-cmd and of the environment it runs in."""
+        try:
+            argv = shlex.split(self.restart_cmd or "")
+        except ValueError:  # unbalanced quotes: /bin/sh will say so; its words are still known
+            argv = (self.restart_cmd or "").split()
+        return Redactor.for_launch(argv, {**os.environ, **(self.harden.env if self.harden else {})})
+
+    @property
+    def reported_harden(self) -> Harden | None:
+        """--harden's record, its command masked like any launch line."""
+        if self.harden is None:
+            return None
+        return self.harden.model_copy(update={"command": self.redactor.text(self.harden.command)})
 
     @property
     def log(self) -> str | None:
@@ -176,7 +195,7 @@ def attempt(batch: list[Request], target: Target, plan: Plan, watch: Watch, numb
     log = watch.log or (server.log if server else None)
     oracle = Oracle(target.url, pid=watch.pid, child=child, cores=watch.cores, log=log,
                     patterns=watch.patterns, health_interval=watch.health_interval,
-                    health_timeout=watch.health_timeout).start()
+                    health_timeout=watch.health_timeout, redact=target.redactor.text).start()
     started = time.monotonic()
     sender = Sender(target.url, batch, plan, oracle, progress, forcing)
     outcomes = sender.run()
@@ -236,7 +255,7 @@ def replay(dump: CrashDump, target: Target, plan: Plan, watch: Watch, repeat: in
                         url=target.url, pacing=_pacing(plan), repeat=repeat,
                         reproductions=sum(a.reproduced for a in attempts), attempts=attempts,
                         expected=fidelity.expected, force_decode=fidelity.decided,
-                        harden=target.harden, schedule_kept=_kept(attempts),
+                        harden=target.reported_harden, schedule_kept=_kept(attempts),
                         server_log=target.log, warnings=dump.warnings + warnings)
 
 
@@ -290,7 +309,7 @@ def minimize(dump: CrashDump, target: Target, plan: Plan, watch: Watch, budget: 
         tool=Tool(version=__version__), dump=dump.path, layout=dump.layout, url=target.url,
         pacing=_pacing(plan), repeat=repeat, reproductions=sum(a.reproduced for a in first[:repeat]),
         attempts=first[:repeat], expected=fidelity.expected, force_decode=fidelity.decided,
-        harden=target.harden, schedule_kept=_kept(first[:repeat]), server_log=target.log,
+        harden=target.reported_harden, schedule_kept=_kept(first[:repeat]), server_log=target.log,
         warnings=list(dump.warnings) + list(warnings or []),
         minimization=Minimization(original=len(requests), minimal=minimal,
                                   minimal_rids=[requests[index].rid for index in minimal],

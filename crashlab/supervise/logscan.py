@@ -5,6 +5,10 @@ searches each chunk with one compiled alternation (C speed). Only a chunk that m
 continues a Python traceback, is walked line by line. Each match becomes a Finding, stamped
 with the time it was read, the lines before it and (filled in as they arrive) the lines after.
 
+Every text a Finding takes from the log (its line, the lines around it, its frames) goes
+through ``redact`` first: findings reach the manifest, the report and the terminal, and only
+findings pay for it, never the stream as a whole.
+
 Tracebacks are assembled frame by frame, per rank: torch.distributed prefixes every line with
 ``[rankN]:`` and ranks interleave, so frames are grouped by that prefix and kept in order.
 SGLang's logger tags only a record's first line (``[2026-01-01 12:00:00 TP0] Scheduler hit an
@@ -15,8 +19,10 @@ from __future__ import annotations
 
 import re
 from collections import deque
+from functools import lru_cache
 from typing import Callable
 
+from ..report.redact import PLAIN
 from ..report.run import Finding, TracebackFrame
 from . import timestamps
 
@@ -94,6 +100,7 @@ _HEAD = re.compile(_TRACEBACK_HEAD + r"\s*$")
 _EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(?::|$)")
 
 Sink = Callable[[Finding], None]
+Redact = Callable[[str], str]
 
 
 def split_rank(text: str) -> tuple[str | None, str | None, str]:
@@ -116,9 +123,12 @@ class StreamScanner:
     """Scans one stream (stdout or stderr) of one process tree; not thread-safe by design."""
 
     def __init__(self, stream: str, sink: Sink, context: int = CONTEXT_LINES,
-                 kinds: frozenset[str] | None = None):
+                 kinds: frozenset[str] | None = None, redact: Redact = PLAIN.text):
         self.stream = stream
         self._sink = sink
+        # a line is the text of one finding and the context of up to 2 * context others; a
+        # fault repeated in a loop is the same line again: each is redacted once
+        self._redact = lru_cache(maxsize=4 * context + 64)(redact)
         self.context = context
         self.kinds = kinds
         self.lines = 0
@@ -188,13 +198,14 @@ class StreamScanner:
         self._before.append(raw)
 
     def _finding(self, kind: str, text: str, rank: str | None) -> Finding:
-        before = [line.decode("utf-8", "replace").rstrip("\r") for line in self._before]
-        return Finding(kind=kind, text=text, stream=self.stream, line=self.lines, time=timestamps.now(),
-                       rank=rank, before=before)
+        before = [self._redact(line.decode("utf-8", "replace").rstrip("\r")) for line in self._before]
+        return Finding(kind=kind, text=self._redact(text), stream=self.stream, line=self.lines,
+                       time=timestamps.now(), rank=rank, before=before)
 
     def _after(self, text: str) -> None:
         if not self._waiting:
             return
+        text = self._redact(text)
         for finding in self._waiting:
             finding.after.append(text)
         self._waiting = [f for f in self._waiting if len(f.after) < self.context]
@@ -211,14 +222,15 @@ class StreamScanner:
         if frame:
             if open_one is None:  # an excerpt that lost its header: still a traceback
                 open_one = self._tracebacks[key] = _Traceback(self._finding("traceback", text, tags))
-            open_one.frames.append(TracebackFrame(file=frame["file"], line=int(frame["line"]),
-                                                  function=frame["function"]))
+            open_one.frames.append(TracebackFrame(file=self._redact(frame["file"]),
+                                                  line=int(frame["line"]),
+                                                  function=self._redact(frame["function"])))
         elif open_one is not None:
             if body[:1].isspace():
                 code = body.strip()
                 last = open_one.frames[-1] if open_one.frames else None
                 if last is not None and last.code is None and code and set(code) - set("^~ "):
-                    last.code = code
+                    last.code = self._redact(code)
             else:
                 self._finish(key, body if _EXCEPTION_LINE.match(body) else None)
 
@@ -229,7 +241,7 @@ class StreamScanner:
         finding = done.finding
         finding.frames = list(done.frames)
         if exception:
-            finding.text = exception
+            finding.text = self._redact(exception)
         elif finding.frames:
             last = finding.frames[-1]
             finding.text = f"traceback without an exception line, innermost frame {last.function} " \

@@ -17,6 +17,7 @@ from typing import Iterator, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import BadInput
+from ..report.redact import Redactor
 from ..report.run import ExitStatus, FileRecord, Finding, ProcessRecord
 from . import files
 
@@ -97,11 +98,13 @@ class Manifest(_Model):
 
 
 class ManifestStore:
-    """The one Manifest of a run; threads edit it under a lock, the loop saves it."""
+    """The one Manifest of a run; threads edit it under a lock, the loop saves it with every
+    secret the redactor knows masked."""
 
-    def __init__(self, run_dir: Path, manifest: Manifest):
+    def __init__(self, run_dir: Path, manifest: Manifest, redactor: Redactor):
         self.path = run_dir / MANIFEST
         self.manifest = manifest
+        self._redactor = redactor
         self._lock = threading.RLock()
         self._dirty = True
 
@@ -130,9 +133,9 @@ class ManifestStore:
     def save(self, updated_at: str) -> None:
         with self._lock:
             self.manifest.updated_at = updated_at
-            data = self.manifest.model_dump_json(indent=2).encode() + b"\n"
+            text = self.manifest.model_dump_json(indent=2)
             self._dirty = False
-        files.write_atomic(self.path, data)
+        files.write_atomic(self.path, self._redactor.serialized(text).encode() + b"\n")
 
     def save_if_dirty(self, updated_at: str) -> None:
         if self._dirty:

@@ -22,7 +22,7 @@ import time
 
 import psutil
 
-from ..report.redact import mask_argv
+from ..report.redact import PLAIN, Redactor
 from ..report.run import ExitStatus, ProcessRecord
 from . import timestamps
 
@@ -97,14 +97,18 @@ def role_of(cmdline: list[str]) -> tuple[str, str | None]:
 class ProcessTree:
     """Every process the launched command started, polled with psutil."""
 
-    def __init__(self, root: subprocess.Popen):
+    def __init__(self, root: subprocess.Popen, redactor: Redactor = PLAIN):
         self.root = root
+        self._redactor = redactor
         self._own = psutil.Process()
         self._root_proc = psutil.Process(root.pid)
         self._born = self._root_proc.create_time()
         self._tracked: dict[tuple[int, float], tuple[psutil.Process, ProcessRecord]] = {}
         self.forgotten = 0
         self.root_record = self._track(self._root_proc, role="server")
+
+    def _cmdline(self, cmdline: list[str]) -> str:
+        return " ".join(self._redactor.argv(cmdline))[:MAX_CMDLINE]
 
     def records(self) -> list[ProcessRecord]:
         return [record for _, record in self._tracked.values()]
@@ -122,7 +126,7 @@ class ProcessTree:
                 found_role, ranks = role_of(cmdline)
                 record = ProcessRecord(pid=proc.pid, ppid=proc.ppid(), role=role or found_role,
                                        ranks=ranks,
-                                       cmdline=" ".join(mask_argv(cmdline))[:MAX_CMDLINE],
+                                       cmdline=self._cmdline(cmdline),
                                        started_at=timestamps.of(key[1]))
         except psutil.Error:
             return None
@@ -158,7 +162,7 @@ class ProcessTree:
             role, ranks = role_of(cmdline)
             if role != "process":
                 record.role, record.ranks = role, ranks
-                record.cmdline = " ".join(mask_argv(cmdline))[:MAX_CMDLINE]
+                record.cmdline = self._cmdline(cmdline)
                 titled.append(record)
         return titled
 

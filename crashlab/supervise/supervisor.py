@@ -35,7 +35,7 @@ from .. import __version__
 from ..errors import CrashlabError
 from ..report import run_views
 from ..report.model import Source, Tool
-from ..report.redact import mask_argv, mask_environment, mask_json
+from ..report.redact import Redactor
 from ..report.run import FileRecord, Finding, Incident, RunReport
 from . import collect, environment, files, incident, launch, rundir, timestamps
 from .environment import CoredumpMode
@@ -163,7 +163,7 @@ class _Incarnation:
             try:
                 response = session.get(base + endpoint, timeout=self.sup.options.health_timeout)
                 if response.status_code == 200:
-                    files.write_json(self.dirs.server_info, mask_json(response.json()))
+                    files.write_json(self.dirs.server_info, self.sup.redactor.json(response.json()))
                     self.sup.store.add_files([collect.record(self.sup.run_dir, self.dirs.server_info,
                                                              "server-info")])
                     return
@@ -174,9 +174,12 @@ class _Incarnation:
 class Supervisor:
     def __init__(self, options: ServeOptions, notify: Notify | None = None):
         self.options = options
-        self.notify = notify or (lambda message: None)
         self.cwd = Path.cwd().resolve()
         self.base_env = dict(os.environ)
+        #: knows the launch's secrets: everything crashlab writes or says goes through it
+        self.redactor = Redactor.for_launch(options.command, self.base_env)
+        told = notify or (lambda message: None)
+        self.notify: Notify = lambda message: told(self.redactor.serialized(message))
         self._stops: list[int] = []
         # validate the command before any directory is made for it
         launch.plan(options.command, Path("requests"), self.cwd)
@@ -187,9 +190,9 @@ class Supervisor:
             status="running", created_at=now, updated_at=now,
             crashlab=Crashlab(version=__version__, pid=me.pid, host=socket.gethostname(),
                               process_started=me.create_time()),
-            command=mask_argv(options.command), cwd=str(self.cwd),
+            command=self.redactor.argv(options.command), cwd=str(self.cwd),
             sglang=launch.is_sglang(options.command), options=options.as_manifest(),
-            environment={}))
+            environment={}), self.redactor)
         self.incidents: list[Incident] = []
 
     # -- called from a signal handler: flags only, the loop acts on them ---------------------
@@ -231,21 +234,21 @@ class Supervisor:
             manifest.incarnations.append(inc.record)
             manifest.environment = {s.name: EnvironmentEntry(**s.as_manifest()) for s in inc.settings}
         files.write_json(inc.dirs.launch, {
-            "argv": mask_argv(inc.plan.argv), "cwd": str(self.cwd), "sglang": inc.plan.sglang,
-            "environment": mask_environment(inc.env)})
+            "argv": self.redactor.argv(inc.plan.argv), "cwd": str(self.cwd), "sglang": inc.plan.sglang,
+            "environment": self.redactor.environment(inc.env)})
         self.store.add_files([collect.record(self.run_dir, inc.dirs.launch, "launch")])
         self._status("running")
 
         process = launch.start(inc.plan.argv, inc.env, self.cwd)
         tees = [StreamTee(pipe, inc.dirs.log(stream),
                           getattr(sys, stream).buffer if self.options.echo else None,
-                          StreamScanner(stream, inc.on_finding))
+                          StreamScanner(stream, inc.on_finding, redact=self.redactor.text))
                 for stream, pipe in (("stdout", process.stdout), ("stderr", process.stderr))]
         for tee in tees:
             tee.start()
-        tree = ProcessTree(process)
-        kernel_log = KernelLog(StreamScanner("kmsg", inc.on_finding, kinds=frozenset({"xid"})),
-                               self.options.kernel_log)
+        tree = ProcessTree(process, self.redactor)
+        kernel_log = KernelLog(StreamScanner("kmsg", inc.on_finding, kinds=frozenset({"xid"}),
+                                             redact=self.redactor.text), self.options.kernel_log)
         with self.store.edit():
             inc.record.pid = process.pid
             inc.record.status = "running"
@@ -468,8 +471,10 @@ class Supervisor:
 
     def _write_report(self) -> None:
         report = self._report()
-        files.write_atomic(self.run_dir / "report.json", report.model_dump_json(indent=2).encode() + b"\n")
-        files.write_atomic(self.run_dir / "report.md", run_views.markdown(report).encode())
+        files.write_atomic(self.run_dir / "report.json",
+                           self.redactor.serialized(report.model_dump_json(indent=2)).encode() + b"\n")
+        files.write_atomic(self.run_dir / "report.md",
+                           self.redactor.serialized(run_views.markdown(report)).encode())
         self.store.add_files([collect.record(self.run_dir, self.run_dir / name, "report")
                               for name in ("report.json", "report.md")])
 

@@ -1,9 +1,10 @@
 """STAND-IN for ``python -m sglang.launch_server`` in crashlab's tests; not SGLang.
 
 What it imitates (shared/reference/sglang-crash-dump.md sections 2, 5, 6): the command line
-(--model-path, --host, --port, --tp-size, --crash-dump-folder), one ``sglang::scheduler_TPn``
-child per rank plus ``sglang::detokenizer``, GET /health, GET /server_info, POST /generate, the
-"ready to roll" line, the SubprocessWatchdog (a child dying makes the main process SIGQUIT
+(--model-path, --host, --port, --tp-size, --crash-dump-folder, --api-key, --max-total-tokens),
+one ``sglang::scheduler_TPn`` child per rank plus ``sglang::detokenizer``, GET /health, GET
+/server_info, POST /generate, the ``server_args=ServerArgs(...)`` line (secrets included, as
+SGLang prints them) and the "ready to roll" line, the SubprocessWatchdog (a child dying makes the main process SIGQUIT
 itself), the SIGQUIT crash path (request dump pickle, b"1" into every live scheduler's coredump
 pipe, the pre-crash wait of SGLANG_CUDA_COREDUMP_BEFORE_CRASH_WAIT_SECS, then SIGKILL of the
 tree and itself), and the SIGTERM path (a request dump when unhealthy, then exit 0).
@@ -16,6 +17,8 @@ It crashes on cue, set by the test in its environment:
   STANDIN_ORPHAN     1: start a daemon that leaves the process group (double fork, setsid)
   STANDIN_EXIT_AFTER_FAULT  1: the main process exits as soon as a rank starts faulting
   STANDIN_LOG_LINES  N: print N numbered lines on stdout at start, as fast as it can
+  STANDIN_CRASH_HOOK a Python file that STANDIN_CRASH=exit runs before it raises: a user's
+                     plugin whose frames and output end up in the crash's traceback
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import argparse
 import json
 import os
 import pickle
+import runpy
 import signal
 import socket
 import subprocess
@@ -143,8 +147,10 @@ class Server:
             os.abort()
         elif self.crash == "exit":
             try:
+                if os.environ.get("STANDIN_CRASH_HOOK"):
+                    runpy.run_path(os.environ["STANDIN_CRASH_HOOK"])
                 raise RuntimeError("stand-in: model weights are garbage")
-            except RuntimeError:
+            except Exception:
                 import traceback
                 traceback.print_exc()
             os._exit(3)
@@ -219,6 +225,8 @@ class Server:
         self.start_children()
         httpd = ThreadingHTTPServer((self.args.host, self.args.port), self.handler())
         httpd.daemon_threads = True
+        arguments = {**vars(self.args), "tokenizer_path": self.args.model_path}
+        log(f"server_args=ServerArgs({', '.join(f'{name}={value!r}' for name, value in arguments.items())})")
         log("The server is fired up and ready to roll!")
         if self.crash != "none" and self.crash_on == "start":
             threading.Thread(target=self.crash_now, daemon=True).start()
@@ -246,6 +254,7 @@ def main() -> None:
     parser.add_argument("--tp-size", type=int, default=1)
     parser.add_argument("--crash-dump-folder")
     parser.add_argument("--api-key")
+    parser.add_argument("--max-total-tokens", type=int)
     Server(parser.parse_args()).run()
 
 
