@@ -18,6 +18,7 @@ import click
 
 from . import __version__
 from .errors import CrashlabError
+from .escape import escape
 
 # The modules behind each command (rich included) are imported inside it: --help should not pay
 # for pydantic, pyelftools and rich, inspect for pexpect, requests and the supervisor, nor replay
@@ -25,13 +26,12 @@ from .errors import CrashlabError
 EXIT_FOUND, EXIT_NOTHING, EXIT_BAD_INPUT, EXIT_ENVIRONMENT = 0, 1, 2, 3
 #: crashlab.supervise.CoredumpMode's values, spelled out so that --help need not import it.
 COREDUMP_MODES = ("lightweight", "full", "off")
-#: Into a pipe or file rich would assume 80 columns; SASS and tables read better unwrapped.
-PIPED_WIDTH = 160
 _POSITIVE = click.FloatRange(min=0, min_open=True)
 
 
 def _say(message: str) -> None:
-    click.echo(f"crashlab: {message}", err=True)
+    """One line on stderr; names and messages from outside in it are escaped, never raw."""
+    click.echo(f"crashlab: {escape(message)}", err=True)
 
 
 def _fail(message: str, code: int) -> None:
@@ -40,7 +40,9 @@ def _fail(message: str, code: int) -> None:
 
 
 def _guarded(subject: str, action):
-    """``action()``; a failure is one line on stderr with its exit code, never a traceback."""
+    """``action()``; a failure is one line on stderr with its exit code, never a traceback.
+    Rendering runs inside it too: a view that fails, or a reader that goes away, is handled
+    here like any other failure."""
     try:
         return action()
     except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as cat does
@@ -55,13 +57,6 @@ def _guarded(subject: str, action):
             raise
         _fail(f"{subject}: {type(exc).__name__}: {exc}; this is a crashlab bug, please report "
               "it (CRASHLAB_DEBUG=1 shows the traceback)", EXIT_BAD_INPUT)
-
-
-def _wide_console():
-    from rich.console import Console
-
-    console = Console(highlight=False)
-    return console if console.is_terminal else Console(highlight=False, width=PIPED_WIDTH)
 
 
 class _OneLineUsageError(click.UsageError):
@@ -138,6 +133,7 @@ def inspect(core: str, as_json: bool, as_markdown: bool, no_sass: bool, context:
       crashlab inspect core.nvcudmp --debugger
     """
     from .api import inspect as inspect_core
+    from .console import ViewConsole
     from .report import markdown, terminal
 
     if as_json and as_markdown:
@@ -147,11 +143,11 @@ def inspect(core: str, as_json: bool, as_markdown: bool, no_sass: bool, context:
     if report.debugger is not None and report.debugger.status in ("unavailable", "failed"):
         _say(f"--debugger: {report.debugger.reason}; the native report stands")
     if as_json:
-        click.echo(report.model_dump_json(indent=2))
+        _guarded(core, lambda: click.echo(report.model_dump_json(indent=2)))
     elif as_markdown:
-        click.echo(markdown.render(report), nl=False)
+        _guarded(core, lambda: click.echo(markdown.render(report), nl=False))
     else:
-        terminal.render(report, _wide_console())
+        _guarded(core, lambda: terminal.render(report, ViewConsole()))
     sys.exit(EXIT_FOUND if report.found else EXIT_NOTHING)
 
 
@@ -298,6 +294,7 @@ def replay(dump, as_list, as_json, url, speed, max_rate, concurrency, timeout, r
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     from . import replay as replay_api
+    from .console import ViewConsole
     from .replay import views as replay_views
     from .replay.expect import from_options, from_run_directory
     from .replay.harden import harden as harden_command
@@ -332,14 +329,16 @@ def replay(dump, as_list, as_json, url, speed, max_rate, concurrency, timeout, r
     target = (Target(url=url, restart_cmd=restart_cmd, start_timeout=start_timeout, harden=hardened)
               if url else None)
     if url is None and not as_json:
-        lister = replay_views.RequestLister(_wide_console())
-        lister.summary(_guarded(dump, lambda: replay_api.load(dump, on_request=lister.row)))
+        lister = replay_views.RequestLister(ViewConsole())
+        _guarded(dump, lambda: lister.summary(replay_api.load(dump, on_request=lister.row)))
         sys.exit(EXIT_FOUND)
     loaded = _guarded(dump, lambda: replay_api.load(dump))
     gc.freeze()  # the dump lives as long as this process: the cycle collector can skip it
     if url is None:
-        for line in replay_views.dump_json_lines(loaded):
-            click.echo(line)
+        def print_records() -> None:
+            for line in replay_views.dump_json_lines(loaded):
+                click.echo(line)
+        _guarded(dump, print_records)
         sys.exit(EXIT_FOUND)
     if not loaded.requests:
         _fail(f"{dump}: holds no requests to replay", EXIT_BAD_INPUT)
@@ -348,9 +347,7 @@ def replay(dump, as_list, as_json, url, speed, max_rate, concurrency, timeout, r
         expected, note = from_run_directory(dump)
         notes += [note] if note else []
     fidelity = Fidelity(expected=expected, late_threshold=late_threshold / 1000, force=force_decode)
-    from rich.console import Console
-
-    err = Console(stderr=True, highlight=False)
+    err = ViewConsole(stderr=True)
     if do_minimize:
         out = output or str(Path(dump).with_suffix("")) + ".min.pkl"
         result = _guarded(dump, lambda: minimize_dump(
@@ -368,9 +365,9 @@ def replay(dump, as_list, as_json, url, speed, max_rate, concurrency, timeout, r
                 progress=lambda done, total: progress.update(task, completed=done),
                 fidelity=fidelity, warnings=notes))
     if as_json:
-        click.echo(result.model_dump_json(indent=2))
+        _guarded(dump, lambda: click.echo(result.model_dump_json(indent=2)))
     else:
-        replay_views.render_result(result, _wide_console())
+        _guarded(dump, lambda: replay_views.render_result(result, ViewConsole()))
     found = bool(result.minimization.minimal) if result.minimization else result.reproduced
     sys.exit(EXIT_FOUND if found else EXIT_NOTHING)
 

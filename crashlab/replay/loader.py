@@ -11,8 +11,8 @@ from typing import Callable
 from pydantic import ValidationError
 
 from ..errors import BadInput
+from ..escape import printable
 from . import bounds, unpickler
-from .unpickler import printable
 from .records import CrashDump, Request, crash_dump_from, request_from
 
 _GZIP = b"\x1f\x8b"

@@ -13,9 +13,10 @@ from typing import Annotated, Any, Literal
 from pydantic import (BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, PrivateAttr,
                       ValidationError, WithJsonSchema)
 
+from ..escape import printable
 from .allowlist import REQUEST_KINDS
 from .intruns import TokenIds
-from .unpickler import Global, Instance, printable
+from .unpickler import Global, Instance
 
 MODALITIES = ("image", "video", "audio")
 

@@ -31,6 +31,7 @@ import struct
 from pickletools import code2op
 
 from ..errors import BadInput
+from ..escape import printable
 from .allowlist import POSITIONAL_FIELDS, Global, lookup
 from .intruns import run as int_run
 
@@ -99,12 +100,6 @@ _SMALL_INT = 1 << 60
 _MAX_LINE = 1024
 _RELEASE_EVERY = 16 << 20
 _MAX_PROTOCOL = 5
-
-
-def printable(text: str, limit: int = 200) -> str:
-    """File-controlled text fit for a one-line message: escaped, and cut at ``limit``."""
-    shown = text if text.isprintable() else text.encode("unicode_escape").decode("ascii")
-    return shown if len(shown) <= limit else f"{shown[:limit]}…"
 
 
 def _secret_hashed(key) -> bool:

@@ -7,12 +7,12 @@ from collections.abc import Iterator
 
 from rich.console import Console
 from rich.table import Table
-from rich.text import Text
 
 from .. import __version__
+from ..console import line, plain
+from ..escape import escape, printable
 from ..report.model import Tool
 from .records import CrashDump, Request
-from .unpickler import printable
 from .result import DumpListing, ReplayResult
 
 TEXT_CHARS = 80
@@ -91,8 +91,8 @@ def _flags(request: Request) -> str:
 
 #: One listing line: fixed-width columns, then the prompt and flags (a format string is ten
 #: times cheaper per line than padding each cell, which a 30,000-request dump notices).
-_ROW = "{:<6.6} {:<10.10} {:<4.4} {:<24.24} {:<7.7} {:<5.5} {:<12.12} {}\n"
-_HEADING = _ROW.format("#", "+t s", "kind", "rid", "max new", "temp", "state", "prompt · flags")
+_ROW = "{:<6.6} {:<10.10} {:<4.4} {:<24.24} {:<7.7} {:<5.5} {:<12.12} {}"
+_HEADING = _ROW.format("#", "+t s", "kind", "rid", "max new", "temp", "state", "prompt · flags") + "\n"
 
 
 class RequestLister:
@@ -100,7 +100,7 @@ class RequestLister:
     once), then the dump's summary. Rows are plain lines written straight to the console's file
     (Rich costs 0.1 ms a line: seconds for a 30,000-request dump), with the dump's text escaped
     (no terminal control sequence from a stranger's file reaches the terminal); the summary is
-    Text. Nothing from the dump is ever read as markup."""
+    escaped Rich text. Nothing from the dump is ever read as markup."""
 
     def __init__(self, console: Console):
         self.console = console
@@ -114,32 +114,30 @@ class RequestLister:
             self.first_created = request.created
         params, done = request.sampling_params, request.output
         state = "in flight" if request.in_flight else \
-            f"{done.finish_reason or ''} {done.completion_tokens or ''}".strip()
+            escape(f"{done.finish_reason or ''} {done.completion_tokens or ''}".strip())
         flags = _flags(request)
         write(_ROW.format(str(self.count), f"{request.created - self.first_created:+.3f}",
                           request.kind[:3], printable(str(request.rid), 24),
-                          str(params.get("max_new_tokens", "")),
-                          str(params.get("temperature", "")), state,
-                          printable(f"{_prompt(request)} · {flags}" if flags else _prompt(request))))
+                          escape(str(params.get("max_new_tokens", ""))),
+                          escape(str(params.get("temperature", ""))), state,
+                          printable(f"{_prompt(request)} · {flags}" if flags else _prompt(request))
+                          ).rstrip() + "\n")
         self.count += 1
 
     def summary(self, dump: CrashDump) -> None:
-        line = Text()
-        line.append(dump.path, style="bold")
-        line.append(f": {dump.layout}, {len(dump.requests)} requests, "
-                    f"{len(dump.in_flight)} in flight at the crash (rows above in the dump's order;"
-                    " +t s from the first)")
-        self.console.print(line, soft_wrap=True)
+        self.console.print(line((dump.path, "bold"), f": {dump.layout}, {len(dump.requests)} requests, "
+                                f"{len(dump.in_flight)} in flight at the crash (rows above in the "
+                                "dump's order; +t s from the first)"), soft_wrap=True)
         if dump.server_args:
             args = dump.server_args
-            self.console.print(Text(
+            self.console.print(plain(
                 f"server: {args.get('model_path')}  tp={args.get('tp_size')}  "
                 f"port={args.get('port')}  ({dump.server_args_class or 'plain dict'})"),
                 soft_wrap=True)
         if dump.launch_command:
-            self.console.print(Text(f"launched as: {dump.launch_command}"), soft_wrap=True)
+            self.console.print(plain(f"launched as: {dump.launch_command}"), soft_wrap=True)
         for warning in dump.warnings:
-            self.console.print(Text.assemble(("warning: ", "yellow"), warning), soft_wrap=True)
+            self.console.print(line(("warning: ", "yellow"), warning), soft_wrap=True)
 
 
 _VERDICT_STYLE = {"reproduced": "bold red", "crashed": "bold red", "different crash": "bold yellow",
@@ -150,35 +148,26 @@ def _ms(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds * 1000:.2f}"
 
 
-def _line(*parts) -> Text:
-    """A line of (text, style) parts; every text is plain data, never markup."""
-    line = Text()
-    for part in parts:
-        text, style = (part, "") if isinstance(part, str) else part
-        line.append(text, style=style)
-    return line
-
-
 def render_result(result: ReplayResult, console: Console) -> None:
     """The result as text; strings from the dump, the server and its log are printed as data."""
     if result.expected:
         e = result.expected
         wanted = [f"class {e.fault_class}" if e.fault_class else "", f"kernel {e.kernel}" if e.kernel else ""]
         wanted += [f"/{pattern}/" for pattern in e.patterns]
-        console.print(_line("expected crash: ", ", ".join(filter(None, wanted)), f" (from {e.source})"),
+        console.print(line("expected crash: ", ", ".join(filter(None, wanted)), f" (from {e.source})"),
                       soft_wrap=True)
     if result.force_decode:
         f = result.force_decode
-        console.print(_line("forced decode: ", (f.used, "bold"),
+        console.print(line("forced decode: ", (f.used, "bold"),
                             f" ({f.requests} requests): {f.reason}"), soft_wrap=True)
         if f.probe:
-            console.print(_line("  probe: ", f.probe), soft_wrap=True)
+            console.print(line("  probe: ", f.probe), soft_wrap=True)
     if result.harden:
         env = " ".join(f"{key}={value}" for key, value in result.harden.env.items())
-        console.print(_line("hardened (", result.harden.profile, "): ", env + " " if env else "",
+        console.print(line("hardened (", result.harden.profile, "): ", env + " " if env else "",
                             result.harden.command), soft_wrap=True)
     for attempt in result.attempts:
-        console.print(_line(f"attempt {attempt.number}: ",
+        console.print(line(f"attempt {attempt.number}: ",
                             (attempt.verdict, _VERDICT_STYLE[attempt.verdict]),
                             f" — {attempt.answered} answered, {attempt.failed_after_send} failed after "
                             f"send, {attempt.never_sent} never sent (of {len(attempt.requests)}); "
@@ -188,13 +177,13 @@ def render_result(result: ReplayResult, console: Console) -> None:
             sched = attempt.schedule
             kept = {True: ("kept", "green"), False: ("NOT KEPT", "bold yellow"),
                     None: ("no schedule", "")}[sched.kept]
-            console.print(_line(f"  schedule: late p50 {_ms(sched.late_p50_s)} ms, p99 "
+            console.print(line(f"  schedule: late p50 {_ms(sched.late_p50_s)} ms, p99 "
                                 f"{_ms(sched.late_p99_s)} ms, max {_ms(sched.late_max_s)} ms "
                                 f"(threshold p99 {_ms(sched.threshold_s)} ms): ", kept))
         if attempt.mismatch:
-            console.print(_line("  ", ("mismatch", "yellow"), ": ", attempt.mismatch), soft_wrap=True)
+            console.print(line("  ", ("mismatch", "yellow"), ": ", attempt.mismatch), soft_wrap=True)
         for signal in attempt.signals:
-            console.print(_line("  ", (signal.kind, "red"), f" at {signal.at_s:.2f} s: ", signal.detail),
+            console.print(line("  ", (signal.kind, "red"), f" at {signal.at_s:.2f} s: ", signal.detail),
                           soft_wrap=True)
         problems = [o for o in attempt.requests if o.status != "ok" or o.divergence]
         if problems:
@@ -207,28 +196,28 @@ def render_result(result: ReplayResult, console: Console) -> None:
                     d = outcome.divergence
                     detail = (f"{d.compared} differ at {d.first_difference}: "
                               f"recorded {d.recorded!r}, replayed {d.replayed!r}")
-                table.add_row(str(outcome.index), Text(short_text(str(outcome.rid), 20)),
-                              outcome.status, outcome.delivery, Text(detail))
+                table.add_row(str(outcome.index), plain(short_text(str(outcome.rid), 20)),
+                              plain(outcome.status), plain(outcome.delivery), plain(detail))
             console.print(table)
             if len(problems) > _PROBLEM_ROWS:
                 console.print(f"  … and {len(problems) - _PROBLEM_ROWS} more (--json has them all)")
     if result.minimization:
         m = result.minimization
         if m.minimal:
-            console.print(_line(("minimal reproducer:", "bold"),
+            console.print(line(("minimal reproducer:", "bold"),
                                 f" {len(m.minimal)} of {m.original} requests (indices "
                                 f"{m.minimal[:20]}{' …' if len(m.minimal) > 20 else ''}), written to ",
                                 str(m.output)), soft_wrap=True)
-        console.print(f"trials used: {m.trials} (budget {m.budget}"
-                      f"{', exhausted' if m.budget_exhausted else ''})")
+        console.print(plain(f"trials used: {m.trials} (budget {m.budget}"
+                            f"{', exhausted' if m.budget_exhausted else ''})"))
     if result.server_log:
-        console.print(_line("server output: ", result.server_log), soft_wrap=True)
+        console.print(line("server output: ", result.server_log), soft_wrap=True)
     for warning in result.warnings:
-        console.print(_line(("warning:", "yellow"), " ", warning), soft_wrap=True)
+        console.print(line(("warning:", "yellow"), " ", warning), soft_wrap=True)
     if result.schedule_kept is False:
-        console.print(_line(("warning:", "yellow"), " the schedule was not kept (p99 lateness over "
+        console.print(line(("warning:", "yellow"), " the schedule was not kept (p99 lateness over "
                             "--late-threshold): a non-reproduction may be the replay's timing"))
     summary = f"reproduced {result.reproductions}/{len(result.attempts)}"
     if len(result.attempts) != result.repeat:
         summary += f" (asked for {result.repeat})"
-    console.print(Text(summary, style="bold"))
+    console.print(plain(summary, style="bold"))

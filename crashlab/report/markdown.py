@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from . import text
+from .markdown_escape import cell, code, cut_to, fenced, html, inline, join
 from .model import Fault, TriageReport
 
 GITHUB_LIMIT = 65_536
@@ -49,14 +50,11 @@ def render(report: TriageReport, limit: int = GITHUB_LIMIT) -> str:
             return body
         detail = replace(detail, cuts=detail.cuts + (label,), **change)
         body = _render(report, detail)
-    if len(body) <= limit:
-        return body
-    note = "\n\n_(cut here to fit GitHub's 65,536-character limit; see report.json)_\n"
-    return body[: limit - len(note)] + note
+    return cut_to(body, limit)
 
 
 def _render(report: TriageReport, detail: _Detail) -> str:
-    out: list[str] = [f"### crashlab: {report.summary}", ""]
+    out: list[str] = [f"### crashlab: {inline(report.summary)}", ""]
     if detail.cuts:
         out += [f"_Shortened to fit GitHub's limit: omitted {'; '.join(detail.cuts)}. "
                 "The JSON report has everything._", ""]
@@ -71,31 +69,31 @@ def _render(report: TriageReport, detail: _Detail) -> str:
     out += _kernels(report, detail)
     out += _dump(report)
     if report.warnings:
-        out += ["**Warnings**", ""] + [f"- {w}" for w in report.warnings] + [""]
-    out.append(f"<sub>crashlab {report.tool.version}, report schema {report.schema_version}</sub>")
-    return "\n".join(out) + "\n"
+        out += ["**Warnings**", ""] + [f"- {inline(w)}" for w in report.warnings] + [""]
+    out.append(f"<sub>crashlab {html(report.tool.version)}, report schema {report.schema_version}</sub>")
+    return join(out)
 
 
 def _fault(fault: Fault, number: int, primary: bool, detail: _Detail) -> list[str]:
     rows = [
-        ("Exception", text.exception_line(fault)),
-        ("Kernel", f"`{text.kernel_line(fault)}`"),
-        ("Function", f"`{text.function_line(fault)}`"),
-        ("Where", text.place(fault)),
+        ("Exception", inline(text.exception_line(fault))),
+        ("Kernel", code(text.kernel_line(fault))),
+        ("Function", code(text.function_line(fault))),
+        ("Where", inline(text.place(fault))),
         ("Block / thread", f"{text.dim(fault.block_idx)} / {text.dim(fault.thread_idx)}"),
         ("Launch", f"grid {text.dim(fault.grid_dim)} x block {text.dim(fault.block_dim)}"
                    + (f", cluster {text.dim(fault.cluster_dim)}" if fault.cluster_dim else "")),
-        ("PC", f"`{fault.pc or '-'}` ({fault.pc_source})"),
-        ("Source", f"`{text.source_chain(fault.sass.source)}`"),
-        ("Spread", text.spread(fault)),
+        ("PC", f"{code(fault.pc or '-')} ({inline(fault.pc_source)})"),
+        ("Source", code(text.source_chain(fault.sass.source))),
+        ("Spread", inline(text.spread(fault))),
     ]
     if fault.cluster_idx is not None:
         rows.append(("Cluster", text.dim(fault.cluster_idx)))
-    rows += [(f"Frame #{f.level}", f"`{f.pc}` {text.frame_function(f)}") for f in fault.backtrace]
-    rows += [("Resident warp", line) for line in text.candidate_lines(fault)]
-    rows += [("Note", note) for note in fault.notes]
-    out = [f"#### Fault {number}: {fault.exception.display}", "", "| | |", "|---|---|"]
-    out += [f"| {k} | {_cell(v)} |" for k, v in rows]
+    rows += [(f"Frame #{f.level}", f"{code(f.pc)} {inline(text.frame_function(f))}") for f in fault.backtrace]
+    rows += [("Resident warp", inline(line)) for line in text.candidate_lines(fault)]
+    rows += [("Note", inline(note)) for note in fault.notes]
+    out = [f"#### Fault {number}: {inline(fault.exception.display)}", "", "| | |", "|---|---|"]
+    out += [f"| {k} | {cell(v)} |" for k, v in rows]
     out.append("")
     show_sass = detail.secondary_sass or primary
     if show_sass:
@@ -108,14 +106,14 @@ def _fault(fault: Fault, number: int, primary: bool, detail: _Detail) -> list[st
 def _sass(fault: Fault, context: int) -> list[str]:
     sass = fault.sass
     if not sass.instructions:
-        return [f"SASS unavailable: {sass.unavailable_reason}", ""]
+        return [f"SASS unavailable: {inline(sass.unavailable_reason or '')}", ""]
     at = next((i for i, ins in enumerate(sass.instructions) if ins.faulting), 0)
     window = sass.instructions[max(0, at - context) : at + context + 1]
     lines = [f"{text.marker(ins):>3} {ins.address}  {ins.text:<48} {text.short_source(ins.source)}"
              for ins in window]
     return ["<details><summary>SASS around the faulting PC "
-            f"({sass.tool}, <code>{sass.section}</code>)</summary>", "", "```", *lines, "```", "",
-            "</details>", ""]
+            f"({html(sass.tool or '')}, <code>{html(sass.section or '')}</code>)</summary>", "",
+            *fenced(lines), "", "</details>", ""]
 
 
 def _registers(fault: Fault) -> list[str]:
@@ -123,37 +121,39 @@ def _registers(fault: Fault) -> list[str]:
     if not rows:
         return []
     extra = text.predicate_line(fault.predicates)
-    return [f"<details><summary>Registers of lane {fault.lane}</summary>", "", "```", *rows,
-            *([extra] if extra else []), "```", "", "</details>", ""]
+    return [f"<details><summary>Registers of lane {fault.lane}</summary>", "",
+            *fenced(rows + ([extra] if extra else [])), "", "</details>", ""]
 
 
 def _debugger(report: TriageReport) -> list[str]:
     """The debugger's view: one agreement row per fault, both values of every disagreement."""
     section = report.debugger
-    out = [f"#### {_cell(text.debugger_headline(section))}", ""]
+    out = [f"#### {inline(text.debugger_headline(section))}", ""]
     if section.load is not None:
-        out += [f"On load: {_cell(text.load_line(section.load))}", ""]
+        out += [f"On load: {inline(text.load_line(section.load))}", ""]
     if section.faults:
         fields = [a.field for a in section.faults[0].agreement]
-        out += ["| fault | " + " | ".join(fields) + " |", "|---" * (len(fields) + 1) + "|"]
+        out += ["| fault | " + " | ".join(cell(inline(f)) for f in fields) + " |",
+                "|---" * (len(fields) + 1) + "|"]
         for view in section.faults:
             cells = {a.field: _verdict_cell(a) for a in view.agreement}
             out.append(f"| {view.fault + 1} | " + " | ".join(cells.get(f, "-") for f in fields) + " |")
         out.append("")
-    out += [f"- problem ({p.kind}): {_cell(p.message)}" for p in section.problems]
+    out += [f"- problem ({inline(p.kind)}): {inline(p.message)}" for p in section.problems]
     frames = section.faults[0].backtrace if section.faults else []
     if frames:
         lines = [f"#{f.level} {text.frame_function(f)}{f.launch or ''}"
                  + (f" at {f.file}:{f.line}" if f.file and f.line else "") for f in frames[:10]]
-        out += ["", "<details><summary>Debugger backtrace of fault 1</summary>", "", "```", *lines,
-                "```", "", "</details>"]
+        out += ["", "<details><summary>Debugger backtrace of fault 1</summary>", "", *fenced(lines),
+                "", "</details>"]
     return out + [""]
 
 
 def _verdict_cell(agreement) -> str:
     if agreement.verdict == "disagree":
-        return f"**disagree**: native `{agreement.native}`, debugger `{agreement.debugger}`"
-    return agreement.verdict
+        return cell(f"**disagree**: native {code(agreement.native or '')}, "
+                    f"debugger {code(agreement.debugger or '')}")
+    return cell(inline(agreement.verdict))
 
 
 def _kernels(report: TriageReport, detail: _Detail) -> list[str]:
@@ -163,11 +163,11 @@ def _kernels(report: TriageReport, detail: _Detail) -> list[str]:
     rows = ["| dev | grid | kernel | grid x block | SMs | warps | warps stand at |",
             "|---|---|---|---|---|---|---|"]
     for kernel in report.kernels[: detail.kernel_rows]:
-        where = ", ".join(f"{p.warps} at `{p.pc}`" for p in kernel.warps_at[: detail.positions])
+        where = ", ".join(f"{p.warps} at {code(p.pc)}" for p in kernel.warps_at[: detail.positions])
         rows.append(f"| {kernel.device} | {kernel.grid_id} | "
-                    f"`{_cell(text.kernel_name(kernel.name, kernel.grid_id))}` | "
+                    f"{cell(code(text.kernel_name(kernel.name, kernel.grid_id)))} | "
                     f"{text.dim(kernel.grid_dim)} x {text.dim(kernel.block_dim)} | "
-                    f"{kernel.resident_sms} | {kernel.resident_warps} | {where or '-'} |")
+                    f"{kernel.resident_sms} | {kernel.resident_warps} | {cell(where) or '-'} |")
     if len(report.kernels) > detail.kernel_rows:
         rows.append(f"\n_{len(report.kernels) - detail.kernel_rows} more in the JSON report._")
     opened = " open" if not report.faults else ""
@@ -178,17 +178,13 @@ def _dump(report: TriageReport) -> list[str]:
     d = report.dump
     devices = "; ".join(f"{x.index}: {x.name} ({x.sm_type}, {x.num_sms} SMs)" for x in report.devices)
     rows = [
-        ("File", f"`{report.source.path}` ({report.source.size_bytes} bytes"
+        ("File", f"{code(report.source.path)} ({report.source.size_bytes} bytes"
                  f"{', gzip' if report.source.compressed else ''})"),
-        ("Driver", f"{d.driver_version or '?'} (CUDA {d.cuda_version or '?'})"),
-        ("Flags", ", ".join(d.generation_flags) or "none recorded"),
+        ("Driver", inline(f"{d.driver_version or '?'} (CUDA {d.cuda_version or '?'})")),
+        ("Flags", inline(", ".join(d.generation_flags) or "none recorded")),
         ("Sections", f"{d.section_count}; {d.memory_sections} memory sections, "
                      f"{d.memory_bytes} bytes (not read)"),
-        ("Devices", devices),
+        ("Devices", inline(devices)),
     ]
     return ["<details><summary>Dump</summary>", "", "| | |", "|---|---|",
-            *[f"| {k} | {_cell(v)} |" for k, v in rows], "", "</details>", ""]
-
-
-def _cell(value: str) -> str:
-    return value.replace("|", "\\|").replace("\n", " ")
+            *[f"| {k} | {cell(v)} |" for k, v in rows], "", "</details>", ""]

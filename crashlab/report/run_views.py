@@ -11,6 +11,7 @@ from __future__ import annotations
 import shlex
 
 from . import markdown as dump_markdown
+from .markdown_escape import cell, code, cut_to, fenced, html, inline, join
 from .run import DumpTriage, Finding, Incident, RunReport
 
 MAX_FINDINGS_SHOWN = 8
@@ -18,24 +19,19 @@ MAX_FRAMES_SHOWN = 12
 MIN_DUMP_BUDGET = 4_000
 
 
-def _cell(value: str) -> str:
-    return value.replace("|", "\\|").replace("\n", " ")
-
-
 def _finding(finding: Finding) -> list[str]:
     rank = f" [{finding.rank}]" if finding.rank else ""
-    out = [f"- `{finding.time}` {finding.kind}{rank}, {finding.stream} line {finding.line}: "
-           f"`{_cell(finding.text.strip()[:300])}`"]
+    out = [f"- {code(finding.time)} {inline(f'{finding.kind}{rank}, {finding.stream}')} line "
+           f"{finding.line}: {code(finding.text.strip()[:300])}"]
     if finding.frames:
         frames = finding.frames[-MAX_FRAMES_SHOWN:]
         hidden = len(finding.frames) - len(frames)
-        body = ([f"... {hidden} outer frame(s)"] if hidden else []) + [
-            f"{f.file}:{f.line} in {f.function}" + (f"\n      {f.code}" if f.code else "")
-            for f in frames]
+        body = [f"... {hidden} outer frame(s)"] if hidden else []
+        for f in frames:
+            body += [f"{f.file}:{f.line} in {f.function}"] + ([f"    {f.code}"] if f.code else [])
     else:
         body = finding.before + [f">>> {finding.text}"] + finding.after
-    out += ["", "  ```", *[f"  {line[:300]}" for line in body], "  ```", ""]
-    return out
+    return out + ["", *fenced([line[:300] for line in body], indent="  "), ""]
 
 
 def _dumps(dumps: list[DumpTriage]) -> list[str]:
@@ -43,24 +39,24 @@ def _dumps(dumps: list[DumpTriage]) -> list[str]:
         return ["No GPU coredump was collected.", ""]
     rows = ["| # | label | file | what | why |", "|---|---|---|---|---|"]
     for number, dump in enumerate(dumps, 1):
-        rows.append(f"| {number} | **{dump.label}** | `{dump.path}` | {_cell(dump.summary[:300])} | "
-                    f"{_cell('; '.join(dump.reasons))} |")
+        rows.append(f"| {number} | **{cell(inline(dump.label))}** | {cell(code(dump.path))} | "
+                    f"{cell(inline(dump.summary[:300]))} | {cell(inline('; '.join(dump.reasons)))} |")
     return rows + [""]
 
 
 def _incident(incident: Incident) -> list[str]:
     rows = [
-        ("Summary", incident.summary),
-        ("When", f"{incident.started_at} to {incident.ended_at}"),
-        ("Exit", (incident.exit.describe() if incident.exit else "unknown")
-         + (" (after crashlab's stop signal)" if incident.stopped_by_crashlab else "")),
-        ("Folder", f"`{incident.directory}`"),
+        ("Summary", inline(incident.summary)),
+        ("When", inline(f"{incident.started_at} to {incident.ended_at}")),
+        ("Exit", inline((incident.exit.describe() if incident.exit else "unknown")
+                        + (" (after crashlab's stop signal)" if incident.stopped_by_crashlab else ""))),
+        ("Folder", code(incident.directory)),
     ]
-    rows += [("Request dump", f"`{r.path}` ({r.size_bytes} bytes)") for r in incident.request_dumps]
-    rows += [("Replay", f"`{command}`") for command in incident.replay_commands]
-    rows += [("Note", note) for note in incident.notes]
-    out = [f"#### Incarnation {incident.incarnation}: {incident.kind}", "", "| | |", "|---|---|"]
-    out += [f"| {k} | {_cell(v)} |" for k, v in rows] + [""]
+    rows += [("Request dump", f"{code(r.path)} ({r.size_bytes} bytes)") for r in incident.request_dumps]
+    rows += [("Replay", code(command)) for command in incident.replay_commands]
+    rows += [("Note", inline(note)) for note in incident.notes]
+    out = [f"#### Incarnation {incident.incarnation}: {inline(incident.kind)}", "", "| | |", "|---|---|"]
+    out += [f"| {k} | {cell(v)} |" for k, v in rows] + [""]
     out += ["**Coredumps**", ""] + _dumps(incident.dumps)
     shown = incident.findings[:MAX_FINDINGS_SHOWN]
     if shown:
@@ -71,28 +67,28 @@ def _incident(incident: Incident) -> list[str]:
     out += [f"<details><summary>Processes ({len(incident.processes)})</summary>", "",
             "| pid | ppid | role | ranks | ended | command |", "|---|---|---|---|---|---|"]
     for p in incident.processes:
-        out.append(f"| {p.pid} | {p.ppid} | {p.role} | {p.ranks or ''} | "
-                   f"{p.exit.describe() if p.exit else 'running'} | `{_cell(p.cmdline[:120])}` |")
+        out.append(f"| {p.pid} | {p.ppid} | {cell(inline(p.role))} | {cell(inline(str(p.ranks or '')))} | "
+                   f"{cell(inline(p.exit.describe() if p.exit else 'running'))} | "
+                   f"{cell(code(p.cmdline[:120]))} |")
     return out + ["", "</details>", ""]
 
 
 def markdown(report: RunReport, limit: int = dump_markdown.GITHUB_LIMIT) -> str:
-    head = [f"### crashlab serve: {report.summary}", "",
-            f"Command: `{_cell(shlex.join(report.command))}`  ", f"Run directory: `{report.source.path}`", ""]
+    head = [f"### crashlab serve: {inline(report.summary)}", "",
+            f"Command: {code(shlex.join(report.command))}", "",
+            f"Run directory: {code(report.source.path)}", ""]
     for incident in report.incidents:
         head += _incident(incident)
     if report.warnings:
-        head += ["**Warnings**", ""] + [f"- {w}" for w in report.warnings] + [""]
-    body = "\n".join(head) + "\n"
+        head += ["**Warnings**", ""] + [f"- {inline(w)}" for w in report.warnings] + [""]
+    body = join(head)
     fault = next((d for i in report.incidents for d in i.dumps if d.label == "FAULT" and d.report), None)
     if fault is not None:
         budget = max(limit - len(body) - 200, MIN_DUMP_BUDGET)
-        body += f"\n---\n\n#### FAULT dump `{fault.path}`\n\n" + dump_markdown.render(fault.report, budget)
-    footer = f"\n<sub>crashlab {report.tool.version}, run report schema {report.schema_version}</sub>\n"
-    if len(body) + len(footer) > limit:
-        note = "\n\n_(cut here to fit GitHub's 65,536-character limit; see report.json)_\n"
-        body = body[: limit - len(note) - len(footer)] + note
-    return body + footer
+        body += join(["", "---", "", f"#### FAULT dump {code(fault.path)}", ""])
+        body += dump_markdown.render(fault.report, budget)
+    footer = f"\n<sub>crashlab {html(report.tool.version)}, run report schema {report.schema_version}</sub>\n"
+    return cut_to(body, limit - len(footer)) + footer
 
 
 def summary_lines(report: RunReport) -> list[str]:

@@ -5,8 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
-from rich.text import Text
-
+from ..console import plain
 from . import text
 from .model import Fault, TriageReport
 
@@ -15,7 +14,7 @@ MAX_KERNELS = 20
 
 
 def render(report: TriageReport, console: Console) -> None:
-    console.print(Text(report.summary, style="bold"))
+    console.print(plain(report.summary, style="bold"), soft_wrap=True)  # line 1, whole, for grep and head
     if report.faults:
         primary = report.faults[0]
         console.print(_fault_panel(primary, title=f"fault 1 of {len(report.faults)}"))
@@ -26,45 +25,45 @@ def render(report: TriageReport, console: Console) -> None:
     if report.debugger is not None:
         _debugger(report, console)
     console.print(_kernels(report))
-    console.print(Text(_dump_line(report), style="dim"))
+    console.print(plain(_dump_line(report), style="dim"))
     for warning in report.warnings:
-        console.print(Text(f"warning: {warning}", style="yellow"))
+        console.print(plain(f"warning: {warning}", style="yellow"))
 
 
 def _fault_panel(fault: Fault, title: str) -> Panel:
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold cyan", no_wrap=True)
     grid.add_column()
-    grid.add_row("exception", Text(text.exception_line(fault)))
-    grid.add_row("kernel", Text(text.kernel_line(fault)))
-    grid.add_row("function", Text(text.function_line(fault)))
-    grid.add_row("where", Text(text.place(fault)))
+    grid.add_row("exception", plain(text.exception_line(fault)))
+    grid.add_row("kernel", plain(text.kernel_line(fault)))
+    grid.add_row("function", plain(text.function_line(fault)))
+    grid.add_row("where", plain(text.place(fault)))
     if fault.block_idx is not None:
         cluster = f"  cluster {text.dim(fault.cluster_idx)} of {text.dim(fault.cluster_dim)}" \
             if fault.cluster_idx is not None else ""
-        grid.add_row("block", Text(f"{text.dim(fault.block_idx)}  thread {text.dim(fault.thread_idx)}{cluster}"))
-        grid.add_row("launch", Text(f"grid {text.dim(fault.grid_dim)} x block {text.dim(fault.block_dim)}"))
-    grid.add_row("PC", Text(f"{fault.pc or 'not recorded'} ({fault.pc_source})"))
-    grid.add_row("source", Text(text.short_source(fault.sass.source) or "-"))
-    grid.add_row("spread", Text(text.spread(fault)))
+        grid.add_row("block", plain(f"{text.dim(fault.block_idx)}  thread {text.dim(fault.thread_idx)}{cluster}"))
+        grid.add_row("launch", plain(f"grid {text.dim(fault.grid_dim)} x block {text.dim(fault.block_dim)}"))
+    grid.add_row("PC", plain(f"{fault.pc or 'not recorded'} ({fault.pc_source})"))
+    grid.add_row("source", plain(text.short_source(fault.sass.source) or "-"))
+    grid.add_row("spread", plain(text.spread(fault)))
     if fault.cluster_target_block is not None:
-        grid.add_row("target", Text(f"cluster target block {text.dim(fault.cluster_target_block)}"))
+        grid.add_row("target", plain(f"cluster target block {text.dim(fault.cluster_target_block)}"))
     for frame in fault.backtrace:
         offset = f" +{frame.function_offset:#x}" if frame.function_offset is not None else ""
-        grid.add_row(f"frame #{frame.level}", Text(f"{frame.pc} {text.frame_function(frame)}{offset}"))
+        grid.add_row(f"frame #{frame.level}", plain(f"{frame.pc} {text.frame_function(frame)}{offset}"))
     for line in text.candidate_lines(fault):
-        grid.add_row("resident", Text(line))
+        grid.add_row("resident", plain(line))
     for note in fault.notes:
-        grid.add_row("note", Text(note))
+        grid.add_row("note", plain(note))
     return Panel(grid, title=title, title_align="left", border_style="red")
 
 
 def _sass(fault: Fault, console: Console) -> None:
     sass = fault.sass
     if not sass.instructions:
-        console.print(Text(f"SASS: unavailable: {sass.unavailable_reason}", style="yellow"))
+        console.print(plain(f"SASS: unavailable: {sass.unavailable_reason}", style="yellow"))
         return
-    table = Table(title=Text(f"SASS ({sass.tool}, {sass.section})"), title_justify="left",
+    table = Table(title=plain(f"SASS ({sass.tool}, {sass.section})"), title_justify="left",
                   show_header=False, box=None, padding=(0, 1))
     table.add_column(no_wrap=True, style="bold red")
     table.add_column(no_wrap=True)
@@ -72,8 +71,8 @@ def _sass(fault: Fault, console: Console) -> None:
     table.add_column(style="dim")
     for ins in sass.instructions:
         style = "bold red" if ins.faulting else ""
-        table.add_row(text.marker(ins), Text(ins.address, style=style), Text(ins.text, style=style),
-                      Text(text.short_source(ins.source)))
+        table.add_row(text.marker(ins), plain(ins.address, style=style), plain(ins.text, style=style),
+                      plain(text.short_source(ins.source)))
     console.print(table)
 
 
@@ -82,28 +81,28 @@ def _registers(fault: Fault, console: Console) -> None:
     if rows:
         console.print(f"registers of lane {fault.lane}:", style="bold")
         for row in rows:
-            console.print("  " + row)
+            console.print(plain("  " + row))
     predicates = text.predicate_line(fault.predicates)
     if predicates:
-        console.print("  " + predicates)
+        console.print(plain("  " + predicates))
 
 
 def _debugger(report: TriageReport, console: Console) -> None:
     section = report.debugger
     style = {"ok": "green", "partial": "yellow"}.get(section.status, "red")
-    console.print(Text(text.debugger_headline(section), style=f"bold {style}"))
+    console.print(plain(text.debugger_headline(section), style=f"bold {style}"))
     if section.load is not None:
-        console.print(Text(f"  on load: {text.load_line(section.load)}"))
+        console.print(plain(f"  on load: {text.load_line(section.load)}"))
     for view in section.faults:
         disagree = any(a.verdict == "disagree" for a in view.agreement)
-        console.print(Text(f"  fault {view.fault + 1}: {text.agreement_line(view.agreement)}",
+        console.print(plain(f"  fault {view.fault + 1}: {text.agreement_line(view.agreement)}",
                            style="bold red" if disagree else ""))
         for frame in view.backtrace[:4]:
             where = f" at {frame.file}:{frame.line}" if frame.file and frame.line else ""
-            console.print(Text(f"    #{frame.level} {text.frame_function(frame)}{frame.launch or ''}{where}",
+            console.print(plain(f"    #{frame.level} {text.frame_function(frame)}{frame.launch or ''}{where}",
                                style="dim"))
     for problem in section.problems:
-        console.print(Text(f"  problem ({problem.kind}): {problem.message}", style="yellow"))
+        console.print(plain(f"  problem ({problem.kind}): {problem.message}", style="yellow"))
 
 
 def _other_faults(faults: list[Fault], omitted: int) -> Table:
@@ -113,8 +112,8 @@ def _other_faults(faults: list[Fault], omitted: int) -> Table:
     for fault in faults[:MAX_OTHER_FAULTS]:
         kernel = text.kernel_name(fault.kernel.name, fault.grid_id) if fault.kernel else "?"
         kernel += " (deduced from the PC)" if fault.kernel_inferred else ""
-        table.add_row(fault.exception.display, Text(kernel),
-                      fault.pc or "-", Text(text.place(fault)), text.span(fault.blocks),
+        table.add_row(plain(fault.exception.display), plain(kernel),
+                      plain(fault.pc or "-"), plain(text.place(fault)), text.span(fault.blocks),
                       f"{fault.faulting_lanes}/{fault.faulting_warps}")
     hidden = len(faults) - MAX_OTHER_FAULTS + omitted
     if hidden > 0:
@@ -132,9 +131,9 @@ def _kernels(report: TriageReport) -> Table:
             for p in kernel.warps_at[:4]
         )
         table.add_row(str(kernel.device), str(kernel.grid_id),
-                      Text(text.kernel_name(kernel.name, kernel.grid_id)),
+                      plain(text.kernel_name(kernel.name, kernel.grid_id)),
                       f"{text.dim(kernel.grid_dim)} x {text.dim(kernel.block_dim)}",
-                      str(kernel.resident_sms), str(kernel.resident_warps), positions or "-")
+                      str(kernel.resident_sms), str(kernel.resident_warps), plain(positions or "-"))
     if len(report.kernels) > MAX_KERNELS:
         table.caption = f"{len(report.kernels) - MAX_KERNELS} more in the JSON report"
     return table

@@ -1,0 +1,37 @@
+"""Text from outside crashlab (a dump, a pickle, a log, a prompt) made fit to show.
+
+Every view passes such text through :func:`escape`: a control character, a byte that was not
+UTF-8 (read with ``surrogateescape``) or any other character that does not print is written as
+its backslash escape, so that no stranger's text moves the cursor, retitles the terminal, breaks
+a line or hides itself. Printable text, non-ASCII included, is left as it is.
+"""
+
+from __future__ import annotations
+
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+#: surrogateescape maps the undecodable byte 0xXY to U+DCXY (0x80 <= 0xXY <= 0xFF)
+_SURROGATE_ESCAPES = range(0xDC80, 0xDD00)
+
+
+def _escaped(char: str) -> str:
+    if char.isprintable():
+        return char
+    code = ord(char)
+    if code in _SURROGATE_ESCAPES:
+        return f"\\x{code - 0xDC00:02x}"
+    if char in _NAMED:
+        return _NAMED[char]
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def escape(text: str) -> str:
+    """``text`` on one line with every character that does not print escaped."""
+    return text if text.isprintable() else "".join(map(_escaped, text))
+
+
+def printable(text: str, limit: int = 200) -> str:
+    """Outside text fit for a one-line message: escaped, and cut at ``limit``."""
+    shown = escape(text)
+    return shown if len(shown) <= limit else f"{shown[:limit]}…"

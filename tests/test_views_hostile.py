@@ -1,0 +1,384 @@
+"""Text from outside crashlab in every view: a dump's, a pickle's or a log's strings are printed
+as themselves (never Rich markup, never a terminal control sequence, never a traceback), the
+one-line summary stays line 1 whole, no line ends in spaces, and a reader that goes away
+(`| head -1`) ends the command quietly with its usual exit code."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+from html.parser import HTMLParser
+
+import pexpect
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from markdown_it import MarkdownIt
+from pydantic import ValidationError
+from rich.console import Console
+
+import crashlab
+from crashlab import replay
+from crashlab.console import ViewConsole
+from crashlab.escape import escape
+from crashlab.replay import views as replay_views
+from crashlab.replay.result import ReplayResult
+from crashlab.replay.writer import dumps
+from crashlab.report import markdown, terminal
+from crashlab.report.markdown_escape import inline
+from crashlab.report.run import (
+    DumpTriage,
+    ExitStatus,
+    Finding,
+    Incident,
+    ProcessRecord,
+    RunReport,
+    TracebackFrame,
+)
+from crashlab.report.run_views import markdown as run_markdown
+from crashlab.report.model import Source, Tool
+from tests import coredump_builder, scenarios
+from tests.conftest import ROOT, run_cli
+from tests.replay_support import FAST_WATCH, FIXTURES, standin
+
+MARKUP = "[/bold] [red]x[/red] [INST] France [/INST] :thumbs_up: [link=file:///etc/passwd]y[/link]"
+#: What a terminal would act on: clear the screen, retitle the window, ring, return, reverse text.
+CONTROL = "\x1b[2J\x1b]0;owned\x07\r\u202e"
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+CUDA_GDB = os.environ.get("CRASHLAB_TEST_CUDA_GDB")
+
+
+def _plain_lines(out: str) -> None:
+    """Nothing that does not print reaches the reader, and no line ends in spaces."""
+    assert all(char.isprintable() or char == "\n" for char in out), \
+        sorted({repr(c) for c in out if not (c.isprintable() or c == "\n")})
+    trailing = [line for line in out.splitlines() if line != line.rstrip()]
+    assert not trailing, trailing[:3]
+
+
+def _squeezed(text: str) -> str:
+    """``text`` without the spaces, line breaks and box borders that wrapping puts in."""
+    return re.sub(r"[\s\u2500-\u257f]+", "", text)
+
+
+class _HTMLText(HTMLParser):
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+
+    def handle_data(self, data: str) -> None:
+        self.parts.append(data)
+
+
+def _rendered_text(body: str) -> str:
+    """What a reader sees of a Markdown body (CommonMark with GitHub's tables)."""
+    parser = _HTMLText()
+    parser.feed(MarkdownIt("commonmark").enable("table").render(body))
+    return "".join(parser.parts)
+
+
+# -- the real CLI on a dump that carries markup and control characters -------------------------
+@pytest.fixture(scope="module")
+def hostile_core(tmp_path_factory):
+    scenario = scenarios.fault()
+    device = scenario.spec.devices[0]
+    device.name = f"NVIDIA {MARKUP} H100{CONTROL}"
+    for grid in device.grids:
+        grid.function = f"evil_{MARKUP}{CONTROL}"
+    for sm in device.sms:
+        if sm.exception_string:
+            sm.exception_string = f"driver said {MARKUP}{CONTROL}"
+    path = tmp_path_factory.mktemp("hostile") / "core.nvcudmp"
+    coredump_builder.write(scenario.spec, path)
+    summary = json.loads(run_cli("inspect", path, "--json").stdout)["summary"]
+    return path, summary
+
+
+@pytest.mark.parametrize("view", [[], ["--markdown"], ["--debugger"]], ids=["terminal", "markdown", "debugger"])
+def test_inspect_prints_the_dumps_text_as_text(hostile_core, view):
+    path, summary = hostile_core
+    done = run_cli("inspect", path, *view, env={"CRASHLAB_CUDA_GDB": CUDA_GDB or "/nonexistent"})
+    assert done.returncode == 0, done.stderr
+    assert b"Traceback" not in done.stderr
+    out = done.stdout.decode()
+    _plain_lines(out)
+    if view == ["--markdown"]:
+        assert out.splitlines()[0] == f"### crashlab: {inline(summary)}"
+        seen = _squeezed(_rendered_text(out))
+    else:
+        assert out.splitlines()[0] == escape(summary)
+        seen = _squeezed(out)
+    for planted in (f"evil_{MARKUP}{CONTROL}", f"NVIDIA {MARKUP} H100{CONTROL}", f"driver said {MARKUP}{CONTROL}"):
+        assert _squeezed(escape(planted)) in seen, planted
+
+
+def test_the_summary_stays_line_one_whole_in_a_narrow_terminal(hostile_core):
+    path, summary = hostile_core
+    child = pexpect.spawn(sys.executable, ["-m", "crashlab", "inspect", str(path)],
+                          cwd=str(ROOT), env={**os.environ, "COLUMNS": "40", "LINES": "24"},
+                          dimensions=(24, 40), encoding="utf-8", timeout=60)
+    out = child.read()
+    child.close()
+    assert child.exitstatus == 0, out
+    lines = ANSI.sub("", out).replace("\r\n", "\n").split("\n")
+    assert lines[0] == escape(summary) and len(lines[0]) > 40
+    assert not [line for line in lines if line != line.rstrip()]
+
+
+def _piped(reader: str, *args) -> subprocess.CompletedProcess:
+    """``python -m crashlab ARGS | READER`` in a real shell; the status is crashlab's."""
+    return subprocess.run(["bash", "-c", f'set -o pipefail; "$@" | {reader}', "bash",
+                           sys.executable, "-m", "crashlab", *map(str, args)],
+                          capture_output=True, cwd=ROOT, timeout=120)
+
+
+PIPED_VIEWS = {
+    "terminal": ["inspect", "fixtures/synthetic/moe_align_out_of_range.nvcudmp", "--context", "200"],
+    "markdown": ["inspect", "fixtures/synthetic/moe_align_out_of_range.nvcudmp", "--markdown"],
+    "json": ["inspect", "fixtures/synthetic/moe_align_out_of_range.nvcudmp", "--json"],
+    "replay-list": ["replay", FIXTURES / "crash_dump_0.5.12.pkl", "--list"],
+}
+
+
+@pytest.mark.parametrize("view", PIPED_VIEWS)
+@pytest.mark.parametrize("reader", ["head -1", "true"])
+def test_a_reader_that_goes_away_ends_the_view_quietly(view, reader):
+    """`| head -1` keeps line 1; `| true` closes the pipe before the first write. Either way
+    the exit code is the command's (0: a fault found, a dump listed) and stderr stays empty."""
+    done = _piped(reader, *PIPED_VIEWS[view])
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == b""
+    whole = run_cli(*PIPED_VIEWS[view])
+    assert done.stdout == (whole.stdout.split(b"\n")[0] + b"\n" if reader == "head -1" else b"")
+
+
+def _inst_dump(path, **state):
+    source = replay.load(FIXTURES / "crash_dump_0.5.12.pkl")
+    record = source.requests[0]._record
+    record[0].state.update({"text": "[INST] France [/INST]", **state})
+    path.write_bytes(dumps({"server_args": {"model_path": f"meta-llama/{MARKUP}{CONTROL}", "tp_size": 1},
+                            "launch_command": f"python -m sglang.launch_server {MARKUP}",
+                            "requests": [record]}))
+    return path
+
+
+def test_replay_lists_a_llama_prompt_as_text(tmp_path):
+    path = _inst_dump(tmp_path / "inst.pkl", rid=f"r-{MARKUP}{CONTROL}")
+    done = run_cli("replay", path, "--list")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout.decode()
+    _plain_lines(out)
+    assert "[INST] France [/INST]" in out
+    assert escape(f"meta-llama/{MARKUP}{CONTROL}") in out
+    assert f"launched as: python -m sglang.launch_server {MARKUP}" in out
+
+
+def test_replay_result_prints_the_dumps_text_as_text(tmp_path):
+    rid = f"r{MARKUP}{CONTROL}"
+    path = _inst_dump(tmp_path / "inst.pkl", rid=rid)
+    log = tmp_path / "server.log"
+    with standin(tmp_path, "--die-on", "France", "--die-how", "log", "--log", str(log),
+                 "--diverge-on", "France") as server:
+        done = run_cli("replay", path, "--url", server.url, "--watch-log", log, "--any-crash", *FAST_WATCH)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout.decode()
+    _plain_lines(out)
+    assert _squeezed(escape(rid)[:20]) in _squeezed(out)  # the problem table's rid column
+    assert out.splitlines()[-1] == "reproduced 1/1"
+
+
+def test_serve_and_dump_now_messages_escape_what_they_name(tmp_path):
+    name = "no-such-server-[bold]x[/bold] [INST]\x1b[2J"
+    served = run_cli("serve", "--runs-dir", tmp_path / "runs", "--", str(tmp_path / name))
+    assert served.returncode in (2, 3) and b"Traceback" not in served.stderr
+    assert b"\x1b" not in served.stderr and escape(name).encode() in served.stderr
+    dumped = run_cli("dump-now", tmp_path / name)
+    assert dumped.returncode == 2 and b"\x1b" not in dumped.stderr
+    assert escape(name).encode() in dumped.stderr
+
+
+def test_the_install_hint_keeps_its_extra(triage_report, monkeypatch):
+    """nvdisasm's absence is explained with a command that has brackets in it."""
+    from crashlab import sass
+    from crashlab.report.model import Sass
+
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.setenv("CUDA_HOME", "/nonexistent")
+    monkeypatch.setattr(sass.importlib.util, "find_spec", lambda name: None)
+    hint = sass.find_nvdisasm()[1]
+    assert hint.endswith("pip install 'crashlab[sass]'")
+    fault = triage_report.faults[0].model_copy(update={"sass": Sass(unavailable_reason=hint)})
+    report = triage_report.model_copy(update={"faults": [fault]})
+    console = ViewConsole(file=io.StringIO(), width=400)
+    terminal.render(report, console)
+    assert f"SASS: unavailable: {hint}" in console.file.getvalue()
+    assert f"SASS unavailable: {hint}" in _rendered_text(markdown.render(report))
+
+
+# -- every view, on report objects whose every string is hostile -------------------------------
+PIECES = st.one_of(
+    st.sampled_from(["[/bold]", "[red]x[/red]", "[INST] France [/INST]", "[link=file:///x]y[/link]",
+                     ":thumbs_up:", "**b**", "_i_", "`c`", "``", "<script>", "&amp;", "| a |", "# h",
+                     "- l", "1. o", "> q", "$x$", "~~s~~", "\\", "***", "\n", " "]),
+    st.text(st.characters(categories=["Cc", "Cf", "Cs", "Zl", "Zp", "Co"]), min_size=1, max_size=4),
+    st.binary(min_size=1, max_size=6).map(lambda raw: raw.decode("utf-8", "surrogateescape")),
+    st.text(max_size=12),
+)
+HOSTILE = st.one_of(st.lists(PIECES, min_size=1, max_size=6).map("".join),
+                    st.tuples(PIECES, st.integers(50, 400)).map(lambda p: p[0] * p[1]))
+
+
+def _paths(data, at=()):
+    if isinstance(data, str):
+        yield at
+    elif isinstance(data, dict):
+        for key, value in data.items():
+            yield from _paths(value, at + (key,))
+    elif isinstance(data, list):
+        for index, value in enumerate(data):
+            yield from _paths(value, at + (index,))
+
+
+def _put(data, at, value):
+    for key in at[:-1]:
+        data = data[key]
+    data[at[-1]] = value
+
+
+def hostile_copy(model, texts: list[str]):
+    """``model`` with every string that its type lets be any string replaced by one of ``texts``."""
+    data = model.model_dump()
+    original = {}
+    for number, at in enumerate(list(_paths(data))):
+        original[at] = data
+        for key in at:
+            original[at] = original[at][key]
+        _put(data, at, texts[number % len(texts)])
+    for _ in range(20):
+        try:
+            return type(model).model_validate(data)
+        except ValidationError as problem:
+            for error in problem.errors():
+                loc = tuple(error["loc"])
+                at = max((p for p in original if loc[:len(p)] == p), key=len)
+                _put(data, at, original[at])
+    raise AssertionError("could not make a valid hostile copy")
+
+
+@pytest.fixture(scope="module")
+def triage_report(tmp_path_factory):
+    path = tmp_path_factory.mktemp("views") / "core.nvcudmp"
+    coredump_builder.write(scenarios.device_function().spec, path)
+    return crashlab.inspect(path, debugger=True, debugger_program=CUDA_GDB)
+
+
+@pytest.fixture(scope="module")
+def run_report(triage_report):
+    finding = Finding(kind="traceback", text="RuntimeError: CUDA error", stream="stderr", line=3,
+                      time="t", rank="TP0", before=["a"], after=["b"],
+                      frames=[TracebackFrame(file="f.py", line=1, function="g", code="x()")])
+    context = finding.model_copy(update={"frames": []})
+    dump = DumpTriage(path="cores/core.nvcudmp", label="FAULT", reasons=["first"], written_at="w",
+                      size_bytes=1, sha256="0", summary="s", report=triage_report)
+    process = ProcessRecord(pid=1, ppid=0, role="scheduler", ranks="TP0", cmdline="python -m x",
+                            started_at="s", exit=ExitStatus(signal=9, signal_name="SIGKILL"))
+    incident = Incident(incarnation=1, directory="incarnation-1", kind="crash", started_at="a",
+                        ended_at="b", exit=ExitStatus(code=1), stopped_by_crashlab=False,
+                        summary="boom", dumps=[dump], findings=[finding, context],
+                        replay_commands=["crashlab replay x.pkl"], notes=["n"], processes=[process])
+    return RunReport(tool=Tool(version="t"), status="crash", summary="boom",
+                     source=Source(path="/r", size_bytes=1, kind="run"), command=["python", "-m", "x"],
+                     incidents=[incident], warnings=["w"])
+
+
+@pytest.fixture(scope="module")
+def replay_result(tmp_path_factory):
+    where = tmp_path_factory.mktemp("replayed")
+    with standin(where, "--diverge-on", "The capital") as server:
+        done = run_cli("replay", FIXTURES / "crash_dump_0.5.12.pkl", "--url", server.url, "--json",
+                       *FAST_WATCH)
+    result = ReplayResult.model_validate_json(done.stdout)
+    return result.model_copy(update={"warnings": ["w"], "server_log": "server.log"})
+
+
+def _terminal_views(render) -> list[str]:
+    """The view on crashlab's console and on a plain Rich one (markup on): neither may raise."""
+    outputs = []
+    for console in (ViewConsole(file=io.StringIO(), width=120),
+                    Console(file=io.StringIO(), width=120, color_system=None)):
+        render(console)
+        outputs.append(console.file.getvalue())
+    return outputs
+
+
+def _shows(out: str, *texts: str) -> None:
+    for text in texts:
+        assert _squeezed(escape(text)) in _squeezed(out), text
+
+
+VIEW_SETTINGS = settings(max_examples=25, deadline=None,
+                         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+@VIEW_SETTINGS
+@given(texts=st.lists(HOSTILE, min_size=1, max_size=5))
+def test_triage_views_show_any_text_as_itself(triage_report, texts):
+    report = hostile_copy(triage_report, texts)
+    for number, out in enumerate(_terminal_views(lambda console: terminal.render(report, console))):
+        assert out.splitlines()[0] == escape(report.summary).rstrip()  # views keep no trailing spaces
+        _shows(out, *(f"warning: {w}" for w in report.warnings))
+        if number == 0:
+            _plain_lines(out)
+    body = markdown.render(report)
+    _plain_lines(body)
+    assert body.splitlines()[0] == f"### crashlab: {inline(report.summary)}".rstrip()
+    seen = _rendered_text(body)
+    _shows(seen, report.summary)
+    if "cut here" not in body:
+        _shows(seen, *report.warnings)
+
+
+@VIEW_SETTINGS
+@given(texts=st.lists(HOSTILE, min_size=1, max_size=5))
+def test_run_report_view_shows_any_text_as_itself(run_report, texts):
+    report = hostile_copy(run_report, texts)
+    body = run_markdown(report)
+    _plain_lines(body)
+    assert body.splitlines()[0] == f"### crashlab serve: {inline(report.summary)}".rstrip()
+    seen = _rendered_text(body)
+    _shows(seen, report.summary)
+    if "cut here" not in body:
+        _shows(seen, *report.warnings, *report.incidents[0].notes)
+
+
+@VIEW_SETTINGS
+@given(texts=st.lists(HOSTILE, min_size=1, max_size=5))
+def test_replay_result_view_shows_any_text_as_itself(replay_result, texts):
+    result = hostile_copy(replay_result, texts)
+    for number, out in enumerate(_terminal_views(lambda console: replay_views.render_result(result, console))):
+        _shows(out, *(f"warning: {w}" for w in result.warnings))
+        if number == 0:
+            _plain_lines(out)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rid=HOSTILE, prompt=HOSTILE, model=HOSTILE)
+def test_replay_listing_shows_any_text_as_itself(tmp_path_factory, rid, prompt, model):
+    path = tmp_path_factory.mktemp("listed") / "dump.pkl"
+    source = replay.load(FIXTURES / "crash_dump_0.5.12.pkl")
+    record = source.requests[0]._record
+    record[0].state.update({"rid": rid, "text": prompt})
+    path.write_bytes(dumps({"server_args": {"model_path": model}, "launch_command": model,
+                            "requests": [record]}))
+    def render(console):
+        lister = replay_views.RequestLister(console)
+        lister.summary(replay.load(path, on_request=lister.row))
+
+    for number, out in enumerate(_terminal_views(render)):
+        _shows(out, f"launched as: {model}")
+        if number == 0:
+            _plain_lines(out)
