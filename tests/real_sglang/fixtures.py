@@ -18,7 +18,7 @@ import pytest
 
 from tests.conftest import free_port
 from tests.real_sglang import env, server
-from tests.serve_harness import Serve
+from tests.serve_harness import Serve, survivors
 
 #: Requests that finish before each crash: "dozens", for the minimiser to shrink.
 TRAFFIC = 30
@@ -106,7 +106,11 @@ def crash(kind: str, sglang: Path, work: Path) -> CrashedRun:
     except BaseException:
         if serve.proc.poll() is None:
             serve.signal(signal.SIGINT)
-            serve.finish(timeout=120)
+            try:
+                serve.finish(timeout=120)
+            finally:  # a crashlab that had to be killed leaves the server to the test
+                for survivor in survivors(serve.manifest()):
+                    survivor.kill()
         raise
 
 
