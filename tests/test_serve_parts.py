@@ -501,3 +501,24 @@ def test_a_native_stack_dump_does_not_crowd_the_signal_in_the_headline():
                                   exit=ExitStatus(signal=9, signal_name="SIGKILL"))
     assert incident.summarise(record, []) == \
         "detokenizer (pid 12) killed by SIGSEGV; server killed by SIGKILL"
+
+
+def test_a_command_line_read_empty_in_the_middle_of_an_exec_is_read_again():
+    """Popen returns once the child's exec is past its point of no return, before the kernel
+    has laid out the new argv: /proc/<pid>/cmdline can read empty then (seen in CI with real
+    SGLang). The state that race leaves is set by hand here; the re-read is real."""
+    import subprocess
+    import sys
+
+    from crashlab.supervise import proctree
+
+    root = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3)", "marker-argument"])
+    try:
+        tree = proctree.ProcessTree(root)
+        tree.root_record.cmdline = ""
+        tree.poll()
+        assert tree.root_record.role == "server"
+        assert tree.root_record.cmdline.endswith("marker-argument")
+    finally:
+        root.kill()
+        root.wait()

@@ -37,7 +37,7 @@ MAX_CMDLINE = 500
 MAX_RECORDS = 1000
 #: SGLang's children take their ``sglang::`` title (setproctitle) only once their imports are
 #: done, seconds after they appear as a bare ``multiprocessing.spawn`` command line; an unnamed
-#: process is looked at again until it is this many seconds old.
+#: process (or one whose command line read empty) is looked at again until it is this old.
 TITLE_WINDOW = 600.0
 
 #: Signals that mean the process crashed, as opposed to being told to stop.
@@ -149,10 +149,12 @@ class ProcessTree:
         return appeared, ended
 
     def _titled(self) -> list[ProcessRecord]:
-        """Unnamed live processes that have since set an ``sglang::`` title."""
+        """Live processes read again: unnamed ones that have since set an ``sglang::`` title,
+        and any whose command line read empty (a process seen in the middle of its exec: its
+        parent's Popen returns before the kernel has laid out the new argv)."""
         titled = []
         for key, (proc, record) in self._tracked.items():
-            if record.role != "process" or record.exit is not None \
+            if (record.role != "process" and record.cmdline) or record.exit is not None \
                     or time.time() - key[1] > TITLE_WINDOW:
                 continue
             try:
@@ -160,8 +162,10 @@ class ProcessTree:
             except psutil.Error:
                 continue
             role, ranks = role_of(cmdline)
-            if role != "process":
+            named = record.role == "process" and role != "process"
+            if named:
                 record.role, record.ranks = role, ranks
+            if cmdline and (named or not record.cmdline):
                 record.cmdline = self._cmdline(cmdline)
                 titled.append(record)
         return titled
