@@ -27,7 +27,7 @@ from ..errors import CrashlabError
 from ..report.model import TriageReport
 from ..report.run import DumpTriage, FileRecord, Finding, Incident
 from . import timestamps
-from .logscan import CHILD_CRASHED
+from .logscan import CHILD_CRASHED, SGLANG_PREFIX, TRACEBACK_STARTS
 from .manifest import Incarnation
 from .proctree import CRASH_SIGNALS
 
@@ -117,22 +117,19 @@ def _telling(findings: list[Finding]) -> Finding | None:
 #: Findings that say more than the signal that ended a process (a native stack dump, "Fatal
 #: Python error: Segmentation fault" or SGLang's "Subprocess ... crashed" only repeat it).
 _EXPLAINING = ("cuda-error", "xid", "scheduler-exception", "nccl-timeout", "oom")
-#: SGLang's logger prefix ("[2026-06-01 12:00:01 TP0] "), and anything glued before it (see
-#: logscan._SGLANG_TAGS): the finding keeps them, the headline says the rank on its own.
-_LOG_PREFIX = re.compile(r"^.*?\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[^\]]*\]\s*")
-_TRACEBACK_TAIL = re.compile(r"Traceback \(most recent call last\):\s*$")
 
 
 def headline(finding: Finding, findings: list[Finding]) -> str:
     """A finding as the line that names the crash. SGLang's "Scheduler hit an exception:" line
     ends where its traceback starts; the exception comes from that traceback (same stream and
-    line), so the headline says ``IndexError: ...``, not ``Traceback (most recent call last):``."""
-    text = _LOG_PREFIX.sub("", finding.text.strip())
-    if _TRACEBACK_TAIL.search(text):
+    line), so the headline says ``IndexError: ...``, not ``Traceback (most recent call last):``.
+    SGLang's log prefix goes (the finding keeps it); the rank is said on its own."""
+    text = SGLANG_PREFIX.sub("", finding.text.strip())
+    if TRACEBACK_STARTS.search(text):
         traceback = next((f for f in findings if f.kind == "traceback" and f.stream == finding.stream
                           and f.line == finding.line), None)
         if traceback is not None:
-            text = _TRACEBACK_TAIL.sub(lambda _: traceback.text.strip(), text)
+            text = TRACEBACK_STARTS.sub(lambda _: traceback.text.strip(), text)
     where = f" [{finding.rank}]" if finding.rank else ""
     return f"{text[:300]}{where}"
 

@@ -96,7 +96,11 @@ _TORCH_RANK = re.compile(r"^\[(?P<rank>rank\d+)\]: ?")
 #: and SGLang's next record is glued to it ("...leaked 3 types![2026-... TP0] SIGQUIT received").
 _SGLANG_TAGS = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?P<tags>(?: [A-Z_]+\d+)+)\]")
 _FRAME = re.compile(_FRAME_TEXT)
-_HEAD = re.compile(_TRACEBACK_HEAD + r"\s*$")
+#: A line that ends where a traceback starts (also how incident.py finds SGLang's
+#: "Scheduler hit an exception: Traceback ..." line to complete its headline).
+TRACEBACK_STARTS = re.compile(_TRACEBACK_HEAD + r"\s*$")
+#: SGLang's logger prefix ("[2026-06-01 12:00:01 TP0] ") with anything glued before it.
+SGLANG_PREFIX = re.compile(r"^.*?\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[^\]]*\]\s*")
 _EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(?::|$)")
 
 Sink = Callable[[Finding], None]
@@ -211,7 +215,7 @@ class StreamScanner:
         self._waiting = [f for f in self._waiting if len(f.after) < self.context]
 
     def _traceback(self, key: str | None, tags: str | None, body: str, text: str) -> None:
-        if _HEAD.search(body):
+        if TRACEBACK_STARTS.search(body):
             self._finish(key, None)
             self._tracebacks[key] = _Traceback(self._finding("traceback", text, tags))
             return
