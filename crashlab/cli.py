@@ -123,7 +123,7 @@ def inspect(core: str, as_json: bool, as_markdown: bool, no_sass: bool, context:
     """Explain a CUDA GPU coredump: faulting kernel, exception, block, thread, PC, SASS, source.
 
     CORE is a .nvcudmp file, gzip-compressed or not, or - for standard input. No GPU and no
-    cuda-gdb are needed; SASS needs nvdisasm (pip install 'crashlab[sass]').
+    cuda-gdb are needed; SASS needs nvdisasm (pip install nvidia-cuda-nvdisasm).
 
     \b
     Examples:

@@ -209,7 +209,7 @@ def find_nvdisasm() -> tuple[str | None, str]:
                 return str(candidate), ""
     return None, (
         "nvdisasm not found (looked on PATH, under CUDA_HOME and /usr/local/cuda, and for the "
-        "nvidia-cuda-nvdisasm wheel); install it with: pip install 'crashlab[sass]'"
+        "nvidia-cuda-nvdisasm wheel); install it with: pip install 'nvidia-cuda-nvdisasm' (crashlab's [sass] extra)"
     )
 
 

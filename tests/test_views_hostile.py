@@ -210,7 +210,7 @@ def test_the_install_hint_keeps_its_extra(triage_report, monkeypatch):
     monkeypatch.setenv("CUDA_HOME", "/nonexistent")
     monkeypatch.setattr(sass.importlib.util, "find_spec", lambda name: None)
     hint = sass.find_nvdisasm()[1]
-    assert hint.endswith("pip install 'crashlab[sass]'")
+    assert hint.endswith("pip install 'nvidia-cuda-nvdisasm' (crashlab's [sass] extra)")
     fault = triage_report.faults[0].model_copy(update={"sass": Sass(unavailable_reason=hint)})
     report = triage_report.model_copy(update={"faults": [fault]})
     console = ViewConsole(file=io.StringIO(), width=400)
