@@ -236,16 +236,6 @@ def test_cli_debugger_section_and_exit_codes(planted_dump, standin, tmp_path):
     assert len(lines) == 1 and "cuda-gdb not found" in lines[0] and "native report stands" in lines[0]
 
 
-def test_missing_command_files_leave_the_section_empty_with_a_reason(planted_dump, standin, monkeypatch, tmp_path):
-    from crashlab.gdb import triage
-
-    path, _ = planted_dump
-    monkeypatch.setattr(triage, "FAULT_SCRIPT", tmp_path / "gone.gdb")
-    report = _inspect(path, standin())
-    assert report.debugger.status == "unavailable" and "gone.gdb is missing" in report.debugger.reason
-    assert report.faults == crashlab.inspect(path, sass=False).faults
-
-
 def test_a_gzip_dump_is_unpacked_for_the_debugger(planted_dump, standin, tmp_path):
     """cuda-gdb reads only plain files: the driver's gzip_compress output is unpacked first."""
     import gzip

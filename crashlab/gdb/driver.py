@@ -27,9 +27,8 @@ import pexpect
 import psutil
 
 from ..toolpath import find_cuda_tool
+from . import command_files
 
-SCRIPTS = Path(__file__).resolve().parent.parent.parent / "gdb_scripts"
-SESSION_SCRIPT = SCRIPTS / "crashlab-session.gdb"
 
 #: The pager's prompt (GDB 9 and later, then older releases) and the answer that lets it go on.
 PAGER_PROMPTS = {
@@ -67,12 +66,6 @@ class SetupCommand:
     timeout: float
 
 
-def session_settings() -> list[str]:
-    """The settings every session starts with (gdb_scripts/crashlab-session.gdb, one per line)."""
-    lines = SESSION_SCRIPT.read_text().splitlines() if SESSION_SCRIPT.is_file() else []
-    return [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
-
-
 def find_cuda_gdb() -> tuple[str | None, str]:
     """Path of cuda-gdb, or None and a sentence saying where it was looked for."""
     found, problem = find_cuda_tool("cuda-gdb", "CRASHLAB_CUDA_GDB")
@@ -106,7 +99,7 @@ class Debugger:
         """Spawn the debugger and wait for its first prompt; the reply holds its banner."""
         self._prompt = f"<crashlab-{secrets.token_hex(6)}>"
         argv = ["-nx", "-q", "-iex", "set editing off"]
-        for setting in session_settings():
+        for setting in command_files.commands(command_files.SESSION):
             argv += ["-iex", setting]
         argv += ["-iex", f"set prompt {self._prompt}", *self.args]
         environment = {**os.environ, **(self.env or {}), "TERM": "dumb", "LC_ALL": "C"}

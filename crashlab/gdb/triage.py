@@ -33,11 +33,10 @@ from ..coredump.elf import copy_within_room
 from ..report import model as m
 from . import mi, parse
 from .agreement import compare
-from .driver import SCRIPTS, Debugger, Reply, SetupCommand, find_cuda_gdb
+from . import command_files
+from .driver import Debugger, Reply, SetupCommand, find_cuda_gdb
 from .lineinfo import unrelocated_line_table
 
-TRIAGE_SCRIPT = SCRIPTS / "cudacore-triage.gdb"
-FAULT_SCRIPT = SCRIPTS / "cudacore-fault.gdb"
 #: Output kept per command in the report's transcript.
 TRANSCRIPT_LIMIT = 4096
 #: Bytes per SASS instruction (sm_70 and later), for a window the native report does not give.
@@ -51,12 +50,6 @@ _CLI_FALLBACK = {
     "-cuda-focus-switch": "cuda",
 }
 _PROBLEM_OF_STATUS = {"timeout": "timeout", "died": "died", "not-run": "given-up"}
-
-
-def script(path: Path) -> list[str]:
-    """The commands of a gdb_scripts file, comments and blank lines left out."""
-    lines = path.read_text().splitlines()
-    return [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
 
 
 def mi_command(command: str) -> str:
@@ -111,11 +104,6 @@ def view(core_path: str, report: m.TriageReport, *, program: str | None = None,
     """The debugger section for ``report``, read from the dump at ``core_path``. ``context`` is
     the disassembly window's half-width where a fault has no native SASS window to follow."""
     began = time.monotonic()
-    missing = [path for path in (TRIAGE_SCRIPT, FAULT_SCRIPT) if not path.is_file()]
-    if missing:
-        return m.DebuggerSection(status="unavailable", reason=(
-            f"crashlab's command file {missing[0]} is missing (gdb_scripts/ ships with the source "
-            "tree, not yet in a wheel)"))
     if program is None:
         program, why = find_cuda_gdb()
         if program is None:
@@ -176,7 +164,7 @@ def _load(session: _Session, core: str, timeout: float) -> bool:
 
 def _overview(session: _Session) -> None:
     section = session.section
-    for line in script(TRIAGE_SCRIPT):
+    for line in command_files.commands(command_files.TRIAGE):
         result, text = session.ask(line)
         if "-cuda-info-kernels" in line:
             section.kernels = mi.kernels(result.payload) if result else parse.kernels_table(text)
@@ -226,7 +214,7 @@ def _fault_view(session: _Session, core: str, index: int, fault: m.Fault,
         view.agreement = compare(fault, view)
         return view
     session.debugger.setup = session.debugger.setup[:1] + [SetupCommand(switch, session.timeout)]
-    for line in script(FAULT_SCRIPT) + [_disassemble(fault, context)]:
+    for line in command_files.commands(command_files.FAULT) + [_disassemble(fault, context)]:
         _read_fault_line(view, line, *session.ask(line))
         focus = view.focus
         if "-cuda-focus-query" in line and (
