@@ -23,6 +23,7 @@ import crashlab
 from crashlab import cubin_info
 from crashlab.coredump.model import ParamBlock
 from crashlab.demangle import demangle
+from crashlab.report import text
 from crashlab.report.params import argument_types, kernel_params, shown
 from crashlab.toolpath import find_cuda_tool
 from tests import scenarios
@@ -260,3 +261,33 @@ def test_real_cuda_gdb_reads_the_values_crashlab_reads(build, real_cuda_gdb):
     said = cuda_gdb(real_cuda_gdb, path, *commands)
     read = [int(re.search(r"\$\d+ = (0x[0-9a-f]+)", said[c])[1], 16) for c in commands]
     assert read == [p.value for p in params.values] == [TOPK_IDS, EXPERT_COUNTS, NUMEL & 0xFFFFFFFF]
+
+
+def test_the_views_phrase_says_why_a_buffer_is_not_split_and_caps_long_lists():
+    block = ParamBlock(address=0x7F00_0000_0000, size=20, data=bytes(20))
+    unsplit = kernel_params(block, None, "the kernel's cubin has no .nv.info section for it", "k()")
+    assert text.param_items(unsplit) == [
+        "20 bytes at 0x7f0000000000 (the kernel's cubin has no .nv.info section for it)"]
+    many = cubin_info.ParamLayout(params=[cubin_info.KernelParam(i, 4 * i, 4, 0, 0, 0x1F, True)
+                                          for i in range(text.MAX_PARAMS_SHOWN + 3)])
+    wide = ParamBlock(address=0x7F00_0000_0000, size=4 * len(many.params),
+                      data=b"".join(i.to_bytes(4, "little") for i in range(len(many.params))))
+    items = text.param_items(kernel_params(wide, many, "", "_Z1kv"))
+    assert items[0] == "#0 (4 bytes) = 0" and items[-2] == f"#{text.MAX_PARAMS_SHOWN - 1} (4 bytes) = 15"
+    assert items[-1] == "... 3 more in the JSON report" and len(items) == text.MAX_PARAMS_SHOWN + 1
+    assert text.param_items(None) == []
+
+
+@pytest.mark.gpu
+def test_a_real_dump_shows_the_launch_arguments(tmp_path):
+    """illegal_address.cu launches write_past_end(data, 1024): the driver's own parameter buffer
+    read through the cubin's layout gives back 1024 and the cudaMalloc'ed pointer."""
+    from tests.test_gpu import _run_with_coredump
+
+    dumps = _run_with_coredump("illegal_address", tmp_path)
+    assert dumps, "the driver wrote no coredump"
+    params = crashlab.inspect(dumps[0], sass=False).faults[0].params
+    assert params is not None, "the driver's dump has no parameter buffer for the grid"
+    assert [(p.ordinal, p.offset, p.size, p.type) for p in params.values] == [
+        (0, 0, 8, "int*"), (1, 8, 4, "int")]
+    assert params.values[1].shown == "1024" and params.values[0].value
