@@ -276,6 +276,11 @@ def test_the_views_phrase_says_why_a_buffer_is_not_split_and_caps_long_lists():
     assert items[0] == "#0 (4 bytes) = 0" and items[-2] == f"#{text.MAX_PARAMS_SHOWN - 1} (4 bytes) = 15"
     assert items[-1] == "... 3 more in the JSON report" and len(items) == text.MAX_PARAMS_SHOWN + 1
     assert text.param_items(None) == []
+    unlisted = kernel_params(block, cubin_info.ParamLayout(area_size=20), "", "k(int)")
+    assert text.param_items(unlisted) == ["20 bytes at 0x7f0000000000 (the cubin gives a 20-byte "
+                                          "parameter area but no EIATTR_KPARAM_INFO record in it)"]
+    assert text.param_items(kernel_params(block, cubin_info.ParamLayout(), "", "k()")) == [
+        "20 bytes at 0x7f0000000000 (the kernel takes no parameters)"]
 
 
 @pytest.mark.gpu

@@ -101,6 +101,10 @@ def kernel_params(block: ParamBlock, layout: ParamLayout | None, why: str,
     if layout is None:
         params.layout_unavailable = why or "no parameter layout for this kernel"
         return params
+    if not layout.params and layout.area_size:
+        params.layout_unavailable = (f"the cubin gives a {layout.area_size}-byte parameter area but "
+                                     "no EIATTR_KPARAM_INFO record in it")
+        return params
     types = argument_types(signature)
     if types is not None and [p.ordinal for p in layout.params] != list(range(len(types))):
         types = None
