@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 
 from .coredump.core import CoreDump
-from .coredump.fault import DETAILED_GROUPS, locate
+from .coredump.fault import DETAILED_GROUPS, Location, locate
+from .cubin_info import ParamLayout, kernel_param_layout
 from .report.coredump import MAX_POSITIONS, build
 from .report.model import TriageReport
 from .sass import CodeFinder, CodeLocation, SassView, disassemble
@@ -41,7 +42,8 @@ def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
                                          current_pc=site.lane.virtual_pc if site.lane else None))
         code = _code_map(finder, location)
         warnings = core.warnings + location.warnings + finder.problems
-        report = build(core, location, views, code, warnings)
+        report = build(core, location, views, code, warnings,
+                       _param_layouts(core, finder, location))
     if debugger:
         from .gdb.triage import view as debugger_view  # pexpect and pygdbmi only when asked
 
@@ -64,3 +66,26 @@ def _code_map(finder: CodeFinder, location) -> dict[int, CodeLocation | None]:
             found = finder.locate(pc, grid)
             code[pc] = found[0] if found else None
     return code
+
+
+def _param_layouts(core: CoreDump, finder: CodeFinder,
+                   location: Location) -> list[tuple[ParamLayout | None, str]]:
+    """Each detailed fault's kernel parameter layout, from the cubin holding the kernel's entry
+    (a fault's PC may lie in a device function; the kernel's own .nv.info is what lays out its
+    parameters). (None, why) where it cannot be had."""
+    layouts: list[tuple[ParamLayout | None, str]] = []
+    read: dict[tuple[int, str], tuple[ParamLayout | None, str]] = {}
+    for fault in location.faults[:DETAILED_GROUPS]:
+        grid = fault.site.grid
+        if fault.params is None or grid is None:
+            layouts.append((None, ""))
+            continue
+        found = finder.locate(grid.function_entry, grid)
+        if found is None:
+            layouts.append((None, "no cubin in the dump holds the kernel's entry"))
+            continue
+        key = (found[0].image_section, grid.function)
+        if key not in read:
+            read[key] = kernel_param_layout(core.image_bytes(key[0]), grid.function)
+        layouts.append(read[key])
+    return layouts

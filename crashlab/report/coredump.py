@@ -12,9 +12,11 @@ from ..coredump.constants import generation_flag_names
 from ..coredump.core import CoreDump
 from ..coredump.fault import Fault as FoundFault
 from ..coredump.fault import Location, Residency
+from ..cubin_info import ParamLayout
 from ..demangle import demangle
 from ..sass import CodeLocation, SassView
 from . import model as m
+from .params import kernel_params
 from .text import dim, kernel_name, short_source, sm_phrase
 
 #: Distinct PCs listed per kernel in ``warps_at``; the rest are counted in the totals.
@@ -66,7 +68,8 @@ def _sass(view: SassView) -> m.Sass:
     )
 
 
-def _fault(found: FoundFault, view: SassView, code: dict[int, CodeLocation | None]) -> m.Fault:
+def _fault(found: FoundFault, view: SassView, code: dict[int, CodeLocation | None],
+           layout: tuple[ParamLayout | None, str]) -> m.Fault:
     site = found.site
     grid, cta, lane = site.grid, site.cta, site.lane
     place = view.location
@@ -125,8 +128,8 @@ def _fault(found: FoundFault, view: SassView, code: dict[int, CodeLocation | Non
         uniform_predicates=_named(found.uniform_predicates, "UP"),
         backtrace=[_frame(frame.level, frame.virtual_return_address, code)
                    for frame in found.backtrace],
-        params=m.Params(address=f"{found.params.address:#x}", size=found.params.size,
-                        hex=found.params.data.hex()) if found.params else None,
+        params=kernel_params(found.params, *layout, demangle(grid.function) if grid else "")
+        if found.params else None,
         const_banks=[m.ConstBank(bank=b.bank_id, address=f"{b.address:#x}", size=b.size)
                      for b in found.const_banks],
         sass=_sass(view),
@@ -177,6 +180,7 @@ def build(
     views: list[SassView],
     code: dict[int, CodeLocation | None],
     warnings: list[str],
+    layouts: list[tuple[ParamLayout | None, str]] = (),
 ) -> m.TriageReport:
     meta = core.metadata
     memory_sections, memory_bytes = core.memory_totals()
@@ -194,7 +198,8 @@ def build(
         dump.generation_flags = generation_flag_names(meta.flags or 0)
         dump.timestamp = meta.timestamp
     faults = [_fault(found, views[i] if i < len(views) else SassView(
-        unavailable_reason="not disassembled: only the most relevant faults are"), code)
+        unavailable_reason="not disassembled: only the most relevant faults are"), code,
+        layouts[i] if i < len(layouts) else (None, ""))
         for i, found in enumerate(location.faults)]
     kernels = [_kernel(stats, code) for stats in location.residency]
     report = m.TriageReport(

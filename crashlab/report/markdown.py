@@ -89,6 +89,8 @@ def _fault(fault: Fault, number: int, primary: bool, detail: _Detail) -> list[st
     ]
     if fault.cluster_idx is not None:
         rows.append(("Cluster", text.dim(fault.cluster_idx)))
+    if fault.params is not None:
+        rows.append(("Params", ", ".join(code(item) for item in text.param_items(fault.params))))
     rows += [(f"Frame #{f.level}", f"{code(f.pc)} {inline(text.frame_function(f))}") for f in fault.backtrace]
     rows += [("Resident warp", inline(line)) for line in text.candidate_lines(fault)]
     rows += [("Note", inline(note)) for note in fault.notes]

@@ -129,10 +129,30 @@ class Frame(_Model):
     function_offset: int | None = None
 
 
+class Param(_Model):
+    """One kernel parameter: where the cubin's parameter info puts it, and its bytes."""
+
+    ordinal: int
+    offset: int = Field(description="offset into the parameter buffer (EIATTR_KPARAM_INFO)")
+    size: int
+    type: str | None = Field(None, description="from the demangled kernel signature, where its "
+                                               "argument count matches the cubin's")
+    value: int | None = Field(None, description="little-endian unsigned integer of a 1, 2, 4 or "
+                                                "8-byte parameter")
+    hex: str | None = Field(None, description="the parameter's bytes; null where the dump's "
+                                              "buffer ends before them")
+    shown: str = Field(description="the value as the views print it: hex for 8 bytes and pointers, "
+                                   "decimal (signed for signed types) for smaller integers, a "
+                                   "float for float/double, bytes for structs")
+
+
 class Params(_Model):
     address: str
     size: int
     hex: str = Field(description="the parameter buffer's bytes (at most 32 KiB)")
+    values: list[Param] = Field(default_factory=list, description="the buffer split into the "
+                                "kernel's parameters, ordinal order")
+    layout_unavailable: str | None = Field(None, description="why values is empty")
 
 
 class ConstBank(_Model):

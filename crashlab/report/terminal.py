@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
+from rich.text import Text
 from ..console import plain
 from . import text
 from .model import Fault, TriageReport
@@ -46,6 +47,8 @@ def _fault_panel(fault: Fault, title: str) -> Panel:
     grid.add_row("PC", plain(f"{fault.pc or 'not recorded'} ({fault.pc_source})"))
     grid.add_row("source", plain(text.short_source(fault.sass.source) or "-"))
     grid.add_row("spread", plain(text.spread(fault)))
+    if fault.params is not None:
+        grid.add_row("params", Text("\n").join(map(plain, text.param_items(fault.params))))
     if fault.cluster_target_block is not None:
         grid.add_row("target", plain(f"cluster target block {text.dim(fault.cluster_target_block)}"))
     for frame in fault.backtrace:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .model import Fault, Range, SourceLine
+from .model import Fault, Params, Range, SourceLine
 
 MAX_REGISTERS_SHOWN = 64
 
@@ -90,6 +90,24 @@ def function_line(fault: Fault) -> str:
     name = readable_name(fault.function) if fault.function else kernel
     offset = f" +{fault.function_offset:#x}" if fault.function_offset is not None else ""
     return f"{name}{offset}"
+
+
+#: Kernel parameters the human views list; the JSON report has them all.
+MAX_PARAMS_SHOWN = 16
+
+
+def param_items(params: Params | None) -> list[str]:
+    """``#0 int const* = 0x7fff00001000`` per kernel parameter (``#2 (4 bytes) = 1024`` where the
+    signature gives no type); the buffer's size and address where no layout splits it."""
+    if params is None:
+        return []
+    if not params.values:
+        why = params.layout_unavailable or "the kernel takes no parameters"
+        return [f"{params.size} bytes at {params.address} ({why})"]
+    items = [f"#{p.ordinal} {readable_name(p.type, 60) if p.type else f'({p.size} bytes)'} = {p.shown}"
+             for p in params.values[:MAX_PARAMS_SHOWN]]
+    hidden = len(params.values) - MAX_PARAMS_SHOWN
+    return items + ([f"... {hidden} more in the JSON report"] if hidden > 0 else [])
 
 
 def spread(fault: Fault) -> str:
