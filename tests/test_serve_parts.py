@@ -8,6 +8,7 @@ import random
 import socket
 from pathlib import Path
 
+import psutil
 import pytest
 
 from crashlab.errors import BadInput
@@ -22,6 +23,7 @@ from crashlab.supervise.logscan import StreamScanner
 from crashlab.supervise.proctree import role_of
 from crashlab.report.run import FileRecord
 from tests import scenarios
+from tests.serve_harness import wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "fixtures" / "logs" / "sglang_cuda_graph_capture_traceback.log"  # real, see PROVENANCE
@@ -514,6 +516,8 @@ def test_a_command_line_read_empty_in_the_middle_of_an_exec_is_read_again():
 
     root = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3)", "marker-argument"])
     try:
+        # the race itself is not waited for here: the exec is let finish, then its state is set
+        wait_for(lambda: "marker-argument" in psutil.Process(root.pid).cmdline(), "the child's argv")
         tree = proctree.ProcessTree(root)
         tree.root_record.cmdline = ""
         tree.poll()
