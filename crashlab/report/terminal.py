@@ -75,15 +75,15 @@ class _Source:
     """An inline chain that shows the files as the line table holds them where the line has
     room, and their basenames where it has not (:func:`text.source_chain`)."""
 
-    def __init__(self, chain, style: str = ""):
-        self.chain, self.style = chain, style
+    def __init__(self, chain):
+        self.chain = chain
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         return Measurement(cell_len(text.short_source(self.chain) or "-"),
                            cell_len(text.source_chain(self.chain))).clamp(max_width=options.max_width)
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        yield _Breakable(plain(text.source_chain(self.chain, options.max_width), style=self.style))
+        yield _name(text.source_chain(self.chain, options.max_width))
 
 
 def _name(value: str, style: str = "") -> _Breakable:
