@@ -9,7 +9,7 @@ from .coredump.fault import DETAILED_GROUPS, Location, locate
 from .cubin_info import ParamLayout, kernel_param_layout
 from .report.coredump import MAX_POSITIONS, build
 from .report.model import TriageReport
-from .sass import CodeFinder, CodeLocation, SassView, disassemble
+from .sass import CodeFinder, CodeLocation, Instruction, SassView, disassemble, instruction_at
 
 
 def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
@@ -41,9 +41,10 @@ def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
                 views.append(disassemble(finder, site.pc, grid=site.grid, context=context,
                                          current_pc=site.lane.virtual_pc if site.lane else None))
         code = _code_map(finder, location)
+        stands = _stands(finder, location) if sass else {}
         warnings = core.warnings + location.warnings + finder.problems
         report = build(core, location, views, code, warnings,
-                       _param_layouts(core, finder, location))
+                       _param_layouts(core, finder, location), stands)
     if debugger:
         from .gdb.triage import view as debugger_view  # pexpect and pygdbmi only when asked
 
@@ -54,13 +55,27 @@ def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
     return report
 
 
+def _positions(location):
+    """(PC, grid) of every group of warps the report lists, most warps first per kernel."""
+    return [(position.pc, stats.grid) for stats in location.residency
+            for position in stats.sorted_positions()[:MAX_POSITIONS] if position.pc is not None]
+
+
+def _stands(finder: CodeFinder, location) -> dict[int, Instruction | None]:
+    """The instruction, with its source lines, where each listed group of warps stands."""
+    stands: dict[int, Instruction | None] = {}
+    for pc, grid in _positions(location):
+        if pc not in stands:
+            stands[pc] = instruction_at(finder, pc, grid)
+    return stands
+
+
 def _code_map(finder: CodeFinder, location) -> dict[int, CodeLocation | None]:
     """Functions of the other PCs a report names: return addresses and where warps stand."""
     code: dict[int, CodeLocation | None] = {}
     wanted = [(frame.virtual_return_address, fault.site.grid)
               for fault in location.faults[:DETAILED_GROUPS] for frame in fault.backtrace]
-    wanted += [(position.pc, stats.grid) for stats in location.residency
-               for position in stats.sorted_positions()[:MAX_POSITIONS] if position.pc is not None]
+    wanted += _positions(location)
     for pc, grid in wanted:
         if pc not in code:
             found = finder.locate(pc, grid)

@@ -139,6 +139,8 @@ class CodeFinder:
     def __init__(self, core: CoreDump):
         self.core = core
         self._parsed: dict[int, _Cubin | None] = {}
+        #: nvdisasm's listing of each function disassembled so far (or why there is none)
+        self.listings: dict[tuple[int, int], list[Instruction] | str] = {}
         self.problems: list[str] = []
 
     def _cubin(self, section: int) -> _Cubin | None:
@@ -252,6 +254,41 @@ def _rebased_copy(data: bytes, cubin: _Cubin) -> bytes:
     return bytes(image)
 
 
+def _listing(finder: CodeFinder, location: CodeLocation, cubin: _Cubin) -> list[Instruction] | str:
+    """nvdisasm's listing of the function holding ``location`` (offsets into its section), or
+    why there is none; each function is disassembled once per dump, however many PCs ask."""
+    key = (location.image_section, location.function_symbol)
+    if key not in finder.listings:
+        finder.listings[key] = _run_nvdisasm(finder, location, cubin)
+    return finder.listings[key]
+
+
+def _run_nvdisasm(finder: CodeFinder, location: CodeLocation, cubin: _Cubin) -> list[Instruction] | str:
+    tool, why = find_nvdisasm()
+    if tool is None:
+        return why
+    data = _rebased_copy(finder.core.image_bytes(location.image_section), cubin)
+    with tempfile.TemporaryDirectory(prefix="crashlab-sass-") as scratch:
+        path = Path(scratch, "carved.cubin")
+        path.write_bytes(data)
+        command = [tool, "-c", "-gi", "-ndf", "-fun", str(location.function_symbol), str(path)]
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, errors="replace",
+                                  timeout=NVDISASM_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            return f"nvdisasm took longer than {NVDISASM_TIMEOUT_S} s"
+        except OSError as exc:
+            return f"nvdisasm could not run: {exc.strerror}"
+    if done.returncode != 0:
+        first = (done.stderr.strip().splitlines() or ["no message"])[0]
+        return f"nvdisasm failed: {first}"
+    return parse_listing(done.stdout)
+
+
+def _index_at(listing: list[Instruction], offset: int) -> int | None:
+    return next((i for i, ins in enumerate(listing) if ins.address <= offset < ins.address + 16), None)
+
+
 def disassemble(
     finder: CodeFinder,
     pc: int,
@@ -269,33 +306,15 @@ def disassemble(
         return SassView(unavailable_reason=reason)
     location, cubin = found
     view = SassView(location=location)
-    tool, why = find_nvdisasm()
-    if tool is None:
-        view.unavailable_reason = why
-        return view
-    view.tool = nvdisasm_version(tool)
-    data = _rebased_copy(finder.core.image_bytes(location.image_section), cubin)
-    with tempfile.TemporaryDirectory(prefix="crashlab-sass-") as scratch:
-        path = Path(scratch, "carved.cubin")
-        path.write_bytes(data)
-        command = [tool, "-c", "-gi", "-ndf", "-fun", str(location.function_symbol), str(path)]
-        try:
-            done = subprocess.run(command, capture_output=True, text=True, errors="replace",
-                                  timeout=NVDISASM_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            view.unavailable_reason = f"nvdisasm took longer than {NVDISASM_TIMEOUT_S} s"
-            return view
-        except OSError as exc:
-            view.unavailable_reason = f"nvdisasm could not run: {exc.strerror}"
-            return view
-    if done.returncode != 0:
-        first = (done.stderr.strip().splitlines() or ["no message"])[0]
-        view.unavailable_reason = f"nvdisasm failed: {first}"
+    tool, _ = find_nvdisasm()
+    view.tool = nvdisasm_version(tool) if tool else None
+    listing = _listing(finder, location, cubin)
+    if isinstance(listing, str):
+        view.unavailable_reason = listing
         return view
     base = location.text_address
     offset = pc - base
-    listing = parse_listing(done.stdout)
-    at = next((i for i, ins in enumerate(listing) if ins.address <= offset < ins.address + 16), None)
+    at = _index_at(listing, offset)
     if at is None:
         view.unavailable_reason = f"nvdisasm's listing has no instruction at offset {offset:#x}"
         return view
@@ -312,3 +331,18 @@ def disassemble(
     ]
     view.source = list(listing[at].source)
     return view
+
+
+def instruction_at(finder: CodeFinder, pc: int, grid: Grid | None = None) -> Instruction | None:
+    """The instruction at ``pc`` with its inline chain, as a fault's SASS window gives it: where
+    warps stand in a dump with no fault. None where the code or nvdisasm is missing."""
+    found = finder.locate(pc, grid)
+    if found is None:
+        return None
+    location, cubin = found
+    listing = _listing(finder, location, cubin)
+    at = None if isinstance(listing, str) else _index_at(listing, pc - location.text_address)
+    if at is None:
+        return None
+    ins = listing[at]
+    return Instruction(address=location.text_address + ins.address, text=ins.text, source=ins.source)

@@ -71,7 +71,7 @@ def test_terminal_view_shows_the_triage(build):
     out = console.export_text()
     for expected in ("Warp Illegal Address", "scatter_row(float*, int const*, int, float) +0x70",
                      "block      (1,0,0)  thread (32,0,0)", "*>", "device_function.cu:6",
-                     "0x7fff3a0000c0 scatter_rows(float*, int const*, int) +0xc0", "R0=0x00010000",
+                     "scatter_rows(float*, int const*, int) +0xc0 (0x7fff3a0000c0)", "R0=0x00010000",
                      "resident kernels (1)"):
         assert expected in out, expected
 

@@ -14,7 +14,7 @@ from ..coredump.fault import Fault as FoundFault
 from ..coredump.fault import Location, Residency
 from ..cubin_info import ParamLayout
 from ..demangle import demangle
-from ..sass import CodeLocation, SassView
+from ..sass import CodeLocation, Instruction, SassView
 from . import model as m
 from .params import kernel_params
 from .text import dim, kernel_name, short_source, sm_phrase
@@ -49,6 +49,10 @@ def _named(values: list | None, prefix: str) -> dict | None:
     return None if values is None else {f"{prefix}{i}": v for i, v in enumerate(values)}
 
 
+def _source(chain) -> list[m.SourceLine]:
+    return [m.SourceLine(file=s.file, line=s.line) for s in chain]
+
+
 def _sass(view: SassView) -> m.Sass:
     return m.Sass(
         instructions=[
@@ -57,11 +61,11 @@ def _sass(view: SassView) -> m.Sass:
                 text=ins.text,
                 faulting=ins.faulting,
                 current=ins.current,
-                source=[m.SourceLine(file=s.file, line=s.line) for s in ins.source],
+                source=_source(ins.source),
             )
             for ins in view.instructions
         ],
-        source=[m.SourceLine(file=s.file, line=s.line) for s in view.source],
+        source=_source(view.source),
         section=view.location.text_section if view.location else None,
         tool=view.tool,
         unavailable_reason=view.unavailable_reason,
@@ -148,7 +152,21 @@ def _frame(level: int, pc: int, code: dict[int, CodeLocation | None]) -> m.Frame
     )
 
 
-def _kernel(stats: Residency, code: dict[int, CodeLocation | None]) -> m.Kernel:
+def _position(position, code: dict[int, CodeLocation | None],
+              stands: dict[int, Instruction | None]) -> m.WarpPosition:
+    place, at = code.get(position.pc), stands.get(position.pc)
+    return m.WarpPosition(
+        pc=_hex(position.pc),
+        function_offset=place.function_offset if place else None,
+        warps=position.warps,
+        function=demangle(place.function) if place and place.function else None,
+        source=_source(at.source) if at else [],
+        instruction=at.text if at else None,
+    )
+
+
+def _kernel(stats: Residency, code: dict[int, CodeLocation | None],
+            stands: dict[int, Instruction | None]) -> m.Kernel:
     grid = stats.grid
     return m.Kernel(
         device=grid.device.dev_id,
@@ -162,15 +180,8 @@ def _kernel(stats: Residency, code: dict[int, CodeLocation | None]) -> m.Kernel:
         resident_sms=len(stats.sms),
         resident_blocks=stats.blocks,
         resident_warps=stats.warps,
-        warps_at=[
-            m.WarpPosition(
-                pc=_hex(position.pc),
-                function_offset=code[position.pc].function_offset
-                if code.get(position.pc) else None,
-                warps=position.warps,
-            )
-            for position in stats.sorted_positions()[:MAX_POSITIONS]
-        ],
+        warps_at=[_position(position, code, stands)
+                  for position in stats.sorted_positions()[:MAX_POSITIONS]],
     )
 
 
@@ -181,7 +192,11 @@ def build(
     code: dict[int, CodeLocation | None],
     warnings: list[str],
     layouts: list[tuple[ParamLayout | None, str]] = (),
+    stands: dict[int, Instruction | None] | None = None,
 ) -> m.TriageReport:
+    """``code`` names the functions of the PCs the report mentions besides the faults';
+    ``layouts`` gives each fault's kernel parameter layout (or why there is none); ``stands``
+    holds the instruction (and its source lines) where each group of warps stands."""
     meta = core.metadata
     memory_sections, memory_bytes = core.memory_totals()
     dump = m.Dump(
@@ -201,7 +216,7 @@ def build(
         unavailable_reason="not disassembled: only the most relevant faults are"), code,
         layouts[i] if i < len(layouts) else (None, ""))
         for i, found in enumerate(location.faults)]
-    kernels = [_kernel(stats, code) for stats in location.residency]
+    kernels = [_kernel(stats, code, stands or {}) for stats in location.residency]
     report = m.TriageReport(
         tool=m.Tool(version=__version__),
         status="fault" if faults else "no-exception",

@@ -91,7 +91,7 @@ def _fault(fault: Fault, number: int, primary: bool, detail: _Detail) -> list[st
         rows.append(("Cluster", text.dim(fault.cluster_idx)))
     if fault.params is not None:
         rows.append(("Params", ", ".join(code(item) for item in text.param_items(fault.params))))
-    rows += [(f"Frame #{f.level}", f"{code(f.pc)} {inline(text.frame_function(f))}") for f in fault.backtrace]
+    rows += [(f"Frame #{f.level}", inline(text.frame_line(f))) for f in fault.backtrace]
     rows += [("Resident warp", inline(line)) for line in text.candidate_lines(fault)]
     rows += [("Note", inline(note)) for note in fault.notes]
     out = [f"#### Fault {number}: {inline(fault.exception.display)}", "", "| | |", "|---|---|"]
@@ -111,10 +111,10 @@ def _sass(fault: Fault, context: int) -> list[str]:
         return [f"SASS unavailable: {inline(sass.unavailable_reason or '')}", ""]
     at = next((i for i, ins in enumerate(sass.instructions) if ins.faulting), 0)
     window = sass.instructions[max(0, at - context) : at + context + 1]
-    lines = [f"{text.marker(ins):>3} {ins.address}  {ins.text:<48} {text.short_source(ins.source)}"
-             for ins in window]
+    lines = [f"{text.marker(ins):>3} {ins.address}  {text.instruction(ins.text):<48} "
+             f"{text.short_source(ins.source)}" for ins in window]
     return ["<details><summary>SASS around the faulting PC "
-            f"({html(sass.tool or '')}, <code>{html(sass.section or '')}</code>)</summary>", "",
+            f"({html(sass.tool or '')}, <code>{html(text.section_name(sass.section))}</code>)</summary>", "",
             *fenced(lines), "", "</details>", ""]
 
 
@@ -162,18 +162,32 @@ def _kernels(report: TriageReport, detail: _Detail) -> list[str]:
     if not report.kernels:
         return []
     title = f"Resident kernels ({len(report.kernels)})"
-    rows = ["| dev | grid | kernel | grid x block | SMs | warps | warps stand at |",
-            "|---|---|---|---|---|---|---|"]
-    for kernel in report.kernels[: detail.kernel_rows]:
-        where = ", ".join(f"{p.warps} at {code(p.pc)}" for p in kernel.warps_at[: detail.positions])
+    listed = report.kernels[: detail.kernel_rows]
+    rows = ["| dev | grid | kernel | grid x block | SMs | warps |", "|---|---|---|---|---|---|"]
+    for kernel in listed:
         rows.append(f"| {kernel.device} | {kernel.grid_id} | "
                     f"{cell(code(text.kernel_name(kernel.name, kernel.grid_id)))} | "
                     f"{text.dim(kernel.grid_dim)} x {text.dim(kernel.block_dim)} | "
-                    f"{kernel.resident_sms} | {kernel.resident_warps} | {cell(where) or '-'} |")
+                    f"{kernel.resident_sms} | {kernel.resident_warps} |")
     if len(report.kernels) > detail.kernel_rows:
         rows.append(f"\n_{len(report.kernels) - detail.kernel_rows} more in the JSON report._")
     opened = " open" if not report.faults else ""
-    return [f"<details{opened}><summary>{title}</summary>", "", *rows, "", "</details>", ""]
+    return [f"<details{opened}><summary>{title}</summary>", "", *rows, "",
+            *_positions(listed, len(report.devices), detail.positions), "</details>", ""]
+
+
+def _positions(kernels, devices: int, limit: int) -> list[str]:
+    """Where the warps of each kernel stand, one item per group: function, offset, PC, source
+    line and the SASS instruction (what a dump of a hang is read for)."""
+    items = []
+    for kernel in kernels:
+        for position in kernel.warps_at[:limit]:
+            instruction = f": {code(text.instruction(position.instruction))}" if position.instruction else ""
+            items.append(f"- {inline(text.position_line(kernel, position, devices=devices))}{instruction}")
+        if len(kernel.warps_at) > limit:
+            items.append(f"- _{len(kernel.warps_at) - limit} more places of grid {kernel.grid_id} "
+                         "in the JSON report_")
+    return ["**Where warps stand**", "", *items, ""] if items else []
 
 
 def _dump(report: TriageReport) -> list[str]:

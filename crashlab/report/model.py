@@ -53,10 +53,21 @@ class Device(_Model):
     regs_per_lane: int
 
 
+class SourceLine(_Model):
+    file: str
+    line: int
+
+
 class WarpPosition(_Model):
+    """Where a group of warps stands: what a dump with no exception (a hang) is read for."""
+
     pc: str | None
     function_offset: int | None = None
     warps: int
+    function: str | None = Field(None, description="the function holding the PC (may be a device function)")
+    source: list[SourceLine] = Field(
+        default_factory=list, description="inline chain of the instruction at the PC, innermost first")
+    instruction: str | None = Field(None, description="the SASS instruction at the PC (nvdisasm)")
 
 
 class Kernel(_Model):
@@ -90,11 +101,6 @@ class ExceptionInfo(_Model):
 class KernelRef(_Model):
     name: str
     mangled: str
-
-
-class SourceLine(_Model):
-    file: str
-    line: int
 
 
 class SassInstruction(_Model):

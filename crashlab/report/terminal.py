@@ -1,32 +1,110 @@
-"""The default view: a rich rendering of a TriageReport for a terminal."""
+"""The default view: a rich rendering of a TriageReport for a terminal.
+
+From ``WIDE`` columns (and into a pipe, 160) tables keep a column per fact; below that, columns
+are merged or a fault is a block of lines, so that an 80-column terminal reads the same facts.
+Names and paths wrap where :func:`text.break_points` allows, never inside an identifier; a
+SASS instruction is never wrapped: its source goes on the line below where both do not fit.
+"""
 
 from __future__ import annotations
 
-from rich.console import Console
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.measure import Measurement
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
-from ..console import plain
+
+from ..console import line, plain
 from . import text
-from .model import Fault, TriageReport
+from .model import Fault, Kernel, TriageReport
 
 MAX_OTHER_FAULTS = 20
 MAX_KERNELS = 20
+MAX_POSITIONS = 4
+#: From this width on, tables keep a column per fact.
+WIDE = 120
+#: A SASS line: marker, address, instruction and source, two spaces apart.
+_GAP = "  "
+
+
+class _Breakable:
+    """Text that wraps only at :func:`text.break_points`; a single piece wider than the line
+    (a mangled name) is folded, the last resort. Tables measure it by its longest piece."""
+
+    def __init__(self, value: Text):
+        self.value = value
+        self.points = text.break_points(value.plain)
+
+    def _pieces(self) -> list[int]:
+        starts = [0] + self.points[:-1]
+        return [cell_len(self.value.plain[a:b].rstrip()) for a, b in zip(starts, self.points)]
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        whole = cell_len(self.value.plain)
+        return Measurement(min(max(self._pieces(), default=0), whole), whole).clamp(
+            max_width=options.max_width)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        whole, width = self.value.plain, options.max_width
+
+        def fits(start: int, end: int) -> bool:
+            return cell_len(whole[start:end].rstrip()) <= width
+
+        cuts, start, fitting = [], 0, None
+        for point in self.points:
+            if fits(start, point):
+                fitting = point
+                continue
+            if fitting is not None:
+                cuts.append(fitting)
+                start, fitting = fitting, None
+                if fits(start, point):
+                    fitting = point
+                    continue
+            if point < len(whole):  # one piece wider than the line: folded
+                cuts.append(point)
+            start = point
+        for row in self.value.divide(cuts):
+            row.rstrip()
+            row.overflow = "fold"
+            yield row
+
+
+class _Source:
+    """An inline chain that shows the files as the line table holds them where the line has
+    room, and their basenames where it has not (:func:`text.source_chain`)."""
+
+    def __init__(self, chain):
+        self.chain = chain
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement(cell_len(text.short_source(self.chain) or "-"),
+                           cell_len(text.source_chain(self.chain))).clamp(max_width=options.max_width)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield _name(text.source_chain(self.chain, options.max_width))
+
+
+def _name(value: str, style: str = "") -> _Breakable:
+    return _Breakable(plain(value, style=style))
 
 
 def render(report: TriageReport, console: Console) -> None:
     console.print(plain(report.summary, style="bold"), soft_wrap=True)  # line 1, whole, for grep and head
+    wide = console.width >= WIDE
     if report.faults:
         primary = report.faults[0]
         console.print(_fault_panel(primary, title=f"fault 1 of {len(report.faults)}"))
         _sass(primary, console)
         _registers(primary, console)
         if len(report.faults) > 1:
-            console.print(_other_faults(report.faults[1:], report.omitted_faults))
+            _other_faults(report.faults[1:], report.omitted_faults, console, wide)
     if report.debugger is not None:
         _debugger(report, console)
-    console.print(_kernels(report))
-    console.print(plain(_dump_line(report), style="dim"))
+    console.print(_kernels(report, wide))
+    _positions(report, console)
+    console.print(_name(_dump_line(report), style="dim"))
     for warning in report.warnings:
         console.print(plain(f"warning: {warning}", style="yellow"))
 
@@ -36,8 +114,8 @@ def _fault_panel(fault: Fault, title: str) -> Panel:
     grid.add_column(style="bold cyan", no_wrap=True)
     grid.add_column()
     grid.add_row("exception", plain(text.exception_line(fault)))
-    grid.add_row("kernel", plain(text.kernel_line(fault)))
-    grid.add_row("function", plain(text.function_line(fault)))
+    grid.add_row("kernel", _name(text.kernel_line(fault)))
+    grid.add_row("function", _name(text.function_line(fault)))
     grid.add_row("where", plain(text.place(fault)))
     if fault.block_idx is not None:
         cluster = f"  cluster {text.dim(fault.cluster_idx)} of {text.dim(fault.cluster_dim)}" \
@@ -45,38 +123,44 @@ def _fault_panel(fault: Fault, title: str) -> Panel:
         grid.add_row("block", plain(f"{text.dim(fault.block_idx)}  thread {text.dim(fault.thread_idx)}{cluster}"))
         grid.add_row("launch", plain(f"grid {text.dim(fault.grid_dim)} x block {text.dim(fault.block_dim)}"))
     grid.add_row("PC", plain(f"{fault.pc or 'not recorded'} ({fault.pc_source})"))
-    grid.add_row("source", plain(text.short_source(fault.sass.source) or "-"))
+    grid.add_row("source", _Source(fault.sass.source))
     grid.add_row("spread", plain(text.spread(fault)))
     if fault.params is not None:
         grid.add_row("params", Text("\n").join(map(plain, text.param_items(fault.params))))
     if fault.cluster_target_block is not None:
         grid.add_row("target", plain(f"cluster target block {text.dim(fault.cluster_target_block)}"))
     for frame in fault.backtrace:
-        offset = f" +{frame.function_offset:#x}" if frame.function_offset is not None else ""
-        grid.add_row(f"frame #{frame.level}", plain(f"{frame.pc} {text.frame_function(frame)}{offset}"))
-    for line in text.candidate_lines(fault):
-        grid.add_row("resident", plain(line))
+        grid.add_row(f"frame #{frame.level}", _name(text.frame_line(frame)))
+    for candidate in text.candidate_lines(fault):
+        grid.add_row("resident", _name(candidate))
     for note in fault.notes:
         grid.add_row("note", plain(note))
     return Panel(grid, title=title, title_align="left", border_style="red")
 
 
 def _sass(fault: Fault, console: Console) -> None:
+    """One line per instruction where address, instruction and source fit the width; otherwise
+    the source goes on its own line under the instruction, which is never wrapped."""
     sass = fault.sass
     if not sass.instructions:
         console.print(plain(f"SASS: unavailable: {sass.unavailable_reason}", style="yellow"))
         return
-    table = Table(title=plain(f"SASS ({sass.tool}, {sass.section})"), title_justify="left",
-                  show_header=False, box=None, padding=(0, 1))
-    table.add_column(no_wrap=True, style="bold red")
-    table.add_column(no_wrap=True)
-    table.add_column()
-    table.add_column(style="dim")
+    console.print(_name(f"SASS ({sass.tool}, {text.section_name(sass.section)})"))
+    address = max(len(ins.address) for ins in sass.instructions)
+    width = max(cell_len(text.instruction(ins.text)) for ins in sass.instructions)
+    indent = " " * (3 + len(_GAP) + address + len(_GAP))
     for ins in sass.instructions:
         style = "bold red" if ins.faulting else ""
-        table.add_row(text.marker(ins), plain(ins.address, style=style), plain(ins.text, style=style),
-                      plain(text.short_source(ins.source)))
-    console.print(table)
+        where, shown = text.short_source(ins.source), text.instruction(ins.text)
+        one_line = len(indent) + width + len(_GAP) + cell_len(where) <= console.width
+        row = line((f"{text.marker(ins):>3}", "bold red"), _GAP,
+                   (ins.address.ljust(address), style), _GAP, (shown, style))
+        if one_line and where:
+            row.append(" " * (width - cell_len(shown)) + _GAP)
+            row.append_text(plain(where, style="dim"))
+        console.print(row, overflow="fold")
+        if where and not one_line:
+            console.print(_Breakable(line(indent, (where, "dim"))))
 
 
 def _registers(fault: Fault, console: Console) -> None:
@@ -95,59 +179,99 @@ def _debugger(report: TriageReport, console: Console) -> None:
     style = {"ok": "green", "partial": "yellow"}.get(section.status, "red")
     console.print(plain(text.debugger_headline(section), style=f"bold {style}"))
     if section.load is not None:
-        console.print(plain(f"  on load: {text.load_line(section.load)}"))
+        console.print(_name(f"  on load: {text.load_line(section.load)}"))
     for view in section.faults:
         disagree = any(a.verdict == "disagree" for a in view.agreement)
-        console.print(plain(f"  fault {view.fault + 1}: {text.agreement_line(view.agreement)}",
-                           style="bold red" if disagree else ""))
+        console.print(_name(f"  fault {view.fault + 1}: {text.agreement_line(view.agreement)}",
+                            style="bold red" if disagree else ""))
         for frame in view.backtrace[:4]:
             where = f" at {frame.file}:{frame.line}" if frame.file and frame.line else ""
-            console.print(plain(f"    #{frame.level} {text.frame_function(frame)}{frame.launch or ''}{where}",
-                               style="dim"))
+            console.print(_name(f"    #{frame.level} {text.frame_function(frame)}{frame.launch or ''}{where}",
+                                style="dim"))
     for problem in section.problems:
         console.print(plain(f"  problem ({problem.kind}): {problem.message}", style="yellow"))
 
 
-def _other_faults(faults: list[Fault], omitted: int) -> Table:
-    table = Table(title=f"other fault groups ({len(faults) + omitted})", title_justify="left")
-    for column in ("exception", "kernel", "PC", "where", "blocks", "lanes/warps"):
-        table.add_column(column)
-    for fault in faults[:MAX_OTHER_FAULTS]:
-        kernel = text.kernel_name(fault.kernel.name, fault.grid_id) if fault.kernel else "?"
-        kernel += " (deduced from the PC)" if fault.kernel_inferred else ""
-        table.add_row(plain(fault.exception.display), plain(kernel),
-                      plain(fault.pc or "-"), plain(text.place(fault)), text.span(fault.blocks),
-                      f"{fault.faulting_lanes}/{fault.faulting_warps}")
+def _other_faults(faults: list[Fault], omitted: int, console: Console, wide: bool) -> None:
+    """A table from ``WIDE`` columns on; below that, a block of lines per fault group."""
+    title = f"other fault groups ({len(faults) + omitted})"
+    shown = faults[:MAX_OTHER_FAULTS]
     hidden = len(faults) - MAX_OTHER_FAULTS + omitted
+    if wide:
+        table = Table(title=title, title_justify="left")
+        for column in ("exception", "kernel", "PC", "where", "blocks", "lanes/warps"):
+            table.add_column(column)
+        for fault in shown:
+            table.add_row(plain(fault.exception.display), _name(_other_kernel(fault)),
+                          _name(text.code_address(fault.function_offset, fault.pc)),
+                          plain(text.place(fault)), text.span(fault.blocks),
+                          f"{fault.faulting_lanes}/{fault.faulting_warps}")
+        if hidden > 0:
+            table.caption = f"{hidden} more in the JSON report"
+        console.print(table)
+        return
+    console.print(plain(title, style="bold"))
+    for fault in shown:
+        console.print(_name(f"  {fault.exception.display} in {_other_kernel(fault)}"))
+        console.print(_name(f"    at {text.code_address(fault.function_offset, fault.pc)}; "
+                            f"{text.place(fault)}; blocks {text.span(fault.blocks)}; "
+                            f"{fault.faulting_lanes}/{fault.faulting_warps} lanes/warps"))
     if hidden > 0:
-        table.caption = f"{hidden} more in the JSON report"
-    return table
+        console.print(plain(f"  {hidden} more in the JSON report", style="dim"))
 
 
-def _kernels(report: TriageReport) -> Table:
+def _other_kernel(fault: Fault) -> str:
+    kernel = text.kernel_name(fault.kernel.name, fault.grid_id) if fault.kernel else "?"
+    return kernel + (" (deduced from the PC)" if fault.kernel_inferred else "")
+
+
+def _kernels(report: TriageReport, wide: bool) -> Table:
+    """A column per fact from ``WIDE`` columns on; below, the launch and residency in one."""
     table = Table(title=f"resident kernels ({len(report.kernels)})", title_justify="left")
-    for column in ("dev", "grid", "kernel", "grid x block", "SMs", "warps", "warps stand at"):
-        table.add_column(column, overflow="fold", no_wrap=column != "kernel")
+    columns = ("dev", "grid", "kernel", "grid x block", "SMs", "warps") if wide else \
+        ("dev", "grid", "kernel", "launch, residency")
+    for column in columns:
+        table.add_column(column, no_wrap=column in ("dev", "grid", "SMs", "warps"))
     for kernel in report.kernels[:MAX_KERNELS]:
-        positions = ", ".join(
-            f"{p.warps}@{'+' + hex(p.function_offset) if p.function_offset is not None else p.pc}"
-            for p in kernel.warps_at[:4]
-        )
-        table.add_row(str(kernel.device), str(kernel.grid_id),
-                      plain(text.kernel_name(kernel.name, kernel.grid_id)),
-                      f"{text.dim(kernel.grid_dim)} x {text.dim(kernel.block_dim)}",
-                      str(kernel.resident_sms), str(kernel.resident_warps), plain(positions or "-"))
+        launch = f"{text.dim(kernel.grid_dim)} x {text.dim(kernel.block_dim)}"
+        cells = [str(kernel.device), str(kernel.grid_id), _name(text.kernel_name(kernel.name, kernel.grid_id))]
+        if wide:
+            cells += [launch, str(kernel.resident_sms), str(kernel.resident_warps)]
+        else:
+            cells.append(f"{launch}\n{text.count(kernel.resident_warps, 'warp')} on "
+                         f"{text.count(kernel.resident_sms, 'SM')}")
+        table.add_row(*cells)
     if len(report.kernels) > MAX_KERNELS:
         table.caption = f"{len(report.kernels) - MAX_KERNELS} more in the JSON report"
     return table
 
 
+def _positions(report: TriageReport, console: Console) -> None:
+    """Where the warps of each listed kernel stand: function, offset, PC, source line, and the
+    SASS instruction under it (what a dump of a hang is read for)."""
+    listed = [k for k in report.kernels[:MAX_KERNELS] if k.warps_at]
+    if not listed:
+        return
+    console.print(plain("where warps stand", style="bold"))
+    for kernel in listed:
+        for position in kernel.warps_at[:MAX_POSITIONS]:
+            _position(kernel, position, len(report.devices), console)
+        if len(kernel.warps_at) > MAX_POSITIONS:
+            console.print(plain(f"    {len(kernel.warps_at) - MAX_POSITIONS} more places of grid "
+                                f"{kernel.grid_id} in the JSON report", style="dim"))
+
+
+def _position(kernel: Kernel, position, devices: int, console: Console) -> None:
+    room = console.width - 2
+    console.print(_name("  " + text.position_line(kernel, position, room, devices)))
+    if position.instruction:
+        console.print(line("      ", (text.instruction(position.instruction), "dim")), overflow="fold")
+
+
 def _dump_line(report: TriageReport) -> str:
     d = report.dump
-    flags = ",".join(d.generation_flags) or "none"
+    flags = ", ".join(d.generation_flags) or "none"
     driver = f"driver {d.driver_version} (CUDA {d.cuda_version})" if d.driver_version else "driver unknown"
     return (f"{report.source.path}: {report.source.size_bytes} bytes"
             f"{' gzip' if report.source.compressed else ''}, {d.section_count} sections, "
             f"{driver}, flags {flags}, ELF ABI {d.abi_version}")
-
-

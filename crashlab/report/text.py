@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+
+from ..demangle import demangle
 from .model import Fault, Params, Range, SourceLine
 
 MAX_REGISTERS_SHOWN = 64
@@ -48,6 +51,12 @@ def readable_name(name: str, limit: int = MAX_NAME_SHOWN) -> str:
     ``<…>`` (the name stays whole in the JSON report), then the rest is cut."""
     if len(name) <= limit:
         return name
+    short = _folded(name)
+    return short if len(short) <= limit else short[: limit - 1] + "…"
+
+
+def _folded(name: str) -> str:
+    """``name`` with its template arguments shown as ``<…>``."""
     kept, depth = [], 0
     for char in name:
         if char == "<":
@@ -58,8 +67,43 @@ def readable_name(name: str, limit: int = MAX_NAME_SHOWN) -> str:
             depth -= 1
         elif depth == 0:
             kept.append(char)
-    short = "".join(kept) if depth == 0 else name  # an operator< leaves them unbalanced
-    return short if len(short) <= limit else short[: limit - 1] + "…"
+    return "".join(kept) if depth == 0 else name  # an operator< leaves them unbalanced
+
+
+#: Longest symbol the human views print as nvdisasm does; CUTLASS's run past 1,400 characters.
+MAX_SYMBOL_SHOWN = 64
+_SYMBOL_OPERAND = re.compile(r"`\(([^()`\s]+)\)")
+
+
+def symbol(name: str) -> str:
+    """A symbol as it is, or past ``MAX_SYMBOL_SHOWN`` its qualified name with templates folded
+    (``cutlass::device_kernel<…>``): no return type, no parameters."""
+    if len(name) <= MAX_SYMBOL_SHOWN:
+        return name
+    readable = demangle(name)
+    if readable == name:
+        return name
+    folded = _folded(readable).split("(", 1)[0]
+    return folded.rsplit(" ", 1)[-1] or readable
+
+
+def instruction(text: str) -> str:
+    """nvdisasm's text of an instruction, a long symbol operand (a CUTLASS kernel's return
+    label) named by :func:`symbol`; the JSON report keeps nvdisasm's text."""
+    return _SYMBOL_OPERAND.sub(lambda m: f"`({symbol(m[1])})", text)
+
+
+def section_name(name: str | None) -> str:
+    """``.text.<function>``, the function named by :func:`symbol`."""
+    if not name:
+        return ""
+    prefix = ".text." if name.startswith(".text.") else ""
+    return prefix + symbol(name[len(prefix):])
+
+
+def frame_line(frame) -> str:
+    """A native backtrace frame: ``scatter_rows(float*, int const*, int) +0xc0 (0x7fff3a0000c0)``."""
+    return code_address(frame.function_offset, frame.pc, frame.function)
 
 
 def frame_function(frame) -> str:
@@ -124,13 +168,61 @@ def candidate_lines(fault: Fault) -> list[str]:
             for c in fault.candidates]
 
 
-def source_chain(chain: list[SourceLine]) -> str:
-    """``inner.h:10 <- caller.cu:24``: innermost first, as the inline chain runs."""
-    return " <- ".join(f"{s.file}:{s.line}" for s in chain) if chain else "-"
+# -- one rule for places in code, in every view ------------------------------------------------
+# A place in code is written function and offset first, the absolute PC beside them:
+# ``helper(int) +0x30 (0x7fff3a000030)``. A source file is written as the line table holds it;
+# only where the width forces it (a SASS listing's column, the one-line summary, a narrow
+# terminal) does the whole chain go to basenames.
+
+
+def code_address(offset: int | None, pc: str | None, function: str | None = None) -> str:
+    """``helper(int) +0x30 (0x7fff3a000030)``; without ``function`` (it goes without saying)
+    ``+0x30 (0x7fff3a000030)``; the PC alone where no offset is known."""
+    where = " ".join(filter(None, [readable_name(function) if function else None,
+                                   f"+{offset:#x}" if offset is not None else None]))
+    if not where:
+        return pc or "?"
+    return f"{where} ({pc})" if pc else where
+
+
+def source_chain(chain: list[SourceLine], room: int | None = None) -> str:
+    """``/src/inner.h:10 <- /src/caller.cu:24``: innermost first, as the inline chain runs, each
+    file as the line table holds it; basenames when that is longer than ``room``."""
+    if not chain:
+        return "-"
+    full = " <- ".join(f"{s.file}:{s.line}" for s in chain)
+    return full if room is None or len(full) <= room else short_source(chain)
 
 
 def short_source(chain: list[SourceLine]) -> str:
+    """The chain with basenames: for a SASS listing's column and the one-line summary."""
     return " <- ".join(f"{s.file.rsplit('/', 1)[-1]}:{s.line}" for s in chain)
+
+
+def count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
+def position_line(kernel, position, room: int | None = None, devices: int = 1) -> str:
+    """``grid 1: 12 warps at +0x30 (0x7fff3a000030), hang.cu:6``: where a group of warps stands;
+    the function is named where it is not the kernel itself (a non-inlined device function)."""
+    grid = f"dev {kernel.device} grid {kernel.grid_id}" if devices > 1 else f"grid {kernel.grid_id}"
+    function = position.function if position.function and position.function != kernel.name else None
+    head = f"{grid}: {count(position.warps, 'warp')} at {code_address(position.function_offset, position.pc, function)}"
+    if not position.source:
+        return head
+    return f"{head}, {source_chain(position.source, None if room is None else room - len(head) - 2)}"
+
+
+#: Where a C++ name, a path or a sentence may be broken across lines: after ``::``, a comma,
+#: ``(``, ``<``, ``/`` or a space; never inside an identifier.
+_BREAK = re.compile(r"(?:::|[,(</]|\s)+")
+
+
+def break_points(value: str) -> list[int]:
+    """Offsets at which a line of ``value`` may end, the last one its length."""
+    points = [m.end() for m in _BREAK.finditer(value) if 0 < m.end() < len(value)]
+    return points + [len(value)]
 
 
 def marker(instruction) -> str:
