@@ -13,8 +13,10 @@ import subprocess
 import sys
 from html.parser import HTMLParser
 
+import cmarkgfm
 import pexpect
 import pytest
+from cmarkgfm.cmark import Options
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
@@ -29,7 +31,7 @@ from crashlab.replay import views as replay_views
 from crashlab.replay.result import ReplayResult
 from crashlab.replay.writer import dumps
 from crashlab.report import markdown, terminal
-from crashlab.report.markdown_escape import inline
+from crashlab.report.markdown_escape import cell, html, inline, join
 from crashlab.report.run import (
     DumpTriage,
     ExitStatus,
@@ -386,3 +388,115 @@ def test_replay_listing_shows_any_text_as_itself(tmp_path_factory, rid, prompt, 
             _shows(out, f"launched as: {model}")
         if number == 0:
             _plain_lines(out)
+
+
+# -- GitHub's own links: mentions, issue references, emoji, autolinks -------------------------------
+#: What GitHub makes a mention, an issue reference or an emoji of in a text node of the rendered
+#: HTML (a superset of its patterns: any name after ``@``, any digit after ``#`` or ``GH-``).
+GITHUB_REFERENCE = re.compile(r"@[A-Za-z0-9]|#\d|(?i:gh)-\d|:[\w+-]+:")
+GITHUBISH = st.lists(st.one_of(
+    st.sampled_from(["@", "octocat", "org/team", "#", "12", "owner/repo#7", "GH-", "gh-3", ":", "tada", "+1",
+                     "//", "https", "http://", "ftp", "www.", "WWW.", "example.com", "a.b", "mailto:", "xmpp:",
+                     "<", ">", "<https://x.y>", "&#64;", "&commat;", "&", ";", "<!-- -->", " ", "    ", "1.",
+                     "1)", "580.65", "-", "=", "+", "_", "*", "`", "|", "\\", "[", "]", "(", ")", "!", "~", "$",
+                     ".", "w", "ww"]),
+    st.text(max_size=3)), max_size=14).map("".join)
+
+
+def _github_html(body: str) -> str:
+    """The HTML GitHub's renderer (cmark-gfm with GitHub's extensions) makes of ``body``, raw
+    HTML kept as GitHub keeps it until its sanitizer and its mention/reference/emoji filters."""
+    return cmarkgfm.github_flavored_markdown_to_html(body, options=Options.CMARK_OPT_UNSAFE)
+
+
+class _GitHubText(HTMLParser):
+    """The text nodes of the HTML inside ``within`` (GitHub's filters read them one by one; a
+    comment ends one), whether each is in a code span or block, and the links."""
+
+    def __init__(self, within: str):
+        super().__init__(convert_charrefs=True)
+        self.within, self.open, self.nodes, self.links = within, [], [], []
+
+    def handle_starttag(self, tag, attrs):
+        self.open.append(tag)
+        if tag == "a":
+            self.links.append(dict(attrs))
+
+    def handle_endtag(self, tag):
+        if tag in self.open:
+            del self.open[len(self.open) - 1 - self.open[::-1].index(tag):]
+
+    def handle_data(self, data):
+        if self.within in self.open:
+            self.nodes.append((data, bool({"code", "pre"} & set(self.open))))
+
+
+def _github_sees(body: str, within: str) -> tuple[str, list[str], list[dict]]:
+    """(the text a reader sees inside ``within``, text nodes GitHub would link something in, links)."""
+    parser = _GitHubText(within)
+    parser.feed(_github_html(body))
+    linked = [text for text, in_code in parser.nodes if not in_code and GITHUB_REFERENCE.search(text)]
+    return "".join(text for text, _ in parser.nodes), linked, parser.links
+
+
+INLINE_PLACES = {  # where views put running text, and the element it renders in
+    "paragraph": (lambda m: m, "p"),
+    "list item": (lambda m: f"- {m}", "li"),
+    "heading": (lambda m: f"### {m}", "h3"),
+    "table cell": (lambda m: f"| v |\n|---|\n| {cell(m)} |", "td"),
+}
+
+
+@pytest.mark.parametrize("place", INLINE_PLACES)
+@settings(max_examples=150, deadline=None)
+@given(text=GITHUBISH)
+def test_running_text_links_nothing_on_github_and_reads_as_itself(place, text):
+    wrap, element = INLINE_PLACES[place]
+    seen, linked, links = _github_sees(join([wrap(inline(text))]), element)
+    assert links == [] and linked == []
+    assert seen.rstrip() == escape(text).rstrip()  # views keep no trailing spaces (join)
+
+
+@settings(max_examples=150, deadline=None)
+@given(text=GITHUBISH)
+def test_html_text_links_nothing_on_github_and_reads_as_itself(text):
+    for body, element in ((f"<sub>crashlab {html(text)}</sub>", "sub"),
+                          (f"<details><summary>{html(text)}</summary>\n\nx\n</details>", "summary")):
+        seen, linked, links = _github_sees(body, element)
+        assert links == [] and linked == []
+        assert seen == ("crashlab " if element == "sub" else "") + escape(text)
+
+
+@pytest.mark.parametrize("text", ["@octocat look", "org/team@octocat", "see #12", "owner/repo#12", "GH-12",
+                                  ":tada: :+1:", "https://example.com/a?b=c", "<https://example.com>",
+                                  "www.example.com", "ops@example.com", "mailto:ops@example.com",
+                                  "xmpp:ops@example.com", "ftp://example.com", "&#64;octocat", "\\@octocat"])
+def test_what_github_would_link_is_shown_as_written(text):
+    for place, (wrap, element) in INLINE_PLACES.items():
+        body = wrap(inline(text))
+        assert _github_sees(body, element) == (text, [], []), (place, body)
+        raw = _github_sees(wrap(text.replace("<", "\\<")), element)
+        assert raw[1] or raw[2], f"{text!r} links nothing on GitHub unescaped: the case tests nothing"
+
+
+@pytest.mark.parametrize("text, markdown_text", [
+    ("580.65 MiB", "580.65 MiB"), ("v1.2.3", "v1.2.3"), ("-1", "-1"), ("a-b", "a-b"),
+    ("1. first", "1\\. first"), ("2) second", "2\\) second"), ("- item", "\\- item"), ("---", "\\---"),
+])
+def test_escaping_is_minimal_where_nothing_starts(text, markdown_text):
+    assert inline(text) == markdown_text
+    assert _github_sees(f"- {inline(text)}", "li")[0] == text
+
+
+def test_views_link_no_outside_text_on_github(triage_report, run_report):
+    planted = ["@octocat", "#4242", "acme/gpu#4243", ":tada:", "https://example.com/x", "www.example.org",
+               "ops@example.net"]
+    text = " ".join(planted)
+    for body in (markdown.render(hostile_copy(triage_report, [text])), run_markdown(hostile_copy(run_report, [text]))):
+        parser = _GitHubText("body")
+        parser.feed(f"<body>{_github_html(body)}</body>")
+        assert parser.links == []
+        outside_code = [t for t, in_code in parser.nodes if not in_code]
+        assert text in "".join(t for t, _ in parser.nodes)
+        for token in ("@octocat", "#4242", "#4243", ":tada:", "https://", "www.example", "@example"):
+            assert not [t for t in outside_code if token in t], token

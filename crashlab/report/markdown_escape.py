@@ -5,6 +5,15 @@ Each place in Markdown has its own rules, so each has its own function: running 
 fenced block (:func:`fenced`) and HTML such as a ``<summary>`` (:func:`html`). All of them first
 escape what does not print (:func:`crashlab.escape.escape`). :func:`join` makes the body and
 takes trailing spaces off every line.
+
+GitHub turns more than Markdown into links: ``@user`` (a mention: the user is notified),
+``#123``, ``owner/repo#123`` and ``GH-123`` (issue references), ``:shortcode:`` (emoji), and
+cmark-gfm's autolinks (``https://``, ``www.``, e-mail addresses). A backslash or an entity
+(``\\@``, ``&#64;``) does not stop the first three: GitHub finds them in the rendered HTML's
+text, after those are decoded (cmark-gfm issue 181, markup issue 1168). An empty HTML comment
+does, everywhere: it splits the text where GitHub and cmark-gfm look for them and renders as
+nothing, so the reader sees the text unchanged (:func:`_pieces`). Code spans and fenced
+blocks are left alone: GitHub links nothing inside ``<code>`` and ``<pre>``.
 """
 
 from __future__ import annotations
@@ -18,23 +27,57 @@ from ..escape import escape
 #: entities, strikethrough, GitHub's math, a heading's closing #s. ``_`` between two letters or
 #: digits starts nothing.
 _SPECIAL = re.compile(r"[\\`*_\[\]<>&~$#]")
-#: What makes a line a quote's, list item's or rule's when it starts the line.
-_LINE_START = re.compile(r"^(\s*)(?:([+=-])|(\d{1,9})([.)]))")
+#: What makes a line a list item, a rule or a heading's underline when it starts the line: a
+#: marker before a space or the end, or a line of only ``-`` or ``=`` (``580.65`` starts nothing).
+#: Text that starts with a space starts nothing: its first space is written ``&#32;``, which
+#: also keeps four spaces after a list marker from making a code block.
+_LINE_START = re.compile(r"^(?:([-+])(?=[ ]|$)|([-=])(?=[-= ]*$)|(\d{1,9})([.)])(?=[ ]|$))")
 _BACKTICKS = re.compile(r"`+")
+#: Where GitHub or cmark-gfm would start a link, at the character a break goes after: every
+#: ``@`` (mentions, e-mail addresses: cmark-gfm links ``a@.b``), ``#`` before a digit and ``GH``
+#: before ``-digit`` (issue references), ``:`` before ``name:`` (emoji) or ``//`` (URLs), the
+#: first ``w`` of ``www.``.
+_GITHUB_LINK = re.compile(r"@|#(?=\d)|(?i:gh)(?=-\d)|:(?=[\w+-]+:|//)|(?i:w)(?=ww\.)")
+#: Renders as nothing, and splits the text around it.
+_BREAK = "<!-- -->"
+#: What Markdown reads inside inline HTML (a ``<sub>`` in a paragraph), written as entities there.
+_HTML_MARKDOWN = re.compile(r"[\\`*_\[\]~$|]")
+
+
+def _intraword_underscore(match: re.Match) -> bool:
+    char, text, at = match.group(), match.string, match.start()
+    return char == "_" and 0 < at < len(text) - 1 and text[at - 1].isalnum() and text[at + 1].isalnum()
 
 
 def _backslashed(match: re.Match) -> str:
-    char, text, at = match.group(), match.string, match.start()
-    if char == "_" and 0 < at < len(text) - 1 and text[at - 1].isalnum() and text[at + 1].isalnum():
-        return char
-    return "\\" + char
+    return match.group() if _intraword_underscore(match) else "\\" + match.group()
+
+
+def _entity(match: re.Match) -> str:
+    return match.group() if _intraword_underscore(match) else f"&#x{ord(match.group()):X};"
+
+
+def _line_start(match: re.Match) -> str:
+    marker, rule, number, delimiter = match.groups()
+    return f"{number}\\{delimiter}" if number else f"\\{marker or rule}"
+
+
+def _pieces(text: str) -> list[str]:
+    """``text``, escaped, cut after each place GitHub would start a mention, an issue reference,
+    an emoji or a link; the pieces are joined with a break once written for where they stand.
+    Every piece but the last ends in one of ``@#hH:w``, so a line-start marker followed by the
+    end of the first piece is one followed by the end of the text."""
+    shown = escape(text)
+    cuts = [match.end() for match in _GITHUB_LINK.finditer(shown)]
+    return [shown[start:end] for start, end in zip([0, *cuts], [*cuts, len(shown)])]
 
 
 def inline(text: str) -> str:
     """Markdown whose rendering is ``text``, in a paragraph, list item, heading or cell."""
-    shown = _SPECIAL.sub(_backslashed, escape(text))
-    return _LINE_START.sub(lambda m: m.group(1) + (f"\\{m.group(2)}" if m.group(2) else
-                                                   f"{m.group(3)}\\{m.group(4)}"), shown)
+    pieces = [_SPECIAL.sub(_backslashed, piece) for piece in _pieces(text)]
+    pieces[0] = _LINE_START.sub(_line_start, pieces[0])
+    shown = _BREAK.join(pieces)
+    return "&#32;" + shown[1:] if shown.startswith(" ") else shown
 
 
 def code(text: str) -> str:
@@ -64,8 +107,10 @@ def fenced(lines: list[str], indent: str = "") -> list[str]:
 
 
 def html(text: str) -> str:
-    """``text`` inside HTML (a ``<summary>``, a ``<code>``, a ``<sub>``)."""
-    return _html.escape(escape(text))
+    """``text`` inside HTML: an HTML block's (a ``<summary>``), where Markdown is not read, or
+    inline HTML's in a paragraph (a ``<sub>``), where it is: what Markdown reads is written as
+    hexadecimal entities (``&#x5C;``: a decimal one would start an issue reference)."""
+    return _BREAK.join(_HTML_MARKDOWN.sub(_entity, _html.escape(piece)) for piece in _pieces(text))
 
 
 CUT_NOTE = "\n\n_(cut here to fit GitHub's 65,536-character limit; see report.json)_\n"
