@@ -170,7 +170,8 @@ def test_the_hang_view_in_terminal_and_markdown():
     assert f"  {phrase}" in wide
     at = wide.index(f"  {phrase}")
     assert wide[at + 1].strip() == "LDG.E.STRONG.SYS R0, desc[UR4][R6.64]"
-    assert f"  grid 1: 12 warps at +0x30 ({pc}), hang.cu:6" in terminal_view(report, 80)
+    assert f"  {phrase}" in terminal_view(report, 80)  # the repository-relative path fits
+    assert f"  grid 1: 12 warps at +0x30 ({pc}), hang.cu:6" in terminal_view(report, 64)
     body = markdown.render(report)
     assert f"{phrase}: LDG.E.STRONG.SYS R0, desc[UR4][R6.64]" in _rendered_text(body)
 
