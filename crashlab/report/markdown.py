@@ -91,7 +91,7 @@ def _fault(fault: Fault, number: int, primary: bool, detail: _Detail) -> list[st
         rows.append(("Cluster", text.dim(fault.cluster_idx)))
     if fault.params is not None:
         rows.append(("Params", ", ".join(code(item) for item in text.param_items(fault.params))))
-    rows += [(f"Frame #{f.level}", inline(text.frame_line(f))) for f in fault.backtrace]
+    rows += [(f"Frame {f.level}", inline(text.frame_line(f))) for f in fault.backtrace]
     rows += [("Resident warp", inline(line)) for line in text.candidate_lines(fault)]
     rows += [("Note", inline(note)) for note in fault.notes]
     out = [f"#### Fault {number}: {inline(fault.exception.display)}", "", "| | |", "|---|---|"]
