@@ -320,9 +320,9 @@ def test_debugger_view_is_asked_for_and_its_absence_noted(build, tmp_path, monke
     record = manifest.Incarnation(number=1, directory="incarnation-1", status="crashed",
                                   started_at="2026-11-21T00:00:00Z", health=manifest.Health(url=None),
                                   kernel_log="not watched")
-    built = incident.build(tmp_path, record, "crash", triaged, [], debugger=True)
+    built = incident.build(tmp_path, record, "crash", triaged, [], debugger=True, redact=str)
     assert any(note.startswith("debugger view: CRASHLAB_CUDA_GDB=") for note in built.notes)
-    quiet = incident.build(tmp_path, record, "crash", triaged, [], debugger=False)
+    quiet = incident.build(tmp_path, record, "crash", triaged, [], debugger=False, redact=str)
     assert "debugger view: not asked for (--no-debugger)" in quiet.notes
 
 
@@ -344,7 +344,7 @@ def test_the_run_report_fits_github_and_names_the_replay_command(build, tmp_path
     body = markdown(report)
     assert len(body) <= 65_536
     assert "crashlab replay /r/requests/h/crash_dump_1.pkl" in body
-    assert "#### FAULT dump `core.nvcudmp`" in body
+    assert "Triage of `core.nvcudmp`:\n\n##### crashlab: " in body
 
 
 def test_the_process_tree_forgets_old_unremarkable_exits_past_its_limit(monkeypatch):
