@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from itertools import groupby
 
 from .logline import message
 from .run import NO_EXCEPTION_LINE, Finding
@@ -182,18 +183,12 @@ def _window(finding: Finding) -> tuple[int, int]:
 
 
 def _folded_runs(lines: list[str]) -> list[str]:
-    out: list[str] = []
-    run = 0
-    for number, line in enumerate(lines):
-        if number and line == lines[number - 1]:
-            run += 1
-            continue
-        if run:
-            out.append(f"{PAD}... the line above {run} more time(s)")
-        run = 0
+    out = []
+    for line, same in groupby(lines):
         out.append(line)
-    if run:
-        out.append(f"{PAD}... the line above {run} more time(s)")
+        more = sum(1 for _ in same) - 1
+        if more:
+            out.append(f"{PAD}... the line above {more} more time(s)")
     return out
 
 

@@ -104,9 +104,10 @@ def _processes(incident: Incident) -> list[str]:
     return out + ["", "</details>", ""]
 
 
-def _incident(incident: Incident, embedded: DumpTriage | None) -> list:
-    rows = [
-        ("Summary", inline(incident.summary)),
+def _incident(incident: Incident, embedded: DumpTriage | None, alone: bool) -> list:
+    """``alone``: the run's only incident, whose summary the title already gives."""
+    rows = [] if alone else [("Summary", inline(incident.summary))]
+    rows += [
         ("When", inline(f"{incident.started_at} to {incident.ended_at}")),
         ("Exit", inline((incident.exit.describe() if incident.exit else "unknown")
                         + (" (after crashlab's stop signal)" if incident.stopped_by_crashlab else ""))),
@@ -137,7 +138,7 @@ def markdown(report: RunReport, limit: int = dump_markdown.GITHUB_LIMIT) -> str:
               if d.label == "FAULT" and d.report]
     holder, fault = faults[0] if faults else (None, None)
     for number, incident in enumerate(report.incidents):
-        out += _incident(incident, fault if number == holder else None)
+        out += _incident(incident, fault if number == holder else None, len(report.incidents) == 1)
     if report.warnings:
         out += ["**Warnings**", ""] + [f"- {inline(w)}" for w in report.warnings] + [""]
     footer = f"<sub>crashlab {html(report.tool.version)}, run report schema {report.schema_version}</sub>\n"
