@@ -550,3 +550,15 @@ def test_the_terminal_echo_is_masked_by_lines_and_a_begun_line_shows_once_the_pi
     assert echo.read_bytes() == b"".join([b"server_args=ServerArgs(api_key='***', port=30000)\n",
                                           *written[1:]])
     assert not tee.problems
+
+
+@pytest.mark.parametrize("line", [
+    "token=0abc123def", "#new-token: 12, #cached-token: 7, token usage: 0.00", "token: -1", "token: 12.5.6",
+    "api_key='sk-x'", '{"token": 5}', "api_key: None", "key=12abc", "token:\n  abc", "token: '12'abc",
+    "[2026-11-23 20:06:20] server_args={'api_key': 'live-0123', 'max_total_tokens': 65536}",
+])
+def test_the_quick_look_for_an_assignment_never_skips_one_the_rule_would_mask(line):
+    """The terminal echo masks all of SGLang's output; the rules look for a secret word's
+    non-numeric value before they run the full expression (its "#token: 52," lines by the
+    thousand cost 24 ms per 64 KiB without that look, 4.5 with it)."""
+    assert redact.mask_rules(line) == redact._ASSIGNMENT.sub(redact._mask_value, line)
