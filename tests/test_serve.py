@@ -62,10 +62,17 @@ def test_a_clean_exit_is_exit_1_with_logs_manifest_and_coredump_environment(tmp_
     assert root["role"] == "server" and root["exit"]["code"] == 0
 
 
-def test_a_sigsegv_after_a_request_is_triaged_and_server_info_is_kept_masked(tmp_path):
+API_KEY = "sk-live-DoNotLeak0123456789abcdef"
+HF_TOKEN = "hf_DoNotLeakEither0123456789abcdef"
+
+
+def test_a_sigsegv_after_a_request_is_triaged_and_every_channel_is_masked(tmp_path):
+    """Echo on: the terminal gets the server's output as it comes, its launch line
+    (``server_args=ServerArgs(... api_key=...)``) masked like every file of the run."""
     port = free_port()
-    serve = Serve(tmp_path, sglang(port, "--api-key", "sk-do-not-leak"), *FAST,
-                  env=environment(crash="segv"))
+    env = environment(crash="segv")
+    env["HF_TOKEN"] = HF_TOKEN
+    serve = Serve(tmp_path, sglang(port, "--api-key", API_KEY), *FAST, env=env)
     serve.wait_healthy()
     wait_for(lambda: (serve.incarnation / "server_info.json").exists(), "server_info.json")
     post_generate(port)
@@ -78,9 +85,17 @@ def test_a_sigsegv_after_a_request_is_triaged_and_server_info_is_kept_masked(tmp
     launch = json.loads((serve.incarnation / "launch.json").read_text())
     assert launch["argv"][-4:] == ["--api-key", "***", "--crash-dump-folder",
                                    str(serve.incarnation / "requests")]
+    assert launch["environment"]["HF_TOKEN"] == "***"
+    assert API_KEY in (serve.incarnation / "stderr.log").read_text()  # planted; the evidence, as is
+    written = {path.name for path in serve.run_dir.rglob("*") if path.is_file()}
+    assert {"manifest.json", "report.json", "report.md", "server_info.json", "launch.json"} <= written
     for path in serve.run_dir.rglob("*"):
-        if path.is_file() and path.name not in ("stdout.log", "stderr.log"):  # the evidence, kept as is
-            assert b"sk-do-not-leak" not in path.read_bytes(), path
+        if path.is_file() and path.name not in ("stdout.log", "stderr.log"):
+            assert API_KEY.encode() not in path.read_bytes(), path
+            assert HF_TOKEN.encode() not in path.read_bytes(), path
+    assert "server_args=ServerArgs(" in serve.stderr and "api_key='***'" in serve.stderr  # echoed
+    for output in (serve.stdout, serve.stderr):
+        assert API_KEY not in output and HF_TOKEN not in output
     report = serve.report()
     assert report["status"] == "crash" and report["source"]["kind"] == "run"
     assert report["incidents"][0]["exit"]["signal_name"] == "SIGSEGV"
@@ -127,6 +142,19 @@ def test_a_child_dying_first_takes_the_sglang_crash_path_and_its_request_dump_is
     assert len(requests) == 1 and requests[0]["text"].startswith(GENERATE_PROMPT)
     kinds = {f["kind"] for f in manifest["incarnations"][0]["findings"]}
     assert "sglang-crash" in kinds
+
+
+def test_a_request_dump_holding_no_request_gets_no_replay_line(tmp_path):
+    serve = Serve(tmp_path, sglang(free_port()), *FAST, env=environment(crash="child-segv",
+                                                                         crash_on="start"))
+    finished(serve, 0)
+    [incident] = serve.report()["incidents"]
+    [dump] = incident["request_dumps"]
+    assert dump["requests"] == 0 and incident["replay_commands"] == []
+    assert f"request dump {dump['path']} holds no request: nothing to replay" in incident["notes"]
+    markdown = (serve.run_dir / "report.md").read_text()
+    assert "crashlab replay" not in markdown and "bytes, 0 requests)" in markdown
+    assert "replay" not in serve.stderr.split("incarnation 1: crash:", 1)[1]
 
 
 def test_a_gpu_fault_on_one_rank_gives_a_fault_dump_and_a_collateral_dump(tmp_path):

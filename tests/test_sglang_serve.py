@@ -8,8 +8,10 @@ from __future__ import annotations
 import re
 
 import pytest
+from markdown_it import MarkdownIt
 
 import crashlab.replay as replay
+from crashlab.report.run import NO_EXCEPTION_LINE
 from tests.conftest import run_cli
 from tests.real_sglang.fixtures import KINDS, TRAFFIC
 from tests.serve_harness import survivors
@@ -85,6 +87,29 @@ def test_report_md_tells_the_crash_and_how_to_replay_it(run):
     assert f"crashlab replay {run.request_dump}" in text
     if run.kind == "exception":
         assert "IndexError: index 5000" in text and "custom_logit_processor.py" in text
+
+
+#: An entry of report.md's log findings: its kinds, the lines it names, the line it quotes.
+ENTRY = re.compile(r"^- `[^`]*` (?P<kinds>.*?), (?P<stream>stdout|stderr) lines? (?P<first>\d+)"
+                   r"(?:-(?P<last>\d+))?[\d, -]*: (?P<fence>`+) ?(?P<quote>.*?) ?(?P=fence)")
+
+
+def test_report_md_names_the_lines_it_quotes_nests_its_headings_and_has_one_footer(run):
+    text = (run.serve.run_dir / "report.md").read_text()
+    title = text.splitlines()[0]
+    assert title.startswith("### crashlab serve: ") and len(title) <= 4 + 120 + 20  # escapes aside
+    levels = [int(t.tag[1]) for t in MarkdownIt("commonmark").enable("table").parse(text)
+              if t.type == "heading_open"]
+    assert levels[0] == 3 and all(b <= a + 1 for a, b in zip(levels, levels[1:])), levels
+    assert text.count("<sub>crashlab ") == 1
+    entries = [ENTRY.match(line) for line in text.splitlines() if line.startswith("- `")]
+    assert entries and all(entries), text
+    for entry in entries:
+        log = (run.serve.incarnation / f"{entry['stream']}.log").read_bytes().split(b"\n")
+        traceback = "traceback" in entry["kinds"] and entry["last"]
+        quoted = log[int(entry["last"] if traceback else entry["first"]) - 1].decode()
+        if not entry["quote"].startswith(NO_EXCEPTION_LINE):
+            assert entry["quote"] in quoted, (entry[0], quoted)
 
 
 def test_nothing_is_left_running(run):

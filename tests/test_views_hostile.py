@@ -42,6 +42,7 @@ from crashlab.report.run import (
     TracebackFrame,
 )
 from crashlab.report.run_views import markdown as run_markdown
+from crashlab.report.run_views import title as run_title
 from crashlab.report.model import Source, Tool
 from tests import coredump_builder, scenarios
 from tests.conftest import ROOT, run_cli
@@ -352,7 +353,7 @@ def test_run_report_view_shows_any_text_as_itself(run_report, texts):
     report = hostile_copy(run_report, texts)
     body = run_markdown(report)
     _plain_lines(body)
-    assert body.splitlines()[0] == f"### crashlab serve: {inline(report.summary)}".rstrip()
+    assert body.splitlines()[0] == f"### crashlab serve: {inline(run_title(report.summary))}".rstrip()
     seen = _rendered_text(body)
     _shows(seen, report.summary)
     if "cut here" not in body:

@@ -27,6 +27,8 @@ class _Detail:
     primary_registers: bool = True
     primary_sass_context: int = 10_000
     cuts: tuple[str, ...] = ()
+    heading: int = 3  # the title's heading level; sections are one below
+    footer: bool = True
 
 
 _STEPS = (
@@ -42,8 +44,11 @@ _STEPS = (
 )
 
 
-def render(report: TriageReport, limit: int = GITHUB_LIMIT) -> str:
-    detail = _Detail()
+def render(report: TriageReport, limit: int = GITHUB_LIMIT, heading_level: int = 3,
+           footer: bool = True) -> str:
+    """``heading_level`` and ``footer``: for a report embedded in another one (serve's report.md),
+    whose headings it nests under and whose footer it shares."""
+    detail = _Detail(heading=heading_level, footer=footer)
     body = _render(report, detail)
     for label, change in _STEPS:
         if len(body) <= limit:
@@ -54,7 +59,7 @@ def render(report: TriageReport, limit: int = GITHUB_LIMIT) -> str:
 
 
 def _render(report: TriageReport, detail: _Detail) -> str:
-    out: list[str] = [f"### crashlab: {inline(report.summary)}", ""]
+    out: list[str] = [f"{'#' * detail.heading} crashlab: {inline(report.summary)}", ""]
     if detail.cuts:
         out += [f"_Shortened to fit GitHub's limit: omitted {'; '.join(detail.cuts)}. "
                 "The JSON report has everything._", ""]
@@ -65,12 +70,13 @@ def _render(report: TriageReport, detail: _Detail) -> str:
     if hidden > 0:
         out += [f"_{hidden} more fault group(s) in the JSON report._", ""]
     if report.debugger is not None:
-        out += _debugger(report)
+        out += _debugger(report, detail.heading + 1)
     out += _kernels(report, detail)
     out += _dump(report)
     if report.warnings:
         out += ["**Warnings**", ""] + [f"- {inline(w)}" for w in report.warnings] + [""]
-    out.append(f"<sub>crashlab {html(report.tool.version)}, report schema {report.schema_version}</sub>")
+    if detail.footer:
+        out.append(f"<sub>crashlab {html(report.tool.version)}, report schema {report.schema_version}</sub>")
     return join(out)
 
 
@@ -94,7 +100,8 @@ def _fault(fault: Fault, number: int, primary: bool, detail: _Detail) -> list[st
     rows += [(f"Frame {f.level}", inline(text.frame_line(f))) for f in fault.backtrace]
     rows += [("Resident warp", inline(line)) for line in text.candidate_lines(fault)]
     rows += [("Note", inline(note)) for note in fault.notes]
-    out = [f"#### Fault {number}: {inline(fault.exception.display)}", "", "| | |", "|---|---|"]
+    out = [f"{'#' * (detail.heading + 1)} Fault {number}: {inline(fault.exception.display)}", "",
+           "| | |", "|---|---|"]
     out += [f"| {k} | {cell(v)} |" for k, v in rows]
     out.append("")
     show_sass = detail.secondary_sass or primary
@@ -127,10 +134,10 @@ def _registers(fault: Fault) -> list[str]:
             *fenced(rows + ([extra] if extra else [])), "", "</details>", ""]
 
 
-def _debugger(report: TriageReport) -> list[str]:
+def _debugger(report: TriageReport, heading: int) -> list[str]:
     """The debugger's view: one agreement row per fault, both values of every disagreement."""
     section = report.debugger
-    out = [f"#### {inline(text.debugger_headline(section))}", ""]
+    out = [f"{'#' * heading} {inline(text.debugger_headline(section))}", ""]
     if section.load is not None:
         out += [f"On load: {inline(text.load_line(section.load))}", ""]
     if section.faults:

@@ -66,6 +66,11 @@ _SHAPES: tuple[tuple[tuple[str, ...], str], ...] = (
 _SHAPE_ANCHORS = tuple(anchor for anchors, _ in _SHAPES for anchor in anchors)
 _TOKEN_SHAPES = re.compile("|".join(expression for _, expression in _SHAPES))
 _SECRET_WORD_ANCHORS = ("password", "passwd", "token", "secret", "key", "credential")
+#: Where _ASSIGNMENT could mask something: a secret word, its separator, and a value that is not
+#: a bare number. Searched first, it spares the full expression the lines SGLang prints by the
+#: thousand (``#token: 52,``), whose only secret word holds a count.
+_ASSIGNMENT_HINT = re.compile(r"(?i:" + _SECRET_WORDS + r")['\"]?\s*[:=](?!=)"
+                              r"(?!\s*['\"]?-?\d+(?:\.\d+)?(?:['\"\s,;)}\]&]|$))", re.MULTILINE)
 _NOT_A_SECRET = re.compile(r"(?:None|null|none|true|false|True|False|-?\d+(?:\.\d+)?|\**)")
 
 
@@ -129,7 +134,8 @@ def mask_rules(text: str) -> str:
     if any(word in lower for word in _SECRET_WORD_ANCHORS):
         if "--" in text:
             text = _OPTION.sub(_mask_value, text)
-        text = _ASSIGNMENT.sub(_mask_value, text)
+        if _ASSIGNMENT_HINT.search(text):
+            text = _ASSIGNMENT.sub(_mask_value, text)
     return text
 
 

@@ -60,6 +60,11 @@ class TracebackFrame(_Model):
     code: str | None = None
 
 
+#: How a traceback that ended without an exception line is quoted (an excerpt, a rank that died
+#: mid-print): its text is this phrase and its innermost frame, not a line of the log.
+NO_EXCEPTION_LINE = "traceback without an exception line"
+
+
 class Finding(_Model):
     """A log line that matched a fault pattern, time-stamped, with the lines around it."""
 
@@ -67,7 +72,10 @@ class Finding(_Model):
                                   "sglang-crash, fatal, oom, traceback")
     text: str
     stream: str = Field(description="stdout, stderr or kmsg (the kernel log)")
-    line: int = Field(description="1-based line number in that stream's log file")
+    line: int = Field(description="1-based line number in that stream's log file (lines end at "
+                                  "a newline; a carriage return, a progress bar's redraw, ends none)")
+    end_line: int | None = Field(None, description="tracebacks: the line of their exception (or "
+                                                   "of their last frame, when none was printed)")
     time: str = Field(description="when crashlab read the line (UTC, ISO 8601)")
     rank: str | None = Field(None, description="rank prefix of the line ([rank0]:, TP0), if any")
     before: list[str] = Field(default_factory=list)
@@ -82,6 +90,16 @@ class FileRecord(_Model):
     sha256: str = Field(description="of the file as collected (logs: once the server has ended)")
     complete: bool = True
     origin: str | None = Field(None, description="where it was written, when crashlab adopted it")
+    requests: int | None = Field(None, description="request dumps: how many requests it holds "
+                                                   "(None: not read)")
+
+
+class LogTail(_Model):
+    """The last lines of a log, for an incident no pattern explains."""
+
+    stream: str = Field(description="stderr, or stdout when stderr is empty")
+    first_line: int = Field(description="1-based line number of the first line kept")
+    lines: list[str] = Field(description="secrets masked, each line cut to a readable length")
 
 
 class DumpTriage(_Model):
@@ -112,6 +130,8 @@ class Incident(_Model):
     replay_commands: list[str] = Field(default_factory=list)
     findings: list[Finding] = Field(default_factory=list)
     omitted_findings: int = 0
+    log_tail: LogTail | None = Field(None, description="when no fault pattern matched: where "
+                                     "the server's log ended")
     processes: list[ProcessRecord] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
 

@@ -1,94 +1,154 @@
 """Human renderings of a RunReport: report.md (an issue body) and the short terminal summary.
 
-report.md leads with what a maintainer needs (the fault, the exit, the replay command), then
-each incident's dumps, log findings with their context, and processes; the FAULT dump's own
-triage is embedded through the single-dump Markdown view, given whatever room GitHub's
-65,536-character limit leaves.
+report.md reads top down as a maintainer wants it: a one-line title (the summary, cut at a
+word), the whole summary under it when it was cut, the command; then for each incident its
+facts (exit, request dump, replay command), its coredumps with the FAULT dump's own triage
+(headings nested under the incident's), its log findings in time order (repeats folded, all but
+the first few collapsed) or, when no pattern matched, the end of its log; processes collapsed;
+one footer. Columns stay few and cells short: GitHub's column is narrow. The embedded triage is
+given whatever room GitHub's 65,536-character limit leaves.
 """
 
 from __future__ import annotations
 
 import shlex
 
+from ..escape import escape
 from . import markdown as dump_markdown
 from .markdown_escape import cell, code, cut_to, fenced, html, inline, join
-from .run import DumpTriage, Finding, Incident, RunReport
+from .run import DumpTriage, Incident, RunReport
+from .run_findings import Entry, entries
 
-MAX_FINDINGS_SHOWN = 8
-MAX_FRAMES_SHOWN = 12
+#: The title's length in characters as shown, "crashlab serve: " included.
+TITLE_CHARS = 120
+TITLE = "crashlab serve: "
+#: Finding entries shown open; the rest are collapsed, up to MAX_ENTRIES in all.
+ENTRIES_OPEN = 3
+MAX_ENTRIES = 20
+COMMAND_CHARS = 120
 MIN_DUMP_BUDGET = 4_000
+#: Where the FAULT dump's triage goes, until the rest of the body is measured.
+_DUMP_VIEW = object()
 
 
-def _finding(finding: Finding) -> list[str]:
-    rank = f" [{finding.rank}]" if finding.rank else ""
-    out = [f"- {code(finding.time)} {inline(f'{finding.kind}{rank}, {finding.stream}')} line "
-           f"{finding.line}: {code(finding.text.strip()[:300])}"]
-    if finding.frames:
-        frames = finding.frames[-MAX_FRAMES_SHOWN:]
-        hidden = len(finding.frames) - len(frames)
-        body = [f"... {hidden} outer frame(s)"] if hidden else []
-        for f in frames:
-            body += [f"{f.file}:{f.line} in {f.function}"] + ([f"    {f.code}"] if f.code else [])
-    else:
-        body = finding.before + [f">>> {finding.text}"] + finding.after
-    return out + ["", *fenced([line[:300] for line in body], indent="  "), ""]
+def title(summary: str) -> str:
+    """The summary as the title's text: whole, or cut at a word with "…" to fit TITLE_CHARS."""
+    shown = escape(summary.strip())
+    room = TITLE_CHARS - len(TITLE)
+    if len(shown) <= room:
+        return shown
+    cut = shown[: room - 1]
+    space = cut.rfind(" ")
+    if space > room // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,;:") + "…"
+
+
+def _entry(entry: Entry) -> list[str]:
+    rank = f" [{entry.rank}]" if entry.rank else ""
+    repeated = entry.repeated()
+    out = [f"- {code(_clock(entry.first.time))} {inline(f'{entry.kinds}{rank}, {entry.stream} {entry.lines}')}: "
+           f"{code(entry.quote[:300])}" + (f" ({inline('same, ' + repeated)})" if repeated else "")]
+    return out + ["", *fenced(entry.block(), indent="  "), ""]
+
+
+def _clock(time: str) -> str:
+    """``2026-11-23T20:08:06.103+00:00`` -> ``20:08:06.103`` (the date is in the incident's facts)."""
+    return time[11:23] if len(time) >= 23 and time[10] == "T" else time
+
+
+def _findings(incident: Incident) -> list[str]:
+    if not incident.findings:
+        return _log_tail(incident)
+    grouped = entries(incident.findings)
+    total = len(incident.findings) + incident.omitted_findings
+    out = [f"**Log findings** ({total} in {len(grouped)} entries, in time order; all in report.json)", ""]
+    for entry in grouped[:ENTRIES_OPEN]:
+        out += _entry(entry)
+    folded = grouped[ENTRIES_OPEN:MAX_ENTRIES]
+    if folded:
+        out += [f"<details><summary>{len(folded)} more finding entries</summary>", ""]
+        for entry in folded:
+            out += _entry(entry)
+        out += ["</details>", ""]
+    if len(grouped) > MAX_ENTRIES:
+        out += [f"_{len(grouped) - MAX_ENTRIES} more entries in report.json._", ""]
+    return out
+
+
+def _log_tail(incident: Incident) -> list[str]:
+    tail = incident.log_tail
+    if tail is None:
+        return ["No fault pattern matched in the logs, and they are empty.", ""]
+    last = tail.first_line + len(tail.lines) - 1
+    return [f"**End of {inline(tail.stream)}** (lines {tail.first_line}-{last}; no fault pattern "
+            "matched in the logs)", "", *fenced(tail.lines), ""]
 
 
 def _dumps(dumps: list[DumpTriage]) -> list[str]:
     if not dumps:
         return ["No GPU coredump was collected.", ""]
-    rows = ["| # | label | file | what | why |", "|---|---|---|---|---|"]
-    for number, dump in enumerate(dumps, 1):
-        rows.append(f"| {number} | **{cell(inline(dump.label))}** | {cell(code(dump.path))} | "
-                    f"{cell(inline(dump.summary[:300]))} | {cell(inline('; '.join(dump.reasons)))} |")
-    return rows + [""]
+    return [f"- **{inline(d.label)}** {code(d.path)}: {inline(d.summary[:300])}"
+            + (f" ({inline('; '.join(d.reasons))})" if d.reasons else "") for d in dumps] + [""]
 
 
-def _incident(incident: Incident) -> list[str]:
-    rows = [
-        ("Summary", inline(incident.summary)),
+def _processes(incident: Incident) -> list[str]:
+    if not incident.processes:
+        return []
+    out = [f"<details><summary>Processes ({len(incident.processes)})</summary>", ""]
+    for p in incident.processes:
+        role = p.role + (f" {p.ranks}" if p.ranks else "")
+        ended = p.exit.describe() if p.exit else "running"
+        out.append(f"- **{inline(role)}** pid {p.pid} (parent {p.ppid}): {inline(ended)}; "
+                   f"{code(p.cmdline.strip()[:COMMAND_CHARS])}")
+    return out + ["", "</details>", ""]
+
+
+def _incident(incident: Incident, embedded: DumpTriage | None, alone: bool) -> list:
+    """``alone``: the run's only incident, whose summary the title already gives."""
+    rows = [] if alone else [("Summary", inline(incident.summary))]
+    rows += [
         ("When", inline(f"{incident.started_at} to {incident.ended_at}")),
         ("Exit", inline((incident.exit.describe() if incident.exit else "unknown")
                         + (" (after crashlab's stop signal)" if incident.stopped_by_crashlab else ""))),
         ("Folder", code(incident.directory)),
     ]
-    rows += [("Request dump", f"{code(r.path)} ({r.size_bytes} bytes)") for r in incident.request_dumps]
+    for r in incident.request_dumps:
+        held = "" if r.requests is None else f", {r.requests} request{'s' * (r.requests != 1)}"
+        rows.append(("Request dump", f"{code(r.path)} ({r.size_bytes} bytes{held})"))
     rows += [("Replay", code(command)) for command in incident.replay_commands]
     rows += [("Note", inline(note)) for note in incident.notes]
-    out = [f"#### Incarnation {incident.incarnation}: {inline(incident.kind)}", "", "| | |", "|---|---|"]
+    out: list = [f"#### Incarnation {incident.incarnation}: {inline(incident.kind)}", "",
+                 "| | |", "|---|---|"]
     out += [f"| {k} | {cell(v)} |" for k, v in rows] + [""]
     out += ["**Coredumps**", ""] + _dumps(incident.dumps)
-    shown = incident.findings[:MAX_FINDINGS_SHOWN]
-    if shown:
-        out += [f"**Log findings** ({len(incident.findings) + incident.omitted_findings}, "
-                f"first {len(shown)} shown; all in report.json)", ""]
-        for finding in shown:
-            out += _finding(finding)
-    out += [f"<details><summary>Processes ({len(incident.processes)})</summary>", "",
-            "| pid | ppid | role | ranks | ended | command |", "|---|---|---|---|---|---|"]
-    for p in incident.processes:
-        out.append(f"| {p.pid} | {p.ppid} | {cell(inline(p.role))} | {cell(inline(str(p.ranks or '')))} | "
-                   f"{cell(inline(p.exit.describe() if p.exit else 'running'))} | "
-                   f"{cell(code(p.cmdline[:120]))} |")
-    return out + ["", "</details>", ""]
+    if embedded is not None:
+        out += [f"Triage of {code(embedded.path)}:", "", _DUMP_VIEW]
+    return out + _findings(incident) + _processes(incident)
 
 
 def markdown(report: RunReport, limit: int = dump_markdown.GITHUB_LIMIT) -> str:
-    head = [f"### crashlab serve: {inline(report.summary)}", "",
-            f"Command: {code(shlex.join(report.command))}", "",
+    shown = title(report.summary)
+    out: list = [f"### {TITLE}{inline(shown)}", ""]
+    if shown != escape(report.summary.strip()):
+        out += [inline(report.summary), ""]
+    out += [f"Command: {code(shlex.join(report.command))}", "",
             f"Run directory: {code(report.source.path)}", ""]
-    for incident in report.incidents:
-        head += _incident(incident)
+    faults = [(number, d) for number, i in enumerate(report.incidents) for d in i.dumps
+              if d.label == "FAULT" and d.report]
+    holder, fault = faults[0] if faults else (None, None)
+    for number, incident in enumerate(report.incidents):
+        out += _incident(incident, fault if number == holder else None, len(report.incidents) == 1)
     if report.warnings:
-        head += ["**Warnings**", ""] + [f"- {inline(w)}" for w in report.warnings] + [""]
-    body = join(head)
-    fault = next((d for i in report.incidents for d in i.dumps if d.label == "FAULT" and d.report), None)
-    if fault is not None:
-        budget = max(limit - len(body) - 200, MIN_DUMP_BUDGET)
-        body += join(["", "---", "", f"#### FAULT dump {code(fault.path)}", ""])
-        body += dump_markdown.render(fault.report, budget)
-    footer = f"\n<sub>crashlab {html(report.tool.version)}, run report schema {report.schema_version}</sub>\n"
-    return cut_to(body, limit - len(footer)) + footer
+        out += ["**Warnings**", ""] + [f"- {inline(w)}" for w in report.warnings] + [""]
+    footer = f"<sub>crashlab {html(report.tool.version)}, run report schema {report.schema_version}</sub>\n"
+    if fault is None:
+        return cut_to(join(out), limit - len(footer)) + footer
+    at = out.index(_DUMP_VIEW)
+    head, tail = join(out[:at]), join(out[at + 1:])
+    budget = max(limit - len(head) - len(tail) - len(footer) - 200, MIN_DUMP_BUDGET)
+    view = dump_markdown.render(fault.report, budget, heading_level=5, footer=False)
+    return cut_to(head + view + tail, limit - len(footer)) + footer
 
 
 def summary_lines(report: RunReport) -> list[str]:

@@ -13,6 +13,10 @@ Dumps are ordered by the time they were finished (mtime), FAULT first.
 With ``debugger`` on, each dump's report also carries cuda-gdb's view and its agreement with the
 native one (crashlab.inspect(..., debugger=True)); where there is no cuda-gdb the report's
 debugger section says so and the incident gets a note.
+
+SGLang's request dumps are read (crashlab.replay.load, safely) to count their requests: a dump
+with none gets no replay command. An incident whose logs matched no fault pattern carries the
+tail of its log instead, masked like every other text from it.
 """
 
 from __future__ import annotations
@@ -22,12 +26,17 @@ import shlex
 from datetime import datetime
 from pathlib import Path
 
+from collections import deque
+from typing import Callable
+
 from ..api import inspect
 from ..errors import CrashlabError
+from ..replay import load as load_request_dump
+from ..report.logline import SGLANG_PREFIX
 from ..report.model import TriageReport
-from ..report.run import DumpTriage, FileRecord, Finding, Incident
-from . import timestamps
-from .logscan import CHILD_CRASHED, SGLANG_PREFIX, TRACEBACK_STARTS
+from ..report.run import DumpTriage, FileRecord, Finding, Incident, LogTail
+from . import rundir, timestamps
+from .logscan import CHILD_CRASHED, TRACEBACK_STARTS
 from .manifest import Incarnation
 from .proctree import CRASH_SIGNALS
 
@@ -35,6 +44,10 @@ from .proctree import CRASH_SIGNALS
 #: named like a collective. A name heuristic, said as such in the reasons.
 COLLECTIVE_KERNEL = re.compile(r"nccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|"
                                r"all2all|cross_device_reduce|custom_ar", re.IGNORECASE)
+#: Where an incident's logs matched no fault pattern, this many of its last lines are kept,
+#: each cut at TAIL_LINE_CHARS characters.
+TAIL_LINES = 40
+TAIL_LINE_CHARS = 500
 #: Findings that explain a crash best, most telling first.
 _TELLING = ("cuda-error", "xid", "scheduler-exception", "nccl-timeout", "fatal", "oom",
             "traceback", "sglang-crash")
@@ -166,10 +179,66 @@ def summarise(incarnation: Incarnation, dumps: list[DumpTriage]) -> str:
     return "; ".join(parts) or "the server ended"
 
 
+def _counted(run_dir: Path, records: list[FileRecord]) -> tuple[list[FileRecord], list[str]]:
+    """The request dumps with their number of requests, and a note for each that says why it
+    gets no replay command."""
+    counted, notes = [], []
+    for record in records:
+        try:
+            requests = len(load_request_dump(run_dir / record.path).requests)
+        except CrashlabError as exc:
+            notes.append(f"request dump {record.path} cannot be replayed: {exc}")
+            counted.append(record)
+            continue
+        if not requests:
+            notes.append(f"request dump {record.path} holds no request: nothing to replay")
+        counted.append(record.model_copy(update={"requests": requests}))
+    return counted, notes
+
+
+def _last_lines(path: Path, count: int) -> tuple[int, list[bytes]]:
+    """(number of lines in the file, the starts of its last ``count`` lines), reading it once
+    in blocks, whatever its size."""
+    keep = TAIL_LINE_CHARS * 4  # bytes of a line that can matter once it is cut to a length
+    kept: deque[bytes] = deque(maxlen=count)
+    total, partial = 0, b""
+    with open(path, "rb") as log:
+        while block := log.read(1 << 20):
+            pieces = (partial + block).split(b"\n")
+            partial = pieces.pop()[:keep]
+            total += len(pieces)
+            kept.extend(piece[:keep] for piece in pieces[-count:])
+    if partial:
+        total += 1
+        kept.append(partial)
+    return total, list(kept)
+
+
+def _shown(raw: bytes) -> str:
+    """A log line as a terminal left it: the last redraw of a progress bar, cut to a length."""
+    text = raw.decode("utf-8", "replace")
+    redraws = [segment for segment in text.split("\r") if segment.strip()]
+    text = redraws[-1] if redraws else ""
+    return text if len(text) <= TAIL_LINE_CHARS else text[:TAIL_LINE_CHARS] + "…"
+
+
+def log_tail(run_dir: Path, incarnation: Incarnation, redact: Callable[[str], str]) -> LogTail | None:
+    """The last lines of stderr (of stdout when stderr is empty), masked."""
+    folder = rundir.incarnation(run_dir, incarnation.number)
+    for stream in ("stderr", "stdout"):
+        path = folder.log(stream)
+        if path.is_file() and path.stat().st_size:
+            total, lines = _last_lines(path, TAIL_LINES)
+            return LogTail(stream=stream, first_line=total - len(lines) + 1,
+                           lines=[redact(_shown(line)) for line in lines])
+    return None
+
+
 def build(run_dir: Path, incarnation: Incarnation, kind: str, dumps: list[DumpTriage],
-          request_dumps: list[FileRecord], debugger: bool) -> Incident:
-    replay = [f"crashlab replay {shlex.quote(str(run_dir / r.path))}" for r in request_dumps]
-    notes = []
+          request_dumps: list[FileRecord], debugger: bool,
+          redact: Callable[[str], str]) -> Incident:
+    request_dumps, notes = _counted(run_dir, request_dumps)
+    replay = [f"crashlab replay {shlex.quote(str(run_dir / r.path))}" for r in request_dumps if r.requests]
     if dumps and not debugger:
         notes.append("debugger view: not asked for (--no-debugger)")
     missing = {d.report.debugger.reason for d in dumps if d.report and d.report.debugger
@@ -182,4 +251,6 @@ def build(run_dir: Path, incarnation: Incarnation, kind: str, dumps: list[DumpTr
         summary=summarise(incarnation, dumps), dumps=dumps, request_dumps=request_dumps,
         replay_commands=replay, findings=list(incarnation.findings),
         omitted_findings=incarnation.omitted_findings, processes=list(incarnation.processes),
+        log_tail=None if incarnation.findings or incarnation.omitted_findings
+        else log_tail(run_dir, incarnation, redact),
         notes=notes)

@@ -22,8 +22,9 @@ from collections import deque
 from functools import lru_cache
 from typing import Callable
 
+from ..report.logline import SGLANG_TAGS, TORCH_RANK
 from ..report.redact import PLAIN
-from ..report.run import Finding, TracebackFrame
+from ..report.run import NO_EXCEPTION_LINE, Finding, TracebackFrame
 from . import timestamps
 
 CONTEXT_LINES = 5
@@ -91,17 +92,14 @@ _KIND = {_group(kind): kind for kind, _, _ in PATTERNS}
 #: What makes a chunk (or a line) worth a closer look: an anchor, or a traceback's start.
 ANCHORS = tuple(sorted({a.encode() for _, _, anchors in PATTERNS for a in anchors}
                        | {b"Traceback (most recent call last)", b'File "'}))
-_TORCH_RANK = re.compile(r"^\[(?P<rank>rank\d+)\]: ?")
-#: Searched, not matched: when a scheduler dies, nanobind's leak report can end without a newline,
-#: and SGLang's next record is glued to it ("...leaked 3 types![2026-... TP0] SIGQUIT received").
-_SGLANG_TAGS = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?P<tags>(?: [A-Z_]+\d+)+)\]")
 _FRAME = re.compile(_FRAME_TEXT)
 #: A line that ends where a traceback starts (also how incident.py finds SGLang's
 #: "Scheduler hit an exception: Traceback ..." line to complete its headline).
 TRACEBACK_STARTS = re.compile(_TRACEBACK_HEAD + r"\s*$")
-#: SGLang's logger prefix ("[2026-06-01 12:00:01 TP0] ") with anything glued before it.
-SGLANG_PREFIX = re.compile(r"^.*?\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[^\]]*\]\s*")
 _EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(?::|$)")
+#: Source code a log quotes (a traceback's code line, indented): a ``raise`` holding a fault's
+#: words is a program's text, not the fault's message.
+_SOURCE_RAISE = re.compile(r"^\s+raise\b")
 
 Sink = Callable[[Finding], None]
 Redact = Callable[[str], str]
@@ -109,10 +107,10 @@ Redact = Callable[[str], str]
 
 def split_rank(text: str) -> tuple[str | None, str | None, str]:
     """(per-line rank key, record rank tags, the line without a per-line prefix)."""
-    torch = _TORCH_RANK.match(text)
+    torch = TORCH_RANK.match(text)
     if torch:
         return torch["rank"], torch["rank"], text[torch.end():]
-    tags = _SGLANG_TAGS.search(text)
+    tags = SGLANG_TAGS.search(text)
     return None, tags["tags"].strip() if tags else None, text
 
 
@@ -150,6 +148,7 @@ class StreamScanner:
         if len(self._tail) > MAX_LINE:
             tail, self._tail = self._tail, b""
             self._lines(tail + b"\n")
+            self.lines -= 1  # the rest of that line, when its newline comes, is the same line
 
     def close(self) -> None:
         """End of stream: a last unterminated line counts, open tracebacks are finished."""
@@ -190,11 +189,11 @@ class StreamScanner:
         key, tags, body = split_rank(text)
         inside = self._tracebacks.get(key)  # a line of a traceback carries the traceback's rank
         rank = tags or (inside.finding.rank if inside is not None else None)
-        self._traceback(key, tags, body, text)
+        quoted_source = self._traceback(key, tags, body, text) or _SOURCE_RAISE.match(body)
         for stale in [k for k, tb in self._tracebacks.items()
                       if self.lines - tb.last_line > TRACEBACK_SILENCE]:
             self._finish(stale, None)
-        match = _MATCH.search(text)
+        match = None if quoted_source else _MATCH.search(text)
         if match:
             finding = self._finding(_KIND[match.lastgroup], text, rank)
             self._waiting.append(finding)
@@ -214,29 +213,35 @@ class StreamScanner:
             finding.after.append(text)
         self._waiting = [f for f in self._waiting if len(f.after) < self.context]
 
-    def _traceback(self, key: str | None, tags: str | None, body: str, text: str) -> None:
+    def _traceback(self, key: str | None, tags: str | None, body: str, text: str) -> bool:
+        """Follows the tracebacks; True when the line is source code a traceback quotes (its
+        ``raise RuntimeError("CUDA error: ...")`` is not a fault message of its own)."""
         if TRACEBACK_STARTS.search(body):
             self._finish(key, None)
             self._tracebacks[key] = _Traceback(self._finding("traceback", text, tags))
-            return
+            return False
         frame = _FRAME.match(body)
         open_one = self._tracebacks.get(key)
-        if open_one is not None:
-            open_one.last_line = self.lines
         if frame:
             if open_one is None:  # an excerpt that lost its header: still a traceback
                 open_one = self._tracebacks[key] = _Traceback(self._finding("traceback", text, tags))
+            open_one.last_line = self.lines
             open_one.frames.append(TracebackFrame(file=self._redact(frame["file"]),
                                                   line=int(frame["line"]),
                                                   function=self._redact(frame["function"])))
         elif open_one is not None:
             if body[:1].isspace():
+                open_one.last_line = self.lines
                 code = body.strip()
                 last = open_one.frames[-1] if open_one.frames else None
                 if last is not None and last.code is None and code and set(code) - set("^~ "):
                     last.code = self._redact(code)
-            else:
-                self._finish(key, body if _EXCEPTION_LINE.match(body) else None)
+                return True
+            exception = _EXCEPTION_LINE.match(body) is not None
+            if exception:
+                open_one.last_line = self.lines
+            self._finish(key, body if exception else None)
+        return False
 
     def _finish(self, key: str | None, exception: str | None) -> None:
         done = self._tracebacks.pop(key, None)
@@ -244,11 +249,12 @@ class StreamScanner:
             return
         finding = done.finding
         finding.frames = list(done.frames)
+        finding.end_line = done.last_line
         if exception:
             finding.text = self._redact(exception)
         elif finding.frames:
             last = finding.frames[-1]
-            finding.text = f"traceback without an exception line, innermost frame {last.function} " \
+            finding.text = f"{NO_EXCEPTION_LINE}, innermost frame {last.function} " \
                            f"({last.file}:{last.line})"
         self._emit(finding)
 

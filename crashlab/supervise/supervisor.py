@@ -138,7 +138,9 @@ class _Incarnation:
         if finding.kind not in self.announced and finding.kind != "coredump":
             self.announced.add(finding.kind)
             where = f" [{finding.rank}]" if finding.rank else ""
-            self.sup.notify(f"{finding.kind} in {finding.stream} line {finding.line}{where}: "
+            lines = f"lines {finding.line}-{finding.end_line}" \
+                if finding.end_line and finding.end_line != finding.line else f"line {finding.line}"
+            self.sup.notify(f"{finding.kind} in {finding.stream} {lines}{where}: "
                             f"{finding.text.strip()[:160]}")
 
     def on_health(self, state: str, detail: str) -> None:
@@ -242,7 +244,8 @@ class Supervisor:
         process = launch.start(inc.plan.argv, inc.env, self.cwd)
         tees = [StreamTee(pipe, inc.dirs.log(stream),
                           getattr(sys, stream).buffer if self.options.echo else None,
-                          StreamScanner(stream, inc.on_finding, redact=self.redactor.text))
+                          StreamScanner(stream, inc.on_finding, redact=self.redactor.text),
+                          self.redactor.text)
                 for stream, pipe in (("stdout", process.stdout), ("stderr", process.stderr))]
         for tee in tees:
             tee.start()
@@ -453,7 +456,8 @@ class Supervisor:
                                  "stopped" if inc.record.stopped_by_crashlab else "exited")
         if kind is not None:
             self.incidents.append(incident.build(self.run_dir, inc.record, kind, triaged,
-                                                 request_dumps, self.options.debugger))
+                                                 request_dumps, self.options.debugger,
+                                                 self.redactor.text))
             self._write_report()
         self.store.save(timestamps.now())
         return kind
