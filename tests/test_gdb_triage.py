@@ -150,7 +150,7 @@ def test_disagreement_is_shown_with_both_values(planted_dump, standin):
     assert "block DISAGREE (native (1,0,0), debugger (2,0,0))" in shown
     assert "exception DISAGREE (native Warp Illegal Address, debugger Warp Misaligned Address)" in shown
     body = markdown.render(report)
-    assert "**disagree**: native `(1,0,0)`, debugger `(2,0,0)`" in body
+    assert "**block disagrees**: native `(1,0,0)`, debugger `(2,0,0)`" in body
 
 
 def test_dump_the_debugger_cannot_read(planted_dump, standin):

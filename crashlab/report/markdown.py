@@ -135,18 +135,14 @@ def _registers(fault: Fault) -> list[str]:
 
 
 def _debugger(report: TriageReport, heading: int) -> list[str]:
-    """The debugger's view: one agreement row per fault, both values of every disagreement."""
+    """The debugger's view: one agreement item per fault, both values of every disagreement."""
     section = report.debugger
     out = [f"{'#' * heading} {inline(text.debugger_headline(section))}", ""]
     if section.load is not None:
         out += [f"On load: {inline(text.load_line(section.load))}", ""]
+    for view in section.faults:
+        out += _agreement(view)
     if section.faults:
-        fields = [a.field for a in section.faults[0].agreement]
-        out += ["| fault | " + " | ".join(cell(inline(f)) for f in fields) + " |",
-                "|---" * (len(fields) + 1) + "|"]
-        for view in section.faults:
-            cells = {a.field: _verdict_cell(a) for a in view.agreement}
-            out.append(f"| {view.fault + 1} | " + " | ".join(cells.get(f, "-") for f in fields) + " |")
         out.append("")
     out += [f"- problem ({inline(p.kind)}): {inline(p.message)}" for p in section.problems]
     frames = section.faults[0].backtrace if section.faults else []
@@ -158,11 +154,21 @@ def _debugger(report: TriageReport, heading: int) -> list[str]:
     return out + [""]
 
 
-def _verdict_cell(agreement) -> str:
-    if agreement.verdict == "disagree":
-        return cell(f"**disagree**: native {code(agreement.native or '')}, "
-                    f"debugger {code(agreement.debugger or '')}")
-    return cell(inline(agreement.verdict))
+def _agreement(view) -> list[str]:
+    """One list item per fault: the fields that agree and those not compared in one line, then
+    every disagreement with both values and why a field was not compared (a table of a column
+    per field would overflow GitHub's column)."""
+    by_verdict: dict[str, list[str]] = {}
+    for a in view.agreement:
+        by_verdict.setdefault(a.verdict, []).append(a.field)
+    parts = [f"{verdict}: {', '.join(fields)}" for verdict, fields in by_verdict.items()
+             if verdict != "disagree"]
+    out = [f"- fault {view.fault + 1}: {inline('; '.join(parts) or 'nothing compared')}"]
+    out += [f"  - **{inline(a.field)} disagrees**: native {code(a.native or '')}, "
+            f"debugger {code(a.debugger or '')}" for a in view.agreement if a.verdict == "disagree"]
+    out += [f"  - {inline(a.field)} not compared: {inline(a.note)}"
+            for a in view.agreement if a.verdict == "unknown" and a.note]
+    return out
 
 
 def _kernels(report: TriageReport, detail: _Detail) -> list[str]:
