@@ -1,8 +1,8 @@
 """Numbers the CUDA coredump format is built from.
 
-Values come from the public cudacoredump.h / cudadebugger.h headers as summarised in
-shared/reference/cuda-coredump.md (sections 1.2, 1.3 and 1.9). Kept apart from the reader so
-that the reader's logic never hides a magic number.
+Values come from NVIDIA's public cudacoredump.h and cudadebugger.h headers (shipped with the CUDA
+toolkit under extras/Debugger/include), and the ELF ones from the ELF gABI (<elf.h>). Kept apart
+from the reader so that the reader's logic never hides a magic number.
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ import enum
 
 ELF_MAGIC = b"\x7fELF"
 GZIP_MAGIC = b"\x1f\x8b"
+#: e_ident's bytes after the magic (the indices of the ELF gABI)
+EI_CLASS, EI_DATA, EI_OSABI, EI_ABIVERSION = 4, 5, 7, 8
 ELFCLASS64 = 2
 ELFDATA2LSB = 1
 ET_CORE = 4
@@ -18,8 +20,6 @@ EM_CUDA = 190
 ELFOSABI_CUDA = 0x33
 #: The newest ABI version this reader was written against; a newer one only warns.
 KNOWN_ABI_VERSION = 7
-ELF_HEADER_SIZE = 64
-SECTION_HEADER_SIZE = 64
 SHN_XINDEX = 0xFFFF
 SHT_STRTAB = 3
 SHT_NOBITS = 8

@@ -14,14 +14,16 @@ import operator
 import os
 import shutil
 import stat
-import struct
 import sys
 import tempfile
 import zlib
 
 from ..errors import BadInput, CoreFormatError
 from .constants import (
-    ELF_HEADER_SIZE,
+    EI_ABIVERSION,
+    EI_CLASS,
+    EI_DATA,
+    EI_OSABI,
     ELF_MAGIC,
     ELF_TYPES,
     ELFCLASS64,
@@ -33,35 +35,23 @@ from .constants import (
     HOST_MACHINES,
     KNOWN_ABI_VERSION,
     LEAF_SECTION_TYPES,
-    SECTION_HEADER_SIZE,
     SHN_XINDEX,
     SHT_NOBITS,
     SectionType,
 )
+from .layouts import ELF_HEADER, SECTION_HEADER, decoder
 
-if sys.byteorder != "little":  # pragma: no cover - every CUDA host is little-endian
-    raise ImportError("crashlab reads coredumps through native little-endian views")
-
-_ELF_HEADER = struct.Struct("<16sHHIQQQIHHHHHH")
 _SPOOL_CHUNK = 1 << 20
 
 
 class SectionColumns:
-    """The section header table as columns: ``columns.type[i]`` is section i's sh_type."""
+    """The section header table as columns, one per Elf64_Shdr field of
+    crashlab.coredump.layouts.SECTION_HEADER: ``columns.type[i]`` is section i's sh_type."""
 
     def __init__(self, table: memoryview, count: int):
-        words = table.cast("I")
-        quads = table.cast("Q")
         self.count = count
-        self.name = words[0::16]
-        self.type = words[1::16]
-        self.flags = quads[1::8]
-        self.addr = quads[2::8]
-        self.offset = quads[3::8]
-        self.size = quads[4::8]
-        self.link = words[10::16]
-        self.info = words[11::16]
-        self.entsize = quads[7::8]
+        for f in SECTION_HEADER.fields:
+            setattr(self, f.name, f.column(table, SECTION_HEADER.size))
 
 
 class ElfImage:
@@ -139,23 +129,44 @@ class ElfImage:
 
     # -- checking ------------------------------------------------------------------------
     def _read_header(self) -> None:
-        where = self.path
-        if self.size < 4 or self._map[:4] != ELF_MAGIC:
+        """Check that the file is a CUDA coredump and map its section header table."""
+        self._check_magic()
+        header = decoder(ELF_HEADER, ELF_HEADER.size).decode(self._map)
+        self._check_identity(header["ident"])
+        self._check_kind(header["type"], header["machine"])
+        self._check_abi(header["ident"])
+        start, count, names = self._section_table(header)
+        self.section_count = count
+        self.sections = SectionColumns(
+            self._view[start : start + count * SECTION_HEADER.size], count
+        )
+        self._check_bounds()
+        self._shstrtab = names
+
+    def _check_magic(self) -> None:
+        where, head = self.path, self._map[:len(ELF_MAGIC)]
+        if head != ELF_MAGIC:
             from ..wrongverb import for_inspect
 
-            head = self._map[:4].hex(" ")
             raise CoreFormatError(
-                for_inspect(where, self._map[:4])
-                or f"{where}: not an ELF file (starts with {head or 'nothing'}), so not a CUDA coredump"
+                for_inspect(where, head)
+                or f"{where}: not an ELF file (starts with {head.hex(' ') or 'nothing'}), so not "
+                "a CUDA coredump"
             )
-        if self.size < ELF_HEADER_SIZE:
-            raise CoreFormatError(f"{where}: truncated ELF header ({self.size} of 64 bytes)")
-        (ident, e_type, machine, _version, _entry, _phoff, shoff, _flags, _ehsize, _phentsize,
-         _phnum, shentsize, shnum, shstrndx) = _ELF_HEADER.unpack_from(self._map, 0)
-        if ident[4] != ELFCLASS64 or ident[5] != ELFDATA2LSB:
-            raise CoreFormatError(f"{where}: not a 64-bit little-endian ELF file")
+        if self.size < ELF_HEADER.size:
+            raise CoreFormatError(
+                f"{where}: truncated ELF header ({self.size} of {ELF_HEADER.size} bytes)"
+            )
+
+    def _check_identity(self, ident: bytes) -> None:
+        if ident[EI_CLASS] != ELFCLASS64 or ident[EI_DATA] != ELFDATA2LSB:
+            raise CoreFormatError(f"{self.path}: not a 64-bit little-endian ELF file")
+
+    def _check_kind(self, e_type: int, machine: int) -> None:
+        """A core file for EM_CUDA; anything else is named (a host core, a cubin) in the refusal."""
+        where = self.path
+        kind = ELF_TYPES.get(e_type, f"type {e_type}")
         if machine != EM_CUDA:
-            kind = ELF_TYPES.get(e_type, f"type {e_type}")
             arch = HOST_MACHINES.get(machine, f"machine {machine}")
             if e_type == ET_CORE:
                 raise CoreFormatError(
@@ -164,45 +175,57 @@ class ElfImage:
                 )
             raise CoreFormatError(f"{where}: an {kind} ELF file for {arch}, not a CUDA coredump")
         if e_type != ET_CORE:
-            kind = ELF_TYPES.get(e_type, f"type {e_type}")
             hint = " (a cubin?)" if e_type in (1, 2) else ""
             raise CoreFormatError(f"{where}: a CUDA ELF file of type {kind}{hint}, not a coredump")
-        if ident[7] != ELFOSABI_CUDA:
+
+    def _check_abi(self, ident: bytes) -> None:
+        """ELFOSABI_CUDA is required; an ABI version other than the known one only warns
+        (cuda-gdb's libcudacore refuses it, but the row layouts say which fields exist)."""
+        if ident[EI_OSABI] != ELFOSABI_CUDA:
             raise CoreFormatError(
-                f"{where}: ELF OS/ABI is {ident[7]:#x}, a CUDA coredump has {ELFOSABI_CUDA:#x}"
+                f"{self.path}: ELF OS/ABI is {ident[EI_OSABI]:#x}, a CUDA coredump has "
+                f"{ELFOSABI_CUDA:#x}"
             )
-        self.abi_version = ident[8]
+        self.abi_version = ident[EI_ABIVERSION]
         if self.abi_version != KNOWN_ABI_VERSION:
             self.warnings.append(
                 f"ELF ABI version {self.abi_version} differs from the {KNOWN_ABI_VERSION} this "
                 "crashlab was written for; reading it anyway"
             )
-        if shentsize != SECTION_HEADER_SIZE:
-            raise CoreFormatError(f"{where}: section header size is {shentsize}, expected 64")
-        if shoff == 0 or shoff > self.size - SECTION_HEADER_SIZE:
+
+    def _section_table(self, header: dict) -> tuple[int, int, int]:
+        """(file offset, entry count, index of the section name table) of the section header
+        table, each checked against the file."""
+        where, size, entry = self.path, self.size, SECTION_HEADER.size
+        start = header["shoff"]
+        if header["shentsize"] != entry:
             raise CoreFormatError(
-                f"{where}: section header table at {shoff:#x} is outside the file "
-                f"({self.size} bytes); truncated?"
+                f"{where}: section header size is {header['shentsize']}, expected {entry}"
             )
-        if shnum == 0 or shstrndx == SHN_XINDEX:
-            # Extended numbering: section 0 holds the real count (sh_size) and index (sh_link).
-            _, _, _, _, _, real_count, real_strndx, _, _, _ = struct.unpack_from(
-                "<IIQQQQIIQQ", self._map, shoff
-            )
-            shnum = real_count if shnum == 0 else shnum
-            shstrndx = real_strndx if shstrndx == SHN_XINDEX else shstrndx
-        end = shoff + shnum * SECTION_HEADER_SIZE
-        if shnum == 0 or end > self.size:
+        if start == 0 or start > size - entry:
             raise CoreFormatError(
-                f"{where}: section header table ({shnum} entries at {shoff:#x}) runs past the "
-                f"end of the file ({self.size} bytes); truncated?"
+                f"{where}: section header table at {start:#x} is outside the file "
+                f"({size} bytes); truncated?"
             )
-        if shstrndx >= shnum:
-            raise CoreFormatError(f"{where}: section name table index {shstrndx} out of range")
-        self.section_count = shnum
-        self.sections = SectionColumns(self._view[shoff:end], shnum)
-        self._check_bounds()
-        self._shstrtab = shstrndx
+        count, names = self._extended_numbering(start, header["shnum"], header["shstrndx"])
+        if count == 0 or start + count * entry > size:
+            raise CoreFormatError(
+                f"{where}: section header table ({count} entries at {start:#x}) runs past the "
+                f"end of the file ({size} bytes); truncated?"
+            )
+        if names >= count:
+            raise CoreFormatError(f"{where}: section name table index {names} out of range")
+        return start, count, names
+
+    def _extended_numbering(self, start: int, count: int, names: int) -> tuple[int, int]:
+        """(section count, name table index): a dump of 65,280 sections or more keeps them in
+        section 0, the count in sh_size (e_shnum 0) and the index in sh_link (e_shstrndx
+        SHN_XINDEX), as the ELF gABI specifies."""
+        if count and names != SHN_XINDEX:
+            return count, names
+        first = decoder(SECTION_HEADER, SECTION_HEADER.size).decode(self._map, start)
+        return (count or first["size"],
+                first["link"] if names == SHN_XINDEX else names)
 
     def _check_bounds(self) -> None:
         """Every section's bytes must lie inside the file, or the section is set aside.
