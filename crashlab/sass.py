@@ -24,6 +24,7 @@ from elftools.elf.elffile import ELFFile
 
 from .coredump.constants import SHF_EXECINSTR
 from .coredump.core import CoreDump
+from .coredump.layouts import SECTION_HEADER, SYMBOL, Field
 from .coredump.model import Grid
 from .toolpath import find_cuda_tool
 
@@ -32,6 +33,8 @@ NVDISASM_TIMEOUT_S = 120
 #: function's register count into the top byte (``(regs << 24) | symbol``), which nvdisasm's
 #: ``-fun`` refuses ("No symbol with index 469762087"), so only the low 24 bits are an index.
 _TEXT_SYMBOL_BITS = 0xFFFFFF
+_SECTION_ADDRESS = SECTION_HEADER.by_name["addr"]
+_SYMBOL_VALUE = SYMBOL.by_name["value"]
 _INSTRUCTION = re.compile(r"^\s*/\*([0-9a-fA-F]+)\*/\s+(.*?)\s*;?\s*(?:/\*[^*]*\*/\s*)?$")
 _LINE_INFO = re.compile(r'//## File "(?P<file>[^"]*)", line (?P<line>\d+)(?P<inlined> inlined at)?')
 
@@ -99,7 +102,8 @@ class _Text:
 class _Cubin:
     section: int
     texts: list[_Text]
-    rebase: list[tuple[int, int]]  # (file offset of a u64, value to write) that rebase to 0
+    #: (field, file offset of its section header or symbol, value) to write to rebase to 0
+    rebase: list[tuple[Field, int, int]]
 
 
 def _parse_cubin(section: int, data: bytes) -> _Cubin:
@@ -111,7 +115,7 @@ def _parse_cubin(section: int, data: bytes) -> _Cubin:
     for index, sec in enumerate(elf.iter_sections()):
         addresses[index] = sec["sh_addr"]
         if sec["sh_addr"]:
-            rebase.append((shoff + index * shentsize + 16, 0))
+            rebase.append((_SECTION_ADDRESS, shoff + index * shentsize, 0))
         if sec["sh_flags"] & SHF_EXECINSTR and sec["sh_size"]:
             texts.append(_Text(index, sec.name, sec["sh_addr"], sec["sh_size"],
                                sec["sh_info"] & _TEXT_SYMBOL_BITS, []))
@@ -126,7 +130,7 @@ def _parse_cubin(section: int, data: bytes) -> _Cubin:
             value, address = symbol["st_value"], addresses.get(shndx, 0)
             relative = value - address if address and value >= address else value
             if relative != value:
-                rebase.append((base + number * entsize + 8, relative))
+                rebase.append((_SYMBOL_VALUE, base + number * entsize, relative))
             text = by_index.get(shndx)
             if text is not None and symbol["st_info"]["type"] == "STT_FUNC":
                 text.functions.append(_Function(symbol.name, relative, symbol["st_size"]))
@@ -247,10 +251,10 @@ def parse_listing(listing: str) -> list[Instruction]:
 
 def _rebased_copy(data: bytes, cubin: _Cubin) -> bytes:
     """pyelftools reads ELF but does not write it (its struct builders drop the CUDA bits of
-    st_other), so the 8-byte sh_addr and st_value fields are patched in place."""
+    st_other), so the sh_addr and st_value fields are patched in place."""
     image = bytearray(data)
-    for offset, value in cubin.rebase:
-        image[offset : offset + 8] = value.to_bytes(8, "little")
+    for f, start, value in cubin.rebase:
+        f.write(image, start, value)
     return bytes(image)
 
 

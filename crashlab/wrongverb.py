@@ -4,15 +4,15 @@ instead of only saying what the file is not. Called on the refusal path only."""
 
 from __future__ import annotations
 
-import struct
 import zlib
 from pathlib import Path
 
 from .coredump.constants import EM_CUDA, ELF_MAGIC, ET_CORE, GZIP_MAGIC
+from .coredump.layouts import ELF_HEADER
 
 #: The first opcode of a pickle of protocol 2 or later (SGLang writes 4 or 5).
 PICKLE_PROTO = 0x80
-_ELF_TYPE_AND_MACHINE = struct.Struct("<HH")  # e_type, e_machine at offset 16
+_E_TYPE, _E_MACHINE = ELF_HEADER.by_name["type"], ELF_HEADER.by_name["machine"]
 
 
 def for_replay(name: str, head: bytes) -> str | None:
@@ -22,8 +22,8 @@ def for_replay(name: str, head: bytes) -> str | None:
             head = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS).decompress(bytes(head[:4096]), 64)
         except zlib.error:
             return None
-    if (len(head) >= 20 and head[:4] == ELF_MAGIC
-            and _ELF_TYPE_AND_MACHINE.unpack_from(head, 16) == (ET_CORE, EM_CUDA)):
+    if (len(head) >= _E_MACHINE.end and head[:4] == ELF_MAGIC
+            and (_E_TYPE.read(head), _E_MACHINE.read(head)) == (ET_CORE, EM_CUDA)):
         return f"{name}: a CUDA coredump, not an SGLang crash dump: use crashlab inspect {name}"
     return None
 
