@@ -39,8 +39,8 @@ from .sections import SectionIndex
 MAX_REGISTERS = 1024
 #: Kernel parameters are at most 32 KiB since CUDA 12.1.
 MAX_PARAM_BYTES = 32 * 1024
-_LANE_EXCEPTION = TABLE_LAYOUTS[SectionType.LN_TABLE].by_name["exception"]
-_LANE_ID = TABLE_LAYOUTS[SectionType.LN_TABLE].by_name["ln"]
+_LANE_EXCEPTION_OFFSET = TABLE_LAYOUTS[SectionType.LN_TABLE].by_name["exception"].offset
+_LANE_ID_OFFSET = TABLE_LAYOUTS[SectionType.LN_TABLE].by_name["ln"].offset
 
 
 @dataclass(slots=True)
@@ -58,8 +58,9 @@ def _lane_columns(reader, data: bytes, entsize: int, count: int):
     """(laneId, exception) columns of a lane table: strided views over the bytes where the row
     size allows (nothing decoded), else decoded into arrays."""
     if entsize % 4 == 0 and count:
-        table = memoryview(data)
-        return _LANE_ID.column(table, entsize), _LANE_EXCEPTION.column(table, entsize)
+        words = memoryview(data).cast("I")
+        step = entsize // 4
+        return words[_LANE_ID_OFFSET // 4 :: step], words[_LANE_EXCEPTION_OFFSET // 4 :: step]
     rows = [reader.decode(data, n * entsize) for n in range(count)]
     return array("I", [r["ln"] for r in rows]), array("I", [r["exception"] for r in rows])
 

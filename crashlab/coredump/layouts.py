@@ -35,14 +35,12 @@ class Field:
     c_name: str
     #: the value is an offset into .strtab
     string: bool = False
+    size: int = field(init=False, repr=False, compare=False)
+    end: int = field(init=False, repr=False, compare=False)
 
-    @property
-    def size(self) -> int:
-        return struct.calcsize("<" + self.code)
-
-    @property
-    def end(self) -> int:
-        return self.offset + self.size
+    def __post_init__(self):
+        object.__setattr__(self, "size", struct.calcsize("<" + self.code))
+        object.__setattr__(self, "end", self.offset + self.size)
 
     def read(self, buffer, start: int = 0):
         """The field of the structure that begins at ``start`` in ``buffer``."""
