@@ -184,10 +184,10 @@ def test_symbol_fields_patch_a_cubin_as_pyelftools_reads_it():
 
 
 def test_a_column_is_a_strided_view_of_one_field():
-    field = Field("b", 4, "I", "b")
-    table = memoryview(bytes(range(24)))
-    assert list(field.column(table, 12)) == [
-        int.from_bytes(bytes(range(4, 8)), "little"), int.from_bytes(bytes(range(16, 20)), "little")]
+    second_word = Field("b", 4, "I", "b")
+    rows = bytes(range(24))
+    assert list(second_word.column(memoryview(rows), 12)) == [
+        int.from_bytes(rows[4:8], "little"), int.from_bytes(rows[16:20], "little")]
 
 
 def test_generation_flag_names():

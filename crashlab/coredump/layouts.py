@@ -59,6 +59,7 @@ class Field:
 
 @dataclass(frozen=True, slots=True)
 class RowLayout:
+    #: crashlab's name for the structure, in its messages
     table: str
     #: the C structure it declares
     c_name: str
