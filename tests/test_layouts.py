@@ -130,7 +130,7 @@ def _marker(f: Field) -> bytes:
 ELF_STRUCTS = {"Elf64_Ehdr": "Elf_Ehdr", "Elf64_Shdr": "Elf_Shdr", "Elf64_Sym": "Elf_Sym"}
 
 
-@pytest.mark.parametrize("layout", [ELF_HEADER, SECTION_HEADER, SYMBOL], ids=lambda l: l.c_name)
+@pytest.mark.parametrize("layout", [ELF_HEADER, SECTION_HEADER, SYMBOL], ids=lambda layout: layout.c_name)
 def test_elf_layouts_tile_their_structure(layout):
     """The gABI's Elf64 structures have no padding: each field starts where the last ends."""
     ends = [0] + [f.end for f in layout.fields]
@@ -138,7 +138,7 @@ def test_elf_layouts_tile_their_structure(layout):
     assert layout.generations == (layout.size,)
 
 
-@pytest.mark.parametrize("layout", [ELF_HEADER, SECTION_HEADER, SYMBOL], ids=lambda l: l.c_name)
+@pytest.mark.parametrize("layout", [ELF_HEADER, SECTION_HEADER, SYMBOL], ids=lambda layout: layout.c_name)
 def test_elf_layouts_agree_with_pyelftools(layout):
     """Set one field's bytes and nothing else: pyelftools sees exactly that field change."""
     theirs = getattr(_pyelftools_structs(), ELF_STRUCTS[layout.c_name])

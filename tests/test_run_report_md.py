@@ -7,10 +7,8 @@ what is open and what is folded, the title, the log's tail, replay lines, maskin
 
 from __future__ import annotations
 
-import os
 import pickle
 import re
-import shutil
 from pathlib import Path
 
 import pytest

@@ -20,7 +20,6 @@ import secrets
 import signal
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Literal
 
 import pexpect
