@@ -493,30 +493,42 @@ def _write_all(w: _Writer, spec: Spec, keys: dict[str, int]) -> None:
 
 
 def _write_device(w, spec, keys, devtbl, row, d: Device) -> None:
-    size = spec.row_size
+    """One device's tables, each linked to its device row: contexts, grids, SMs."""
     tag = f"dev{row}"
+    _write_contexts(w, spec, keys, devtbl, row, tag, d)
+    _write_grids(w, spec, keys, devtbl, row, tag, d)
+    _write_sms(w, spec, keys, devtbl, row, tag, d)
+
+
+def _write_contexts(w, spec, keys, devtbl, row, tag, d: Device) -> None:
+    size = spec.row_size
     ctx_rows = [pack_row("ctx", size("ctx"), contextId=c.context_id, deviceIdx=row, tid=4242,
                          sharedWindowBase=0x7E00_0000_0000, localWindowBase=0x7D00_0000_0000,
                          globalWindowBase=0)
                 for c in d.contexts]
-    if ctx_rows:
-        ctxtbl = keys[f"ctxtbl {tag}"] = w.add(_name(spec, f".cudbg.ctxtbl.{tag}"), SHT["CTX_TABLE"],
-                                               b"".join(ctx_rows), link=devtbl, info=row,
-                                               entsize=size("ctx"))
-        for c_row, context in enumerate(d.contexts):
-            ctag = f"{tag}.ctx{c_row}"
-            modtbl = keys[f"modtbl {ctag}"] = w.add(
-                _name(spec, f".cudbg.modtbl.{ctag}"), SHT["MOD_TABLE"],
-                b"".join(pack_row("mod", size("mod"), moduleHandle=m.handle) for m in context.modules),
-                link=ctxtbl, info=c_row, entsize=size("mod"))
-            for m_row, module in enumerate(context.modules):
-                if module.unrelocated is not None:
-                    w.add(_name(spec, f".cudbg.elfimg.{ctag}"), SHT["ELF_IMG"], module.unrelocated,
-                          link=modtbl, info=m_row)
-                if module.relocated is not None:
-                    keys[f"relfimg {module.handle:#x}"] = w.add(
-                        _name(spec, f".cudbg.relfimg.{ctag}"), SHT["RELF_IMG"], module.relocated,
-                        link=modtbl, info=m_row)
+    if not ctx_rows:
+        return
+    ctxtbl = keys[f"ctxtbl {tag}"] = w.add(_name(spec, f".cudbg.ctxtbl.{tag}"), SHT["CTX_TABLE"],
+                                           b"".join(ctx_rows), link=devtbl, info=row,
+                                           entsize=size("ctx"))
+    for c_row, context in enumerate(d.contexts):
+        ctag = f"{tag}.ctx{c_row}"
+        modtbl = keys[f"modtbl {ctag}"] = w.add(
+            _name(spec, f".cudbg.modtbl.{ctag}"), SHT["MOD_TABLE"],
+            b"".join(pack_row("mod", size("mod"), moduleHandle=m.handle) for m in context.modules),
+            link=ctxtbl, info=c_row, entsize=size("mod"))
+        for m_row, module in enumerate(context.modules):
+            if module.unrelocated is not None:
+                w.add(_name(spec, f".cudbg.elfimg.{ctag}"), SHT["ELF_IMG"], module.unrelocated,
+                      link=modtbl, info=m_row)
+            if module.relocated is not None:
+                keys[f"relfimg {module.handle:#x}"] = w.add(
+                    _name(spec, f".cudbg.relfimg.{ctag}"), SHT["RELF_IMG"], module.relocated,
+                    link=modtbl, info=m_row)
+
+
+def _write_grids(w, spec, keys, devtbl, row, tag, d: Device) -> None:
+    size = spec.row_size
     grid_rows = []
     for g in d.grids:
         values = dict(gridId64=g.grid_id, contextId=_grid_context(d, g),
@@ -530,19 +542,24 @@ def _write_device(w, spec, keys, devtbl, row, d: Device) -> None:
             values.update(clusterDimX=g.cluster_dim[0], clusterDimY=g.cluster_dim[1],
                           clusterDimZ=g.cluster_dim[2])
         grid_rows.append(pack_row("grid", size("grid"), **values))
-    if grid_rows:
-        gridtbl = keys[f"gridtbl {tag}"] = w.add(_name(spec, f".cudbg.gridtbl.{tag}"),
-                                                 SHT["GRID_TABLE"], b"".join(grid_rows),
-                                                 link=devtbl, info=row, entsize=size("grid"))
-        for g_row, g in enumerate(d.grids):
-            if g.params is not None:
-                keys[f"param {tag} grid{g.grid_id}"] = w.add(
-                    _name(spec, f".cudbg.param.{tag}.grid{g_row}"), SHT["PARAM_MEM"], g.params,
-                    link=gridtbl, info=g_row, addr=g.params_address)
-            if g.const_banks:
-                w.add(_name(spec, f".cudbg.cbankstbl.{tag}.grid{g_row}"), SHT["CB_TABLE"],
-                      b"".join(pack_row("cb", 16, addr=a, size=s, bankId=b) for a, s, b in g.const_banks),
-                      link=gridtbl, info=g_row, entsize=16)
+    if not grid_rows:
+        return
+    gridtbl = keys[f"gridtbl {tag}"] = w.add(_name(spec, f".cudbg.gridtbl.{tag}"),
+                                             SHT["GRID_TABLE"], b"".join(grid_rows),
+                                             link=devtbl, info=row, entsize=size("grid"))
+    for g_row, g in enumerate(d.grids):
+        if g.params is not None:
+            keys[f"param {tag} grid{g.grid_id}"] = w.add(
+                _name(spec, f".cudbg.param.{tag}.grid{g_row}"), SHT["PARAM_MEM"], g.params,
+                link=gridtbl, info=g_row, addr=g.params_address)
+        if g.const_banks:
+            w.add(_name(spec, f".cudbg.cbankstbl.{tag}.grid{g_row}"), SHT["CB_TABLE"],
+                  b"".join(pack_row("cb", 16, addr=a, size=s, bankId=b) for a, s, b in g.const_banks),
+                  link=gridtbl, info=g_row, entsize=16)
+
+
+def _write_sms(w, spec, keys, devtbl, row, tag, d: Device) -> None:
+    size = spec.row_size
     described = {sm.sm_id for sm in d.sms}
     idle = [SM(sm_id) for sm_id in range(d.num_sms) if sm_id not in described]
     sm_rows = []
