@@ -14,9 +14,9 @@ from pydantic import (BaseModel, ConfigDict, Field, PlainSerializer, PlainValida
                       ValidationError, WithJsonSchema)
 
 from ..escape import printable
-from .allowlist import REQUEST_KINDS
+from .allowlist import REQUEST_KINDS, Global
 from .intruns import TokenIds
-from .unpickler import Global, Instance
+from .pickled import Instance
 
 MODALITIES = ("image", "video", "audio")
 
