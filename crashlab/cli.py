@@ -22,6 +22,7 @@ from .guard import GuardedGroup, say
 # The modules behind each command (rich included) are imported inside it: --help should not pay
 # for pydantic, pyelftools and rich, inspect for pexpect, requests and the supervisor, nor replay
 # for the coredump reader and its report (tests/test_cli.py holds --help to it).
+
 #: crashlab.supervise.CoredumpMode's values, spelled out so that --help need not import it.
 COREDUMP_MODES = ("lightweight", "full", "off")
 _POSITIVE = click.FloatRange(min=0, min_open=True)

@@ -51,10 +51,10 @@ def _replayed(dump: CrashDump, options: ReplayOptions) -> ReplayResult:
         notes += [note] if note else []
     fidelity = options.fidelity(expected)
     err = ViewConsole(stderr=True)
-    if options.minimizing:
+    if options.minimize:
         return minimize(
-            dump, options.target, options.plan, options.watch, options.minimizing.budget,
-            options.minimizing.output, options.repeat,
+            dump, options.target, options.plan, options.watch, options.minimize, options.output,
+            options.repeat,
             on_trial=lambda number, size, crashed: err.print(
                 f"trial {number}: {size} requests -> {'reproduced' if crashed else 'not reproduced'}"),
             fidelity=fidelity, warnings=notes)

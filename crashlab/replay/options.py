@@ -20,15 +20,9 @@ from .send import Plan
 
 
 @dataclass(frozen=True)
-class Minimizing:
-    """--minimize: its budget and where the minimal dump goes."""
-
-    budget: Budget
-    output: str
-
-
-@dataclass(frozen=True)
 class ReplayOptions:
+    """The options of one ``crashlab replay``, as the runner takes them."""
+
     dump: str
     as_json: bool
     #: the server to replay against; None: list the dump, replay nothing
@@ -43,7 +37,10 @@ class ReplayOptions:
     #: seconds of p99 send lateness beyond which an attempt did not keep its schedule
     late_threshold: float
     force_decode: str
-    minimizing: Minimizing | None
+    #: --minimize's budget of trials or time; None: replay, do not minimise
+    minimize: Budget | None
+    #: where --minimize writes the minimal dump
+    output: str
 
     @classmethod
     def from_command_line(cls, *, dump, as_list, as_json, url, speed, max_rate, concurrency,
@@ -69,19 +66,19 @@ class ReplayOptions:
         hardened = harden_command(restart_cmd, harden) if harden else None
         target = (Target(url=url, restart_cmd=restart_cmd, start_timeout=start_timeout,
                          harden=hardened) if url else None)
-        minimizing = (Minimizing(trials, output or str(Path(dump).with_suffix("")) + ".min.pkl")
-                      if do_minimize else None)
         return cls(dump=dump, as_json=as_json, target=target, plan=plan, watch=watch,
                    repeat=repeat, expected=expected, any_crash=any_crash,
                    late_threshold=late_threshold / 1000, force_decode=force_decode,
-                   minimizing=minimizing)
+                   minimize=trials if do_minimize else None,
+                   output=output or str(Path(dump).with_suffix("")) + ".min.pkl")
 
     def fidelity(self, expected: Expectation | None) -> Fidelity:
         return Fidelity(expected=expected, late_threshold=self.late_threshold,
                         force=self.force_decode)
 
 
-def _contradiction(*, as_list, url, minimize, restart_cmd, harden, any_crash, expect) -> str | None:
+def _contradiction(*, as_list, url, minimize, restart_cmd, harden, any_crash,
+                   expect) -> str | None:
     """The first options that cannot go together, as the sentence that refuses them."""
     rules = (
         (as_list and url, "--list lists the dump and replays nothing: drop --url or --list"),
