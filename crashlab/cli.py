@@ -1,15 +1,14 @@
-"""The ``crashlab`` command: parse options, call the API, render. No triage logic lives here.
+"""The ``crashlab`` command: click's declarations of the verbs, each calling the API and a view.
+No triage logic lives here.
 
-Every command answers bad input the same way: one line on stderr and exit 2 (usage errors
-included), a missing tool or service exit 3, never a traceback.
+Every verb runs inside one guard (crashlab.guard): bad input is one line on stderr and exit 2
+(usage errors included), a missing tool or service exit 3, never a traceback.
 """
 
 from __future__ import annotations
 
-import gc
 import importlib
 import json
-import os
 import signal
 import sys
 from pathlib import Path
@@ -17,79 +16,19 @@ from pathlib import Path
 import click
 
 from . import __version__
-from .errors import CrashlabError
-from .escape import escape
+from .errors import EXIT_BAD_INPUT, EXIT_FOUND, EXIT_NOTHING, BadInput, EnvironmentProblem
+from .guard import GuardedGroup, say
 
 # The modules behind each command (rich included) are imported inside it: --help should not pay
 # for pydantic, pyelftools and rich, inspect for pexpect, requests and the supervisor, nor replay
 # for the coredump reader and its report (tests/test_cli.py holds --help to it).
-EXIT_FOUND, EXIT_NOTHING, EXIT_BAD_INPUT, EXIT_ENVIRONMENT = 0, 1, 2, 3
+
 #: crashlab.supervise.CoredumpMode's values, spelled out so that --help need not import it.
 COREDUMP_MODES = ("lightweight", "full", "off")
 _POSITIVE = click.FloatRange(min=0, min_open=True)
 
 
-def _say(message: str) -> None:
-    """One line on stderr; names and messages from outside in it are escaped, never raw."""
-    click.echo(f"crashlab: {escape(message)}", err=True)
-
-
-def _fail(message: str, code: int) -> None:
-    _say(message)
-    sys.exit(code)
-
-
-def _guarded(subject: str, action):
-    """``action()``; a failure is one line on stderr with its exit code, never a traceback.
-    Rendering runs inside it too: a view that fails, or a reader that goes away, is handled
-    here like any other failure."""
-    try:
-        return action()
-    except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as cat does
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        sys.exit(EXIT_FOUND)
-    except CrashlabError as exc:
-        _fail(str(exc), exc.exit_code)
-    except MemoryError:
-        _fail(f"{subject}: ran out of memory", EXIT_BAD_INPUT)
-    except Exception as exc:  # the last guard: a stranger's file must never produce a traceback
-        if os.environ.get("CRASHLAB_DEBUG"):
-            raise
-        _fail(f"{subject}: {type(exc).__name__}: {exc}; this is a crashlab bug, please report "
-              "it (CRASHLAB_DEBUG=1 shows the traceback)", EXIT_BAD_INPUT)
-
-
-class _OneLineUsageError(click.UsageError):
-    def show(self, file=None) -> None:
-        _say(self.format_message())
-
-
-class _OneLineUsage:
-    """A bad option is bad input like any other: one line, exit 2, not click's usage block."""
-
-    def parse_args(self, ctx, args):
-        try:
-            return super().parse_args(ctx, args)
-        except click.UsageError as problem:
-            verb = f"{ctx.info_name}: " if ctx.parent is not None else ""
-            raise _OneLineUsageError(verb + problem.format_message(), ctx) from None
-
-
-class _OneLineCommand(_OneLineUsage, click.Command):
-    pass
-
-
-class _Commands(_OneLineUsage, click.Group):
-    command_class = _OneLineCommand
-
-    def resolve_command(self, ctx, args):
-        try:
-            return super().resolve_command(ctx, args)
-        except click.UsageError as problem:
-            raise _OneLineUsageError(problem.format_message(), ctx) from None
-
-
-@click.group(cls=_Commands, invoke_without_command=True, no_args_is_help=False,
+@click.group(cls=GuardedGroup, invoke_without_command=True, no_args_is_help=False,
              context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="crashlab", help="Print crashlab's version.")
 @click.pass_context
@@ -106,7 +45,7 @@ def main(ctx: click.Context) -> None:
         ctx.exit(EXIT_BAD_INPUT)
 
 
-@main.command()
+@main.command(subject="core")
 @click.argument("core", type=click.Path(dir_okay=True, allow_dash=True))
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON report (schema: crashlab schema).")
 @click.option("--markdown", "as_markdown", is_flag=True,
@@ -137,17 +76,16 @@ def inspect(core: str, as_json: bool, as_markdown: bool, no_sass: bool, context:
     from .report import markdown, terminal
 
     if as_json and as_markdown:
-        _fail("choose one of --json and --markdown", EXIT_BAD_INPUT)
-    report = _guarded(core, lambda: inspect_core(core, sass=not no_sass, context=context,
-                                                 debugger=debugger))
+        raise BadInput("choose one of --json and --markdown")
+    report = inspect_core(core, sass=not no_sass, context=context, debugger=debugger)
     if report.debugger is not None and report.debugger.status in ("unavailable", "failed"):
-        _say(f"--debugger: {report.debugger.reason}; the native report stands")
+        say(f"--debugger: {report.debugger.reason}; the native report stands")
     if as_json:
-        _guarded(core, lambda: click.echo(report.model_dump_json(indent=2)))
+        click.echo(report.model_dump_json(indent=2))
     elif as_markdown:
-        _guarded(core, lambda: click.echo(markdown.render(report), nl=False))
+        click.echo(markdown.render(report), nl=False)
     else:
-        _guarded(core, lambda: terminal.render(report, ViewConsole()))
+        terminal.render(report, ViewConsole())
     sys.exit(EXIT_FOUND if report.found else EXIT_NOTHING)
 
 
@@ -173,7 +111,7 @@ def schema(which: str) -> None:
                           indent=2))
 
 
-@main.command()
+@main.command(subject="core")
 @click.argument("core", type=click.Path(dir_okay=False))
 @click.option("--host-core", type=click.Path(dir_okay=False), help="The host (CPU) core of the same crash.")
 @click.option("--exe", type=click.Path(dir_okay=False), help="The executable that crashed (needed with --host-core).")
@@ -194,26 +132,24 @@ def debug(core: str, host_core: str | None, exe: str | None, print_only: bool) -
     from .gdb.debug import command_line, exec_debugger, printable
     from .gdb.driver import find_cuda_gdb
 
-    try:  # the user's files are checked before the tool: bad input is exit 2 with or without it
-        report = inspect_core(core, sass=False)
-        program, why = find_cuda_gdb()
-        argv = command_line(program or "cuda-gdb", core, report, host_core=host_core, exe=exe)
-    except CrashlabError as exc:
-        _fail(str(exc), exc.exit_code)
+    # the user's files are checked before the tool: bad input is exit 2 with or without it
+    report = inspect_core(core, sass=False)
+    program, why = find_cuda_gdb()
+    argv = command_line(program or "cuda-gdb", core, report, host_core=host_core, exe=exe)
     if print_only:
         click.echo(printable(argv))
         if program is None:
-            _say(f"{why}; printed with 'cuda-gdb' as its name")
+            say(f"{why}; printed with 'cuda-gdb' as its name")
         return
     if program is None:
-        _fail(why, EXIT_ENVIRONMENT)
+        raise EnvironmentProblem(why)
     try:
         exec_debugger(argv)
     except OSError as exc:
-        _fail(f"could not run {argv[0]}: {exc}", EXIT_ENVIRONMENT)
+        raise EnvironmentProblem(f"could not run {argv[0]}: {exc}") from None
 
 
-@main.command()
+@main.command(subject="dump")
 @click.argument("dump", type=click.Path())
 @click.option("--list", "as_list", is_flag=True,
               help="List the requests, replay nothing (the default without --url); with --json "
@@ -270,10 +206,7 @@ def debug(core: str, host_core: str | None, exe: str | None, print_only: bool) -
               flag_value="all", default=None,
               help="Run --restart-cmd under compute-sanitizer (memcheck, coredumps on) and/or "
                    "SGLang's debug switches; --harden alone is all. Put it after DUMP.")
-def replay(dump, as_list, as_json, url, speed, max_rate, concurrency, timeout, repeat, watch_cores,
-           watch_log, fault_pattern, pid, health_interval, health_timeout, settle, restart_cmd,
-           start_timeout, do_minimize, budget, output, late_threshold, force_decode, expect,
-           expect_kernel, any_crash, harden):
+def replay(**options) -> None:
     """Load an SGLang crash dump safely, replay it against a server, minimise it.
 
     DUMP is a crash_dump_<time>.pkl from SGLang's --crash-dump-folder (0.5.6 to 0.5.23). It is
@@ -291,85 +224,10 @@ def replay(dump, as_list, as_json, url, speed, max_rate, concurrency, timeout, r
       crashlab replay crash_dump.pkl --harden sanitizer --url http://127.0.0.1:30000 \\
           --expect "illegal memory access" --restart-cmd "python -m sglang.launch_server ..."
     """
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+    from .replay.command import run
+    from .replay.options import ReplayOptions
 
-    from . import replay as replay_api
-    from .console import ViewConsole
-    from .replay import views as replay_views
-    from .replay.expect import from_options, from_run_directory
-    from .replay.harden import harden as harden_command
-    from .replay.minimize import Budget
-    from .replay.oracle import FAULT_PATTERNS
-    from .replay.runner import Fidelity, Target, Watch
-    from .replay.runner import minimize as minimize_dump
-    from .replay.runner import replay as replay_dump
-    from .replay.send import Plan
-
-    if as_list and url:
-        _fail("replay: --list lists the dump and replays nothing: drop --url or --list",
-              EXIT_BAD_INPUT)
-    if url is None and (do_minimize or restart_cmd):
-        _fail("replay: --minimize and --restart-cmd need --url", EXIT_BAD_INPUT)
-    if do_minimize and not restart_cmd:
-        _fail("replay: --minimize needs --restart-cmd (each trial starts a fresh server)",
-              EXIT_BAD_INPUT)
-    if harden and not restart_cmd:
-        _fail("replay: --harden changes how --restart-cmd runs the server: give --restart-cmd",
-              EXIT_BAD_INPUT)
-    if any_crash and (expect or expect_kernel):
-        _fail("replay: --any-crash and --expect/--expect-kernel contradict each other", EXIT_BAD_INPUT)
-    expected = _guarded("replay", lambda: from_options(expect, expect_kernel))
-    trials = _guarded("replay", lambda: Budget.parse(budget))
-    plan = _guarded("replay", lambda: Plan.choose(speed=speed, max_rate=max_rate,
-                                                  concurrency=concurrency, timeout=timeout))
-    watch = _guarded("replay", lambda: Watch(
-        pid=pid, cores=watch_cores, log=watch_log, patterns=FAULT_PATTERNS + tuple(fault_pattern),
-        health_interval=health_interval, health_timeout=health_timeout, settle=settle))
-    hardened = _guarded("replay", lambda: harden_command(restart_cmd, harden)) if harden else None
-    target = (Target(url=url, restart_cmd=restart_cmd, start_timeout=start_timeout, harden=hardened)
-              if url else None)
-    if url is None and not as_json:
-        lister = replay_views.RequestLister(ViewConsole())
-        _guarded(dump, lambda: lister.summary(replay_api.load(dump, on_request=lister.row)))
-        sys.exit(EXIT_FOUND)
-    loaded = _guarded(dump, lambda: replay_api.load(dump))
-    gc.freeze()  # the dump lives as long as this process: the cycle collector can skip it
-    if url is None:
-        def print_records() -> None:
-            for line in replay_views.dump_json_lines(loaded):
-                click.echo(line)
-        _guarded(dump, print_records)
-        sys.exit(EXIT_FOUND)
-    if not loaded.requests:
-        _fail(f"{dump}: holds no requests to replay", EXIT_BAD_INPUT)
-    notes = []
-    if expected is None and not any_crash:
-        expected, note = from_run_directory(dump)
-        notes += [note] if note else []
-    fidelity = Fidelity(expected=expected, late_threshold=late_threshold / 1000, force=force_decode)
-    err = ViewConsole(stderr=True)
-    if do_minimize:
-        out = output or str(Path(dump).with_suffix("")) + ".min.pkl"
-        result = _guarded(dump, lambda: minimize_dump(
-            loaded, target, plan, watch, trials, out, repeat,
-            on_trial=lambda number, size, crashed: err.print(
-                f"trial {number}: {size} requests -> {'reproduced' if crashed else 'not reproduced'}"),
-            fidelity=fidelity, warnings=notes))
-    else:
-        progress = Progress("replay", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                            console=err, transient=True, disable=not err.is_terminal)
-        with progress:
-            task = progress.add_task("replay", total=len(loaded.requests))
-            result = _guarded(dump, lambda: replay_dump(
-                loaded, target, plan, watch, repeat,
-                progress=lambda done, total: progress.update(task, completed=done),
-                fidelity=fidelity, warnings=notes))
-    if as_json:
-        _guarded(dump, lambda: click.echo(result.model_dump_json(indent=2)))
-    else:
-        _guarded(dump, lambda: replay_views.render_result(result, ViewConsole()))
-    found = bool(result.minimization.minimal) if result.minimization else result.reproduced
-    sys.exit(EXIT_FOUND if found else EXIT_NOTHING)
+    sys.exit(run(ReplayOptions.from_command_line(**options)))
 
 
 # The launch command is the first word that is not one of serve's options (or what follows --):
@@ -432,28 +290,25 @@ def serve(runs_dir, coredump, user_dumps, health_url, health_interval, health_ti
         health_timeout=health_timeout, dump_timeout=dump_timeout, grace=grace, restart=restart,
         max_restarts=max_restarts, restart_delay=restart_delay, echo=not quiet,
         debugger=not no_debugger)
-    try:
-        supervisor = Supervisor(options, _say)
-        _say(f"run directory: {supervisor.run_dir}")
-        # Ctrl-C, SIGTERM and a closing terminal (unless nohup) stop the server as they would
-        # have without crashlab in between: forwarded to its whole process group
-        stops = [signal.SIGINT, signal.SIGTERM]
-        if signal.getsignal(signal.SIGHUP) is signal.SIG_DFL:
-            stops.append(signal.SIGHUP)
-        for signum in stops:
-            signal.signal(signum, lambda number, _frame: supervisor.request_stop(number))
-        outcome = supervisor.run()
-    except CrashlabError as exc:
-        _fail(str(exc), exc.exit_code)
+    supervisor = Supervisor(options, say)
+    say(f"run directory: {supervisor.run_dir}")
+    # Ctrl-C, SIGTERM and a closing terminal (unless nohup) stop the server as they would have
+    # without crashlab in between: forwarded to its whole process group
+    stops = [signal.SIGINT, signal.SIGTERM]
+    if signal.getsignal(signal.SIGHUP) is signal.SIG_DFL:
+        stops.append(signal.SIGHUP)
+    for signum in stops:
+        signal.signal(signum, lambda number, _frame: supervisor.request_stop(number))
+    outcome = supervisor.run()
     if outcome.report is not None:
         for line in summary_lines(outcome.report):
-            _say(line)
+            say(line)
     else:
-        _say(f"{outcome.result}: nothing to triage (manifest: {outcome.run_dir}/manifest.json)")
+        say(f"{outcome.result}: nothing to triage (manifest: {outcome.run_dir}/manifest.json)")
     sys.exit(outcome.exit_code)
 
 
-@main.command(name="dump-now")
+@main.command(name="dump-now", subject="run")
 @click.argument("run", type=click.Path(path_type=Path))
 @click.option("--timeout", type=click.FloatRange(min=0), default=120.0, show_default=True,
               help="How long to wait for the dumps to be collected.")
@@ -466,16 +321,13 @@ def dump_now_command(run: Path, timeout: float) -> None:
     """
     from .supervise import dump_now
 
-    try:
-        result = dump_now(run, timeout)
-    except CrashlabError as exc:
-        _fail(str(exc), exc.exit_code)
-    _say(f"triggered {len(result.triggered)} pipe(s)")
+    result = dump_now(run, timeout)
+    say(f"triggered {len(result.triggered)} pipe(s)")
     for record in result.collected:
-        _say(f"collected {run / record.path} ({record.size_bytes} bytes); "
+        say(f"collected {run / record.path} ({record.size_bytes} bytes); "
              f"crashlab inspect {run / record.path}")
     if not result.collected:
-        _say(f"no dump was collected within {timeout:g} s")
+        say(f"no dump was collected within {timeout:g} s")
     sys.exit(EXIT_FOUND if result.collected else EXIT_NOTHING)
 
 

@@ -1,19 +1,28 @@
-"""The errors crashlab reports to a user, each carrying the exit code of DESIGN.md.
+"""The errors crashlab reports to a user, and the exit codes of every command.
 
 Anything raised as one of these is shown as one line on stderr; anything else is a crashlab bug.
 """
 
 from __future__ import annotations
 
+#: The job was done and found what it looks for: a fault, a reproduction, a crash caught.
+EXIT_FOUND = 0
+#: The job was done and found nothing: a dump with no exception, a replay that did not crash.
+EXIT_NOTHING = 1
+#: Bad input or usage (one line on stderr); also what a crashlab bug ends with.
+EXIT_BAD_INPUT = 2
+#: An environment problem: a tool missing, a server unreachable.
+EXIT_ENVIRONMENT = 3
+
 
 class CrashlabError(Exception):
-    exit_code = 2
+    exit_code = EXIT_BAD_INPUT
 
 
 class BadInput(CrashlabError):
     """The user's file or arguments cannot be used (exit 2)."""
 
-    exit_code = 2
+    exit_code = EXIT_BAD_INPUT
 
 
 class CoreFormatError(BadInput):
@@ -23,4 +32,4 @@ class CoreFormatError(BadInput):
 class EnvironmentProblem(CrashlabError):
     """A tool or resource crashlab needs is missing (exit 3)."""
 
-    exit_code = 3
+    exit_code = EXIT_ENVIRONMENT

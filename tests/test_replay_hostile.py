@@ -19,7 +19,7 @@ import pytest
 
 import crashlab.replay as replay
 from crashlab.errors import BadInput
-from crashlab.replay.unpickler import PickleRefused
+from crashlab.replay.opcodes import PickleRefused
 from tests.conftest import run_cli
 from tests.replay_support import FIXTURES, ROOT
 

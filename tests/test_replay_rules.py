@@ -22,8 +22,9 @@ from pydantic import BaseModel
 from crashlab.replay import intruns, unpickler
 from crashlab.replay.allowlist import Global
 from crashlab.replay.intruns import TokenIds
+from crashlab.replay.opcodes import PickleRefused
+from crashlab.replay.pickled import Instance
 from crashlab.replay.records import plain
-from crashlab.replay.unpickler import Instance, PickleRefused
 from tests.test_replay_hostile import glob, op, program, text
 
 INT32 = st.integers(-(1 << 31), (1 << 31) - 1)

@@ -20,10 +20,10 @@ side by side. Every display text is taken from a written source, never made up:
     Instruction Parameter", "CUDA Exception: Warp MMU Fault", "Warp Barrier Arrival Mismatch").
 
 Names, numbers and scopes follow cudadebugger.h of CUDA 13.4 (API revision 193): since 13.1 codes
-1, 2, 3, 11, 13, 15 and 16 are renamed CUDBG_EXCEPTION_RESERVED_0..6 ("no longer reported"); the
-old names stay as the names, the new ones as aliases. The scope is the name's prefix, which the
-header's "Exception Reporting" section defines as the precision of the exception; TMA_SYSCALL has
-none and its comment says "Warp error".
+1, 2, 3, 11, 13, 15 and 16 are renamed CUDBG_EXCEPTION_RESERVED_0..6, in that order ("no longer
+reported"); crashlab names them by their old names, which say what they were. The scope is the
+name's prefix, which the header's "Exception Reporting" section defines as the precision of the
+exception; TMA_SYSCALL has none and its comment says "Warp error".
 """
 
 from __future__ import annotations
@@ -54,7 +54,6 @@ class ExceptionKind:
     #: where ``display`` comes from: CUDA_GDB, LLDB_NVGPU or MADE_UP (see the module docstring).
     display_source: str
     known: bool = True
-    aliases: tuple[str, ...] = ()
 
     @property
     def display_from_cuda_gdb(self) -> bool:
@@ -62,7 +61,7 @@ class ExceptionKind:
         return self.display_source != MADE_UP
 
 
-def _kind(code, suffix, display, signal, source, *, scope=None, alias=None):
+def _kind(code, suffix, display, signal, source, *, scope=None):
     return ExceptionKind(
         code=code,
         name="CUDBG_EXCEPTION_" + suffix,
@@ -70,7 +69,6 @@ def _kind(code, suffix, display, signal, source, *, scope=None, alias=None):
         cuda_gdb_signal=signal,
         scope=scope or suffix.split("_", 1)[0].lower(),
         display_source=source,
-        aliases=("CUDBG_EXCEPTION_" + alias,) if alias else (),
     )
 
 
@@ -80,11 +78,9 @@ def _newer(code, suffix, display, *, scope=None):
 
 
 _TABLE = (
-    _kind(1, "LANE_ILLEGAL_ADDRESS", "Lane Illegal Address", 1, CUDA_GDB, alias="RESERVED_0"),
-    _kind(2, "LANE_USER_STACK_OVERFLOW", "Lane User Stack Overflow", 2, CUDA_GDB,
-          alias="RESERVED_1"),
-    _kind(3, "DEVICE_HARDWARE_STACK_OVERFLOW", "Device Hardware Stack Overflow", 3, CUDA_GDB,
-          alias="RESERVED_2"),
+    _kind(1, "LANE_ILLEGAL_ADDRESS", "Lane Illegal Address", 1, CUDA_GDB),
+    _kind(2, "LANE_USER_STACK_OVERFLOW", "Lane User Stack Overflow", 2, CUDA_GDB),
+    _kind(3, "DEVICE_HARDWARE_STACK_OVERFLOW", "Device Hardware Stack Overflow", 3, CUDA_GDB),
     _kind(4, "WARP_ILLEGAL_INSTRUCTION", "Warp Illegal Instruction", 4, CUDA_GDB),
     _kind(5, "WARP_OUT_OF_RANGE_ADDRESS", "Warp Out-of-range Address", 5, CUDA_GDB),
     _kind(6, "WARP_MISALIGNED_ADDRESS", "Warp Misaligned Address", 6, CUDA_GDB),
@@ -94,16 +90,14 @@ _TABLE = (
     _kind(10, "DEVICE_ILLEGAL_ADDRESS", "Device Illegal Address", 10, CUDA_GDB),
     # signals.def has CUDA_EXCEPTION_11 "Lane Misaligned Address", but cuda-exceptions.c maps no
     # CUDBG code to it: cuda-gdb (12.4, 12.8) and LLDB show this code as unknown.
-    _kind(11, "LANE_MISALIGNED_ADDRESS", DEVICE_UNKNOWN, DEVICE_UNKNOWN_SIGNAL, CUDA_GDB,
-          alias="RESERVED_3"),
+    _kind(11, "LANE_MISALIGNED_ADDRESS", DEVICE_UNKNOWN, DEVICE_UNKNOWN_SIGNAL, CUDA_GDB),
     _kind(12, "WARP_ASSERT", "Warp Assert", 12, CUDA_GDB),
-    _kind(13, "LANE_SYSCALL_ERROR", "Lane Syscall Error", 13, CUDA_GDB, alias="RESERVED_4"),
+    _kind(13, "LANE_SYSCALL_ERROR", "Lane Syscall Error", 13, CUDA_GDB),
     _kind(14, "WARP_ILLEGAL_ADDRESS", "Warp Illegal Address", 14, CUDA_GDB),
     # CUDA_EXCEPTION_15 "Invalid Managed Memory Access" has no CUDBG code, hence the shift.
     _kind(15, "LANE_NONMIGRATABLE_ATOMSYS", "Non-migratable System-scoped Atomic Access", 16,
-          CUDA_GDB, alias="RESERVED_5"),
-    _kind(16, "LANE_INVALID_ATOMSYS", DEVICE_UNKNOWN, DEVICE_UNKNOWN_SIGNAL, CUDA_GDB,
-          alias="RESERVED_6"),
+          CUDA_GDB),
+    _kind(16, "LANE_INVALID_ATOMSYS", DEVICE_UNKNOWN, DEVICE_UNKNOWN_SIGNAL, CUDA_GDB),
     # cuda-gdb's texts; LLDB writes these two "Cluster Out-of-range Address" and "Cluster Block
     # Not Present".
     _kind(17, "CLUSTER_OUT_OF_RANGE_ADDRESS", "Cluster out of range address", 18, CUDA_GDB),

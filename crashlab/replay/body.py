@@ -14,7 +14,7 @@ import base64
 
 from .intruns import TokenIds
 from .records import Request
-from .unpickler import Instance
+from .pickled import Instance
 
 #: Set by the server, never by a client (SGLang 0.5.6 to 0.5.23).
 INTERNAL_FIELDS = frozenset({

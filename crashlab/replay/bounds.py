@@ -10,7 +10,8 @@ iteratively and with a budget proportional to the file, before anything else tou
 from __future__ import annotations
 
 from .intruns import TokenIds
-from .unpickler import Instance, PickleRefused
+from .opcodes import PickleRefused
+from .pickled import Instance
 
 #: Deeper than any SGLang dump (about 8 levels: dict, list, tuple, request, sampling params,
 #: lists of stop strings) and shallow enough for recursive code later.

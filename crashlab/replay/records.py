@@ -14,9 +14,9 @@ from pydantic import (BaseModel, ConfigDict, Field, PlainSerializer, PlainValida
                       ValidationError, WithJsonSchema)
 
 from ..escape import printable
-from .allowlist import REQUEST_KINDS
+from .allowlist import REQUEST_KINDS, Global
 from .intruns import TokenIds
-from .unpickler import Global, Instance
+from .pickled import Instance
 
 MODALITIES = ("image", "video", "audio")
 
@@ -228,23 +228,49 @@ def crash_dump_from(root, path: str, size: int, seen: dict[int, Request] | None 
 
     ``seen`` maps id(record) to the Request already made from it while the pickle was read.
     """
-    if type(root) is dict and "requests" in root:
-        keys = [key for key in root if type(key) is str]
-        layout = next((name for wanted, name in LAYOUTS if wanted == set(keys)), None)
-        warnings = [] if layout else [f"unrecognised top-level keys {printable(str(sorted(keys)))}; "
-                                      "read as a crash dump"]
-        records = root["requests"]
-    elif type(root) in (list, TokenIds):
-        keys, layout, warnings, records, root = [], "record list", [], root, {"requests": root}
-    else:
-        raise ValueError(f"its top level is a {type(root).__name__}"
-                         + (f" with keys {printable(str(sorted(map(str, root))[:8]))}"
-                            if type(root) is dict else "")
-                         + ", not SGLang's dict with 'requests'")
+    root, keys, layout, warnings = _top_level(root)
+    records = root["requests"]
     if type(records) not in (list, tuple, TokenIds):
         raise ValueError(f"its 'requests' is a {type(records).__name__}, not a list")
+    requests = _requests(records, seen or {}, warnings)
+    server_args = root.get("server_args")
+    warnings += _server_args_warnings(server_args, root)
+    command = root.get("launch_command")
+    dump = CrashDump(
+        path=path, size_bytes=size, layout=layout, keys=keys,
+        server_args=_server_args(server_args),
+        server_args_class=server_args.cls.qualified if type(server_args) is Instance else None,
+        launch_command=command if type(command) is str else None,
+        config_updates=plain(root.get("config_updates")),
+        resolved_config=plain(root.get("resolved_config")),
+        requests=requests, warnings=warnings,
+    )
+    dump._root = root
+    return dump
+
+
+def _top_level(root) -> tuple[dict, list[str], str, list[str]]:
+    """(the dump as a dict with 'requests', its string keys, its layout, warnings); a bare list
+    of records is read as one."""
+    if type(root) in (list, TokenIds):
+        return {"requests": root}, [], "record list", []
+    if type(root) is not dict or "requests" not in root:
+        keys = (f" with keys {printable(str(sorted(map(str, root))[:8]))}"
+                if type(root) is dict else "")
+        raise ValueError(f"its top level is a {type(root).__name__}{keys}, "
+                         "not SGLang's dict with 'requests'")
+    keys = [key for key in root if type(key) is str]
+    layout = next((name for wanted, name in LAYOUTS if wanted == set(keys)), None)
+    if layout:
+        return root, keys, layout, []
+    return root, keys, "unrecognised", [f"unrecognised top-level keys "
+                                        f"{printable(str(sorted(keys)))}; read as a crash dump"]
+
+
+def _requests(records, seen: dict[int, Request], warnings: list[str]) -> list[Request]:
+    """The request records in the order they arrived, numbered, each with its offset from the
+    first; a record that is not one is skipped with a warning."""
     requests = []
-    seen = seen or {}
     for position, record in enumerate(records):
         try:
             request = seen.get(id(record))
@@ -261,22 +287,14 @@ def crash_dump_from(root, path: str, size: int, seen: dict[int, Request] | None 
     start = requests[0].created if requests else 0.0
     for index, request in enumerate(requests):
         request.index, request.offset_s = index, request.created - start
-    server_args = root.get("server_args")
+    return requests
+
+
+def _server_args_warnings(server_args, root: dict) -> list[str]:
     if server_args is None and "launch_command" in root:
-        warnings.append("server_args is None: SGLang could not pickle the server's arguments "
-                        "(a --trust-remote-code model config is the usual cause) and wrote the "
-                        "dump without them; launch_command still says how the server was started")
+        return ["server_args is None: SGLang could not pickle the server's arguments (a "
+                "--trust-remote-code model config is the usual cause) and wrote the dump without "
+                "them; launch_command still says how the server was started"]
     if type(server_args) not in (Instance, dict, type(None)):
-        warnings.append(f"server_args is a {type(server_args).__name__}; ignored")
-    command = root.get("launch_command")
-    dump = CrashDump(
-        path=path, size_bytes=size, layout=layout or "unrecognised", keys=keys,
-        server_args=_server_args(server_args),
-        server_args_class=server_args.cls.qualified if type(server_args) is Instance else None,
-        launch_command=command if type(command) is str else None,
-        config_updates=plain(root.get("config_updates")),
-        resolved_config=plain(root.get("resolved_config")),
-        requests=requests, warnings=warnings,
-    )
-    dump._root = root
-    return dump
+        return [f"server_args is a {type(server_args).__name__}; ignored"]
+    return []

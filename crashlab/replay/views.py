@@ -13,7 +13,7 @@ from ..console import line, plain
 from ..escape import escape, printable
 from ..report.model import Tool
 from .records import CrashDump, Request
-from .result import DumpListing, ReplayResult
+from .result import Attempt, DumpListing, Minimization, ReplayResult, RequestOutcome
 
 TEXT_CHARS = 80
 IDS_SHOWN = 16
@@ -150,6 +150,16 @@ def _ms(seconds: float | None) -> str:
 
 def render_result(result: ReplayResult, console: Console) -> None:
     """The result as text; strings from the dump, the server and its log are printed as data."""
+    _print_setup(result, console)
+    for attempt in result.attempts:
+        _print_attempt(attempt, console)
+    if result.minimization:
+        _print_minimization(result.minimization, console)
+    _print_closing(result, console)
+
+
+def _print_setup(result: ReplayResult, console: Console) -> None:
+    """How the replay was run: the crash it looked for, the decode forcing, the hardening."""
     if result.expected:
         e = result.expected
         wanted = [f"class {e.fault_class}" if e.fault_class else "", f"kernel {e.kernel}" if e.kernel else ""]
@@ -166,50 +176,63 @@ def render_result(result: ReplayResult, console: Console) -> None:
         env = " ".join(f"{key}={value}" for key, value in result.harden.env.items())
         console.print(line("hardened (", result.harden.profile, "): ", env + " " if env else "",
                             result.harden.command), soft_wrap=True)
-    for attempt in result.attempts:
-        console.print(line(f"attempt {attempt.number}: ",
-                            (attempt.verdict, _VERDICT_STYLE[attempt.verdict]),
-                            f" — {attempt.answered} answered, {attempt.failed_after_send} failed after "
-                            f"send, {attempt.never_sent} never sent (of {len(attempt.requests)}); "
-                            f"{attempt.ok} ok, {attempt.divergences} diverged, "
-                            f"{attempt.duration_s:.2f} s"))
-        if attempt.schedule and attempt.schedule.late_p50_s is not None:
-            sched = attempt.schedule
-            kept = {True: ("kept", "green"), False: ("NOT KEPT", "bold yellow"),
-                    None: ("no schedule", "")}[sched.kept]
-            console.print(line(f"  schedule: late p50 {_ms(sched.late_p50_s)} ms, p99 "
-                                f"{_ms(sched.late_p99_s)} ms, max {_ms(sched.late_max_s)} ms "
-                                f"(threshold p99 {_ms(sched.threshold_s)} ms): ", kept))
-        if attempt.mismatch:
-            console.print(line("  ", ("mismatch", "yellow"), ": ", attempt.mismatch), soft_wrap=True)
-        for signal in attempt.signals:
-            console.print(line("  ", (signal.kind, "red"), f" at {signal.at_s:.2f} s: ", signal.detail),
-                          soft_wrap=True)
-        problems = [o for o in attempt.requests if o.status != "ok" or o.divergence]
-        if problems:
-            table = Table(show_edge=False, pad_edge=False)
-            for column in ("#", "rid", "status", "delivery", "detail"):
-                table.add_column(column, overflow="fold")
-            for outcome in problems[:_PROBLEM_ROWS]:
-                detail = outcome.error or ""
-                if outcome.divergence:
-                    d = outcome.divergence
-                    detail = (f"{d.compared} differ at {d.first_difference}: "
-                              f"recorded {d.recorded!r}, replayed {d.replayed!r}")
-                table.add_row(str(outcome.index), plain(short_text(str(outcome.rid), 20)),
-                              plain(outcome.status), plain(outcome.delivery), plain(detail))
-            console.print(table)
-            if len(problems) > _PROBLEM_ROWS:
-                console.print(f"  … and {len(problems) - _PROBLEM_ROWS} more (--json has them all)")
-    if result.minimization:
-        m = result.minimization
-        if m.minimal:
-            console.print(line(("minimal reproducer:", "bold"),
-                                f" {len(m.minimal)} of {m.original} requests (indices "
-                                f"{m.minimal[:20]}{' …' if len(m.minimal) > 20 else ''}), written to ",
-                                str(m.output)), soft_wrap=True)
-        console.print(plain(f"trials used: {m.trials} (budget {m.budget}"
-                            f"{', exhausted' if m.budget_exhausted else ''})"))
+
+
+def _print_attempt(attempt: Attempt, console: Console) -> None:
+    """One attempt: its verdict and counts, its schedule, what it saw, its failed requests."""
+    console.print(line(f"attempt {attempt.number}: ",
+                        (attempt.verdict, _VERDICT_STYLE[attempt.verdict]),
+                        f" — {attempt.answered} answered, {attempt.failed_after_send} failed after "
+                        f"send, {attempt.never_sent} never sent (of {len(attempt.requests)}); "
+                        f"{attempt.ok} ok, {attempt.divergences} diverged, "
+                        f"{attempt.duration_s:.2f} s"))
+    if attempt.schedule and attempt.schedule.late_p50_s is not None:
+        sched = attempt.schedule
+        kept = {True: ("kept", "green"), False: ("NOT KEPT", "bold yellow"),
+                None: ("no schedule", "")}[sched.kept]
+        console.print(line(f"  schedule: late p50 {_ms(sched.late_p50_s)} ms, p99 "
+                            f"{_ms(sched.late_p99_s)} ms, max {_ms(sched.late_max_s)} ms "
+                            f"(threshold p99 {_ms(sched.threshold_s)} ms): ", kept))
+    if attempt.mismatch:
+        console.print(line("  ", ("mismatch", "yellow"), ": ", attempt.mismatch), soft_wrap=True)
+    for signal in attempt.signals:
+        console.print(line("  ", (signal.kind, "red"), f" at {signal.at_s:.2f} s: ", signal.detail),
+                      soft_wrap=True)
+    problems = [o for o in attempt.requests if o.status != "ok" or o.divergence]
+    if problems:
+        console.print(_problem_table(problems[:_PROBLEM_ROWS]))
+        if len(problems) > _PROBLEM_ROWS:
+            console.print(f"  … and {len(problems) - _PROBLEM_ROWS} more (--json has them all)")
+
+
+def _problem_table(problems: list[RequestOutcome]) -> Table:
+    """The requests that failed or diverged: status, delivery, and the error or difference."""
+    table = Table(show_edge=False, pad_edge=False)
+    for column in ("#", "rid", "status", "delivery", "detail"):
+        table.add_column(column, overflow="fold")
+    for outcome in problems:
+        detail = outcome.error or ""
+        if outcome.divergence:
+            d = outcome.divergence
+            detail = (f"{d.compared} differ at {d.first_difference}: "
+                      f"recorded {d.recorded!r}, replayed {d.replayed!r}")
+        table.add_row(str(outcome.index), plain(short_text(str(outcome.rid), 20)),
+                      plain(outcome.status), plain(outcome.delivery), plain(detail))
+    return table
+
+
+def _print_minimization(m: Minimization, console: Console) -> None:
+    if m.minimal:
+        console.print(line(("minimal reproducer:", "bold"),
+                            f" {len(m.minimal)} of {m.original} requests (indices "
+                            f"{m.minimal[:20]}{' …' if len(m.minimal) > 20 else ''}), written to ",
+                            str(m.output)), soft_wrap=True)
+    console.print(plain(f"trials used: {m.trials} (budget {m.budget}"
+                        f"{', exhausted' if m.budget_exhausted else ''})"))
+
+
+def _print_closing(result: ReplayResult, console: Console) -> None:
+    """The server's output, the warnings, and the k/N line."""
     if result.server_log:
         console.print(line("server output: ", result.server_log), soft_wrap=True)
     for warning in result.warnings:

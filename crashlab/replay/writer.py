@@ -19,7 +19,7 @@ from pickletools import code2op
 from .allowlist import Global
 from .intruns import TokenIds
 from .records import CrashDump, Request
-from .unpickler import Instance
+from .pickled import Instance
 
 _OP = {op.name: op.code.encode("latin-1") for op in code2op.values()}
 _BATCH = 1000

@@ -75,69 +75,107 @@ def _sass(view: SassView) -> m.Sass:
 def _fault(found: FoundFault, view: SassView, code: dict[int, CodeLocation | None],
            layout: tuple[ParamLayout | None, str]) -> m.Fault:
     site = found.site
-    grid, cta, lane = site.grid, site.cta, site.lane
-    place = view.location
-    if place is not None and place.function_offset is not None:
-        function, offset = demangle(place.function), place.function_offset
-    elif grid is not None and site.pc is not None:
-        function, offset = None, site.pc - grid.function_entry
-    else:
-        function, offset = None, None
-    cluster_dim = _clustered(cta.cluster_dim if cta else None) or _clustered(
-        grid.cluster_dim if grid else None)
-    target = None
-    if site.sm.cluster_target_block_valid:
-        target = (site.sm.cluster_target_block_x, site.sm.cluster_target_block_y,
-                  site.sm.cluster_target_block_z)
-    return m.Fault(
-        exception=_exception(found.exception),
+    return m.Fault(exception=_exception(found.exception), kernel_inferred=found.grid_inferred,
+                   **_thread(site), **_launch(site), **_code_place(site, view), **_extent(found),
+                   **_state(found, code), params=_params(found, layout),
+                   notes=list(found.notes), sass=_sass(view))
+
+
+def _thread(site) -> dict:
+    """Where on the GPU: device, SM, warp and lane, and the block and thread they run."""
+    cta, warp, lane = site.cta, site.warp, site.lane
+    return dict(
         device=site.device.dev_id,
         device_name=site.device.name,
         sm_type=site.device.sm_type,
         sm=site.sm.sm_id,
-        warp=site.warp.warp_id if site.warp else None,
+        warp=warp.warp_id if warp else None,
         lane=lane.ln if lane else None,
-        grid_id=grid.grid_id if grid else None,
-        kernel=m.KernelRef(name=demangle(grid.function), mangled=grid.function) if grid else None,
-        kernel_inferred=found.grid_inferred,
-        function=function,
         block_idx=cta.block_idx if cta else None,
         thread_idx=lane.thread_idx if lane else None,
-        cluster_idx=cta.cluster_idx if cta and cluster_dim else None,
+    )
+
+
+def _launch(site) -> dict:
+    """The grid: its kernel and dims, and the cluster of the block."""
+    grid, cta = site.grid, site.cta
+    cluster_dim = _clustered(cta.cluster_dim if cta else None) or _clustered(
+        grid.cluster_dim if grid else None)
+    return dict(
+        grid_id=grid.grid_id if grid else None,
+        kernel=m.KernelRef(name=demangle(grid.function), mangled=grid.function) if grid else None,
         grid_dim=grid.grid_dim if grid else None,
         block_dim=grid.block_dim if grid else None,
         cluster_dim=cluster_dim,
-        cluster_target_block=target,
-        pc=_hex(site.pc),
-        pc_source=site.pc_source,
-        current_pc=_hex(lane.virtual_pc) if lane else None,
-        function_offset=offset,
+        cluster_idx=cta.cluster_idx if cta and cluster_dim else None,
+        cluster_target_block=_cluster_target(site.sm),
+    )
+
+
+def _cluster_target(sm) -> tuple | None:
+    if not sm.cluster_target_block_valid:
+        return None
+    return sm.cluster_target_block_x, sm.cluster_target_block_y, sm.cluster_target_block_z
+
+
+def _code_place(site, view: SassView) -> dict:
+    """The PC, where it came from, and the function and offset holding it."""
+    function, offset = _function_offset(site, view)
+    return dict(function=function, function_offset=offset, pc=_hex(site.pc),
+                pc_source=site.pc_source,
+                current_pc=_hex(site.lane.virtual_pc) if site.lane else None)
+
+
+def _function_offset(site, view: SassView) -> tuple[str | None, int | None]:
+    """The function the cubin's symbols place the PC in, else only the offset from the kernel's
+    entry (nothing where the PC or the grid is unknown)."""
+    place = view.location
+    if place is not None and place.function_offset is not None:
+        return demangle(place.function), place.function_offset
+    if site.grid is not None and site.pc is not None:
+        return None, site.pc - site.grid.function_entry
+    return None, None
+
+
+def _extent(found: FoundFault) -> dict:
+    """How far the fault reaches: lanes, warps, blocks and threads, SMs, candidate warps."""
+    return dict(
         faulting_lanes=found.faulting_lanes,
         faulting_warps=found.faulting_warps,
         blocks=m.Range(**vars(found.blocks)) if found.blocks else None,
         threads=m.Range(**vars(found.threads)) if found.threads else None,
         reported_by_sm=found.reported_by_sm,
         sms=list(found.sms),
-        candidates=[
-            m.Candidate(sm=c.sm.sm_id, warp=c.warp.warp_id, grid_id=c.cta.grid_id,
-                        kernel=demangle(c.grid.function) if c.grid and c.grid.function else None,
-                        block_idx=c.cta.block_idx, error_pc=_hex(c.warp.valid_error_pc),
-                        broken=bool(c.warp.is_warp_broken))
-            for c in found.candidates
-        ],
-        notes=list(found.notes),
+        candidates=[_candidate(c) for c in found.candidates],
+    )
+
+
+def _candidate(c) -> m.Candidate:
+    return m.Candidate(sm=c.sm.sm_id, warp=c.warp.warp_id, grid_id=c.cta.grid_id,
+                       kernel=demangle(c.grid.function) if c.grid and c.grid.function else None,
+                       block_idx=c.cta.block_idx, error_pc=_hex(c.warp.valid_error_pc),
+                       broken=bool(c.warp.is_warp_broken))
+
+
+def _state(found: FoundFault, code: dict[int, CodeLocation | None]) -> dict:
+    """What the dump kept of the thread: registers, predicates, backtrace, constant banks."""
+    return dict(
         registers=_named(found.registers, "R"),
         predicates=_named(found.predicates, "P"),
         uniform_registers=_named(found.uniform_registers, "UR"),
         uniform_predicates=_named(found.uniform_predicates, "UP"),
         backtrace=[_frame(frame.level, frame.virtual_return_address, code)
                    for frame in found.backtrace],
-        params=kernel_params(found.params, *layout, demangle(grid.function) if grid else "")
-        if found.params else None,
         const_banks=[m.ConstBank(bank=b.bank_id, address=f"{b.address:#x}", size=b.size)
                      for b in found.const_banks],
-        sass=_sass(view),
     )
+
+
+def _params(found: FoundFault, layout: tuple[ParamLayout | None, str]) -> m.Params | None:
+    if not found.params:
+        return None
+    grid = found.site.grid
+    return kernel_params(found.params, *layout, demangle(grid.function) if grid else "")
 
 
 def _frame(level: int, pc: int, code: dict[int, CodeLocation | None]) -> m.Frame:

@@ -263,7 +263,3 @@ class ProcessTree:
                     proc.send_signal(signum)
             except (psutil.Error, ProcessLookupError):
                 continue
-
-    def crashed(self) -> list[ProcessRecord]:
-        """Processes killed by a crash signal (SIGSEGV, SIGABRT, ...), in the order they started."""
-        return [r for r in self.records() if r.exit is not None and r.exit.signal in CRASH_SIGNALS]

@@ -32,7 +32,7 @@ import psutil
 import requests
 
 from .. import __version__
-from ..errors import CrashlabError
+from ..errors import EXIT_FOUND, EXIT_NOTHING, CrashlabError
 from ..report import run_views
 from ..report.model import Source, Tool
 from ..report.redact import Redactor
@@ -488,11 +488,12 @@ class Supervisor:
         if self.incidents:
             crash = any(i.kind == "crash" for i in self.incidents)
             result = "crash" if crash else "dumps"
-            outcome = Outcome(result=result, exit_code=0, reason=self._report().summary)
+            outcome = Outcome(result=result, exit_code=EXIT_FOUND, reason=self._report().summary)
         elif last is not None and last.stopped_by_crashlab:
-            outcome = Outcome(result="stopped", exit_code=1, reason="stopped on request, no crash")
+            outcome = Outcome(result="stopped", exit_code=EXIT_NOTHING,
+                              reason="stopped on request, no crash")
         else:
-            outcome = Outcome(result="clean-exit", exit_code=1,
+            outcome = Outcome(result="clean-exit", exit_code=EXIT_NOTHING,
                               reason=f"server {last.exit.describe() if last and last.exit else 'ended'}")
         self._conclude(outcome)
         return RunOutcome(self.run_dir, outcome.exit_code, outcome.result,

@@ -1,0 +1,103 @@
+"""How every crashlab command fails: one line on stderr and its exit code, never a traceback.
+
+Dumps, pickles and logs come from strangers' bug reports, and a command's output may go to a
+closed pipe or a full disk: whatever a verb runs into ends as one line. crashlab's own errors
+(crashlab.errors) carry their exit code; a bad option is bad input like any other (exit 2, not
+click's usage block); anything else is a crashlab bug, said so in one line with exit 2
+(``CRASHLAB_DEBUG=1`` shows its traceback instead). A reader that goes away (``| head -1``) ends
+the command quietly.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from .errors import EXIT_BAD_INPUT, EXIT_FOUND, CrashlabError
+from .escape import escape
+
+#: What click raises to end a command on purpose (--help, a usage error, ctx.exit): its own.
+_CLICK_ENDINGS = (click.exceptions.Exit, click.ClickException, click.Abort)
+
+
+def say(message: str) -> None:
+    """One line on stderr; names and messages from outside in it are escaped, never raw."""
+    click.echo(f"crashlab: {escape(message)}", err=True)
+
+
+def fail(message: str, code: int) -> None:
+    say(message)
+    sys.exit(code)
+
+
+def guarded(subject: str | None, action):
+    """``action()``; a failure is one line on stderr with its exit code, never a traceback.
+    ``subject`` (the file a command reads, or the command) starts the line of a failure that is
+    not one of crashlab's own errors."""
+    try:
+        return action()
+    except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as cat does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(EXIT_FOUND)
+    except CrashlabError as exc:
+        fail(str(exc), exc.exit_code)
+    except _CLICK_ENDINGS:
+        raise
+    except MemoryError:
+        fail(_about(subject, "ran out of memory"), EXIT_BAD_INPUT)
+    except Exception as exc:  # the last guard: a stranger's file must never produce a traceback
+        if os.environ.get("CRASHLAB_DEBUG"):
+            raise
+        fail(_about(subject, f"{type(exc).__name__}: {exc}; this is a crashlab bug, please "
+                             "report it (CRASHLAB_DEBUG=1 shows the traceback)"), EXIT_BAD_INPUT)
+
+
+def _about(subject: str | None, message: str) -> str:
+    return f"{subject}: {message}" if subject else message
+
+
+class _OneLineUsageError(click.UsageError):
+    def show(self, file=None) -> None:
+        say(self.format_message())
+
+
+class _OneLineUsage:
+    """A bad option is bad input like any other: one line, exit 2, not click's usage block."""
+
+    def parse_args(self, ctx, args):
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as problem:
+            verb = f"{ctx.info_name}: " if ctx.parent is not None else ""
+            raise _OneLineUsageError(verb + problem.format_message(), ctx) from None
+
+
+class GuardedCommand(_OneLineUsage, click.Command):
+    """A verb run inside the guard. ``subject`` names the parameter holding the file the verb
+    reads, which starts the line of an unexpected failure (else the verb's name does)."""
+
+    def __init__(self, *args, subject: str | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.subject = subject
+
+    def invoke(self, ctx: click.Context):
+        subject = ctx.params.get(self.subject) if self.subject else ctx.info_name
+        return guarded(str(subject), lambda: super(GuardedCommand, self).invoke(ctx))
+
+
+class GuardedGroup(_OneLineUsage, click.Group):
+    """The ``crashlab`` group: its verbs are GuardedCommands, and what click itself prints
+    (--help, --version, usage errors) runs inside the guard too."""
+
+    command_class = GuardedCommand
+
+    def resolve_command(self, ctx, args):
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError as problem:
+            raise _OneLineUsageError(problem.format_message(), ctx) from None
+
+    def main(self, *args, **kwargs):
+        return guarded(None, lambda: super(GuardedGroup, self).main(*args, **kwargs))

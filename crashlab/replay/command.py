@@ -1,0 +1,67 @@
+"""``crashlab replay``'s flow: list the dump, or replay it (or minimise it) and show the result.
+
+Returns the command's exit code; what goes wrong is raised for the command's guard to report.
+"""
+
+from __future__ import annotations
+
+import gc
+
+import click
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+from ..console import ViewConsole
+from ..errors import EXIT_FOUND, EXIT_NOTHING, BadInput
+from . import views
+from .expect import from_run_directory
+from .loader import load
+from .options import ReplayOptions
+from .records import CrashDump
+from .result import ReplayResult
+from .runner import minimize, replay
+
+
+def run(options: ReplayOptions) -> int:
+    if options.target is None and not options.as_json:
+        lister = views.RequestLister(ViewConsole())
+        lister.summary(load(options.dump, on_request=lister.row))
+        return EXIT_FOUND
+    dump = load(options.dump)
+    gc.freeze()  # the dump lives as long as this process: the cycle collector can skip it
+    if options.target is None:
+        for line in views.dump_json_lines(dump):
+            click.echo(line)
+        return EXIT_FOUND
+    if not dump.requests:
+        raise BadInput(f"{options.dump}: holds no requests to replay")
+    result = _replayed(dump, options)
+    if options.as_json:
+        click.echo(result.model_dump_json(indent=2))
+    else:
+        views.render_result(result, ViewConsole())
+    found = bool(result.minimization.minimal) if result.minimization else result.reproduced
+    return EXIT_FOUND if found else EXIT_NOTHING
+
+
+def _replayed(dump: CrashDump, options: ReplayOptions) -> ReplayResult:
+    """The replay, or the minimisation, of ``dump``, with its progress on stderr."""
+    expected, notes = options.expected, []
+    if expected is None and not options.any_crash:
+        expected, note = from_run_directory(options.dump)
+        notes += [note] if note else []
+    fidelity = options.fidelity(expected)
+    err = ViewConsole(stderr=True)
+    if options.minimize:
+        return minimize(
+            dump, options.target, options.plan, options.watch, options.minimize, options.output,
+            options.repeat,
+            on_trial=lambda number, size, crashed: err.print(
+                f"trial {number}: {size} requests -> {'reproduced' if crashed else 'not reproduced'}"),
+            fidelity=fidelity, warnings=notes)
+    progress = Progress("replay", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                        console=err, transient=True, disable=not err.is_terminal)
+    with progress:
+        task = progress.add_task("replay", total=len(dump.requests))
+        return replay(dump, options.target, options.plan, options.watch, options.repeat,
+                      progress=lambda done, total: progress.update(task, completed=done),
+                      fidelity=fidelity, warnings=notes)
