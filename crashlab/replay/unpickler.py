@@ -58,7 +58,7 @@ class _Machine(Opcodes):
                          for code, name in SUPPORTED.items() if name not in _INLINED}
 
     # -- running ----------------------------------------------------------------------------
-    def run(self):
+    def run(self):  # noqa: C901 (one branch per inlined opcode: a call per opcode is what it saves)
         """The opcode loop. The commonest opcodes of a dump are inlined (each branch does what
         its ``op_`` method would); every other opcode goes through ``self.handlers``."""
         data, handlers, memo, stack, marks = self.data, self.handlers, self.memo, self.stack, self.marks
