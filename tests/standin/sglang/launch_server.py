@@ -61,6 +61,8 @@ class Server:
         self.hung = threading.Event()
         self.finished: list[tuple] = []
         self.crash_dump_performed = False
+        self.dumping = False
+        self.quit_pending: tuple | None = None
         self.children: dict[str, subprocess.Popen] = {}
         if args.crash_dump_folder:  # SGLang >= 0.5.23 handle_crash_dump_env: only unset ones
             os.environ.setdefault("CUDA_ENABLE_USER_TRIGGERED_COREDUMP", "1")
@@ -96,7 +98,7 @@ class Server:
     def dump_requests_before_crash(self) -> None:
         if self.crash_dump_performed or not self.args.crash_dump_folder:
             return
-        self.crash_dump_performed = True
+        self.crash_dump_performed = self.dumping = True
         log(f"Dumping requests before crash. self.crash_dump_folder={self.args.crash_dump_folder!r}")
         folder = Path(self.args.crash_dump_folder) / HOST
         folder.mkdir(parents=True, exist_ok=True)
@@ -107,8 +109,14 @@ class Server:
             pickle.dump({"server_args": None, "requests": records,
                          "launch_command": " ".join(sys.argv)}, f)
         log(f"Dumped {len(self.finished)} finished and 0 unfinished requests before crash to {path}")
+        self.dumping = False
+        if self.quit_pending is not None:
+            self.sigquit(*self.quit_pending)
 
     def sigquit(self, signum, frame) -> None:
+        if self.dumping:  # the watchdog's SIGQUIT (a child died of the same SIGTERM) waits for the
+            self.quit_pending = (signum, frame)  # dump: its handler ends in kill_process_tree
+            return
         log(f"SIGQUIT received. signum={signum}, frame={frame}. It usually means one child failed.")
         self.dump_requests_before_crash()
         pipe_template = os.environ.get("CUDA_COREDUMP_PIPE", "")
