@@ -365,15 +365,3 @@ class TriageReport(_Model):
     @property
     def found(self) -> bool:
         return bool(self.faults)
-
-
-#: The JSON Schema dialect pydantic writes.
-JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
-
-
-def json_schema(model: type[BaseModel] = TriageReport, name: str = "triage") -> dict:
-    """The JSON Schema of one of crashlab's JSON outputs, with the ``$schema`` a validator needs
-    and an ``$id`` naming the output and its schema_version (a URN: nothing is hosted)."""
-    version = model.model_fields["schema_version"].default
-    return {"$schema": JSON_SCHEMA_DIALECT, "$id": f"urn:crashlab:schema:{name}:v{version}",
-            **model.model_json_schema()}
