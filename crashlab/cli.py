@@ -104,7 +104,7 @@ def schema(which: str) -> None:
     replay (what replay --json prints with --url) or listing (what replay --json prints
     without --url: the dump's requests).
     """
-    from .report.model import json_schema
+    from .report.schema import json_schema
 
     module, name = SCHEMAS[which].split(":")
     click.echo(json.dumps(json_schema(getattr(importlib.import_module(module), name), which),

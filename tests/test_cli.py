@@ -15,7 +15,7 @@ import pytest
 
 from crashlab.cli import SCHEMAS, main
 from crashlab.replay.result import DumpListing
-from crashlab.report.model import JSON_SCHEMA_DIALECT
+from crashlab.report.schema import JSON_SCHEMA_DIALECT
 from tests.conftest import ROOT, run_cli
 
 CORE = ROOT / "fixtures" / "synthetic" / "moe_align_out_of_range.nvcudmp"

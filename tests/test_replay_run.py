@@ -14,6 +14,7 @@ import crashlab.replay as replay
 from crashlab.replay.oracle import Oracle
 from crashlab.replay.send import Plan, Sender
 from tests.conftest import run_cli
+from tests.schema_check import errors
 from tests.replay_support import FAST_WATCH, FIXTURES, free_port, server_command, standin, synthetic
 
 FIXTURE = FIXTURES / "crash_dump_0.5.23.pkl"
@@ -24,6 +25,7 @@ INTERNAL = {"rid", "http_worker_ipc", "received_time", "lora_id", "is_single", "
 def _replay(*args, timeout=120):
     result = run_cli("replay", *FAST_WATCH, *map(str, args), "--json", timeout=timeout)
     data = json.loads(result.stdout) if result.stdout else None
+    assert data is None or errors(data, "replay") == []  # what --json prints is what the schema says
     return result, data
 
 

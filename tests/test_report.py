@@ -8,7 +8,8 @@ from rich.console import Console
 
 import crashlab
 from crashlab.report import markdown, terminal
-from crashlab.report.model import TriageReport, json_schema
+from crashlab.report.model import TriageReport
+from crashlab.report.schema import json_schema
 from tests import scenarios
 from tests.conftest import run_cli
 

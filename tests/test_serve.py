@@ -17,6 +17,7 @@ import pytest
 from tests.serve_harness import (FAST, FAULT_DUMP, GENERATE_PROMPT, HANG_DUMP, Serve, environment,
                                  free_port, post_generate, process, sglang, survivors, wait_for)
 from tests.conftest import run_cli
+from tests.schema_check import errors
 
 
 def sha256(path: Path) -> str:
@@ -162,6 +163,7 @@ def test_a_gpu_fault_on_one_rank_gives_a_fault_dump_and_a_collateral_dump(tmp_pa
                   env=environment(crash="gpu-fault", crash_on="start"))
     manifest = finished(serve, 0)
     report = serve.report()
+    assert errors(report, "run") == []
     dumps = report["incidents"][0]["dumps"]
     assert [d["label"] for d in dumps] == ["FAULT", "COLLATERAL"]
     fault, collateral = dumps

@@ -29,6 +29,7 @@ exception; TMA_SYSCALL has none and its comment says "Warp error".
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 UNKNOWN = 0xFFFFFFFF
 
@@ -36,6 +37,9 @@ CUDA_GDB = "cuda-gdb"
 LLDB_NVGPU = "lldb-nvgpu"
 #: A text crashlab writes itself: only for codes newer than every table (``describe``).
 MADE_UP = "crashlab"
+
+#: How much of the GPU an exception blames: the CUDBG name's prefix.
+ExceptionScope = Literal["lane", "warp", "device", "cluster"]
 
 #: cuda-gdb's text, and its signal number, for every code it has no case for.
 DEVICE_UNKNOWN = "Device Unknown Exception"
@@ -49,8 +53,7 @@ class ExceptionKind:
     display: str
     #: cuda-gdb's CUDA_EXCEPTION_n for this code; None where no source names one.
     cuda_gdb_signal: int | None
-    #: "lane", "warp", "device" or "cluster": how much of the GPU the exception blames.
-    scope: str
+    scope: ExceptionScope
     #: where ``display`` comes from: CUDA_GDB, LLDB_NVGPU or MADE_UP (see the module docstring).
     display_source: str
     known: bool = True

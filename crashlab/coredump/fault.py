@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Literal, get_args
 
 from . import exceptions
 from .core import CoreDump, LaneScan
@@ -34,9 +35,9 @@ MAX_CANDIDATES = 64
 #: Registers, backtrace and parameters are read for this many of the most relevant groups.
 DETAILED_GROUPS = 8
 
-PC_FROM_SM = "SM errorPC"
-PC_FROM_WARP = "warp errorPC"
-PC_FROM_LANE = "lane PC (errorPC not valid)"
+#: Where a fault's PC was read: the SM row's errorPC, the warp row's, or (neither valid) the lane's PC.
+PcSource = Literal["SM errorPC", "warp errorPC", "lane PC (errorPC not valid)"]
+PC_FROM_SM, PC_FROM_WARP, PC_FROM_LANE = get_args(PcSource)
 #: What cuda-gdb does with two rows of one id (libcudacore's uthash map), as seen with 12.4.
 ONE_OF_TWINS = ("cuda-gdb keys rows by id in a hash map that keeps both and returns one of them, "
                 "which one depending on how the map grew after both were added (cuda-gdb 12.4 "
@@ -55,7 +56,7 @@ class Site:
     lane: Lane | None
     grid: Grid | None
     pc: int | None
-    pc_source: str
+    pc_source: PcSource
     lane_marked: bool
     #: why cuda-gdb would never read this site's row, if it would not
     unseen_by_cuda_gdb: str | None = None

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import re
 
-from ..coredump.fault import DETAILED_GROUPS
+from ..coredump.fault import DETAILED_GROUPS, PC_FROM_LANE
 from ..report.model import (
     Agreement,
     DebuggerFaultView,
@@ -100,7 +100,7 @@ def _dims(field: str, native, debugger) -> Agreement:
 
 def _pc(fault: Fault, debugger: str | None) -> Agreement:
     note = None
-    if debugger is None and fault.pc_source.startswith("lane PC"):
+    if debugger is None and fault.pc_source == PC_FROM_LANE:
         note = "the dump has no valid errorPC for this warp, so the debugger has none either"
     same = bool(fault.pc and debugger) and int(fault.pc, 16) == int(debugger, 16)
     return _verdict("pc", fault.pc, debugger, same, note)
@@ -228,8 +228,7 @@ def _disassembly(fault: Fault, instructions: list[DebuggerInstruction]) -> Agree
         if theirs is None:
             return _verdict("disassembly", f"{ins.address}: {ins.text}", None, False,
                             note="the debugger did not disassemble this address")
-        marks = (ins.faulting == theirs.marker.startswith("*")
-                 and ins.current == theirs.marker.endswith("=>"))
+        marks = ins.faulting == theirs.at_error_pc and ins.current == theirs.at_current_pc
         if not (marks and same_instruction(ins.text, theirs.text)):
             ours = marker(ins)
             return _verdict("disassembly", f"{ins.address}: {ours + ' ' if ours else ''}{ins.text}",

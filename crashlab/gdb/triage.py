@@ -77,7 +77,7 @@ class _Session:
         if not reply.ok:
             self.problem(_PROBLEM_OF_STATUS[reply.status], reply.note or reply.status, reply.command)
 
-    def problem(self, kind: str, message: str, command: str | None = None) -> None:
+    def problem(self, kind: m.ProblemKind, message: str, command: str | None = None) -> None:
         self.section.problems.append(m.DebuggerProblem(kind=kind, message=message, command=command))
 
     def ask(self, line: str) -> tuple[mi.MiResult | None, str]:
@@ -228,7 +228,7 @@ def _fault_view(session: _Session, core: str, index: int, fault: m.Fault,
             return view
     view.kernel = _kernel_name(section, view)
     if view.error_pc is None:
-        marked = [ins for ins in view.disassembly if ins.marker.startswith("*")]
+        marked = [ins for ins in view.disassembly if ins.at_error_pc]
         view.error_pc = marked[0].address if marked else None
     if view.exception is None and section.load is not None and _same_lane(section.load.focus, view.focus):
         view.exception = section.load.exception

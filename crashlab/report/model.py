@@ -1,18 +1,30 @@
 """TriageReport: the one versioned object every crashlab path ends in.
 
-The JSON form is the contract of DESIGN.md (``schema_version: 1``): fields may be added, none of
-the listed ones renamed. Terminal and Markdown views are renderings of this same object, never of
-the reader's internals. Addresses are hex strings so that JSON consumers lose no bits.
+The JSON form is a contract (``schema_version: 1``; crashlab/report/schema.py publishes it and
+says what stays stable): fields may be added, none renamed. Terminal and Markdown views are
+renderings of this same object, never of the reader's internals. Addresses are hex strings so
+that JSON consumers lose no bits. Sets of named values are Literal types, so that crashlab's own
+code cannot write a value the set lacks.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..coredump.exceptions import ExceptionScope
+from ..coredump.fault import PcSource
+
 SCHEMA_VERSION = 1
 Dim3 = tuple[int, int, int]
+#: A code or data address: '0x' and hex digits, never a JSON number (which loses bits past 2**53).
+HexAddress = Annotated[str, Field(pattern=r"^0x[0-9a-fA-F]+$")]
+#: What a report was made from.
+SourceKind = Literal["cuda-coredump", "run"]
+#: What kept part of the debugger's view from the report.
+ProblemKind = Literal["not-cuda-gdb", "start-failed", "cannot-read-dump", "format-too-new",
+                      "unknown-exception", "timeout", "died", "command-error", "no-focus", "given-up"]
 
 
 class _Model(BaseModel):
@@ -27,7 +39,7 @@ class Tool(_Model):
 class Source(_Model):
     path: str
     size_bytes: int
-    kind: Literal["cuda-coredump", "run"] | str
+    kind: SourceKind
     compressed: bool = False
 
 
@@ -61,7 +73,7 @@ class SourceLine(_Model):
 class WarpPosition(_Model):
     """Where a group of warps stands: what a dump with no exception (a hang) is read for."""
 
-    pc: str | None
+    pc: HexAddress | None
     function_offset: int | None = None
     warps: int
     function: str | None = Field(None, description="the function holding the PC (may be a device function)")
@@ -94,7 +106,7 @@ class ExceptionInfo(_Model):
     display_from_cuda_gdb: bool = Field(
         True, description="false where cuda-gdb has no text for this code and crashlab made one")
     cuda_gdb_signal: str | None = Field(None, description="cuda-gdb's CUDA_EXCEPTION_n")
-    scope: str
+    scope: ExceptionScope
     known: bool = True
 
 
@@ -104,7 +116,7 @@ class KernelRef(_Model):
 
 
 class SassInstruction(_Model):
-    address: str
+    address: HexAddress
     text: str
     faulting: bool
     current: bool = False
@@ -130,7 +142,7 @@ class Range(_Model):
 class Frame(_Model):
     level: int = Field(description="frame number as cuda-gdb shows it: #0 is the faulting function, "
                                    "the dump's backtrace row of level L is frame L+1")
-    pc: str
+    pc: HexAddress
     function: str | None = None
     function_offset: int | None = None
 
@@ -153,7 +165,7 @@ class Param(_Model):
 
 
 class Params(_Model):
-    address: str
+    address: HexAddress
     size: int
     hex: str = Field(description="the parameter buffer's bytes (at most 32 KiB)")
     values: list[Param] = Field(default_factory=list, description="the buffer split into the "
@@ -163,7 +175,7 @@ class Params(_Model):
 
 class ConstBank(_Model):
     bank: int
-    address: str
+    address: HexAddress
     size: int
 
 
@@ -175,7 +187,7 @@ class Candidate(_Model):
     grid_id: int | None
     kernel: str | None = None
     block_idx: Dim3
-    error_pc: str | None = Field(None, description="the warp's errorPC where it is valid")
+    error_pc: HexAddress | None = Field(None, description="the warp's errorPC where it is valid")
     broken: bool = False
 
 
@@ -198,9 +210,9 @@ class Fault(_Model):
     block_dim: Dim3 | None = None
     cluster_dim: Dim3 | None = None
     cluster_target_block: Dim3 | None = None
-    pc: str | None
-    pc_source: str
-    current_pc: str | None = Field(None, description="the shown lane's PC when the dump was taken")
+    pc: HexAddress | None
+    pc_source: PcSource
+    current_pc: HexAddress | None = Field(None, description="the shown lane's PC when the dump was taken")
     function_offset: int | None
     faulting_lanes: int
     faulting_warps: int
@@ -225,9 +237,7 @@ class Fault(_Model):
 class DebuggerProblem(_Model):
     """Something the debugger did or said that kept part of its view from the report."""
 
-    kind: str = Field(description="not-found | not-cuda-gdb | start-failed | cannot-read-dump | "
-                                  "format-too-new | unknown-exception | timeout | died | "
-                                  "command-error | no-focus | given-up")
+    kind: ProblemKind
     message: str
     command: str | None = None
 
@@ -258,7 +268,7 @@ class DebuggerFocus(_Model):
 
 class DebuggerFrame(_Model):
     level: int
-    pc: str | None = None
+    pc: HexAddress | None = None
     function: str | None = None
     launch: str | None = Field(None, description="cuda-gdb's <<<grid,block>>> of a kernel frame")
     file: str | None = None
@@ -267,12 +277,20 @@ class DebuggerFrame(_Model):
 
 
 class DebuggerInstruction(_Model):
-    address: str
+    address: HexAddress
     function: str | None = None
     offset: int | None = None
     text: str
     marker: Literal["", "=>", "*>", "*=>"] = Field(
         "", description="cuda-gdb's markers: => current PC, *> errorPC, *=> both")
+
+    @property
+    def at_error_pc(self) -> bool:
+        return self.marker in ("*>", "*=>")
+
+    @property
+    def at_current_pc(self) -> bool:
+        return self.marker in ("=>", "*=>")
 
 
 class DebuggerLoad(_Model):
@@ -280,7 +298,7 @@ class DebuggerLoad(_Model):
 
     exception: str | None = Field(None, description="'CUDA Exception: ...' or the signal's text")
     signal: str | None = Field(None, description="e.g. CUDA_EXCEPTION_14, or SIGTRAP for no exception")
-    triggered_pc: str | None = None
+    triggered_pc: HexAddress | None = None
     triggered_function: str | None = None
     triggered_source: str | None = None
     triggered_device: int | None = None
@@ -319,7 +337,7 @@ class DebuggerFaultView(_Model):
     fault: int = Field(description="index into faults")
     focus: DebuggerFocus | None = None
     exception: str | None = None
-    error_pc: str | None = None
+    error_pc: HexAddress | None = None
     kernel: str | None = None
     source: str | None = Field(None, description="'info line *$errorpc', as printed")
     source_lines: list[SourceLine] = Field(
@@ -365,15 +383,3 @@ class TriageReport(_Model):
     @property
     def found(self) -> bool:
         return bool(self.faults)
-
-
-#: The JSON Schema dialect pydantic writes.
-JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
-
-
-def json_schema(model: type[BaseModel] = TriageReport, name: str = "triage") -> dict:
-    """The JSON Schema of one of crashlab's JSON outputs, with the ``$schema`` a validator needs
-    and an ``$id`` naming the output and its schema_version (a URN: nothing is hosted)."""
-    version = model.model_fields["schema_version"].default
-    return {"$schema": JSON_SCHEMA_DIALECT, "$id": f"urn:crashlab:schema:{name}:v{version}",
-            **model.model_json_schema()}
