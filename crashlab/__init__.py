@@ -3,7 +3,7 @@
 ``crashlab.inspect(path)`` reads a CUDA GPU coredump without a GPU and returns a TriageReport.
 """
 
-__version__ = "0.1.0"
+from .version import __version__
 
 __all__ = ["inspect", "TriageReport", "__version__"]
 

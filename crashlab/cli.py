@@ -15,7 +15,7 @@ from pathlib import Path
 
 import click
 
-from . import __version__
+from .version import __version__
 from .errors import EXIT_BAD_INPUT, EXIT_FOUND, EXIT_NOTHING, BadInput, EnvironmentProblem
 from .guard import GuardedGroup, say
 

@@ -8,7 +8,8 @@ The evidence comes from three levels, newest first in trust:
 A faulting lane takes its warp's errorPC when that is valid, else its own PC. Sites are grouped
 by (device, grid, PC, exception).
 
-Attribution follows NVIDIA's reader (shared/reference/cuda-coredump.md section 8): SMs, warps and
+Attribution follows NVIDIA's reader (cuda-gdb's coredump target over libcudacore, and its
+cuda-exceptions.c): SMs, warps and
 lanes are known by their smId, warpId and laneId, never by their row; a lane with its own
 exception comes before an SM-level one (dev, SM, warp, lane in id order, as cuda-gdb iterates);
 an SM-level exception belongs to no warp and no block, so the warps still on that SM are listed
@@ -83,20 +84,24 @@ class Candidate:
 
 
 @dataclass
-class Range:
+class Dim3Range:
+    """The first and last of a set of block or thread indices, and how many there are."""
+
     first: Dim3
     last: Dim3
     count: int
 
 
 @dataclass
-class Fault:
+class FaultGroup:
+    """Lanes that fault alike (one device, grid, PC and exception), as the report shows one fault."""
+
     exception: ExceptionKind
     site: Site
     faulting_lanes: int
     faulting_warps: int
-    blocks: Range | None
-    threads: Range | None
+    blocks: Dim3Range | None
+    threads: Dim3Range | None
     reported_by_sm: bool
     sms: list[int] = field(default_factory=list)
     candidates: list[Candidate] = field(default_factory=list)
@@ -134,7 +139,7 @@ class Residency:
 
 @dataclass
 class Location:
-    faults: list[Fault]
+    faults: list[FaultGroup]
     residency: list[Residency]
     omitted_groups: int
     warnings: list[str]
@@ -361,9 +366,9 @@ class _Group:
             self.threads.add(site.lane.thread_idx)
         self.reported |= site.sm.exception == site.exception.code
 
-    def fault(self) -> Fault:
+    def fault(self) -> FaultGroup:
         head = self.first
-        fault = Fault(
+        fault = FaultGroup(
             exception=head.exception,
             site=head,
             faulting_lanes=self.lanes,
@@ -381,7 +386,7 @@ class _Group:
         return fault
 
 
-def _notes(fault: Fault) -> list[str]:
+def _notes(fault: FaultGroup) -> list[str]:
     """What a reader of the report needs to know to trust (or not) what the fault says."""
     head, notes = fault.site, []
     if head.cta is None and fault.candidates:
@@ -415,11 +420,11 @@ def _notes(fault: Fault) -> list[str]:
     return notes
 
 
-def _range(points: set[Dim3]) -> Range | None:
+def _range(points: set[Dim3]) -> Dim3Range | None:
     if not points:
         return None
     order = sorted(points, key=lambda p: (p[2], p[1], p[0]))
-    return Range(first=order[0], last=order[-1], count=len(order))
+    return Dim3Range(first=order[0], last=order[-1], count=len(order))
 
 
 def _precedence(site: Site) -> tuple:
@@ -429,7 +434,7 @@ def _precedence(site: Site) -> tuple:
     return (not site.lane_marked, site.unseen_by_cuda_gdb is not None, site.coordinate)
 
 
-def _relevance(fault: Fault):
+def _relevance(fault: FaultGroup):
     """The fault cuda-gdb would stop at first, then the others in the order it would meet them;
     among SM-level ones, real exception codes before unknown ones."""
     site = fault.site
@@ -441,7 +446,7 @@ def _relevance(fault: Fault):
     )
 
 
-def _add_details(core: CoreDump, fault: Fault) -> None:
+def _add_details(core: CoreDump, fault: FaultGroup) -> None:
     site = fault.site
     if site.lane is not None:
         fault.registers = core.registers(site.lane)

@@ -17,7 +17,7 @@ from ..report.model import (
     Fault,
     SourceLine,
 )
-from ..report.text import dim, marker, short_source
+from ..notation import dim, marker, short_source
 from .mi import split_invocation
 
 _LAUNCH = re.compile(r"<<<[^>]*>>>")

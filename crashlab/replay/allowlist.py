@@ -18,7 +18,7 @@ run code is calling it. The rule follows from that:
 - values a dump refers to but never calls (``torch.bfloat16``);
 - every other name is refused where it appears, with the one line the loader prints.
 
-Facts: shared/reference/sglang-crash-dump.md section 3, and the dumps that SGLang 0.5.6.post2,
+Facts: SGLang's own safe loader (``safe_pickle_load``, since 0.5.10) and the dumps that SGLang 0.5.6.post2,
 0.5.12 and 0.5.23 wrote (fixtures/sglang_dumps/real/).
 """
 

@@ -27,7 +27,7 @@ from .result import Signal
 from .signature import PYTHON_EXCEPTION
 
 #: Lines SGLang, PyTorch and the CUDA driver print when a server dies of a GPU fault or a hang
-#: (shared/reference/sglang-crash-dump.md section 6).
+#: (as SGLang, PyTorch and the driver word them; real examples in fixtures/logs/).
 FAULT_PATTERNS = (
     r"an illegal memory access was encountered",
     r"an illegal instruction was encountered",

@@ -1,7 +1,9 @@
 """The typed view of an SGLang crash dump: Request records, server arguments as plain data.
 
 Built from the decoded pickle (stand-ins of allowlisted classes, never SGLang's own objects), for
-the three layouts of shared/reference/sglang-crash-dump.md section 3. A record that does not
+the three layouts SGLang's crash dumps have had (TokenizerManager.dump_requests_before_crash
+in SGLang's python/sglang/srt/managers/tokenizer_manager.py; a real dump of each release in
+fixtures/sglang_dumps/real/). A record that does not
 have the shape SGLang writes is skipped with a warning rather than failing the whole dump.
 """
 
@@ -127,7 +129,7 @@ class CrashDump(_Model):
         return [request for request in self.requests if request.in_flight]
 
 
-#: Top-level keys -> layout name (shared/reference/sglang-crash-dump.md, section 2 table).
+#: Top-level keys -> layout name (the keys each SGLang release writes at the top of its dump).
 LAYOUTS = [
     ({"server_args", "requests", "launch_command", "config_updates", "resolved_config"},
      "sglang-0.5.23 crash dump"),

@@ -2,7 +2,7 @@
 DumpListing: what ``--json`` prints without ``--url`` (the dump's requests).
 
 They are separate models from TriageReport: a replay explains no coredump, so it neither fills
-nor stretches the report contract of DESIGN.md. Fields may be added, none renamed
+nor stretches TriageReport's contract. Fields may be added, none renamed
 (``schema_version: 1``); the terminal views are renderings of these same objects.
 """
 

@@ -21,7 +21,7 @@ from typing import Callable
 
 import psutil
 
-from .. import __version__
+from ..version import __version__
 from ..errors import BadInput, EnvironmentProblem
 from ..report.model import Tool
 from ..report.redact import Redactor

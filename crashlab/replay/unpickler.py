@@ -17,7 +17,7 @@ data, makes an inert ``Instance`` record of what was passed; a call on anything 
 
 This module is the loop; what each opcode does is opcodes.py. Speed: token ids are most of a
 dump's bytes, so a list or tuple made only of integer opcodes is decoded in one call (intruns.py)
-into a compact ``TokenIds`` array; the rest goes through the loop in ``_Machine.run``, whose
+into a compact ``TokenIds`` array; the rest goes through the loop in ``PickleInterpreter.run``, whose
 commonest opcodes are inlined.
 
 Only the binary opcodes of protocols 2 to 5 that CPython's pickler writes for data are known;
@@ -33,7 +33,7 @@ import struct
 from .intruns import run as int_run
 from .opcodes import SUPPORTED, Opcodes, unsupported
 
-# Opcode bytes the fast paths look ahead for (the loop in _Machine.run spells its own inline).
+# Opcode bytes the fast paths look ahead for (the loop in PickleInterpreter.run spells its own inline).
 _MEMOIZE, _BINPUT, _LONG_BINPUT = 0x94, 0x71, 0x72
 _NONE, _NEWTRUE, _NEWFALSE = 0x4E, 0x88, 0x89
 _BININT, _BININT1, _BININT2 = 0x4A, 0x4B, 0x4D
@@ -49,7 +49,7 @@ _UNPACK_USHORT = struct.Struct("<H").unpack_from
 _UNPACK_DOUBLE = struct.Struct(">d").unpack_from
 
 
-class _Machine(Opcodes):
+class PickleInterpreter(Opcodes):
     """One run of the interpreter over ``data``; ``run()`` returns the pickled value."""
 
     def __init__(self, data, source: str, on_record=None, release=None):
@@ -216,7 +216,7 @@ class _Machine(Opcodes):
         return at
 
 
-#: Supported opcodes that only the loop in _Machine.run handles.
+#: Supported opcodes that only the loop in PickleInterpreter.run handles.
 _INLINED = {"BINGET", "LONG_BINGET", "MEMOIZE", "SHORT_BINUNICODE", "NONE", "NEWFALSE", "NEWTRUE",
             "MARK", "EMPTY_DICT", "EMPTY_LIST", "BININT1", "BININT2", "BININT",
             "BINFLOAT"}
@@ -229,7 +229,7 @@ def loads(data: bytes | mmap.mmap, source: str = "<pickle>", on_record=None, rel
     is read, for views that stream a long dump; ``release(offset)``, now and then, says that no
     byte before ``offset`` will be read again (the loader unmaps them).
     """
-    machine = _Machine(data, source, on_record, release)
+    machine = PickleInterpreter(data, source, on_record, release)
     try:
         return machine.run()
     finally:  # the handlers refer back to the machine: without this the file's bytes wait for gc

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from rich.console import Console
 from rich.table import Table
 
-from .. import __version__
+from ..version import __version__
 from ..console import line, plain
 from ..escape import escape, printable
 from ..report.model import Tool

@@ -6,18 +6,18 @@ a map of PCs to functions); nothing here reads the file or runs a tool.
 
 from __future__ import annotations
 
-from .. import __version__
+from ..version import __version__
 from ..coredump import exceptions
 from ..coredump.constants import generation_flag_names
 from ..coredump.core import CoreDump
-from ..coredump.fault import Fault as FoundFault
-from ..coredump.fault import Location, Residency
+from ..coredump.fault import FaultGroup, Location, Residency
 from ..cubin_info import ParamLayout
 from ..demangle import demangle
 from ..sass import CodeLocation, Instruction, SassView
-from . import model as m
+from . import model
 from .params import kernel_params
-from .text import dim, kernel_name, short_source, sm_phrase
+from ..notation import dim, short_source
+from .text import kernel_name, sm_phrase
 
 #: Distinct PCs listed per kernel in ``warps_at``; the rest are counted in the totals.
 MAX_POSITIONS = 16
@@ -27,9 +27,9 @@ def _hex(value: int | None) -> str | None:
     return None if value is None else f"{value:#x}"
 
 
-def _exception(kind: exceptions.ExceptionKind) -> m.ExceptionInfo:
+def _exception(kind: exceptions.ExceptionKind) -> model.ExceptionInfo:
     signal = kind.cuda_gdb_signal
-    return m.ExceptionInfo(
+    return model.ExceptionInfo(
         code=kind.code,
         name=kind.name,
         display=kind.display,
@@ -49,14 +49,14 @@ def _named(values: list | None, prefix: str) -> dict | None:
     return None if values is None else {f"{prefix}{i}": v for i, v in enumerate(values)}
 
 
-def _source(chain) -> list[m.SourceLine]:
-    return [m.SourceLine(file=s.file, line=s.line) for s in chain]
+def _source(chain) -> list[model.SourceLine]:
+    return [model.SourceLine(file=s.file, line=s.line) for s in chain]
 
 
-def _sass(view: SassView) -> m.Sass:
-    return m.Sass(
+def _sass(view: SassView) -> model.Sass:
+    return model.Sass(
         instructions=[
-            m.SassInstruction(
+            model.SassInstruction(
                 address=f"{ins.address:#x}",
                 text=ins.text,
                 faulting=ins.faulting,
@@ -72,10 +72,10 @@ def _sass(view: SassView) -> m.Sass:
     )
 
 
-def _fault(found: FoundFault, view: SassView, code: dict[int, CodeLocation | None],
-           layout: tuple[ParamLayout | None, str]) -> m.Fault:
+def _fault(found: FaultGroup, view: SassView, code: dict[int, CodeLocation | None],
+           layout: tuple[ParamLayout | None, str]) -> model.Fault:
     site = found.site
-    return m.Fault(exception=_exception(found.exception), kernel_inferred=found.grid_inferred,
+    return model.Fault(exception=_exception(found.exception), kernel_inferred=found.grid_inferred,
                    **_thread(site), **_launch(site), **_code_place(site, view), **_extent(found),
                    **_state(found, code), params=_params(found, layout),
                    notes=list(found.notes), sass=_sass(view))
@@ -103,7 +103,7 @@ def _launch(site) -> dict:
         grid.cluster_dim if grid else None)
     return dict(
         grid_id=grid.grid_id if grid else None,
-        kernel=m.KernelRef(name=demangle(grid.function), mangled=grid.function) if grid else None,
+        kernel=model.KernelRef(name=demangle(grid.function), mangled=grid.function) if grid else None,
         grid_dim=grid.grid_dim if grid else None,
         block_dim=grid.block_dim if grid else None,
         cluster_dim=cluster_dim,
@@ -137,27 +137,27 @@ def _function_offset(site, view: SassView) -> tuple[str | None, int | None]:
     return None, None
 
 
-def _extent(found: FoundFault) -> dict:
+def _extent(found: FaultGroup) -> dict:
     """How far the fault reaches: lanes, warps, blocks and threads, SMs, candidate warps."""
     return dict(
         faulting_lanes=found.faulting_lanes,
         faulting_warps=found.faulting_warps,
-        blocks=m.Range(**vars(found.blocks)) if found.blocks else None,
-        threads=m.Range(**vars(found.threads)) if found.threads else None,
+        blocks=model.Range(**vars(found.blocks)) if found.blocks else None,
+        threads=model.Range(**vars(found.threads)) if found.threads else None,
         reported_by_sm=found.reported_by_sm,
         sms=list(found.sms),
         candidates=[_candidate(c) for c in found.candidates],
     )
 
 
-def _candidate(c) -> m.Candidate:
-    return m.Candidate(sm=c.sm.sm_id, warp=c.warp.warp_id, grid_id=c.cta.grid_id,
+def _candidate(c) -> model.Candidate:
+    return model.Candidate(sm=c.sm.sm_id, warp=c.warp.warp_id, grid_id=c.cta.grid_id,
                        kernel=demangle(c.grid.function) if c.grid and c.grid.function else None,
                        block_idx=c.cta.block_idx, error_pc=_hex(c.warp.valid_error_pc),
                        broken=bool(c.warp.is_warp_broken))
 
 
-def _state(found: FoundFault, code: dict[int, CodeLocation | None]) -> dict:
+def _state(found: FaultGroup, code: dict[int, CodeLocation | None]) -> dict:
     """What the dump kept of the thread: registers, predicates, backtrace, constant banks."""
     return dict(
         registers=_named(found.registers, "R"),
@@ -166,23 +166,23 @@ def _state(found: FoundFault, code: dict[int, CodeLocation | None]) -> dict:
         uniform_predicates=_named(found.uniform_predicates, "UP"),
         backtrace=[_frame(frame.level, frame.virtual_return_address, code)
                    for frame in found.backtrace],
-        const_banks=[m.ConstBank(bank=b.bank_id, address=f"{b.address:#x}", size=b.size)
+        const_banks=[model.ConstBank(bank=b.bank_id, address=f"{b.address:#x}", size=b.size)
                      for b in found.const_banks],
     )
 
 
-def _params(found: FoundFault, layout: tuple[ParamLayout | None, str]) -> m.Params | None:
+def _params(found: FaultGroup, layout: tuple[ParamLayout | None, str]) -> model.Params | None:
     if not found.params:
         return None
     grid = found.site.grid
     return kernel_params(found.params, *layout, demangle(grid.function) if grid else "")
 
 
-def _frame(level: int, pc: int, code: dict[int, CodeLocation | None]) -> m.Frame:
+def _frame(level: int, pc: int, code: dict[int, CodeLocation | None]) -> model.Frame:
     """A caller, numbered as cuda-gdb numbers it: frame #0 is the faulting function itself, so
     the dump's backtrace row of level L (counted from 0, libcudacore's key) is frame #L+1."""
     place = code.get(pc)
-    return m.Frame(
+    return model.Frame(
         level=level + 1,
         pc=f"{pc:#x}",
         function=demangle(place.function) if place and place.function else None,
@@ -191,9 +191,9 @@ def _frame(level: int, pc: int, code: dict[int, CodeLocation | None]) -> m.Frame
 
 
 def _position(position, code: dict[int, CodeLocation | None],
-              stands: dict[int, Instruction | None]) -> m.WarpPosition:
+              stands: dict[int, Instruction | None]) -> model.WarpPosition:
     place, at = code.get(position.pc), stands.get(position.pc)
-    return m.WarpPosition(
+    return model.WarpPosition(
         pc=_hex(position.pc),
         function_offset=place.function_offset if place else None,
         warps=position.warps,
@@ -204,9 +204,9 @@ def _position(position, code: dict[int, CodeLocation | None],
 
 
 def _kernel(stats: Residency, code: dict[int, CodeLocation | None],
-            stands: dict[int, Instruction | None]) -> m.Kernel:
+            stands: dict[int, Instruction | None]) -> model.Kernel:
     grid = stats.grid
-    return m.Kernel(
+    return model.Kernel(
         device=grid.device.dev_id,
         grid_id=grid.grid_id,
         name=demangle(grid.function),
@@ -231,13 +231,13 @@ def build(
     warnings: list[str],
     layouts: list[tuple[ParamLayout | None, str]] = (),
     stands: dict[int, Instruction | None] | None = None,
-) -> m.TriageReport:
+) -> model.TriageReport:
     """``code`` names the functions of the PCs the report mentions besides the faults';
     ``layouts`` gives each fault's kernel parameter layout (or why there is none); ``stands``
     holds the instruction (and its source lines) where each group of warps stands."""
     meta = core.metadata
     memory_sections, memory_bytes = core.memory_totals()
-    dump = m.Dump(
+    dump = model.Dump(
         abi_version=core.image.abi_version,
         section_count=core.image.section_count,
         memory_sections=memory_sections,
@@ -255,15 +255,15 @@ def build(
         layouts[i] if i < len(layouts) else (None, ""))
         for i, found in enumerate(location.faults)]
     kernels = [_kernel(stats, code, stands or {}) for stats in location.residency]
-    report = m.TriageReport(
-        tool=m.Tool(version=__version__),
+    report = model.TriageReport(
+        tool=model.Tool(version=__version__),
         status="fault" if faults else "no-exception",
         summary="",
-        source=m.Source(path=core.path, size_bytes=core.image.file_size, kind="cuda-coredump",
+        source=model.Source(path=core.path, size_bytes=core.image.file_size, kind="cuda-coredump",
                         compressed=core.image.compressed),
         dump=dump,
         devices=[
-            m.Device(index=d.dev_id, name=d.name, sm_type=d.sm_type, num_sms=d.num_sms,
+            model.Device(index=d.dev_id, name=d.name, sm_type=d.sm_type, num_sms=d.num_sms,
                      warps_per_sm=d.num_warps_per_sm, lanes_per_warp=d.num_lanes_per_warp,
                      regs_per_lane=d.num_regs_per_lane)
             for d in core.devices
@@ -277,7 +277,7 @@ def build(
     return report
 
 
-def summarize(report: m.TriageReport) -> str:
+def summarize(report: model.TriageReport) -> str:
     """One line a human reads first."""
     if not report.faults:
         resident = [k for k in report.kernels if k.resident_warps]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from ..notation import dim, marker, short_source
 from . import text
 from .markdown_escape import cell, code, cut_to, fenced, html, inline, join
 from .model import Fault, TriageReport
@@ -86,15 +87,15 @@ def _fault(fault: Fault, number: int, primary: bool, detail: _Detail) -> list[st
         ("Kernel", code(text.kernel_line(fault))),
         ("Function", code(text.function_line(fault))),
         ("Where", inline(text.place(fault))),
-        ("Block / thread", f"{text.dim(fault.block_idx)} / {text.dim(fault.thread_idx)}"),
-        ("Launch", f"grid {text.dim(fault.grid_dim)} x block {text.dim(fault.block_dim)}"
-                   + (f", cluster {text.dim(fault.cluster_dim)}" if fault.cluster_dim else "")),
+        ("Block / thread", f"{dim(fault.block_idx)} / {dim(fault.thread_idx)}"),
+        ("Launch", f"grid {dim(fault.grid_dim)} x block {dim(fault.block_dim)}"
+                   + (f", cluster {dim(fault.cluster_dim)}" if fault.cluster_dim else "")),
         ("PC", f"{code(fault.pc or '-')} ({inline(fault.pc_source)})"),
         ("Source", code(text.source_chain(fault.sass.source))),
         ("Spread", inline(text.spread(fault))),
     ]
     if fault.cluster_idx is not None:
-        rows.append(("Cluster", text.dim(fault.cluster_idx)))
+        rows.append(("Cluster", dim(fault.cluster_idx)))
     if fault.params is not None:
         rows.append(("Params", ", ".join(code(item) for item in text.param_items(fault.params))))
     rows += [(f"Frame {f.level}", inline(text.frame_line(f))) for f in fault.backtrace]
@@ -118,8 +119,8 @@ def _sass(fault: Fault, context: int) -> list[str]:
         return [f"SASS unavailable: {inline(sass.unavailable_reason or '')}", ""]
     at = next((i for i, ins in enumerate(sass.instructions) if ins.faulting), 0)
     window = sass.instructions[max(0, at - context) : at + context + 1]
-    lines = [f"{text.marker(ins):>3} {ins.address}  {text.instruction(ins.text):<48} "
-             f"{text.short_source(ins.source)}" for ins in window]
+    lines = [f"{marker(ins):>3} {ins.address}  {text.instruction(ins.text):<48} "
+             f"{short_source(ins.source)}" for ins in window]
     return ["<details><summary>SASS around the faulting PC "
             f"({html(sass.tool or '')}, <code>{html(text.section_name(sass.section))}</code>)</summary>", "",
             *fenced(lines), "", "</details>", ""]
@@ -180,7 +181,7 @@ def _kernels(report: TriageReport, detail: _Detail) -> list[str]:
     for kernel in listed:
         rows.append(f"| {kernel.device} | {kernel.grid_id} | "
                     f"{cell(code(text.kernel_name(kernel.name, kernel.grid_id)))} | "
-                    f"{text.dim(kernel.grid_dim)} x {text.dim(kernel.block_dim)} | "
+                    f"{dim(kernel.grid_dim)} x {dim(kernel.block_dim)} | "
                     f"{kernel.resident_sms} | {kernel.resident_warps} |")
     if len(report.kernels) > detail.kernel_rows:
         rows.append(f"\n_{len(report.kernels) - detail.kernel_rows} more in the JSON report._")

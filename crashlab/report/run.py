@@ -2,7 +2,7 @@
 
 A run can end with no coredump at all (a CPU-side SIGSEGV, a Python exception), with one, or
 with one per tensor-parallel rank, so it is not a TriageReport: it is a run-level object whose
-``source.kind`` is ``"run"`` (DESIGN.md's contract) and which *embeds* the TriageReport of every
+``source.kind`` is ``"run"`` (every JSON crashlab prints names its source's kind) and which *embeds* the TriageReport of every
 coredump unchanged. The records it shares with the live manifest (processes, log findings,
 files) are defined here so that both speak the same words.
 """

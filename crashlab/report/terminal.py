@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..console import line, plain
+from ..notation import dim, marker, short_source
 from . import text
 from .model import Fault, Kernel, TriageReport
 
@@ -79,7 +80,7 @@ class _Source:
         self.chain = chain
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
-        return Measurement(cell_len(text.short_source(self.chain) or "-"),
+        return Measurement(cell_len(short_source(self.chain) or "-"),
                            cell_len(text.source_chain(self.chain))).clamp(max_width=options.max_width)
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
@@ -118,17 +119,17 @@ def _fault_panel(fault: Fault, title: str) -> Panel:
     grid.add_row("function", _name(text.function_line(fault)))
     grid.add_row("where", plain(text.place(fault)))
     if fault.block_idx is not None:
-        cluster = f"  cluster {text.dim(fault.cluster_idx)} of {text.dim(fault.cluster_dim)}" \
+        cluster = f"  cluster {dim(fault.cluster_idx)} of {dim(fault.cluster_dim)}" \
             if fault.cluster_idx is not None else ""
-        grid.add_row("block", plain(f"{text.dim(fault.block_idx)}  thread {text.dim(fault.thread_idx)}{cluster}"))
-        grid.add_row("launch", plain(f"grid {text.dim(fault.grid_dim)} x block {text.dim(fault.block_dim)}"))
+        grid.add_row("block", plain(f"{dim(fault.block_idx)}  thread {dim(fault.thread_idx)}{cluster}"))
+        grid.add_row("launch", plain(f"grid {dim(fault.grid_dim)} x block {dim(fault.block_dim)}"))
     grid.add_row("PC", plain(f"{fault.pc or 'not recorded'} ({fault.pc_source})"))
     grid.add_row("source", _Source(fault.sass.source))
     grid.add_row("spread", plain(text.spread(fault)))
     if fault.params is not None:
         grid.add_row("params", Text("\n").join(map(plain, text.param_items(fault.params))))
     if fault.cluster_target_block is not None:
-        grid.add_row("target", plain(f"cluster target block {text.dim(fault.cluster_target_block)}"))
+        grid.add_row("target", plain(f"cluster target block {dim(fault.cluster_target_block)}"))
     for frame in fault.backtrace:
         grid.add_row(f"frame #{frame.level}", _name(text.frame_line(frame)))
     for candidate in text.candidate_lines(fault):
@@ -151,9 +152,9 @@ def _sass(fault: Fault, console: Console) -> None:
     indent = " " * (3 + len(_GAP) + address + len(_GAP))
     for ins in sass.instructions:
         style = "bold red" if ins.faulting else ""
-        where, shown = text.short_source(ins.source), text.instruction(ins.text)
+        where, shown = short_source(ins.source), text.instruction(ins.text)
         one_line = len(indent) + width + len(_GAP) + cell_len(where) <= console.width
-        row = line((f"{text.marker(ins):>3}", "bold red"), _GAP,
+        row = line((f"{marker(ins):>3}", "bold red"), _GAP,
                    (ins.address.ljust(address), style), _GAP, (shown, style))
         if one_line and where:
             row.append(" " * (width - cell_len(shown)) + _GAP)
@@ -233,7 +234,7 @@ def _kernels(report: TriageReport, wide: bool) -> Table:
     for column in columns:
         table.add_column(column, no_wrap=column in ("dev", "grid", "SMs", "warps"))
     for kernel in report.kernels[:MAX_KERNELS]:
-        launch = f"{text.dim(kernel.grid_dim)} x {text.dim(kernel.block_dim)}"
+        launch = f"{dim(kernel.grid_dim)} x {dim(kernel.block_dim)}"
         cells = [str(kernel.device), str(kernel.grid_id), _name(text.kernel_name(kernel.name, kernel.grid_id))]
         if wide:
             cells += [launch, str(kernel.resident_sms), str(kernel.resident_warps)]

@@ -5,13 +5,10 @@ from __future__ import annotations
 import re
 
 from ..demangle import demangle
+from ..notation import dim, short_source
 from .model import Fault, Params, Range, SourceLine
 
 MAX_REGISTERS_SHOWN = 64
-
-
-def dim(value) -> str:
-    return "(" + ",".join(str(v) for v in value) + ")" if value is not None else "-"
 
 
 def span(value: Range | None) -> str:
@@ -194,11 +191,6 @@ def source_chain(chain: list[SourceLine], room: int | None = None) -> str:
     return full if room is None or len(full) <= room else short_source(chain)
 
 
-def short_source(chain: list[SourceLine]) -> str:
-    """The chain with basenames: for a SASS listing's column and the one-line summary."""
-    return " <- ".join(f"{s.file.rsplit('/', 1)[-1]}:{s.line}" for s in chain)
-
-
 def count(number: int, noun: str) -> str:
     return f"{number} {noun}{'' if number == 1 else 's'}"
 
@@ -223,13 +215,6 @@ def break_points(value: str) -> list[int]:
     """Offsets at which a line of ``value`` may end, the last one its length."""
     points = [m.end() for m in _BREAK.finditer(value) if 0 < m.end() < len(value)]
     return points + [len(value)]
-
-
-def marker(instruction) -> str:
-    """cuda-gdb's markers: ``*>`` the errorPC, ``=>`` the current PC, ``*=>`` both."""
-    return {(True, True): "*=>", (True, False): "*>", (False, True): "=>"}.get(
-        (instruction.faulting, instruction.current), ""
-    )
 
 
 def register_rows(values: dict[str, int] | None, per_row: int = 4) -> list[str]:

@@ -1,0 +1,23 @@
+"""How crashlab writes a few small facts wherever it writes them: a dim3, a source chain, and
+cuda-gdb's PC markers. The report views and the debugger comparison both use these, so a value
+that agrees reads the same in the comparison as in the view."""
+
+from __future__ import annotations
+
+
+def dim(value) -> str:
+    """``(1,0,0)``; ``-`` for a value not known."""
+    return "(" + ",".join(str(v) for v in value) + ")" if value is not None else "-"
+
+
+def short_source(chain) -> str:
+    """``inner.h:10 <- caller.cu:24``: an inline chain, innermost first, with basenames (for a
+    SASS listing's column and the one-line summary)."""
+    return " <- ".join(f"{s.file.rsplit('/', 1)[-1]}:{s.line}" for s in chain)
+
+
+def marker(instruction) -> str:
+    """cuda-gdb's markers: ``*>`` the errorPC, ``=>`` the current PC, ``*=>`` both."""
+    return {(True, True): "*=>", (True, False): "*>", (False, True): "=>"}.get(
+        (instruction.faulting, instruction.current), ""
+    )
