@@ -6,7 +6,8 @@ what ``crashlab dump-now`` runs. See supervisor.py for the order of events.
 
 from .dumpnow import DumpNowResult, dump_now
 from .environment import CoredumpMode
-from .supervisor import RunOutcome, ServeOptions, Supervisor, serve
+from .options import RunOutcome, ServeOptions
+from .supervisor import Supervisor, serve
 
 __all__ = ["CoredumpMode", "DumpNowResult", "RunOutcome", "ServeOptions", "Supervisor",
            "dump_now", "serve"]

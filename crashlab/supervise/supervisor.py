@@ -23,155 +23,31 @@ import signal
 import socket
 import sys
 import time
-from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Callable
 
 import psutil
-import requests
 
 from .. import __version__
-from ..errors import EXIT_FOUND, EXIT_NOTHING, CrashlabError
-from ..report import run_views
-from ..report.model import Source, Tool
+from ..errors import CrashlabError
 from ..report.redact import Redactor
-from ..report.run import FileRecord, Finding, Incident, RunReport
-from . import collect, environment, files, incident, launch, rundir, timestamps
-from .environment import CoredumpMode
+from ..report.run import FileRecord, Incident
+from . import collect, files, incident, launch, rundir, runreport, timestamps
 from .health import HealthWatch
-from .kernellog import KMSG, KernelLog
-from .logscan import CHILD_CRASHED, StreamScanner
+from .incarnation import LiveIncarnation
+from .kernellog import KernelLog
+from .logscan import StreamScanner
 from .logtee import StreamTee
-from .manifest import Crashlab, EnvironmentEntry, Health, Incarnation, Manifest, ManifestStore, Outcome
-from .proctree import CRASH_SIGNALS, ProcessTree, subreaper
+from .manifest import Crashlab, EnvironmentEntry, Manifest, ManifestStore, Outcome
+from .options import Notify, RunOutcome, ServeOptions
+from .proctree import ProcessTree, subreaper
+from .shutdown import TICK, Shutdown
+from .treewatch import TreeWatch
 
-TICK = 0.1
 TREE_EVERY = 0.25
 SAVE_EVERY = 0.5
-KILL_WAIT = 10.0
 PIPE_DRAIN_WAIT = 10.0
 MAX_RESTART_DELAY = 300.0
-
-#: SGLang log lines that mean "I am crashing and writing my dumps": crashlab waits for it.
-_SGLANG_CRASHING = ("SIGQUIT received", "Dumping requests before crash", "Waiting ",
-                    "crashed with exit code", "Received sigquit")
-_DUMPED_TO = "before crash to "
-
-Notify = Callable[[str], None]
-
-
-@dataclass
-class ServeOptions:
-    command: list[str]
-    runs_dir: Path = Path("crashlab-runs")
-    coredump: CoredumpMode = CoredumpMode.LIGHTWEIGHT
-    user_dumps: bool = False
-    health_url: str | None = None  # None: derived from --host/--port of the command
-    health_interval: float = 10.0
-    health_timeout: float = 30.0
-    dump_timeout: float = 600.0
-    grace: float = 30.0
-    restart: str = "never"  # or "on-crash"
-    max_restarts: int = 3
-    restart_delay: float = 5.0
-    echo: bool = True
-    kernel_log: str = KMSG
-    #: add cuda-gdb's view to each dump's report where cuda-gdb exists
-    debugger: bool = True
-
-    def as_manifest(self) -> dict:
-        values = asdict(self)
-        values.pop("command")
-        values["runs_dir"] = str(self.runs_dir)
-        values["coredump"] = self.coredump.value
-        return values
-
-
-@dataclass
-class RunOutcome:
-    run_dir: Path
-    exit_code: int  # 0: a crash (or dumps) caught and triaged; 1: clean exit or plain stop
-    result: str
-    report: RunReport | None
-
-
-class _Incarnation:
-    """The live parts of one server incarnation (threads, tree, collector)."""
-
-    def __init__(self, supervisor: "Supervisor", number: int):
-        self.sup = supervisor
-        self.dirs = rundir.incarnation(supervisor.run_dir, number).create()
-        self.plan = launch.plan(supervisor.options.command, self.dirs.requests, supervisor.cwd)
-        self.env, self.settings = environment.resolve(
-            supervisor.base_env, supervisor.options.coredump, supervisor.options.user_dumps,
-            self.dirs.incoming, self.dirs.pipes)
-        self.driver = collect.DriverProgress()
-        self.sglang_crashing = False
-        self.mentioned_request_dumps: list[Path] = []
-        self.reported_exits: dict[int, int] = {}
-        self.announced: set[str] = set()
-        self.stop_sent = False
-        self.root_ended_on_its_own = False
-        url = supervisor.options.health_url or launch.health_url(self.plan.argv, self.plan.sglang)
-        self.record = Incarnation(
-            number=number, directory=str(self.dirs.path.relative_to(supervisor.run_dir)),
-            status="starting", started_at=timestamps.now(), health=Health(url=url),
-            kernel_log="watched")
-
-    # -- findings, from the reader threads ------------------------------------------------
-    def on_finding(self, finding: Finding) -> None:
-        if finding.kind == "coredump":
-            self.driver.observe(finding.text)
-            if "Detected an exception" not in finding.text and "Writing ELF" not in finding.text \
-                    and "Starting GPU coredump" not in finding.text:
-                return  # progress chatter: tracked, not recorded
-        if finding.kind == "sglang-crash":
-            if any(marker in finding.text for marker in _SGLANG_CRASHING):
-                self.sglang_crashing = True
-            crashed = CHILD_CRASHED.search(finding.text)
-            if crashed:
-                self.reported_exits[int(crashed["pid"])] = int(crashed["code"])
-            if _DUMPED_TO in finding.text:
-                self.mentioned_request_dumps.append(Path(finding.text.rsplit(_DUMPED_TO, 1)[1].strip()))
-        self.sup.store.add_finding(self.record, finding)
-        if finding.kind not in self.announced and finding.kind != "coredump":
-            self.announced.add(finding.kind)
-            where = f" [{finding.rank}]" if finding.rank else ""
-            lines = f"lines {finding.line}-{finding.end_line}" \
-                if finding.end_line and finding.end_line != finding.line else f"line {finding.line}"
-            self.sup.notify(f"{finding.kind} in {finding.stream} {lines}{where}: "
-                            f"{finding.text.strip()[:160]}")
-
-    def on_health(self, state: str, detail: str) -> None:
-        with self.sup.store.edit():
-            self.record.health.state = state
-            if self.record.status in ("running", "healthy", "unhealthy"):
-                self.record.status = state
-            if state == "healthy" and self.record.health.first_healthy_at is None:
-                self.record.health.first_healthy_at = timestamps.now()
-            if state == "unhealthy":
-                self.record.health.last_error = detail
-            quiet = self.record.status not in ("running", "healthy", "unhealthy")
-        if not quiet:  # while stopping or crashing, an unreachable server is no news
-            self.sup.notify(f"server is {state} ({self.record.health.url}: {detail})")
-
-    def save_server_info(self, session: requests.Session, base: str) -> None:
-        """SGLang's resolved arguments and version, as JSON (the pickle's server_args can be
-        None); older releases only have /get_server_info."""
-        if not self.plan.sglang:
-            return
-        for endpoint in ("/server_info", "/get_server_info"):
-            try:
-                response = session.get(base + endpoint, timeout=self.sup.options.health_timeout)
-                if response.status_code == 200:
-                    files.write_json(self.dirs.server_info, self.sup.redactor.json(response.json()))
-                    self.sup.store.add_files([collect.record(self.sup.run_dir, self.dirs.server_info,
-                                                             "server-info")])
-                    return
-            except (requests.RequestException, ValueError):
-                continue
-
 
 class Supervisor:
     def __init__(self, options: ServeOptions, notify: Notify | None = None):
@@ -231,273 +107,144 @@ class Supervisor:
 
     # -- one incarnation ----------------------------------------------------------------
     def _incarnation(self, number: int) -> str | None:
-        inc = _Incarnation(self, number)
+        incarnation = LiveIncarnation(self, number)
         with self.store.edit() as manifest:
-            manifest.incarnations.append(inc.record)
-            manifest.environment = {s.name: EnvironmentEntry(**s.as_manifest()) for s in inc.settings}
-        files.write_json(inc.dirs.launch, {
-            "argv": self.redactor.argv(inc.plan.argv), "cwd": str(self.cwd), "sglang": inc.plan.sglang,
-            "environment": self.redactor.environment(inc.env)})
-        self.store.add_files([collect.record(self.run_dir, inc.dirs.launch, "launch")])
+            manifest.incarnations.append(incarnation.record)
+            manifest.environment = {setting.name: EnvironmentEntry(**setting.as_manifest())
+                                    for setting in incarnation.settings}
+        files.write_json(incarnation.dirs.launch, {
+            "argv": self.redactor.argv(incarnation.plan.argv), "cwd": str(self.cwd),
+            "sglang": incarnation.plan.sglang,
+            "environment": self.redactor.environment(incarnation.env)})
+        self.store.add_files([collect.record(self.run_dir, incarnation.dirs.launch, "launch")])
         self._status("running")
 
-        process = launch.start(inc.plan.argv, inc.env, self.cwd)
-        tees = [StreamTee(pipe, inc.dirs.log(stream),
+        process = launch.start(incarnation.plan.argv, incarnation.env, self.cwd)
+        tees = [StreamTee(pipe, incarnation.dirs.log(stream),
                           getattr(sys, stream).buffer if self.options.echo else None,
-                          StreamScanner(stream, inc.on_finding, redact=self.redactor.text),
+                          StreamScanner(stream, incarnation.on_finding, redact=self.redactor.text),
                           self.redactor.text)
                 for stream, pipe in (("stdout", process.stdout), ("stderr", process.stderr))]
         for tee in tees:
             tee.start()
         tree = ProcessTree(process, self.redactor)
-        kernel_log = KernelLog(StreamScanner("kmsg", inc.on_finding, kinds=frozenset({"xid"}),
+        kernel_log = KernelLog(StreamScanner("kmsg", incarnation.on_finding, kinds=frozenset({"xid"}),
                                              redact=self.redactor.text), self.options.kernel_log)
         with self.store.edit():
-            inc.record.pid = process.pid
-            inc.record.status = "running"
-            inc.record.processes = tree.records()
+            incarnation.record.pid = process.pid
+            incarnation.record.status = "running"
+            incarnation.record.processes = tree.records()
             if kernel_log.unavailable:
-                inc.record.kernel_log = kernel_log.unavailable
-        collector = collect.DumpCollector(self.run_dir, inc.dirs.cores, self._dump_sources(inc),
-                                          tree.alive, inc.driver, since=time.time())
+                incarnation.record.kernel_log = kernel_log.unavailable
+        collector = collect.DumpCollector(self.run_dir, incarnation.dirs.cores,
+                                          incarnation.dump_sources(), tree.alive, incarnation.driver,
+                                          since=time.time())
+        watch = TreeWatch(incarnation, tree, collector, self.store, self.notify)
+        shutdown = Shutdown(watch, self.options, self._stops, self._status)
         health = None
-        if inc.record.health.url:
-            health = HealthWatch(inc.record.health.url, self.options.health_interval,
-                                 self.options.health_timeout, inc.on_health, inc.save_server_info)
+        if incarnation.record.health.url:
+            health = HealthWatch(incarnation.record.health.url, self.options.health_interval,
+                                 self.options.health_timeout, incarnation.on_health,
+                                 incarnation.save_server_info)
             health.start()
-        self.notify(f"incarnation {number}: pid {process.pid}, logs in {inc.dirs.path}")
+        self.notify(f"incarnation {number}: pid {process.pid}, logs in {incarnation.dirs.path}")
 
         try:
-            self._watch(inc, tree, collector, kernel_log)
+            self._watch(watch, shutdown, kernel_log)
         finally:
             if health is not None:
                 health.stop()
                 with self.store.edit():
-                    inc.record.health.checks, inc.record.health.failures = health.checks, health.failures
+                    incarnation.record.health.checks = health.checks
+                    incarnation.record.health.failures = health.failures
             if tree.alive():  # an exception above: never leave the server behind
-                self._terminate(tree, collector, signal.SIGKILL)
-        return self._wrap_up(inc, tree, collector, kernel_log, tees)
+                shutdown.signal_tree(signal.SIGKILL)
+        return self._wrap_up(watch, kernel_log, tees)
 
-    def _dump_sources(self, inc: _Incarnation) -> list[collect.DumpSource]:
-        sources = [collect.DumpSource(str(inc.dirs.incoming / "*"), ours=True)]
-        template = inc.env.get(environment.FILE)
-        if template and not template.startswith(str(inc.dirs.incoming)):
-            pattern = environment.template_glob(str(self.cwd / template))
-            if pattern is None:
-                with self.store.edit():
-                    inc.record.warnings.append(f"{environment.FILE}={template!r} pipes dumps to a "
-                                               "command: crashlab cannot collect them")
-            else:
-                sources.append(collect.DumpSource(pattern, ours=False))
-        return sources
-
-    def _watch(self, inc: _Incarnation, tree: ProcessTree, collector: collect.DumpCollector,
-               kernel_log: KernelLog) -> None:
+    def _watch(self, watch: TreeWatch, shutdown: Shutdown, kernel_log: KernelLog) -> None:
+        """The loop, until a stop request or the end of the server's main process."""
         next_tree = next_save = 0.0
         while True:
             now = time.monotonic()
             if now >= next_tree:
-                self._poll_tree(inc, tree)
+                watch.poll_tree()
                 next_tree = now + TREE_EVERY
             if now >= next_save:
                 self.store.save_if_dirty(timestamps.now())
                 next_save = now + SAVE_EVERY
-            self._collect(collector.poll())
+            watch.poll_dumps()
             kernel_log.poll()
             if self.stopping:
-                self._stop(inc, tree, collector, self._stops[0])
+                shutdown.on_request(self._stops[0])
                 return
-            if tree.root.poll() is not None:
-                inc.root_ended_on_its_own = True
-                self._poll_tree(inc, tree)
-                self._after_root(inc, tree, collector)
+            if watch.tree.root.poll() is not None:
+                watch.incarnation.root_ended_on_its_own = True
+                watch.poll_tree()
+                shutdown.after_root()
                 return
             time.sleep(TICK)
 
-    def _poll_tree(self, inc: _Incarnation, tree: ProcessTree) -> None:
-        appeared, ended = tree.poll()
-        ended += tree.reported_exits(inc.reported_exits)
-        if not (appeared or ended):
-            return
-        with self.store.edit():
-            inc.record.processes = tree.records()
-            inc.record.forgotten_processes = tree.forgotten
-        for record in ended:
-            if record.exit is not None and record.exit.signal in CRASH_SIGNALS:
-                ranks = f" {record.ranks}" if record.ranks else ""
-                self.notify(f"{record.role}{ranks} (pid {record.pid}) {record.exit.describe()}")
-
-    def _collect(self, records: list[FileRecord]) -> None:
-        if records:
-            self.store.add_files(records)
-            for record in records:
-                self.notify(f"coredump collected: {record.path} ({record.size_bytes} bytes"
-                            f"{'' if record.complete else ', INCOMPLETE'})")
-
-    def _evidence_in_flight(self, inc: _Incarnation, tree: ProcessTree,
-                            collector: collect.DumpCollector) -> list[str]:
-        if not tree.alive():
-            return []
-        reasons = collector.still_writing()
-        if inc.sglang_crashing and tree.root.poll() is None:
-            reasons.append("SGLang is in its pre-crash sequence (request dump, coredump wait)")
-        return reasons
-
-    def _wait_for_evidence(self, inc: _Incarnation, tree: ProcessTree,
-                           collector: collect.DumpCollector) -> None:
-        """Wait, up to --dump-timeout, while a dump is in flight; a second stop cuts it short."""
-        deadline = time.monotonic() + self.options.dump_timeout
-        told = False
-        while (reasons := self._evidence_in_flight(inc, tree, collector)):
-            if time.monotonic() >= deadline:
-                with self.store.edit():
-                    inc.record.warnings.append(f"gave up waiting after --dump-timeout "
-                                               f"{self.options.dump_timeout:g} s: {'; '.join(reasons)}")
-                self.notify(f"--dump-timeout reached, going on: {'; '.join(reasons)}")
-                return
-            if len(self._stops) >= 2:
-                return
-            if not told:
-                told = True
-                self._status("waiting-for-dumps")
-                self.notify(f"waiting for evidence before killing anything: {'; '.join(reasons)}"
-                            f" (up to {self.options.dump_timeout:g} s; a second Ctrl-C stops now)")
-                with self.store.edit():
-                    inc.record.status = "crashing"
-            self._poll_tree(inc, tree)
-            self._collect(collector.poll())
-            self.store.save_if_dirty(timestamps.now())
-            time.sleep(TICK)
-
-    def _stop(self, inc: _Incarnation, tree: ProcessTree, collector: collect.DumpCollector,
-              signum: int) -> None:
-        self.notify(f"received {signal.Signals(signum).name}: stopping the server")
-        self._wait_for_evidence(inc, tree, collector)
-        with self.store.edit():
-            inc.record.stopped_by_crashlab = True
-            inc.record.status = "stopping"
-        self._status("stopping")
-        self._terminate(tree, collector, signum, inc)
-
-    def _after_root(self, inc: _Incarnation, tree: ProcessTree,
-                    collector: collect.DumpCollector) -> None:
-        """The launched process is gone; what it left running is stopped once no dump is in
-        flight, so nothing outlives the run."""
-        self._wait_for_evidence(inc, tree, collector)
-        if tree.alive():
-            self.notify(f"the server's main process ended; stopping the {len(tree.alive())} "
-                        "process(es) it left")
-            self._terminate(tree, collector, signal.SIGTERM, inc)
-
-    def _terminate(self, tree: ProcessTree, collector: collect.DumpCollector, signum: int,
-                   inc: _Incarnation | None = None) -> None:
-        """The signal to the whole tree, then SIGKILL after --grace (or a second stop)."""
-        if inc is not None:
-            if not inc.stop_sent and tree.root.poll() is not None:
-                inc.root_ended_on_its_own = True
-            inc.stop_sent = True
-        tree.signal_all(signum)
-        stops = len(self._stops)
-        deadline = time.monotonic() + (self.options.grace if signum != signal.SIGKILL else KILL_WAIT)
-        while tree.alive() and time.monotonic() < deadline and len(self._stops) == stops:
-            time.sleep(TICK)
-            tree.poll()
-            self._collect(collector.poll())
-        if tree.alive() and signum != signal.SIGKILL:
-            self.notify(f"{len(tree.alive())} process(es) still running after --grace "
-                        f"{self.options.grace:g} s: SIGKILL")
-            tree.signal_all(signal.SIGKILL)
-            deadline = time.monotonic() + KILL_WAIT
-            while tree.alive() and time.monotonic() < deadline:
-                time.sleep(TICK)
-                tree.poll()
-        tree.poll()
-
-    def _wrap_up(self, inc: _Incarnation, tree: ProcessTree, collector: collect.DumpCollector,
-                 kernel_log: KernelLog, tees: list[StreamTee]) -> str | None:
+    def _wrap_up(self, watch: TreeWatch, kernel_log: KernelLog, tees: list[StreamTee]) -> str | None:
+        """Drain the pipes, collect the last dumps and request dumps, then triage."""
+        incarnation, tree = watch.incarnation, watch.tree
         for tee in tees:
             if not tee.join(PIPE_DRAIN_WAIT):
                 with self.store.edit():
-                    inc.record.warnings.append(f"{tee.log_path.name}: still open {PIPE_DRAIN_WAIT:g} s "
-                                               "after the server ended (a process outside the tree "
-                                               "holds it); the log may be cut")
+                    incarnation.record.warnings.append(
+                        f"{tee.log_path.name}: still open {PIPE_DRAIN_WAIT:g} s after the server "
+                        "ended (a process outside the tree holds it); the log may be cut")
         kernel_log.close()
-        self._poll_tree(inc, tree)
-        self._collect(collector.collect_remaining())
-        elsewhere = list(inc.mentioned_request_dumps)
-        if inc.plan.crash_dump_folder is not None and not inc.plan.crash_dump_folder_is_ours:
-            elsewhere += collect.request_dumps_in(inc.plan.crash_dump_folder)
-        started = datetime.fromisoformat(inc.record.started_at).timestamp()
-        request_dumps = collect.collect_request_dumps(self.run_dir, inc.dirs.requests, elsewhere,
-                                                      started, socket.gethostname())
+        watch.poll_tree()
+        watch.add_dumps(watch.collector.collect_remaining())
+        request_dumps = self._collect_request_dumps(incarnation)
         logs = [collect.record(self.run_dir, tee.log_path, "log") for tee in tees]
         self.store.add_files(request_dumps + logs)
-        problems = [p for tee in tees for p in tee.problems]
+        problems = [problem for tee in tees for problem in tee.problems]
         with self.store.edit():
-            inc.record.processes = tree.records()
-            inc.record.exit = tree.root_record.exit
-            inc.record.ended_at = timestamps.now()
-            inc.record.warnings += problems
+            incarnation.record.processes = tree.records()
+            incarnation.record.exit = tree.root_record.exit
+            incarnation.record.ended_at = timestamps.now()
+            incarnation.record.warnings += problems
         dumps = [f for f in self.store.manifest.files
-                 if f.kind == "coredump" and f.path.startswith(inc.record.directory + "/")]
-        return self._triage(inc, dumps, request_dumps)
+                 if f.kind == "coredump" and f.path.startswith(incarnation.record.directory + "/")]
+        return self._triage(incarnation, dumps, request_dumps)
 
-    def _triage(self, inc: _Incarnation, dumps: list[FileRecord],
+    def _collect_request_dumps(self, incarnation: LiveIncarnation) -> list[FileRecord]:
+        elsewhere = list(incarnation.mentioned_request_dumps)
+        plan = incarnation.plan
+        if plan.crash_dump_folder is not None and not plan.crash_dump_folder_is_ours:
+            elsewhere += collect.request_dumps_in(plan.crash_dump_folder)
+        started = datetime.fromisoformat(incarnation.record.started_at).timestamp()
+        return collect.collect_request_dumps(self.run_dir, incarnation.dirs.requests, elsewhere,
+                                             started, socket.gethostname())
+
+    def _triage(self, incarnation: LiveIncarnation, dumps: list[FileRecord],
                 request_dumps: list[FileRecord]) -> str | None:
         triaged = []
         if dumps:
             self._status("triaging")
             self.notify(f"triaging {len(dumps)} coredump(s)")
             triaged = incident.triage_dumps(self.run_dir, dumps, self.options.debugger)
-        kind = incident.kind_of(inc.record, triaged, request_dumps, inc.root_ended_on_its_own)
+        record = incarnation.record
+        kind = incident.kind_of(record, triaged, request_dumps, incarnation.root_ended_on_its_own)
         with self.store.edit():
-            inc.record.incident = kind
-            inc.record.status = ("crashed" if kind == "crash" else
-                                 "stopped" if inc.record.stopped_by_crashlab else "exited")
+            record.incident = kind
+            record.status = ("crashed" if kind == "crash" else
+                             "stopped" if record.stopped_by_crashlab else "exited")
         if kind is not None:
-            self.incidents.append(incident.build(self.run_dir, inc.record, kind, triaged,
+            self.incidents.append(incident.build(self.run_dir, record, kind, triaged,
                                                  request_dumps, self.options.debugger,
                                                  self.redactor.text))
-            self._write_report()
+            runreport.write(self.run_dir, self.store, self.redactor, self.incidents)
         self.store.save(timestamps.now())
         return kind
 
-    def _report(self) -> RunReport:
-        crash = any(i.kind == "crash" for i in self.incidents)
-        size = sum(f.size_bytes for f in self.store.manifest.files)
-        return RunReport(
-            tool=Tool(version=__version__), status="crash" if crash else "dumps",
-            summary=self.incidents[0].summary if len(self.incidents) == 1 else
-            f"{len(self.incidents)} incidents; first: {self.incidents[0].summary}",
-            source=Source(path=str(self.run_dir), size_bytes=size, kind="run"),
-            command=self.store.manifest.command, incidents=self.incidents,
-            warnings=[w for inc in self.store.manifest.incarnations for w in inc.warnings])
-
-    def _write_report(self) -> None:
-        report = self._report()
-        files.write_atomic(self.run_dir / "report.json",
-                           self.redactor.serialized(report.model_dump_json(indent=2)).encode() + b"\n")
-        files.write_atomic(self.run_dir / "report.md",
-                           self.redactor.serialized(run_views.markdown(report)).encode())
-        self.store.add_files([collect.record(self.run_dir, self.run_dir / name, "report")
-                              for name in ("report.json", "report.md")])
-
     def _finish(self) -> RunOutcome:
-        manifest = self.store.manifest
-        last = manifest.incarnations[-1] if manifest.incarnations else None
-        if self.incidents:
-            crash = any(i.kind == "crash" for i in self.incidents)
-            result = "crash" if crash else "dumps"
-            outcome = Outcome(result=result, exit_code=EXIT_FOUND, reason=self._report().summary)
-        elif last is not None and last.stopped_by_crashlab:
-            outcome = Outcome(result="stopped", exit_code=EXIT_NOTHING,
-                              reason="stopped on request, no crash")
-        else:
-            outcome = Outcome(result="clean-exit", exit_code=EXIT_NOTHING,
-                              reason=f"server {last.exit.describe() if last and last.exit else 'ended'}")
+        outcome = runreport.outcome(self.run_dir, self.store.manifest, self.incidents)
         self._conclude(outcome)
-        return RunOutcome(self.run_dir, outcome.exit_code, outcome.result,
-                          self._report() if self.incidents else None)
+        report = runreport.build(self.run_dir, self.store.manifest, self.incidents) \
+            if self.incidents else None
+        return RunOutcome(self.run_dir, outcome.exit_code, outcome.result, report)
 
     def _conclude(self, outcome: Outcome) -> None:
         with self.store.edit() as manifest:

@@ -1,0 +1,127 @@
+"""One incarnation of the server: its directories, its environment, and what its output says.
+
+The reader threads (logtee, kmsg, health) call ``on_finding`` and ``on_health``; the flags they
+set (SGLang crashing, exit codes it reported, request dumps it mentioned) steer the ending.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import requests
+
+from ..report.run import Finding
+from . import collect, environment, files, launch, rundir, timestamps
+from .logscan import CHILD_CRASHED
+from .manifest import Health, Incarnation
+
+if TYPE_CHECKING:
+    from .supervisor import Supervisor
+
+#: SGLang log lines that mean "I am crashing and writing my dumps" (its SIGQUIT handler and
+#: its crash dump of requests print them): crashlab waits for it.
+_SGLANG_CRASHING = ("SIGQUIT received", "Dumping requests before crash", "Waiting ",
+                    "crashed with exit code", "Received sigquit")
+_DUMPED_TO = "before crash to "
+#: the driver's coredump lines worth recording; the rest is progress, only tracked
+_COREDUMP_MILESTONES = ("Detected an exception", "Writing ELF", "Starting GPU coredump")
+
+
+class LiveIncarnation:
+    """The live state of one server incarnation, beside its manifest record."""
+
+    def __init__(self, supervisor: Supervisor, number: int):
+        self.supervisor = supervisor
+        self.dirs = rundir.incarnation(supervisor.run_dir, number).create()
+        self.plan = launch.plan(supervisor.options.command, self.dirs.requests, supervisor.cwd)
+        self.env, self.settings = environment.resolve(
+            supervisor.base_env, supervisor.options.coredump, supervisor.options.user_dumps,
+            self.dirs.incoming, self.dirs.pipes)
+        self.driver = collect.DriverProgress()
+        self.sglang_crashing = False
+        self.mentioned_request_dumps: list[Path] = []
+        self.reported_exits: dict[int, int] = {}
+        self.announced: set[str] = set()
+        self.stop_sent = False
+        self.root_ended_on_its_own = False
+        url = supervisor.options.health_url or launch.health_url(self.plan.argv, self.plan.sglang)
+        self.record = Incarnation(
+            number=number, directory=str(self.dirs.path.relative_to(supervisor.run_dir)),
+            status="starting", started_at=timestamps.now(), health=Health(url=url),
+            kernel_log="watched")
+
+    def dump_sources(self) -> list[collect.DumpSource]:
+        """Where this incarnation's coredumps land: crashlab's own folder, and the user's
+        CUDA_COREDUMP_FILE pattern where it names files rather than a pipe to a command."""
+        store = self.supervisor.store
+        sources = [collect.DumpSource(str(self.dirs.incoming / "*"), ours=True)]
+        template = self.env.get(environment.FILE)
+        if template and not template.startswith(str(self.dirs.incoming)):
+            pattern = environment.template_glob(str(self.supervisor.cwd / template))
+            if pattern is None:
+                with store.edit():
+                    self.record.warnings.append(f"{environment.FILE}={template!r} pipes dumps to a "
+                                                "command: crashlab cannot collect them")
+            else:
+                sources.append(collect.DumpSource(pattern, ours=False))
+        return sources
+
+    # -- findings, from the reader threads ------------------------------------------------
+    def on_finding(self, finding: Finding) -> None:
+        if finding.kind == "coredump":
+            self.driver.observe(finding.text)
+            if not any(milestone in finding.text for milestone in _COREDUMP_MILESTONES):
+                return  # progress chatter: tracked, not recorded
+        if finding.kind == "sglang-crash":
+            self._observe_sglang_crash(finding.text)
+        self.supervisor.store.add_finding(self.record, finding)
+        if finding.kind not in self.announced and finding.kind != "coredump":
+            self.announced.add(finding.kind)
+            self._announce(finding)
+
+    def _observe_sglang_crash(self, text: str) -> None:
+        if any(marker in text for marker in _SGLANG_CRASHING):
+            self.sglang_crashing = True
+        crashed = CHILD_CRASHED.search(text)
+        if crashed:
+            self.reported_exits[int(crashed["pid"])] = int(crashed["code"])
+        if _DUMPED_TO in text:
+            self.mentioned_request_dumps.append(Path(text.rsplit(_DUMPED_TO, 1)[1].strip()))
+
+    def _announce(self, finding: Finding) -> None:
+        where = f" [{finding.rank}]" if finding.rank else ""
+        lines = f"lines {finding.line}-{finding.end_line}" \
+            if finding.end_line and finding.end_line != finding.line else f"line {finding.line}"
+        self.supervisor.notify(f"{finding.kind} in {finding.stream} {lines}{where}: "
+                               f"{finding.text.strip()[:160]}")
+
+    def on_health(self, state: str, detail: str) -> None:
+        with self.supervisor.store.edit():
+            self.record.health.state = state
+            if self.record.status in ("running", "healthy", "unhealthy"):
+                self.record.status = state
+            if state == "healthy" and self.record.health.first_healthy_at is None:
+                self.record.health.first_healthy_at = timestamps.now()
+            if state == "unhealthy":
+                self.record.health.last_error = detail
+            quiet = self.record.status not in ("running", "healthy", "unhealthy")
+        if not quiet:  # while stopping or crashing, an unreachable server is no news
+            self.supervisor.notify(f"server is {state} ({self.record.health.url}: {detail})")
+
+    def save_server_info(self, session: requests.Session, base: str) -> None:
+        """SGLang's resolved arguments and version, as JSON (the pickle's server_args can be
+        None); older releases only have /get_server_info."""
+        if not self.plan.sglang:
+            return
+        supervisor = self.supervisor
+        for endpoint in ("/server_info", "/get_server_info"):
+            try:
+                response = session.get(base + endpoint, timeout=supervisor.options.health_timeout)
+                if response.status_code == 200:
+                    files.write_json(self.dirs.server_info, supervisor.redactor.json(response.json()))
+                    supervisor.store.add_files([collect.record(supervisor.run_dir, self.dirs.server_info,
+                                                               "server-info")])
+                    return
+            except (requests.RequestException, ValueError):
+                continue

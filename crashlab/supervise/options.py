@@ -1,0 +1,49 @@
+"""What a caller asks of ``crashlab serve``, how it is told what happens, and what it gets back."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+from ..report.run import RunReport
+from .environment import CoredumpMode
+from .kernellog import KMSG
+
+#: receives each line crashlab has to say while it supervises
+Notify = Callable[[str], None]
+
+
+@dataclass
+class ServeOptions:
+    command: list[str]
+    runs_dir: Path = Path("crashlab-runs")
+    coredump: CoredumpMode = CoredumpMode.LIGHTWEIGHT
+    user_dumps: bool = False
+    health_url: str | None = None  # None: derived from --host/--port of the command
+    health_interval: float = 10.0
+    health_timeout: float = 30.0
+    dump_timeout: float = 600.0
+    grace: float = 30.0
+    restart: str = "never"  # or "on-crash"
+    max_restarts: int = 3
+    restart_delay: float = 5.0
+    echo: bool = True
+    kernel_log: str = KMSG
+    #: add cuda-gdb's view to each dump's report where cuda-gdb exists
+    debugger: bool = True
+
+    def as_manifest(self) -> dict:
+        values = asdict(self)
+        values.pop("command")
+        values["runs_dir"] = str(self.runs_dir)
+        values["coredump"] = self.coredump.value
+        return values
+
+
+@dataclass
+class RunOutcome:
+    run_dir: Path
+    exit_code: int  # 0: a crash (or dumps) caught and triaged; 1: clean exit or plain stop
+    result: str
+    report: RunReport | None

@@ -1,0 +1,49 @@
+"""The run's verdict: report.json / report.md over all its incidents, and its outcome."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .. import __version__
+from ..errors import EXIT_FOUND, EXIT_NOTHING
+from ..report import run_views
+from ..report.model import Source, Tool
+from ..report.redact import Redactor
+from ..report.run import Incident, RunReport
+from . import collect, files
+from .manifest import Manifest, ManifestStore, Outcome
+
+
+def build(run_dir: Path, manifest: Manifest, incidents: list[Incident]) -> RunReport:
+    crash = any(incident.kind == "crash" for incident in incidents)
+    size = sum(f.size_bytes for f in manifest.files)
+    return RunReport(
+        tool=Tool(version=__version__), status="crash" if crash else "dumps",
+        summary=incidents[0].summary if len(incidents) == 1 else
+        f"{len(incidents)} incidents; first: {incidents[0].summary}",
+        source=Source(path=str(run_dir), size_bytes=size, kind="run"),
+        command=manifest.command, incidents=incidents,
+        warnings=[w for incarnation in manifest.incarnations for w in incarnation.warnings])
+
+
+def write(run_dir: Path, store: ManifestStore, redactor: Redactor, incidents: list[Incident]) -> None:
+    """Both views, written atomically and listed in the manifest, rewritten after each incident."""
+    report = build(run_dir, store.manifest, incidents)
+    files.write_atomic(run_dir / "report.json",
+                       redactor.serialized(report.model_dump_json(indent=2)).encode() + b"\n")
+    files.write_atomic(run_dir / "report.md",
+                       redactor.serialized(run_views.markdown(report)).encode())
+    store.add_files([collect.record(run_dir, run_dir / name, "report")
+                     for name in ("report.json", "report.md")])
+
+
+def outcome(run_dir: Path, manifest: Manifest, incidents: list[Incident]) -> Outcome:
+    last = manifest.incarnations[-1] if manifest.incarnations else None
+    if incidents:
+        crash = any(incident.kind == "crash" for incident in incidents)
+        return Outcome(result="crash" if crash else "dumps", exit_code=EXIT_FOUND,
+                       reason=build(run_dir, manifest, incidents).summary)
+    if last is not None and last.stopped_by_crashlab:
+        return Outcome(result="stopped", exit_code=EXIT_NOTHING, reason="stopped on request, no crash")
+    return Outcome(result="clean-exit", exit_code=EXIT_NOTHING,
+                   reason=f"server {last.exit.describe() if last and last.exit else 'ended'}")
