@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import signal
+import subprocess
 import sys
 from pathlib import Path
 
@@ -381,3 +382,27 @@ def test_the_python_api_supervises_and_triages(tmp_path):
     assert outcome.report.incidents[0].exit.signal_name == "SIGABRT"
     assert outcome.run_dir.parent == tmp_path and (outcome.run_dir / "report.md").exists()
     assert any("killed by SIGABRT" in line for line in said)
+
+
+def test_the_python_api_gives_the_signal_handlers_back(tmp_path):
+    """serve() forwards Ctrl-C, SIGTERM and SIGHUP to the server while it runs; afterwards the
+    caller's own handlers are in place again."""
+    script = f"""
+import signal, sys
+from crashlab.supervise import ServeOptions, serve
+
+def mine(signum, frame):
+    pass
+
+for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    signal.signal(signum, mine)
+outcome = serve(ServeOptions(command=[sys.executable, "-c", "pass"], runs_dir={str(tmp_path)!r},
+                             echo=False))
+assert outcome.result == "clean-exit", outcome
+assert all(signal.getsignal(signum) is mine
+           for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP))
+print("restored")
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout.decode().strip() == "restored"

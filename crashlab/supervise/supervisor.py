@@ -42,6 +42,7 @@ from .manifest import Crashlab, EnvironmentEntry, Manifest, ManifestStore, Outco
 from .options import Notify, RunOutcome, ServeOptions
 from .proctree import ProcessTree, subreaper
 from .shutdown import TICK, Shutdown
+from .stopsignals import forwarded_stops
 from .treewatch import TreeWatch
 
 TREE_EVERY = 0.25
@@ -62,12 +63,12 @@ class Supervisor:
         # validate the command before any directory is made for it
         launch.plan(options.command, Path("requests"), self.cwd)
         self.run_dir = rundir.create(Path(options.runs_dir))
-        me = psutil.Process()
+        this_process = psutil.Process()
         now = timestamps.now()
         self.store = ManifestStore(self.run_dir, Manifest(
             status="running", created_at=now, updated_at=now,
-            crashlab=Crashlab(version=__version__, pid=me.pid, host=socket.gethostname(),
-                              process_started=me.create_time()),
+            crashlab=Crashlab(version=__version__, pid=this_process.pid, host=socket.gethostname(),
+                              process_started=this_process.create_time()),
             command=self.redactor.argv(options.command), cwd=str(self.cwd),
             sglang=launch.is_sglang(options.command), options=options.as_manifest(),
             environment={}), self.redactor)
@@ -272,6 +273,10 @@ def serve(options: ServeOptions, notify: Notify | None = None) -> RunOutcome:
     """Supervise one server until it ends (and its restarts, if asked); see the module doc.
 
     Run it in a process of its own (the CLI does): it makes the process a child subreaper and
-    counts every child process started meanwhile as part of the server's tree.
+    counts every child process started meanwhile as part of the server's tree. In the main
+    thread, Ctrl-C, SIGTERM and SIGHUP stop the server meanwhile (waiting for dumps in flight);
+    the caller's handlers are back when it returns.
     """
-    return Supervisor(options, notify).run()
+    supervisor = Supervisor(options, notify)
+    with forwarded_stops(supervisor.request_stop):
+        return supervisor.run()
