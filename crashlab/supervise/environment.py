@@ -1,7 +1,7 @@
 """The CUDA coredump environment a supervised server runs with, and who chose each value.
 
 The driver reads these variables once, at CUDA initialisation, so they must be in the server's
-environment from the start (shared/reference/cuda-coredump.md section 2). A value the user
+environment from the start (cuda-gdb documentation, "GPU core dump support"). A value the user
 already exported wins; the manifest records, for each variable, whose value is in force.
 
 Two choices exist only because of SGLang >= 0.5.23, which fills in *unset* coredump variables

@@ -19,8 +19,9 @@ from .manifest import Health, Incarnation
 if TYPE_CHECKING:
     from .supervisor import Supervisor
 
-#: SGLang log lines that mean "I am crashing and writing my dumps" (its SIGQUIT handler and
-#: its crash dump of requests print them): crashlab waits for it.
+#: SGLang log lines that mean "I am crashing and writing my dumps" (printed by its SIGQUIT handler
+#: and dump_requests_before_crash in tokenizer_manager.py, and by SubprocessWatchdog in
+#: utils/watchdog.py): crashlab waits for it.
 _SGLANG_CRASHING = ("SIGQUIT received", "Dumping requests before crash", "Waiting ",
                     "crashed with exit code", "Received sigquit")
 _DUMPED_TO = "before crash to "

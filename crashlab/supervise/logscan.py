@@ -40,10 +40,11 @@ MAX_LINE = 1 << 16
 #: (kind, regular expression, anchors). Every match of the expression contains one of its
 #: anchors: plain substrings that bytes.find looks for in a whole chunk far faster than the
 #: regular expression could (Python's re tries each alternative at every position). Sources:
-#: shared/reference/sglang-crash-dump.md section 6 (log lines), cuda-coredump.md section 2 (the
-#: driver's progress lines), CUDA runtime error strings, torch.distributed's NCCL watchdog
-#: messages, the kernel's NVRM Xid lines, the native stack dump a library's segfault handler
-#: prints in SGLang 0.5.23's processes ("!!!!!!! Segfault encountered !!!!!!!").
+#: SGLang's own crash lines (tokenizer_manager.py's dump_requests_before_crash and SIGQUIT handler,
+#: utils/watchdog.py, the schedulers' "hit an exception"), the driver's coredump progress lines
+#: (cuda-gdb documentation, "GPU core dump support"), CUDA runtime error strings,
+#: torch.distributed's NCCL watchdog messages, the kernel's NVRM Xid lines, the native stack dump
+#: a library's segfault handler prints in SGLang 0.5.23's processes ("!!!!!!! Segfault encountered !!!!!!!").
 PATTERNS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("cuda-error", r"CUDA error: [^\r\n]*|an illegal memory access was encountered|"
                    r"misaligned address|unspecified launch failure|"
