@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import signal
 import sys
 from pathlib import Path
 
@@ -283,6 +282,7 @@ def serve(runs_dir, coredump, user_dumps, health_url, health_interval, health_ti
     """
     from .report.run_views import summary_lines
     from .supervise import CoredumpMode, ServeOptions, Supervisor
+    from .supervise.stopsignals import forwarded_stops
 
     options = ServeOptions(
         command=list(command), runs_dir=runs_dir, coredump=CoredumpMode(coredump),
@@ -294,12 +294,8 @@ def serve(runs_dir, coredump, user_dumps, health_url, health_interval, health_ti
     say(f"run directory: {supervisor.run_dir}")
     # Ctrl-C, SIGTERM and a closing terminal (unless nohup) stop the server as they would have
     # without crashlab in between: forwarded to its whole process group
-    stops = [signal.SIGINT, signal.SIGTERM]
-    if signal.getsignal(signal.SIGHUP) is signal.SIG_DFL:
-        stops.append(signal.SIGHUP)
-    for signum in stops:
-        signal.signal(signum, lambda number, _frame: supervisor.request_stop(number))
-    outcome = supervisor.run()
+    with forwarded_stops(supervisor.request_stop):
+        outcome = supervisor.run()
     if outcome.report is not None:
         for line in summary_lines(outcome.report):
             say(line)

@@ -45,10 +45,10 @@ def test_a_clean_exit_is_exit_1_with_logs_manifest_and_coredump_environment(tmp_
     assert manifest["outcome"]["result"] == "clean-exit"
     assert not (serve.run_dir / "report.json").exists()
     assert "hello from the server" in serve.stdout  # teed to the terminal
-    inc = serve.incarnation
-    assert (inc / "stdout.log").read_text() == "hello from the server\n"
-    cores_dir = inc / "cores" / "incoming"
-    assert (inc / "stderr.log").read_text().strip() == f"{cores_dir}/core.%h.%p.%t.nvcudmp"
+    incarnation = serve.incarnation
+    assert (incarnation / "stdout.log").read_text() == "hello from the server\n"
+    cores_dir = incarnation / "cores" / "incoming"
+    assert (incarnation / "stderr.log").read_text().strip() == f"{cores_dir}/core.%h.%p.%t.nvcudmp"
     env = manifest["environment"]
     assert env["CUDA_ENABLE_COREDUMP_ON_EXCEPTION"] == {"value": "1", "set_by": "crashlab",
                                                         "crashlab_value": None}
@@ -59,7 +59,7 @@ def test_a_clean_exit_is_exit_1_with_logs_manifest_and_coredump_environment(tmp_
     assert "CUDA_ENABLE_USER_TRIGGERED_COREDUMP" not in env  # only with --user-dumps
     logs = {f["path"]: f for f in manifest["files"] if f["kind"] == "log"}
     stdout_log = logs["incarnation-1/stdout.log"]
-    assert stdout_log["size_bytes"] == 22 and stdout_log["sha256"] == sha256(inc / "stdout.log")
+    assert stdout_log["size_bytes"] == 22 and stdout_log["sha256"] == sha256(incarnation / "stdout.log")
     root = manifest["incarnations"][0]["processes"][0]
     assert root["role"] == "server" and root["exit"]["code"] == 0
 
