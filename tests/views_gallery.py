@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import html
+import io
 import shutil
 import subprocess
 import sys
@@ -53,7 +54,7 @@ def _screenshot(page: Path, png: Path, width: int, height: int) -> None:
 def _terminal_picture(name: str, args: list[str], columns: int, out: Path) -> None:
     screen = run_in_pane(args, columns, ROOT, colour=True)
     (out / f"{name}.{columns}.txt").write_text("\n".join(screen.lines) + "\n")
-    console = Console(record=True, width=columns, file=open("/dev/null", "w"), force_terminal=True)
+    console = Console(record=True, width=columns, file=io.StringIO(), force_terminal=True)
     for line in screen.lines:  # wrapped where the terminal wraps: at the last column
         text = Text.from_ansi(line)
         for piece in text.divide(range(columns, len(text), columns)) if len(text) > columns else [text]:
