@@ -13,6 +13,7 @@ from markdown_it import MarkdownIt
 import crashlab.replay as replay
 from crashlab.report.run import NO_EXCEPTION_LINE
 from tests.conftest import run_cli
+from tests.real_sglang import server
 from tests.real_sglang.fixtures import KINDS, TRAFFIC
 from tests.serve_harness import survivors
 
@@ -115,3 +116,15 @@ def test_report_md_names_the_lines_it_quotes_nests_its_headings_and_has_one_foot
 def test_nothing_is_left_running(run):
     assert survivors(run.manifest) == []
     assert all(p["exit"] is not None for p in run.manifest["incarnations"][0]["processes"])
+
+
+def test_server_info_is_kept_from_a_server_started_with_an_api_key_and_the_key_reaches_no_report(run):
+    """SGLang answers /server_info with 401 without the launch's --api-key; its answer carries the
+    key among the server arguments, so it must be masked there as everywhere crashlab writes."""
+    info = run.serve.incarnation / "server_info.json"
+    assert info.exists(), "no server_info.json: /server_info was refused"
+    assert '"model_path"' in info.read_text()
+    written = [info, run.serve.run_dir / "report.json", run.serve.run_dir / "report.md",
+               run.serve.run_dir / "manifest.json", run.serve.incarnation / "launch.json"]
+    leaks = [path.name for path in written if server.API_KEY in path.read_text()]
+    assert leaks == []

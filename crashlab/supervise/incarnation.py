@@ -112,13 +112,15 @@ class LiveIncarnation:
 
     def save_server_info(self, session: requests.Session, base: str) -> None:
         """SGLang's resolved arguments and version, as JSON (the pickle's server_args can be
-        None); older releases only have /get_server_info."""
+        None); older releases only have /get_server_info. A server started with --api-key
+        answers 401 without it, so the launch's own key is sent."""
         if not self.plan.sglang:
             return
         supervisor = self.supervisor
         for endpoint in ("/server_info", "/get_server_info"):
             try:
-                response = session.get(base + endpoint, timeout=supervisor.options.health_timeout)
+                response = session.get(base + endpoint, timeout=supervisor.options.health_timeout,
+                                       headers=launch.bearer(self.plan.argv))
                 if response.status_code == 200:
                     files.write_json(self.dirs.server_info, supervisor.redactor.json(response.json()))
                     supervisor.store.add_files([collect.record(supervisor.run_dir, self.dirs.server_info,

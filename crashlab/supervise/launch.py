@@ -57,6 +57,13 @@ def health_url(argv: list[str], sglang: bool) -> str | None:
     return f"http://{host}:{port or SGLANG_DEFAULT_PORT}/health"
 
 
+def bearer(argv: list[str]) -> dict[str, str]:
+    """The header SGLang asks of every endpoint but /health*, /ready* and /metrics once it was
+    started with ``--api-key`` (``decide_request_auth`` in SGLang's srt/utils/auth.py)."""
+    key = option_value(argv, "--api-key")
+    return {"Authorization": f"Bearer {key}"} if key else {}
+
+
 def base_url(url: str) -> str:
     return url.rsplit("/", 1)[0] if url.count("/") > 2 else url
 

@@ -79,7 +79,7 @@ class CrashedRun:
 
 def crash(kind: str, sglang: Path, work: Path) -> CrashedRun:
     port = free_port()
-    launch = server.launch_args(sglang, port)
+    launch = server.launch_args(sglang, port, "--api-key", server.API_KEY)
     started = time.monotonic()
     serve = Serve(work, launch, "--health-interval", "1", "--no-debugger", "--quiet",
                   env=server_environment())

@@ -35,6 +35,12 @@ PROMPTS = ("The quick brown fox", "Hello world", "What is the capital of France?
            "Count with me: one two", "A crash dump holds", "SGLang serves large language models")
 
 
+#: The key crashed servers are started with (``--api-key``, as production servers are): every request
+#: of these helpers carries it, and serve must send it to keep /server_info.
+API_KEY = "sk-crashlab-test-3f9a1c0d7e5b4a2c"
+AUTH = {"Authorization": f"Bearer {API_KEY}"}
+
+
 def launch_args(env: Path, port: int, *extra: str) -> list[str]:
     return [str(env / "bin" / "python"), "-m", "sglang.launch_server", "--model-path", str(env / "model"),
             "--device", "cpu", "--attention-backend", "torch_native", "--disable-cuda-graph",
@@ -70,7 +76,7 @@ def wait_healthy(port: int, process=None, timeout: float = START_TIMEOUT) -> flo
 def generate(port: int, prompt: str, max_new_tokens: int = 8, timeout: float = 120, **extra) -> dict:
     body = {"text": prompt, "sampling_params": {"max_new_tokens": max_new_tokens, "temperature": 0,
                                                  **extra.pop("sampling", {})}, **extra}
-    answer = requests.post(f"{url(port)}/generate", json=body, timeout=timeout)
+    answer = requests.post(f"{url(port)}/generate", json=body, timeout=timeout, headers=AUTH)
     answer.raise_for_status()
     return answer.json()
 
@@ -117,7 +123,7 @@ def raise_in_scheduler(env: Path, port: int) -> None:
     running = background(port)
     time.sleep(0.5)
     try:
-        requests.post(f"{url(port)}/generate", json=crash_body(env), timeout=60)
+        requests.post(f"{url(port)}/generate", json=crash_body(env), timeout=60, headers=AUTH)
     except requests.RequestException:
         pass  # the server may drop the connection as it dies
     running.join(timeout=60)
