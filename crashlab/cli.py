@@ -256,18 +256,20 @@ def env(as_json: bool, as_markdown: bool, python: str | None, timeout: float) ->
       crashlab env --python /opt/venvs/sglang/bin/python --markdown
       crashlab env --json | jq .packages
     """
-    from .console import ViewConsole
     from .env import capture
-    from .env import views
 
     if as_json and as_markdown:
         raise BadInput("choose one of --json and --markdown")
     if python is not None and not Path(python).is_file() and shutil.which(python) is None:
         raise BadInput(f"--python {python}: no such interpreter")
     environment = capture(python=python, timeout=timeout)
-    if as_json:
+    if as_json:  # rich is not needed for JSON
         click.echo(environment.model_dump_json(indent=2))
-    elif as_markdown:
+        return
+    from .console import ViewConsole
+    from .env import views
+
+    if as_markdown:
         click.echo(views.markdown(environment), nl=False)
     else:
         views.render(environment, ViewConsole())

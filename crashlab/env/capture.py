@@ -14,13 +14,13 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import Mapping, Sequence
 
-from ..report.model import Tool
 from ..report.redact import Redactor
 from ..version import __version__
 from . import nvidia, toolkit
 from .host import Host
 from .interpreter import ask
-from .model import Cuda, Driver, Environment, Nvcc, OperatingSystem, Package, Probe, Python, Torch
+from .model import (Cuda, Driver, Environment, Nvcc, OperatingSystem, Package, Probe, Python,
+                    Tool, Torch)
 from .packages import Distributions, torch_build
 from .probe import ToolRun, run_tool
 

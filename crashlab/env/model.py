@@ -16,7 +16,6 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..report.model import Tool
 
 ProbeStatus = Literal["ok", "failed", "timeout", "missing"]
 PackageStatus = Literal["installed", "absent", "unknown"]
@@ -24,6 +23,14 @@ PackageStatus = Literal["installed", "absent", "unknown"]
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+class Tool(_Model):
+    """What wrote the JSON, shaped as every crashlab report says it (report.model.Tool), declared
+    here so that crashlab env does not import the coredump reader that model stands on."""
+
+    name: str = "crashlab"
+    version: str
 
 
 class Probe(_Model):
