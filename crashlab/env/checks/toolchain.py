@@ -51,6 +51,15 @@ def _driver_cuda(machine: Machine):
     return _parsed(machine.driver_cuda, f"the driver's CUDA {machine.driver_cuda!r}")
 
 
+def _both(machine: Machine, first, second):
+    """Two CUDA versions a check compares, or why one of them is not known."""
+    one, why = first(machine)
+    if why:
+        return None, None, why
+    other, why = second(machine)
+    return one, other, why
+
+
 @check("cuda-home", "the CUDA_HOME torch's extension builder would take (CUDA_HOME, CUDA_PATH, "
                     "the folder above nvcc on PATH) holding a toolkit's headers")
 def cuda_home(machine: Machine):
@@ -69,8 +78,7 @@ def cuda_home(machine: Machine):
 @check("nvcc-torch-cuda", "nvcc's CUDA major version against the CUDA torch was built with "
                           "(extension builds refuse a mismatch)")
 def nvcc_torch_cuda(machine: Machine):
-    nvcc, why = _nvcc_release(machine)
-    torch, why = (None, why) if why else _torch_cuda(machine)
+    nvcc, torch, why = _both(machine, _nvcc_release, _torch_cuda)
     if why:
         return why
     if cuda_version(nvcc)[0] == cuda_version(torch)[0]:
@@ -87,8 +95,7 @@ def nvcc_torch_cuda(machine: Machine):
 @check("torch-cuda-driver", "the CUDA torch was built with against the newest CUDA the "
                             "driver supports")
 def torch_cuda_driver(machine: Machine):
-    torch, why = _torch_cuda(machine)
-    driver, why = (None, why) if why else _driver_cuda(machine)
+    torch, driver, why = _both(machine, _torch_cuda, _driver_cuda)
     if why:
         return why
     return _against_driver(f"torch {machine.torch.version} (CUDA {torch})", torch, driver,
@@ -99,8 +106,7 @@ def torch_cuda_driver(machine: Machine):
 @check("nvcc-driver", "nvcc's CUDA (what FlashInfer's JIT and source builds compile with) "
                       "against the newest CUDA the driver supports")
 def nvcc_driver(machine: Machine):
-    nvcc, why = _nvcc_release(machine)
-    driver, why = (None, why) if why else _driver_cuda(machine)
+    nvcc, driver, why = _both(machine, _nvcc_release, _driver_cuda)
     if why:
         return why
     return _against_driver(f"nvcc {nvcc} ({machine.toolkit.root})", nvcc, driver,
