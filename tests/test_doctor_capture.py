@@ -15,8 +15,9 @@ Max cpu time              unlimited            unlimited            seconds
 Max core file size        {soft:<20} {hard:<20} bytes
 Max open files            1048576              1048576              files
 """
-#: CapEff of a root shell with every capability, and of Docker's default set (no CAP_SYS_PTRACE)
-ALL_CAPS, DOCKER_CAPS = "000001ffffffffff", "00000000a80425fb"
+#: CapEff of a root shell with every capability, of Docker's default set (no CAP_SYS_PTRACE),
+#: and of every capability but CAP_SYS_PTRACE (bit 19)
+ALL_CAPS, DOCKER_CAPS, ALL_BUT_PTRACE = "000001ffffffffff", "00000000a80425fb", "000001fffff7ffff"
 
 
 def _tree(tmp_path, **proc) -> Tree:
@@ -60,7 +61,7 @@ def test_a_core_pattern_into_a_missing_folder_is_a_finding(tmp_path):
 
 @pytest.mark.parametrize("scope, caps, status", [
     ("0", DOCKER_CAPS, "ok"), ("1", ALL_CAPS, "ok"), ("1", DOCKER_CAPS, "finding"),
-    ("2", DOCKER_CAPS, "finding"), ("3", ALL_CAPS, "finding"),
+    ("2", DOCKER_CAPS, "finding"), ("2", ALL_BUT_PTRACE, "finding"), ("3", ALL_CAPS, "finding"),
 ])
 def test_ptrace(tmp_path, scope, caps, status):
     tree = _tree(tmp_path, sys__kernel__yama__ptrace_scope=f"{scope}\n",

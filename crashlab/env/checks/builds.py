@@ -146,7 +146,7 @@ def torch_abi(machine: Machine):
     torch_version = machine.distributions.version("torch") or "?"
     read, broken = [], []
     for module, shipped_by in EXTENSIONS:
-        for so in _extension_files(machine, module):
+        for so in extension_files(machine, module):
             needed = undefined_torch_symbols(so)
             read.append(so)
             missing = missing_from(libraries, needed)
@@ -169,7 +169,7 @@ def torch_abi(machine: Machine):
                    "(pip install --no-build-isolation)")
 
 
-def _extension_files(machine: Machine, module: str) -> list[Path]:
+def extension_files(machine: Machine, module: str) -> list[Path]:
     """The .so files of ``module`` as import would find it: its package folder, or its own
     top-level ``module*.so``, in the first path that has either."""
     for path in machine.distributions.paths:
