@@ -301,9 +301,7 @@ def doctor(as_json: bool, runs_dir: Path, python: str | None, cmake_cache: Path 
       crashlab doctor --python /opt/venvs/sglang/bin/python --runs-dir /data/crashlab-runs
       crashlab doctor --json | jq '.checks[] | select(.status == "finding")'
     """
-    from .console import ViewConsole
     from .env.doctor import machine_for, run_checks
-    from .env.doctor_view import render
 
     if python is not None and not Path(python).is_file() and shutil.which(python) is None:
         raise BadInput(f"--python {python}: no such interpreter")
@@ -311,6 +309,9 @@ def doctor(as_json: bool, runs_dir: Path, python: str | None, cmake_cache: Path 
     if as_json:
         click.echo(report.model_dump_json(indent=2))
     else:
+        from .console import ViewConsole
+        from .env.doctor_view import render
+
         render(report, ViewConsole())
     sys.exit(EXIT_NOTHING if report.findings else EXIT_FOUND)
 

@@ -12,13 +12,12 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import BadInput
-from ..report.model import SCHEMA_VERSION, Tool
 from ..version import __version__
 from .checks import ALL, Check, Machine, Outcome
 from .checks.base import Concern, Status
 from .capture import capture
 from .host import Host
-from .model import Environment
+from .model import Environment, Tool
 from .packages import Distributions
 
 
@@ -36,7 +35,7 @@ class CheckResult(_Model):
 
 
 class DoctorReport(_Model):
-    schema_version: Literal[1] = SCHEMA_VERSION
+    schema_version: Literal[1] = 1
     tool: Tool
     python: str = Field(description="the interpreter whose packages were checked")
     checks: list[CheckResult]

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ...supervise import environment as coredump_env
 from .base import Machine, finding, ok, registry, skipped
 
 CHECKS, check = registry("capture")
@@ -21,10 +20,12 @@ CAP_SYS_PTRACE = 19
 #: What the driver writes per GPU with serve's lightweight flags (registers, the loaded kernels'
 #: relocated images; no memory): an allowance, not a measurement of a driver's dump.
 LIGHTWEIGHT_BYTES_PER_GPU = 1 << 30
+ENABLE, FILE = "CUDA_ENABLE_COREDUMP_ON_EXCEPTION", "CUDA_COREDUMP_FILE"
 #: The variables the CUDA driver reads for GPU coredumps (cuda-gdb's documentation, "GPU core
-#: dump support"): the ones serve sets, and two it never sets.
-COREDUMP_VARIABLES = (coredump_env.ENABLE, coredump_env.FILE, coredump_env.FLAGS,
-                      coredump_env.PIPE, coredump_env.USER_TRIGGER, coredump_env.PROGRESS,
+#: dump support"). Named here rather than taken from crashlab.supervise, whose package would
+#: bring the whole supervisor (and the coredump reader) into every doctor run.
+COREDUMP_VARIABLES = (ENABLE, FILE, "CUDA_COREDUMP_GENERATION_FLAGS", "CUDA_COREDUMP_PIPE",
+                      "CUDA_ENABLE_USER_TRIGGERED_COREDUMP", "CUDA_COREDUMP_SHOW_PROGRESS",
                       "CUDA_ENABLE_CPU_COREDUMP_ON_EXCEPTION", "CUDA_ENABLE_LIGHTWEIGHT_COREDUMP")
 
 
@@ -140,10 +141,10 @@ def coredump_variables(machine: Machine):
     if not exported:
         return ok("no CUDA coredump variable exported: crashlab serve sets its own")
     listed = ", ".join(f"{name}={value}" for name, value in exported.items())
-    if exported.get(coredump_env.ENABLE) == "0":
+    if exported.get(ENABLE) == "0":
         return finding(f"{listed}: crashlab serve keeps the user's values, so no GPU coredump is written",
-                       f"unset {coredump_env.ENABLE} (or run serve --coredump off on purpose)")
-    if exported.get(coredump_env.FILE, "").lstrip().startswith("|"):
+                       f"unset {ENABLE} (or run serve --coredump off on purpose)")
+    if exported.get(FILE, "").lstrip().startswith("|"):
         return finding(f"{listed}: dumps are piped to a command, so serve cannot collect them",
-                       f"unset {coredump_env.FILE} to let serve put dumps in the run directory")
+                       f"unset {FILE} to let serve put dumps in the run directory")
     return ok(f"{listed}: crashlab serve defers to these and records them in the manifest")
