@@ -93,7 +93,8 @@ def inspect(core: str, as_json: bool, as_markdown: bool, no_sass: bool, context:
 SCHEMAS = {"triage": "crashlab.report.model:TriageReport", "run": "crashlab.report.run:RunReport",
            "replay": "crashlab.replay.result:ReplayResult",
            "listing": "crashlab.replay.result:DumpListing",
-           "environment": "crashlab.env.model:Environment"}
+           "environment": "crashlab.env.model:Environment",
+           "doctor": "crashlab.env.doctor:DoctorReport"}
 
 
 @main.command()
@@ -273,6 +274,46 @@ def env(as_json: bool, as_markdown: bool, python: str | None, timeout: float) ->
         click.echo(views.markdown(environment), nl=False)
     else:
         views.render(environment, ViewConsole())
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the results as JSON (schema: crashlab schema doctor).")
+@click.option("--runs-dir", type=click.Path(path_type=Path), default=Path("crashlab-runs"),
+              show_default=True, help="The runs directory crashlab serve will use: its free "
+                                      "space is checked against the GPUs' memory.")
+@click.option("--python", "python", metavar="PATH",
+              help="The interpreter that runs the server (e.g. a venv's bin/python), whose "
+                   "packages are checked [default: crashlab's own].")
+@click.option("--cmake-cache", type=click.Path(path_type=Path), metavar="FILE",
+              help="A source build's CMakeCache.txt, whose CMAKE_CUDA_COMPILER is checked "
+                   "against CUDA_HOME.")
+def doctor(as_json: bool, runs_dir: Path, python: str | None, cmake_cache: Path | None) -> None:
+    """Check this machine before it crashes: builds against another torch, CUDA toolchain
+    mismatches, FlashInfer's missing modules and stale JIT cache, and what would stop a crash
+    from being captured. Each finding comes with its fix. Nothing opens a GPU or imports torch.
+
+    Exit codes: 0 no finding, 1 findings, 2 bad input.
+
+    \b
+    Examples:
+      crashlab doctor
+      crashlab doctor --python /opt/venvs/sglang/bin/python --runs-dir /data/crashlab-runs
+      crashlab doctor --json | jq '.checks[] | select(.status == "finding")'
+    """
+    from .env.doctor import machine_for, run_checks
+
+    if python is not None and not Path(python).is_file() and shutil.which(python) is None:
+        raise BadInput(f"--python {python}: no such interpreter")
+    report = run_checks(machine_for(runs_dir, python, cmake_cache))
+    if as_json:
+        click.echo(report.model_dump_json(indent=2))
+    else:
+        from .console import ViewConsole
+        from .env.doctor_view import render
+
+        render(report, ViewConsole())
+    sys.exit(EXIT_NOTHING if report.findings else EXIT_FOUND)
 
 
 # The launch command is the first word that is not one of serve's options (or what follows --):

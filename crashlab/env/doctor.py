@@ -1,0 +1,90 @@
+"""crashlab doctor: run every check on a machine and keep the results as one versioned object.
+
+A check that raises is a crashlab bug, not the user's problem: it is kept as ``skipped`` with
+the error in its message, and the other checks still run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..errors import BadInput
+from ..version import __version__
+from .checks import ALL, Check, Machine, Outcome
+from .checks.base import Concern, Status
+from .capture import capture
+from .host import Host
+from .model import Environment, Tool
+from .packages import Distributions
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CheckResult(_Model):
+    id: str = Field(description="the check's name, e.g. torch-abi; stable")
+    concern: Concern
+    status: Status = Field(description="ok; finding (something to fix: see fix); skipped "
+                                       "(the message says why)")
+    message: str = Field(description="one line naming the facts the check looked at")
+    fix: str | None = Field(None, description="what to do, for a finding")
+
+
+class DoctorReport(_Model):
+    schema_version: Literal[1] = 1
+    tool: Tool
+    python: str = Field(description="the interpreter whose packages were checked")
+    checks: list[CheckResult]
+
+    @property
+    def findings(self) -> list[CheckResult]:
+        return [check for check in self.checks if check.status == "finding"]
+
+
+def run_checks(machine: Machine, checks: tuple[Check, ...] = ALL) -> DoctorReport:
+    return DoctorReport(tool=Tool(version=__version__), python=machine.python,
+                        checks=[_result(check, machine) for check in checks])
+
+
+def _result(check: Check, machine: Machine) -> CheckResult:
+    try:
+        outcome = check.run(machine)
+    except Exception as exc:  # one check's bug must not hide the others' results
+        outcome = Outcome("skipped", f"the check failed ({type(exc).__name__}: {exc}); this is a "
+                                     "crashlab bug, please report it")
+    return CheckResult(id=check.id, concern=check.concern, status=outcome.status,
+                       message=outcome.message, fix=outcome.fix)
+
+
+def machine_for(runs_dir: Path, python: str | None, cmake_cache: Path | None,
+                host: Host | None = None, timeout: float = 2.0) -> Machine:
+    """The machine as ``crashlab doctor``'s options describe it, its facts from one environment
+    capture (crashlab env)."""
+    host = host or Host()
+    if cmake_cache is not None and not cmake_cache.is_file():
+        raise BadInput(f"--cmake-cache {cmake_cache}: no such file")
+    environment = capture(host, python=python, timeout=timeout)
+    if python and not environment.python.site_paths:
+        raise BadInput(f"--python {python}: not a Python interpreter that answers")
+    return machine_from(environment, host, runs_dir=runs_dir, cmake_cache=cmake_cache)
+
+
+def machine_from(environment: Environment, host: Host, **options) -> Machine:
+    cuda, nvcc = environment.cuda, environment.cuda.nvcc
+    return Machine(host=host, distributions=Distributions(environment.python.site_paths),
+                   gpu_memory=_gpu_memory(environment), driver_cuda=environment.driver.cuda_version,
+                   cuda_home=Path(cuda.home) if cuda.home else None, cuda_home_from=cuda.home_from,
+                   nvcc=Path(nvcc.path) if nvcc else None, nvcc_release=nvcc.release if nvcc else None,
+                   python=environment.python.executable, **options)
+
+
+def _gpu_memory(environment: Environment) -> tuple[int, ...] | None:
+    """Each GPU's memory in bytes; () with no driver and no GPU; None where a GPU's is unknown."""
+    if not environment.gpus:
+        return () if environment.driver.version is None else None
+    sizes = [gpu.memory_total_mib for gpu in environment.gpus]
+    return None if None in sizes else tuple(size << 20 for size in sizes)
