@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -91,7 +92,8 @@ def inspect(core: str, as_json: bool, as_markdown: bool, no_sass: bool, context:
 #: crashlab schema WHICH -> the model of that JSON, imported only when asked for.
 SCHEMAS = {"triage": "crashlab.report.model:TriageReport", "run": "crashlab.report.run:RunReport",
            "replay": "crashlab.replay.result:ReplayResult",
-           "listing": "crashlab.replay.result:DumpListing"}
+           "listing": "crashlab.replay.result:DumpListing",
+           "environment": "crashlab.env.model:Environment"}
 
 
 @main.command()
@@ -100,8 +102,9 @@ def schema(which: str) -> None:
     """Print the JSON Schema of a report.
 
     WHICH is triage (what inspect --json prints; the default), run (serve's report.json),
-    replay (what replay --json prints with --url) or listing (what replay --json prints
-    without --url: the dump's requests).
+    replay (what replay --json prints with --url), listing (what replay --json prints
+    without --url: the dump's requests) or environment (what env --json prints; serve's
+    environment.json).
     """
     from .report.schema import json_schema
 
@@ -227,6 +230,49 @@ def replay(**options) -> None:
     from .replay.options import ReplayOptions
 
     sys.exit(run(ReplayOptions.from_command_line(**options)))
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the Environment as JSON (schema: crashlab schema environment).")
+@click.option("--markdown", "as_markdown", is_flag=True,
+              help="Print a fenced block of check_env-style lines for an issue body.")
+@click.option("--python", "python", metavar="PATH",
+              help="The interpreter whose packages to report (the server's, e.g. a venv's "
+                   "bin/python) [default: crashlab's own].")
+@click.option("--timeout", type=_POSITIVE, default=2.0, show_default=True,
+              help="Seconds each tool (nvidia-smi, nvcc, the interpreter) may take; they run at once.")
+def env(as_json: bool, as_markdown: bool, python: str | None, timeout: float) -> None:
+    """What sglang.check_env reports, taken without touching CUDA: OS, Python, NVIDIA driver and
+    GPUs, CUDA toolkit, package versions (from metadata, nothing imported), topology and the
+    relevant environment variables, secrets masked.
+
+    A tool that does not answer in time (nvidia-smi on a wedged GPU) is recorded as such and
+    the rest is still printed.
+
+    \b
+    Examples:
+      crashlab env
+      crashlab env --python /opt/venvs/sglang/bin/python --markdown
+      crashlab env --json | jq .packages
+    """
+    from .env import capture
+
+    if as_json and as_markdown:
+        raise BadInput("choose one of --json and --markdown")
+    if python is not None and not Path(python).is_file() and shutil.which(python) is None:
+        raise BadInput(f"--python {python}: no such interpreter")
+    environment = capture(python=python, timeout=timeout)
+    if as_json:  # rich is not needed for JSON
+        click.echo(environment.model_dump_json(indent=2))
+        return
+    from .console import ViewConsole
+    from .env import views
+
+    if as_markdown:
+        click.echo(views.markdown(environment), nl=False)
+    else:
+        views.render(environment, ViewConsole())
 
 
 # The launch command is the first word that is not one of serve's options (or what follows --):

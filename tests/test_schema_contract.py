@@ -49,8 +49,12 @@ def test_published_objects_are_open_and_named_values_may_grow(which):
     assert "objects are open" in schema["description"]
 
 
+#: schemas first published after the commits the fixtures come from
+NEWER_THAN_THE_FIXTURES = {"environment"}
+
+
 def test_every_kind_of_report_has_an_old_fixture():
-    assert {schema_of(path) for path in OLD_REPORTS} == set(SCHEMAS)
+    assert {schema_of(path) for path in OLD_REPORTS} == set(SCHEMAS) - NEWER_THAN_THE_FIXTURES
     assert len({path.parent.name for path in OLD_REPORTS}) >= 2  # reports of two older commits
 
 

@@ -18,6 +18,8 @@ class Host:
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     #: where Python distributions are looked for (sys.path of the interpreter that serves)
     site_paths: tuple[str, ...] = field(default_factory=lambda: tuple(sys.path))
+    #: the machine's architecture where /proc/sys/kernel/arch (Linux 6.1+) does not say it
+    machine: str = field(default_factory=lambda: os.uname().machine)
 
     @property
     def search_path(self) -> str:

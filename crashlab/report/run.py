@@ -85,7 +85,8 @@ class Finding(_Model):
 
 class FileRecord(_Model):
     path: str = Field(description="relative to the run directory")
-    kind: Literal["log", "coredump", "request-dump", "server-info", "launch", "report"]
+    kind: Literal["log", "coredump", "request-dump", "server-info", "launch", "report",
+                  "environment"]
     size_bytes: int
     sha256: str = Field(description="of the file as collected (logs: once the server has ended)")
     complete: bool = True

@@ -2,6 +2,8 @@
 
     <runs-dir>/<time>-<host>-<pid>/
       manifest.json  report.json  report.md
+      environment.json          the machine at launch (crashlab env --json for the server's
+                                interpreter), secrets masked
       incarnation-1/
         launch.json             the command and environment, as run, secrets masked
         stdout.log  stderr.log  the server's output, byte for byte

@@ -34,6 +34,7 @@ from ..report.redact import Redactor
 from ..report.run import FileRecord, Incident
 from . import collect, files, incident, launch, rundir, runreport, timestamps
 from .health import HealthWatch
+from .envcapture import write_environment
 from .incarnation import LiveIncarnation
 from .kernellog import KernelLog
 from .logscan import StreamScanner
@@ -85,6 +86,8 @@ class Supervisor:
     def run(self) -> RunOutcome:
         previous = subreaper(True)
         try:
+            write_environment(self.run_dir, self.options.command, self.base_env, self.redactor,
+                              self.store, self.notify)
             number, restarts = 1, 0
             while True:
                 kind = self._incarnation(number)

@@ -1,0 +1,43 @@
+"""environment.json: the machine as the server is about to start on it.
+
+Taken before the launch, while nothing of the server can have wedged a GPU yet, and in at most
+about one tool timeout (the tools run at once, each killed at TIMEOUT: crashlab.env.capture).
+Before, not beside: every process crashlab starts once the server runs counts as one of the
+server's (the supervisor adopts its orphans as a subreaper), and a capture's nvidia-smi must
+not. Its packages are those of the interpreter the launch command runs
+(crashlab.env.interpreter.launch_interpreter).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..env import capture
+from ..env.host import Host
+from ..env.interpreter import launch_interpreter
+from ..env.saved import FILE
+from ..report.redact import Redactor
+from . import collect, files
+from .manifest import ManifestStore
+from .options import Notify
+
+#: seconds each tool may take
+TIMEOUT = 2.0
+
+
+def write_environment(run_dir: Path, command: list[str], environ: dict[str, str],
+                      redactor: Redactor, store: ManifestStore, notify: Notify) -> None:
+    """Capture the environment into run_dir/environment.json and list it in the manifest."""
+    python = launch_interpreter(command, environ)
+    environment = capture(Host(environ=environ), python=python, timeout=TIMEOUT)
+    path = run_dir / FILE
+    try:
+        files.write_atomic(path, redactor.serialized(environment.model_dump_json(indent=2)).encode()
+                           + b"\n")
+    except OSError as exc:
+        notify(f"{FILE} not written: {exc.strerror or exc}")
+        return
+    store.add_files([collect.record(run_dir, path, "environment")])
+    for probe in environment.probes:
+        if probe.status == "timeout":
+            notify(f"environment: {probe.describe()}")

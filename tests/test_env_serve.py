@@ -1,0 +1,74 @@
+"""crashlab serve keeps the environment of its launch: environment.json, taken before the server
+starts, for the interpreter the command runs, listed in the manifest, secrets masked; a hung
+nvidia-smi delays the launch by one timeout at most. The server is the stand-in SGLang
+(tests/standin), nvidia-smi the stand-in of tests/standin_tools."""
+
+from __future__ import annotations
+
+import os
+import sys
+from datetime import datetime
+
+import psutil
+
+from crashlab.env import load
+from crashlab.supervise.envcapture import TIMEOUT
+from tests.env_machine import STANDIN_TOOLS
+from tests.serve_harness import FAST, Serve, environment, free_port, sglang, survivors
+
+SECRET = "hf_serveEnvironmentSecret0123456789"
+
+
+def standin_environment(**more: str) -> dict[str, str]:
+    env = environment(crash="abort", crash_on="start")
+    env.update(PATH=os.pathsep.join([str(STANDIN_TOOLS), env["PATH"]]), HF_TOKEN=SECRET,
+               NCCL_DEBUG="INFO", **more)
+    return env
+
+
+def seconds(stamp: str) -> float:
+    return datetime.fromisoformat(stamp).timestamp()
+
+
+def test_serve_writes_the_environment_of_its_launch(tmp_path):
+    serve = Serve(tmp_path, sglang(free_port()), *FAST, env=standin_environment())
+    assert serve.finish() == 0, serve.stderr
+    manifest = serve.manifest()
+    assert survivors(manifest) == []
+    listed = [record for record in manifest["files"] if record["kind"] == "environment"]
+    assert [record["path"] for record in listed] == ["environment.json"]
+    text = (serve.run_dir / "environment.json").read_text()
+    assert SECRET not in text
+    env = load(serve.run_dir)
+    assert env.python.asked and env.python.executable == sys.executable  # argv[0] is a python
+    assert env.variables["HF_TOKEN"] == "***" and env.variables["NCCL_DEBUG"] == "INFO"
+    assert env.driver.cuda_version == "12.7" and env.topology  # the stand-in nvidia-smi answered
+    # taken before the server: none of its tools is counted as one of the server's processes
+    processes = [p["cmdline"] for i in manifest["incarnations"] for p in i["processes"]]
+    assert not [cmdline for cmdline in processes if "nvidia-smi" in cmdline or "<sys.path>" in cmdline]
+
+
+def test_a_hung_nvidia_smi_delays_the_launch_by_one_timeout_at_most(tmp_path):
+    serve = Serve(tmp_path, sglang(free_port()), *FAST,
+                  env=standin_environment(CRASHLAB_STANDIN_NVIDIA_SMI="hang",
+                                          CRASHLAB_TEST_MARK=str(tmp_path)))
+    assert serve.finish() == 0, serve.stderr
+    manifest = serve.manifest()
+    started = seconds(manifest["incarnations"][0]["started_at"])
+    assert started - seconds(manifest["created_at"]) < TIMEOUT + 1.5
+    env = load(serve.run_dir)
+    assert {p.status for p in env.probes if p.tool.startswith("nvidia-smi")} == {"timeout"}
+    assert "environment: nvidia-smi topo -m timed out after 2 s" in serve.stderr
+    assert _left_running(str(tmp_path)) == []  # killed with their session at the timeout
+
+
+def _left_running(mark: str) -> list[psutil.Process]:
+    """Processes still running with CRASHLAB_TEST_MARK=mark in their environment."""
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if proc.environ().get("CRASHLAB_TEST_MARK") == mark and proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(proc)
+        except psutil.Error:
+            continue
+    return found
