@@ -95,6 +95,11 @@ class Anonymizer:
                 made.add_user(match["name"])
         return made
 
+    @property
+    def names(self) -> list[str]:
+        """The host and user names it knows (to look for in files it cannot rewrite)."""
+        return [*self._hosts, *self._users]
+
     def add_host(self, host: str) -> None:
         host = host.strip().rstrip(".")
         if host.lower() in _KEPT_HOSTS or self._is_address(host) or host in self._hosts:
