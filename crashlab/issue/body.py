@@ -165,7 +165,7 @@ def _logs(facts: Facts, detail: _Detail) -> list[str]:
     logs = [m for m in facts.issue.members if m.kind == "log"]
     out = ["### Logs", ""]
     if logs:
-        out += [f"Excerpts of the server's logs (their first and last lines) are in the bundle: "
+        out += ["Excerpts of the server's logs (their first and last lines) are in the bundle: "
                 + ", ".join(code(m.name) for m in logs) + ".", ""]
     if not facts.runs:
         out += ["No server logs: no run directory was given.", ""]

@@ -210,4 +210,5 @@ def _pack(inputs: Inputs, options: ReportOptions, privacy: Privacy,
         tarball.drop_last()
         dropped = added.pop()
         left_out.insert(0, LeftOut(path=dropped.source, kind=dropped.kind, size_bytes=dropped.size_bytes,
-                                   reason="taken out to make room for report.md and report.json"))
+                                   reason="taken out to make room for report.md and report.json "
+                                          f"within the {shown(options.max_bytes)} budget"))
