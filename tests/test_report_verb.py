@@ -65,6 +65,7 @@ def test_a_crashed_run_becomes_one_body_and_one_bundle_with_every_piece(gpu_run,
                     "### Logs", "### Attachment"):
         assert f"\n{heading}\n" in "\n" + body
     assert "moe_align_block_size" in body and "SIGABRT" in body
+    assert "Captured by crashlab serve when the server was launched" in body
     assert "Warp Out-of-range Address" in body and "moe_align.cu:24" in body
     assert "--restart-cmd" in body and "-m sglang.launch_server" in body
     assert "<details><summary>Log findings of incarnation 1</summary>" in body
