@@ -94,7 +94,8 @@ SCHEMAS = {"triage": "crashlab.report.model:TriageReport", "run": "crashlab.repo
            "replay": "crashlab.replay.result:ReplayResult",
            "listing": "crashlab.replay.result:DumpListing",
            "environment": "crashlab.env.model:Environment",
-           "doctor": "crashlab.env.doctor:DoctorReport"}
+           "doctor": "crashlab.env.doctor:DoctorReport",
+           "report-bundle": "crashlab.issue.model:IssueReport"}
 
 
 @main.command()
@@ -104,8 +105,8 @@ def schema(which: str) -> None:
 
     WHICH is triage (what inspect --json prints; the default), run (serve's report.json),
     replay (what replay --json prints with --url), listing (what replay --json prints
-    without --url: the dump's requests) or environment (what env --json prints; serve's
-    environment.json).
+    without --url: the dump's requests), environment (what env --json prints; serve's
+    environment.json) or report-bundle (what report --json prints; report.json in its bundle).
     """
     from .report.schema import json_schema
 
@@ -314,6 +315,53 @@ def doctor(as_json: bool, runs_dir: Path, python: str | None, cmake_cache: Path 
 
         render(report, ViewConsole())
     sys.exit(EXIT_NOTHING if report.findings else EXIT_FOUND)
+
+
+@main.command(subject="inputs")
+@click.argument("inputs", nargs=-1, type=click.Path())
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+              help="Folder for the body and the bundle [default: the current folder].")
+@click.option("--max-size", default="25MB", show_default=True,
+              help="Largest bundle (GitHub takes attachments up to 25 MB): e.g. 10MB, 500k.")
+@click.option("--anonymize", is_flag=True,
+              help="Also replace host and user names, home folders, IP addresses, and the "
+                   "requests' texts and token ids (lengths, sampling parameters and timing kept).")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print a JSON summary instead of the body (schema: crashlab schema report-bundle).")
+def report(inputs: tuple[str, ...], out: Path | None, max_size: str, anonymize: bool,
+           as_json: bool) -> None:
+    """Write an upstream issue: a Markdown body and one .tar.gz to attach beside it.
+
+    INPUTS are serve run directories, CUDA coredumps and SGLang request dumps, in any mix. The
+    body (at most 65,536 characters) follows SGLang's bug template: what happened, reproduction
+    (launch and replay commands), environment, triage, logs. The bundle holds report.md,
+    report.json, the environment, log excerpts, each coredump's triage, and the dumps and request
+    pickles that fit under --max-size; the body lists what was left out and where it is.
+    Secrets are masked everywhere. The body goes to stdout, the two paths to stderr.
+
+    Exit codes: 0 written, the inputs show a crash; 1 written, they show none (a run that ended
+    cleanly); 2 bad input (also a --max-size too small for the report itself); 3 the output
+    folder cannot be written.
+
+    \b
+    Examples:
+      crashlab report crashlab-runs/20261123-201500-node7-4242
+      crashlab report core_1754_node_12345.nvcudmp crash_dump_2026-11-23_20-08-06.pkl
+      crashlab report RUN --anonymize --max-size 10MB --out /tmp/issue
+    """
+    from .issue.command import ReportOptions, make
+    from .issue.sizes import parse_size
+
+    made = make(ReportOptions(inputs=list(inputs), out=out, max_bytes=parse_size(max_size),
+                              anonymize=anonymize))
+    if as_json:
+        click.echo(made.issue.model_dump_json(indent=2))
+    else:
+        click.echo(made.body, nl=False)
+    say(f"body: {made.issue.body}")
+    say(f"bundle: {made.issue.bundle} ({made.issue.bundle_bytes} bytes, {len(made.issue.left_out)} "
+        "files left out)")
+    sys.exit(EXIT_FOUND if made.issue.found else EXIT_NOTHING)
 
 
 # The launch command is the first word that is not one of serve's options (or what follows --):

@@ -104,8 +104,9 @@ def _processes(incident: Incident) -> list[str]:
     return out + ["", "</details>", ""]
 
 
-def _incident(incident: Incident, embedded: DumpTriage | None, alone: bool) -> list:
-    """``alone``: the run's only incident, whose summary the title already gives."""
+def _incident(incident: Incident, embedded: DumpTriage | None, alone: bool, findings: bool) -> list:
+    """``alone``: the run's only incident, whose summary the title already gives; ``findings``:
+    whether its log findings follow (an issue body gathers them in a section of their own)."""
     rows = [] if alone else [("Summary", inline(incident.summary))]
     rows += [
         ("When", inline(f"{incident.started_at} to {incident.ended_at}")),
@@ -124,7 +125,12 @@ def _incident(incident: Incident, embedded: DumpTriage | None, alone: bool) -> l
     out += ["**Coredumps**", ""] + _dumps(incident.dumps)
     if embedded is not None:
         out += [f"Triage of {code(embedded.path)}:", "", _DUMP_VIEW]
-    return out + _findings(incident) + _processes(incident)
+    return out + (_findings(incident) if findings else []) + _processes(incident)
+
+
+def log_findings(incident: Incident) -> str:
+    """One incident's log findings (or the end of its log), as report.md shows them."""
+    return join(_findings(incident))
 
 
 def markdown(report: RunReport, limit: int = dump_markdown.GITHUB_LIMIT) -> str:
@@ -134,21 +140,31 @@ def markdown(report: RunReport, limit: int = dump_markdown.GITHUB_LIMIT) -> str:
         out += [inline(report.summary), ""]
     out += [f"Command: {code(shlex.join(report.command))}", "",
             f"Run directory: {code(report.source.path)}", ""]
+    head = join(out)
+    footer = f"<sub>crashlab {html(report.tool.version)}, run report schema {report.schema_version}</sub>\n"
+    return head + incidents(report, limit - len(head) - len(footer)) + footer
+
+
+def incidents(report: RunReport, limit: int, findings: bool = True) -> str:
+    """The incidents and the run's warnings in at most ``limit`` characters, the first FAULT
+    dump's triage embedded with whatever room the rest leaves. ``findings=False`` leaves the
+    log findings out (see :func:`log_findings`)."""
     faults = [(number, d) for number, i in enumerate(report.incidents) for d in i.dumps
               if d.label == "FAULT" and d.report]
     holder, fault = faults[0] if faults else (None, None)
+    out: list = []
     for number, incident in enumerate(report.incidents):
-        out += _incident(incident, fault if number == holder else None, len(report.incidents) == 1)
+        out += _incident(incident, fault if number == holder else None, len(report.incidents) == 1,
+                         findings)
     if report.warnings:
         out += ["**Warnings**", ""] + [f"- {inline(w)}" for w in report.warnings] + [""]
-    footer = f"<sub>crashlab {html(report.tool.version)}, run report schema {report.schema_version}</sub>\n"
     if fault is None:
-        return cut_to(join(out), limit - len(footer)) + footer
+        return cut_to(join(out), limit)
     at = out.index(_DUMP_VIEW)
     head, tail = join(out[:at]), join(out[at + 1:])
-    budget = max(limit - len(head) - len(tail) - len(footer) - 200, MIN_DUMP_BUDGET)
+    budget = max(limit - len(head) - len(tail) - 200, MIN_DUMP_BUDGET)
     view = dump_markdown.render(fault.report, budget, heading_level=5, footer=False)
-    return cut_to(head + view + tail, limit - len(footer)) + footer
+    return cut_to(head + view + tail, limit)
 
 
 def summary_lines(report: RunReport) -> list[str]:

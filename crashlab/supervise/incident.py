@@ -196,22 +196,26 @@ def _counted(run_dir: Path, records: list[FileRecord]) -> tuple[list[FileRecord]
     return counted, notes
 
 
-def _last_lines(path: Path, count: int) -> tuple[int, list[bytes]]:
-    """(number of lines in the file, the starts of its last ``count`` lines), reading it once
-    in blocks, whatever its size."""
-    keep = TAIL_LINE_CHARS * 4  # bytes of a line that can matter once it is cut to a length
-    kept: deque[bytes] = deque(maxlen=count)
+def lines_at_ends(path: Path, first: int, last: int,
+                  keep: int = TAIL_LINE_CHARS * 4) -> tuple[int, list[bytes], list[bytes]]:
+    """(number of lines in the file, the starts of its first ``first`` lines, those of the
+    ``last`` lines after them), reading it once in blocks, whatever its size; ``keep``: bytes of
+    a line that can matter once it is cut to a length."""
+    head: list[bytes] = []
+    kept: deque[bytes] = deque(maxlen=last)
     total, partial = 0, b""
     with open(path, "rb") as log:
         while block := log.read(1 << 20):
             pieces = (partial + block).split(b"\n")
             partial = pieces.pop()[:keep]
             total += len(pieces)
-            kept.extend(piece[:keep] for piece in pieces[-count:])
+            taken = max(0, min(first - len(head), len(pieces)))
+            head += [piece[:keep] for piece in pieces[:taken]]
+            kept.extend(piece[:keep] for piece in pieces[taken:][-last:] if last)
     if partial:
         total += 1
-        kept.append(partial)
-    return total, list(kept)
+        (head if len(head) < first else kept).append(partial)
+    return total, head, list(kept)
 
 
 def _shown(raw: bytes) -> str:
@@ -228,7 +232,7 @@ def log_tail(run_dir: Path, incarnation: Incarnation, redact: Callable[[str], st
     for stream in ("stderr", "stdout"):
         path = folder.log(stream)
         if path.is_file() and path.stat().st_size:
-            total, lines = _last_lines(path, TAIL_LINES)
+            total, _, lines = lines_at_ends(path, 0, TAIL_LINES)
             return LogTail(stream=stream, first_line=total - len(lines) + 1,
                            lines=[redact(_shown(line)) for line in lines])
     return None

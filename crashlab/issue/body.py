@@ -1,0 +1,197 @@
+"""The issue body: SGLang's bug template (Describe the bug, Reproduction, Environment), then the
+triage, the logs and the attachment, in at most GitHub's 65,536 characters.
+
+The triage is the views' own: serve's report.md renders a run (crashlab.report.run_views) and
+inspect's --markdown a coredump (crashlab.report.markdown), each given the room the rest of the
+body leaves. While that room is below MIN_TRIAGE, the body sheds, in this order and saying so
+in itself: the log findings, the triage of coredumps beyond the first, the environment's
+topology and variables, the list of what the bundle left out beyond LEFT_OUT_SHOWN entries.
+Everything shed is in the bundle. Every text from outside goes through markdown_escape.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field, replace
+
+from ..report import markdown as dump_markdown
+from ..report import run_views, text
+from ..report.markdown_escape import code, cut_to, fenced, html, inline, join
+from ..report.model import TriageReport
+from ..report.run import RunReport
+from . import environment as report_environment
+from .model import IssueReport, LeftOut, RequestDumpSummary
+from .sizes import shown
+
+LIMIT = dump_markdown.GITHUB_LIMIT
+MIN_TRIAGE = 4_000
+LEFT_OUT_SHOWN = 10
+
+
+@dataclass
+class Facts:
+    """What the body tells, every text already cleaned (redacted, anonymised)."""
+
+    title: str
+    launch: list[str] | None
+    runs: list[RunReport]
+    cores: list[tuple[str, TriageReport]]  # (name in the bundle or path, report) given directly
+    primary: TriageReport | None  # the first FAULT dump's triage
+    environment: report_environment.ReportEnvironment
+    issue: IssueReport
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Detail:
+    logs: bool = True
+    all_cores: bool = True
+    full_environment: bool = True
+    left_out: int = 10_000
+    cuts: tuple[str, ...] = ()
+
+
+_STEPS = (
+    ("log findings (the bundle has the logs and run/report.json)", dict(logs=False)),
+    ("triage of coredumps beyond the first (the bundle has each one's triage JSON)",
+     dict(all_cores=False)),
+    ("the environment's topology and variables (the bundle has environment.json)",
+     dict(full_environment=False)),
+    (f"the list of files left out of the bundle beyond {LEFT_OUT_SHOWN} (report.json lists them)",
+     dict(left_out=LEFT_OUT_SHOWN)),
+)
+_TRIAGE = object()
+
+
+def render(facts: Facts, limit: int = LIMIT) -> tuple[str, list[str]]:
+    """(the body, what was shed to fit, in order)."""
+    detail = _Detail()
+    for label, change in ((None, {}), *_STEPS):
+        if label:
+            detail = replace(detail, cuts=detail.cuts + (label,), **change)
+        parts = _parts(facts, detail)
+        at = parts.index(_TRIAGE)
+        head, tail = join(parts[:at]), join(parts[at + 1:])
+        room = limit - len(head) - len(tail)
+        if room >= MIN_TRIAGE:
+            break
+    triage = _triage(facts, detail, max(room, MIN_TRIAGE))
+    return cut_to(head + triage + tail, limit), list(detail.cuts)
+
+
+def _parts(facts: Facts, detail: _Detail) -> list:
+    out: list = ["### Describe the bug", "", f"**{inline(facts.title)}**", ""]
+    out += _fault_lines(facts.primary)
+    out += [f"- {inline(note)}" for note in facts.notes] + [""]
+    if detail.cuts:
+        out += [f"_Shortened to fit GitHub's limit: left out {inline('; '.join(detail.cuts))}._", ""]
+    out += ["### Reproduction", ""] + _reproduction(facts)
+    out += ["### Environment", ""] + _environment(facts, detail)
+    out += ["### Triage", "", _TRIAGE]
+    out += _logs(facts, detail) + _attachment(facts.issue, detail)
+    out.append(f"<sub>crashlab {html(facts.issue.tool.version)}, report-bundle schema "
+               f"{facts.issue.schema_version}</sub>")
+    return out
+
+
+def _fault_lines(report: TriageReport | None) -> list[str]:
+    if report is None or not report.faults:
+        return []
+    fault = report.faults[0]
+    out = [f"- Exception: {inline(text.exception_line(fault))}",
+           f"- Kernel: {code(text.kernel_line(fault))}",
+           f"- Where: {inline(text.place(fault))}"]
+    if fault.sass.source:
+        out.append(f"- Source: {code(text.source_chain(fault.sass.source))}")
+    if report.debugger is not None:
+        out.append(f"- Debugger: {inline(text.debugger_headline(report.debugger))}")
+    return out
+
+
+def _reproduction(facts: Facts) -> list[str]:
+    note = "anonymised" if facts.issue.anonymized else "secrets masked"
+    out: list[str] = []
+    if facts.launch:
+        out += [f"Launch command ({note}):", "", *fenced([shlex.join(facts.launch)]), ""]
+    else:
+        out += ["The launch command is not known (no run directory, and no request dump that "
+                "recorded it).", ""]
+    for dump in facts.issue.request_dumps:
+        out += _replay(dump)
+    if not facts.issue.request_dumps:
+        out += ["No SGLang request dump was recorded, so there is nothing to replay.", ""]
+    return out
+
+
+def _replay(dump: RequestDumpSummary) -> list[str]:
+    where = (f"{code(dump.member)} in the attached bundle" if dump.member
+             else f"left out of the bundle; on the reporter's machine at {code(dump.path)}")
+    out = [f"Replay the {dump.requests} recorded requests ({dump.in_flight} in flight at the "
+           f"crash; {where}) against a fresh server, from the extracted bundle:", "",
+           *fenced([dump.replay]), ""]
+    if dump.minimized:
+        out += [f"Minimised reproducer: {code(dump.minimized)} (made by "
+                f"{code('crashlab replay --minimize')}); replay it the same way.", ""]
+    else:
+        out += [f"No minimised reproducer yet: {code('crashlab replay ... --minimize')} with the "
+                f"same {code('--restart-cmd')} makes one.", ""]
+    return out
+
+
+def _environment(facts: Facts, detail: _Detail) -> list[str]:
+    found = facts.environment
+    if not detail.full_environment:
+        found = replace(found, environment=found.environment.model_copy(
+            update={"topology": None, "variables": {}}))
+    return [report_environment.markdown(found)]
+
+
+def _triage(facts: Facts, detail: _Detail, room: int) -> str:
+    cores = facts.cores if detail.all_cores else facts.cores[:1]
+    views = len(facts.runs) + len(cores)
+    if not views:
+        return "No coredump and no run report: the triage is the reproduction above.\n\n"
+    share = room // views
+    out = [run_views.incidents(run, share, findings=False) for run in facts.runs]
+    out += [f"#### {code(name)}\n\n" + dump_markdown.render(report, share - len(name) - 20,
+                                                            heading_level=5, footer=False)
+            for name, report in cores]
+    if len(cores) < len(facts.cores):
+        out.append(f"_{len(facts.cores) - len(cores)} more coredumps: their triage is in the bundle._\n\n")
+    return "".join(out)
+
+
+def _logs(facts: Facts, detail: _Detail) -> list[str]:
+    logs = [m for m in facts.issue.members if m.kind == "log"]
+    out = ["### Logs", ""]
+    if logs:
+        out += ["Excerpts of the server's logs (their first and last lines) are in the bundle: "
+                + ", ".join(code(m.name) for m in logs) + ".", ""]
+    if not facts.runs:
+        out += ["No server logs: no run directory was given.", ""]
+    if not detail.logs:
+        return out
+    for run in facts.runs:
+        for incident in run.incidents:
+            out += [f"<details><summary>Log findings of incarnation {incident.incarnation}"
+                    "</summary>", "", run_views.log_findings(incident), "</details>", ""]
+    return out
+
+
+def _attachment(issue: IssueReport, detail: _Detail) -> list[str]:
+    name = issue.bundle.rsplit("/", 1)[-1]
+    out = ["### Attachment", "",
+           f"Attach {code(name)} (gzip; under {inline(shown(issue.max_bytes))}): report.md and "
+           f"report.json, and {len(issue.members)} more files, listed in its report.json.", ""]
+    if issue.left_out:
+        out += ["Left out of the bundle:", ""]
+        out += [_left_out_line(item) for item in issue.left_out[:detail.left_out]]
+        if len(issue.left_out) > detail.left_out:
+            out.append(f"- _{len(issue.left_out) - detail.left_out} more in report.json_")
+        out.append("")
+    return out
+
+
+def _left_out_line(item: LeftOut) -> str:
+    return (f"- {code(item.path)} ({inline(item.kind)}, {inline(shown(item.size_bytes))}): "
+            f"{inline(item.reason)}")

@@ -1,0 +1,214 @@
+"""``crashlab report``: inputs -> cleaned candidates -> the bundle under its budget -> the body.
+
+The body and report.json go into the bundle last, since they list what the bundle left out;
+when they do not fit in what is left, the last member added is taken out again (and listed as
+left out) until they do. A budget too small for them alone is bad input.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import BadInput, EnvironmentProblem
+from ..report.model import Tool, TriageReport
+from ..report.run import RunReport
+from ..report.run_views import title as one_line
+from ..version import __version__
+from . import body, members
+from .environment import ReportEnvironment, environment
+from .inputs import DumpInput, Inputs, read
+from .model import IssueReport, LeftOut, Member, RequestDumpSummary
+from .privacy import Privacy
+from .sizes import shown
+from .tarball import BudgetedTarball
+
+#: GitHub's limit for a file attached to an issue.
+DEFAULT_MAX_BYTES = 25 * 10**6
+SGLANG_URL = "http://127.0.0.1:30000"
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    inputs: list[str]
+    out: Path | None = None
+    max_bytes: int = DEFAULT_MAX_BYTES
+    anonymize: bool = False
+
+
+@dataclass(frozen=True)
+class Made:
+    issue: IssueReport
+    body: str
+
+
+def _launch_of(inputs: Inputs) -> tuple[list[str], dict[str, str]]:
+    """(the launch command, its environment) as the inputs recorded them (secrets masked)."""
+    for run in inputs.runs:
+        launch = run.launch()
+        environment = launch.get("environment")
+        return list(run.manifest.command), environment if isinstance(environment, dict) else {}
+    for dump in inputs.all_dumps:
+        if dump.dump is not None and dump.dump.launch_command:
+            try:
+                argv = shlex.split(dump.dump.launch_command)
+            except ValueError:
+                argv = dump.dump.launch_command.split()
+            return argv, {str(k): str(v) for k, v in (dump.dump.server_args or {}).items()}
+    return [], {}
+
+
+def _privacy(inputs: Inputs, anonymize: bool) -> Privacy:
+    argv, env = _launch_of(inputs)
+    hosts = [run.manifest.crashlab.host for run in inputs.runs]
+    paths = [str(run.path) for run in inputs.runs] + [run.manifest.cwd for run in inputs.runs]
+    paths += [str(item.path.resolve()) for item in [*inputs.all_cores, *inputs.all_dumps]]
+    return Privacy.for_launch(argv, env, anonymize, hosts, paths)
+
+
+def _clean_run(report: RunReport, privacy: Privacy) -> RunReport:
+    return RunReport.model_validate(privacy.json(report.model_dump(mode="json")))
+
+
+def _clean_triage(report: TriageReport, privacy: Privacy) -> TriageReport:
+    return TriageReport.model_validate(privacy.json(report.model_dump(mode="json")))
+
+
+def _replay_command(member: str, launch: list[str]) -> str:
+    from ..supervise.launch import base_url, health_url, is_sglang
+
+    url = health_url(launch, is_sglang(launch)) if launch else None
+    command = ["crashlab", "replay", member, "--url", base_url(url) if url else SGLANG_URL]
+    if launch:
+        command += ["--restart-cmd", shlex.join(launch)]
+    return shlex.join(command)
+
+
+def _request_dumps(dumps: list[DumpInput], names: dict[Path, str], bundled: set[str],
+                   launch: list[str], privacy: Privacy) -> list[RequestDumpSummary]:
+    found = []
+    for dump in dumps:
+        if dump.dump is None:
+            continue
+        member = names[dump.path] if names[dump.path] in bundled else None
+        minimized = names[dump.path].removesuffix(".pkl") + ".min.pkl"
+        found.append(RequestDumpSummary(
+            path=privacy.text(str(dump.path)), member=member, requests=len(dump.dump.requests),
+            in_flight=len(dump.dump.in_flight), layout=dump.dump.layout,
+            replay=_replay_command(member or privacy.text(str(dump.path)), launch),
+            minimized=minimized if minimized in bundled else None))
+    return found
+
+
+def _summary(inputs: Inputs) -> str:
+    for run in inputs.runs:
+        if run.report is not None:
+            return run.report.summary
+    for core in inputs.all_cores:
+        if core.report is not None:
+            return core.report.summary
+    for dump in inputs.all_dumps:
+        if dump.dump is not None:
+            return (f"SGLang request dump: {len(dump.dump.requests)} requests, "
+                    f"{len(dump.dump.in_flight)} in flight")
+    outcome = inputs.runs[0].manifest.outcome if inputs.runs else None
+    return f"crashlab serve run: {outcome.reason if outcome else 'no outcome recorded'}"
+
+
+def _notes(inputs: Inputs) -> list[str]:
+    notes = [f"request dump {dump.path.name} could not be read: {dump.error}"
+             for dump in inputs.all_dumps if dump.error]
+    notes += [f"coredump {core.path.name} could not be read: {core.error}"
+              for core in inputs.all_cores if core.error]
+    notes += [f"{run.path.name}: the run has no report.json (no crash was triaged)"
+              for run in inputs.runs if run.report is None]
+    return notes
+
+
+def make(options: ReportOptions) -> Made:
+    inputs = read(options.inputs)
+    privacy = _privacy(inputs, options.anonymize)
+    found_environment = environment(inputs.runs[0].path if inputs.runs else None, privacy)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    out = (options.out or Path.cwd()).resolve()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as problem:
+        raise EnvironmentProblem(f"--out {out}: cannot be created ({problem.strerror})") from None
+    body_path, bundle_path = out / f"crashlab-report-{stamp}.md", out / f"crashlab-report-{stamp}.tar.gz"
+    candidates, names = members.candidates(inputs, privacy)
+    candidates.insert(0, members.Candidate(
+        "environment.json", "environment", 0, Path("environment.json"),
+        privacy.document(found_environment.environment.model_dump(mode="json"))))
+    tarball = BudgetedTarball(bundle_path, options.max_bytes, bundle_path.name.removesuffix(".tar.gz"))
+    try:
+        made = _pack(inputs, options, privacy, found_environment, candidates, names, tarball,
+                     body_path, bundle_path)
+        made.issue.bundle_bytes = tarball.close()
+    except BaseException:
+        tarball.discard()
+        raise
+    body_path.write_text(made.body, encoding="utf-8")
+    return made
+
+
+def _pack(inputs: Inputs, options: ReportOptions, privacy: Privacy,
+          found_environment: ReportEnvironment, candidates: list[members.Candidate],
+          names: dict[Path, str], tarball: BudgetedTarball, body_path: Path,
+          bundle_path: Path) -> Made:
+    added: list[Member] = []
+    left_out: list[LeftOut] = []
+
+    def leave_out(candidate: members.Candidate, reason: str) -> None:
+        left_out.append(LeftOut(path=privacy.text(str(candidate.source)), kind=candidate.kind,
+                                size_bytes=candidate.size, reason=reason))
+
+    for candidate in candidates:
+        if candidate.refused:
+            leave_out(candidate, candidate.refused)
+            continue
+        room = tarball.room()
+        compressed = tarball.add(candidate.name, candidate.content)
+        if compressed is None:
+            leave_out(candidate, f"does not fit in the {shown(max(room, 0))} left of the "
+                                 f"{shown(options.max_bytes)} budget")
+        else:
+            added.append(Member(name=candidate.name, kind=candidate.kind, size_bytes=candidate.size,
+                                compressed_bytes=compressed, source=privacy.text(str(candidate.source))))
+    launch = privacy.argv(_launch_of(inputs)[0])
+    runs = [_clean_run(run.report, privacy) for run in inputs.runs if run.report is not None]
+    direct = [(names[core.path], _clean_triage(core.report, privacy))
+              for core in inputs.cores if core.report is not None]
+    faults = [core for core in inputs.all_cores if core.report is not None and core.report.found
+              and core.label in (None, "FAULT")]
+    while True:
+        bundled = {member.name for member in added}
+        issue = IssueReport(
+            tool=Tool(version=__version__), title="[Bug] " + one_line(privacy.text(_summary(inputs))),
+            inputs=[privacy.text(name) for name in options.inputs], found=inputs.found,
+            anonymized=privacy.anonymized, body=privacy.text(str(body_path)), body_chars=0,
+            bundle=privacy.text(str(bundle_path)), max_bytes=options.max_bytes, compression="gzip",
+            members=added, left_out=left_out,
+            request_dumps=_request_dumps(inputs.all_dumps, names, bundled, launch, privacy),
+            environment_origin=found_environment.origin)
+        text, cuts = body.render(body.Facts(
+            title=issue.title, launch=launch or None, runs=runs, cores=direct,
+            primary=_clean_triage(faults[0].report, privacy) if faults else None,
+            environment=found_environment, issue=issue, notes=_notes(inputs)))
+        issue.shortened, issue.body_chars = cuts, len(text)
+        text = privacy.redactor.serialized(text)
+        document = privacy.redactor.serialized(issue.model_dump_json(indent=2)).encode() + b"\n"
+        if tarball.add("report.md", text.encode()) is not None:
+            if tarball.add("report.json", document) is not None:
+                return Made(issue, text)
+            tarball.drop_last()
+        if not added:
+            raise BadInput(f"--max-size {shown(options.max_bytes)}: too small for the report "
+                           "itself (report.md and report.json)")
+        tarball.drop_last()
+        dropped = added.pop()
+        left_out.insert(0, LeftOut(path=dropped.source, kind=dropped.kind, size_bytes=dropped.size_bytes,
+                                   reason="taken out to make room for report.md and report.json "
+                                          f"within the {shown(options.max_bytes)} budget"))

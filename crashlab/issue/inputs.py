@@ -1,0 +1,156 @@
+"""What ``crashlab report`` was given, read: serve run directories, CUDA coredumps, SGLang request
+dumps, each told apart by what it is (a folder with a manifest, a pickle's first byte, anything
+else a coredump), each refused in one line when it is none of them."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from ..errors import BadInput
+from ..replay.records import CrashDump
+from ..report.model import TriageReport
+from ..report.run import DumpTriage, RunReport
+from ..supervise.manifest import Manifest
+from ..wrongverb import PICKLE_PROTO
+
+RUN_REPORT = "report.json"
+#: Where ``crashlab replay --minimize`` writes the minimal dump, beside the dump.
+MINIMIZED_SUFFIX = ".min.pkl"
+
+
+@dataclass
+class CoreInput:
+    path: Path
+    report: TriageReport | None
+    #: FAULT, COLLATERAL or UNREADABLE when a run triaged it; None for a core given directly
+    label: str | None = None
+    error: str | None = None
+
+
+@dataclass
+class DumpInput:
+    path: Path
+    dump: CrashDump | None
+    error: str | None = None
+
+    @property
+    def minimized(self) -> Path | None:
+        """The reproducer ``crashlab replay --minimize`` left beside the dump, if any."""
+        if self.path.name.endswith(MINIMIZED_SUFFIX):
+            return None
+        candidate = self.path.with_name(self.path.name.removesuffix(".pkl") + MINIMIZED_SUFFIX)
+        return candidate if candidate.is_file() else None
+
+
+@dataclass
+class RunInput:
+    path: Path
+    manifest: Manifest
+    report: RunReport | None = None
+    cores: list[CoreInput] = field(default_factory=list)
+    dumps: list[DumpInput] = field(default_factory=list)
+
+    def launch(self, incarnation: int = 1) -> dict:
+        """launch.json of an incarnation (argv and environment as run, secrets masked); empty
+        when it is missing or unreadable (the manifest still has the command)."""
+        from ..supervise import rundir
+
+        try:
+            launch = json.loads(rundir.incarnation(self.path, incarnation).launch.read_bytes())
+        except (OSError, ValueError):
+            return {}
+        return launch if isinstance(launch, dict) else {}
+
+
+@dataclass
+class Inputs:
+    runs: list[RunInput] = field(default_factory=list)
+    cores: list[CoreInput] = field(default_factory=list)
+    dumps: list[DumpInput] = field(default_factory=list)
+
+    @property
+    def all_cores(self) -> list[CoreInput]:
+        return [core for run in self.runs for core in run.cores] + self.cores
+
+    @property
+    def all_dumps(self) -> list[DumpInput]:
+        return [dump for run in self.runs for dump in run.dumps] + self.dumps
+
+    @property
+    def found(self) -> bool:
+        """Whether anything given shows a crash: an incident, a fault, recorded requests."""
+        return (any(run.report is not None for run in self.runs)
+                or any(core.report is not None and core.report.found for core in self.all_cores)
+                or any(dump.dump is not None and dump.dump.requests for dump in self.all_dumps))
+
+
+def _triage(path: Path) -> TriageReport:
+    from ..api import inspect
+
+    return inspect(path, debugger=True)
+
+
+def _request_dump(path: Path, strict: bool) -> DumpInput:
+    """A request dump read; one a run collected that cannot be read is kept with the reason
+    (the report says so), one given on the command line is refused."""
+    from ..replay.loader import load
+
+    try:
+        return DumpInput(path, load(path))
+    except BadInput as problem:
+        if strict:
+            raise
+        return DumpInput(path, None, str(problem))
+
+
+def _run_report(path: Path) -> RunReport | None:
+    try:
+        return RunReport.model_validate_json((path / RUN_REPORT).read_bytes())
+    except FileNotFoundError:
+        return None
+    except (ValidationError, ValueError, OSError):
+        raise BadInput(f"{path / RUN_REPORT}: cannot be read (not a crashlab run report)") from None
+
+
+def _core_of(run_dir: Path, triage: DumpTriage) -> CoreInput:
+    return CoreInput(run_dir / triage.path, triage.report, triage.label, triage.error)
+
+
+def read_run(path: Path) -> RunInput:
+    from ..supervise.manifest import load
+
+    run = RunInput(path.resolve(), load(path))
+    run.report = _run_report(run.path)
+    if run.report is not None:
+        for incident in run.report.incidents:
+            run.cores += [_core_of(run.path, triage) for triage in incident.dumps]
+            run.dumps += [_request_dump(run.path / record.path, strict=False)
+                          for record in incident.request_dumps]
+    return run
+
+
+def read(paths: list[str]) -> Inputs:
+    if not paths:
+        raise BadInput("report needs a run directory, a coredump or a request dump")
+    inputs = Inputs()
+    for name in paths:
+        path = Path(name)
+        if path.is_dir():
+            inputs.runs.append(read_run(path))
+            continue
+        try:
+            with open(path, "rb") as file:
+                first = file.read(1)
+        except FileNotFoundError:
+            raise BadInput(f"{name}: no such file or directory") from None
+        except OSError as problem:
+            raise BadInput(f"{name}: cannot be read ({problem.strerror or problem})") from None
+        if first and first[0] == PICKLE_PROTO:
+            inputs.dumps.append(_request_dump(path, strict=True))
+        else:
+            inputs.cores.append(CoreInput(path, _triage(path)))
+    return inputs

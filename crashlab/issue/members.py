@@ -1,0 +1,187 @@
+"""What could go into the bundle, each cleaned, named and ranked by how much a maintainer needs it.
+
+Text members (the run's reports, each coredump's triage, the environment, log excerpts) are
+made here from the run directory, redacted (and anonymised) like the body. A request dump is
+rewritten with its secrets masked (crashlab.replay.scrub). A coredump is binary and cannot be
+rewritten: it goes in as it is, unless it holds a secret the report knows of (or, anonymised, a
+known host or user name, or GPU memory, where prompts live), which leaves it out.
+
+Ranks, most needed first: the triage and the environment; the logs and the run's records; the
+minimised reproducer; the request dumps; the FAULT coredumps; the other coredumps. Within a rank
+the smaller goes first, so that the largest and least useful are what a budget leaves out.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+from ..coredump.constants import GZIP_MAGIC
+from ..supervise import rundir
+from ..supervise.incident import lines_at_ends
+from .inputs import CoreInput, DumpInput, Inputs, RunInput
+from .model import MemberKind
+from .privacy import Privacy
+
+#: Lines of each log kept from its start (the launch, the server's arguments) and its end.
+LOG_HEAD, LOG_TAIL = 200, 2000
+LOG_LINE_BYTES = 4000
+_SCAN_CHUNK = 1 << 20
+
+
+@dataclass
+class Candidate:
+    name: str
+    kind: MemberKind
+    rank: int
+    source: Path
+    content: bytes | Path | None
+    #: why it cannot go in at all, whatever the budget
+    refused: str | None = None
+
+    @property
+    def size(self) -> int:
+        if isinstance(self.content, bytes):
+            return len(self.content)
+        return self.source.stat().st_size if self.source.is_file() else 0
+
+
+def _unique(name: str, taken: set[str]) -> str:
+    stem, dot, suffix = name.partition(".")
+    found, number = name, 1
+    while found in taken:
+        number += 1
+        found = f"{stem}-{number}{dot}{suffix}"
+    taken.add(found)
+    return found
+
+
+def log_excerpt(path: Path, privacy: Privacy, label: str) -> bytes:
+    """A log's first LOG_HEAD and last LOG_TAIL lines, cleaned, with a line saying what is cut."""
+    total, head, tail = lines_at_ends(path, LOG_HEAD, LOG_TAIL, keep=LOG_LINE_BYTES)
+    note = "anonymised" if privacy.anonymized else "secrets masked"
+    lines = [f"# crashlab report: {label}, {total} lines, {note}"]
+    lines += [privacy.text(raw.decode("utf-8", "replace")) for raw in head]
+    skipped = total - len(head) - len(tail)
+    if skipped:
+        lines.append(f"# [... {skipped} lines left out: lines {len(head) + 1}-{len(head) + skipped} ...]")
+    lines += [privacy.text(raw.decode("utf-8", "replace")) for raw in tail]
+    return ("\n".join(lines) + "\n").encode("utf-8", "surrogateescape")
+
+
+def _json_file(path: Path) -> object | None:
+    try:
+        return json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+
+
+def _run_members(run: RunInput, privacy: Privacy, prefix: str) -> Iterable[Candidate]:
+    if run.report is not None:
+        yield Candidate(f"{prefix}report.json", "run", 0, run.path / "report.json",
+                        privacy.document(run.report.model_dump(mode="json")))
+    yield Candidate(f"{prefix}manifest.json", "run", 1, run.path / "manifest.json",
+                    privacy.document(run.manifest.model_dump(mode="json")))
+    for incarnation in run.manifest.incarnations:
+        folder = rundir.incarnation(run.path, incarnation.number)
+        at = f"{prefix}incarnation-{incarnation.number}/"
+        for path in (folder.launch, folder.server_info):
+            value = _json_file(path)
+            if value is not None:
+                yield Candidate(at + path.name, "run", 1, path, privacy.document(value))
+        for stream in ("stderr", "stdout"):
+            path = folder.log(stream)
+            if path.is_file() and path.stat().st_size:
+                yield Candidate(f"{at}{stream}.log", "log", 1, path,
+                                log_excerpt(path, privacy, f"{stream}.log of incarnation {incarnation.number}"))
+
+
+def _holds(path: Path, needles: list[bytes]) -> bool:
+    """Whether the file (gunzipped, if gzip) holds any of ``needles``, read in chunks."""
+    if not needles:
+        return False
+    overlap = max(map(len, needles)) - 1
+    with open(path, "rb") as raw:
+        compressed = raw.read(2) == GZIP_MAGIC
+    opener = gzip.open if compressed else open
+    with opener(path, "rb") as stream:
+        tail = b""
+        while chunk := stream.read(_SCAN_CHUNK):
+            window = tail + chunk
+            if any(needle in window for needle in needles):
+                return True
+            tail = window[-overlap:] if overlap else b""
+    return False
+
+
+def _global_memory(dump) -> bool:
+    """Whether a dump may hold global memory: it has memory and its flags do not say it was
+    skipped (a lightweight dump keeps kernel parameters and little else)."""
+    return dump.memory_bytes > 0 and "skip_global_memory" not in dump.generation_flags
+
+
+def _core_refusal(core: CoreInput, privacy: Privacy) -> str | None:
+    needles = [secret.encode() for secret in privacy.redactor.known]
+    if privacy.anonymizer is not None:
+        if core.report is not None and _global_memory(core.report.dump):
+            return "it holds GPU global memory, where request data lives, and --anonymize was asked for"
+        needles += [name.encode() for name in privacy.anonymizer.names]
+    try:
+        if _holds(core.path, needles):
+            return ("it holds a secret, host or user name crashlab knows of, and a coredump "
+                    "cannot be rewritten")
+    except (OSError, EOFError, gzip.BadGzipFile) as problem:
+        return f"it cannot be read ({problem})"
+    return None
+
+
+def _core_rank(core: CoreInput) -> int:
+    if core.label == "FAULT" or (core.label is None and core.report is not None and core.report.found):
+        return 4
+    return 6 if core.report is None else 5
+
+
+def _dump_members(dump: DumpInput, privacy: Privacy, name: str) -> Iterable[Candidate]:
+    from ..replay import writer
+    from ..replay.loader import load
+    from ..replay.scrub import scrub
+
+    def rewritten(loaded) -> bytes:
+        return writer.dumps(writer.portable(scrub(loaded, privacy.text, privacy.anonymized)))
+
+    if dump.dump is None:
+        yield Candidate(name, "request-dump", 3, dump.path, None,
+                        refused=f"crashlab's loader refuses it, so it cannot be cleaned ({dump.error})")
+        return
+    yield Candidate(name, "request-dump", 3, dump.path, rewritten(dump.dump))
+    if dump.minimized is not None:
+        yield Candidate(name.removesuffix(".pkl") + ".min.pkl", "request-dump", 2, dump.minimized,
+                        rewritten(load(dump.minimized)))
+
+
+def candidates(inputs: Inputs, privacy: Privacy) -> tuple[list[Candidate], dict[Path, str]]:
+    """Every possible member in the order they are tried, and the member name of each input file."""
+    found: list[Candidate] = []
+    taken: set[str] = set()
+    names: dict[Path, str] = {}
+
+    def named(directory: str, path: Path) -> str:
+        name = _unique(directory + privacy.text(path.name), taken)
+        names[path] = name
+        return name
+
+    for number, run in enumerate(inputs.runs):
+        found += _run_members(run, privacy, "run/" if len(inputs.runs) == 1 else f"run-{number + 1}/")
+    for core in inputs.all_cores:
+        member = named("cores/", core.path)
+        if core.report is not None:
+            found.append(Candidate(f"triage/{member.removeprefix('cores/')}.json", "triage", 0,
+                                   core.path, privacy.document(core.report.model_dump(mode="json"))))
+        found.append(Candidate(member, "coredump", _core_rank(core), core.path, core.path,
+                               refused=_core_refusal(core, privacy)))
+    for dump in inputs.all_dumps:
+        found += _dump_members(dump, privacy, named("requests/", dump.path))
+    return sorted(found, key=lambda c: (c.rank, c.size)), names

@@ -1,0 +1,172 @@
+"""Anonymisation for a bundle that goes to a public tracker: where a crash happened and whose it was.
+
+Redaction (redact.py) masks secrets; this goes further, for ``crashlab report --anonymize``:
+host names, user names and home folders, and IP addresses are replaced wherever they appear in
+text crashlab writes, each by a stable placeholder (the same host is the same placeholder
+throughout a bundle, so a reader can still follow it from the launch command to the logs):
+
+- IPv4 addresses become addresses of the documentation ranges (RFC 5737: 192.0.2.0/24,
+  198.51.100.0/24, 203.0.113.0/24) and IPv6 ones addresses of 2001:db8::/32 (RFC 3849), so a
+  command stays a valid command; loopback and unspecified addresses are kept (they say nothing);
+- host names the launch names (``--host``, ``--dist-init-addr``, a URL's host, variables such
+  as HOSTNAME or MASTER_ADDR, the machine's own name), and names of three or more labels under
+  a private suffix (``.internal``, ``.local``, ``.lan``, ``.corp``, ...), become
+  ``host-N.example`` (RFC 2606 reserves .example);
+- ``/home/NAME`` and ``/Users/NAME`` become ``/home/userN``, and the user names the environment
+  gives (USER, LOGNAME) or those paths reveal become ``userN`` as words anywhere.
+
+What it cannot know it cannot replace: a host only ever named in a log, with a public suffix,
+stays. Version numbers with four parts (``10.0.0.1``) read as addresses and are replaced.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import socket
+from typing import Iterable, Mapping
+
+#: Where the placeholders for IPv4 addresses come from, in turn (RFC 5737).
+_DOCUMENTATION_V4 = ("192.0.2.", "198.51.100.", "203.0.113.")
+_IPV4 = re.compile(r"(?<![\w.])(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}"
+                   r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?![\w]|\.\d)")
+#: An IPv6 candidate: hex groups and at least two colons; ipaddress decides.
+_IPV6 = re.compile(r"(?<![\w:.])[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?![\w:])")
+_HOME = re.compile(r"(?P<base>/(?:home|Users))/(?P<name>[A-Za-z0-9._-]+)")
+_URL_HOST = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://(?:[^/\s@]+@)?(?P<host>\[[0-9A-Fa-f:.]+\]|"
+                       r"[A-Za-z0-9.-]+)")
+#: Host names under a private suffix, three labels or more (``threading.local`` is Python's).
+_PRIVATE_HOST = re.compile(r"(?<![\w.-])(?:[A-Za-z0-9-]+\.){2,}(?:internal|local|localdomain|lan|"
+                           r"corp|intranet|intra|home\.arpa|svc)(?![\w-])", re.IGNORECASE)
+#: Environment variables and options whose value names a host (or host:port).
+_HOST_NAME = re.compile(r"(?i)(?:^|_|-)(?:host|hostname|addr|address|server|endpoint|master)$")
+_KEPT_HOSTS = {"localhost", "127.0.0.1", "0.0.0.0", "::", "::1", ""}
+#: User names too common or too short to replace as words.
+_KEPT_USERS = {"root", "user", "nobody", "admin", "ubuntu"}
+MIN_USER_LENGTH = 3
+
+
+def _host_part(value: str) -> str:
+    """``host:port``, ``[v6]:port`` or ``host`` -> host."""
+    value = value.strip()
+    if value.startswith("["):
+        return value[1:value.find("]")] if "]" in value else value
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+def _hosts_in(argv: list[str], env: Mapping[str, str]) -> list[str]:
+    found = []
+    for index, token in enumerate(argv):
+        name, equals, value = token.partition("=")
+        if token.startswith("--") and _HOST_NAME.search(name.lstrip("-").replace("-", "_")):
+            if equals:
+                found.append(_host_part(value))
+            elif index + 1 < len(argv):
+                found.append(_host_part(argv[index + 1]))
+    for name, value in env.items():
+        if _HOST_NAME.search(name) and value and "/" not in value:
+            found += [_host_part(part) for part in value.split(",")]
+    for text in [*argv, *env.values()]:
+        found += [_host_part(m["host"]) for m in _URL_HOST.finditer(text)]
+    return found
+
+
+class Anonymizer:
+    """Replaces host names, user names, home folders and IP addresses in text, consistently."""
+
+    def __init__(self, hosts: Iterable[str] = (), users: Iterable[str] = ()):
+        self._hosts: dict[str, str] = {}
+        self._users: dict[str, str] = {}
+        self._addresses: dict[str, str] = {}
+        for host in hosts:
+            self.add_host(host)
+        for user in users:
+            self.add_user(user)
+
+    @classmethod
+    def for_launch(cls, argv: list[str], env: Mapping[str, str], hosts: Iterable[str] = (),
+                   paths: Iterable[str] = ()) -> "Anonymizer":
+        """One that knows the hosts and users of a launch (its command and environment), the
+        given hosts (the machine's names), and the users whose home folders ``paths`` are in."""
+        made = cls([*hosts, socket.gethostname(), *_hosts_in(argv, env)],
+                   [env.get(name, "") for name in ("USER", "LOGNAME", "SUDO_USER")])
+        for text in [*paths, *argv, *env.values()]:
+            for match in _HOME.finditer(text):
+                made.add_user(match["name"])
+        return made
+
+    @property
+    def names(self) -> list[str]:
+        """The host and user names it knows (to look for in files it cannot rewrite)."""
+        return [*self._hosts, *self._users]
+
+    def add_host(self, host: str) -> None:
+        host = host.strip().rstrip(".")
+        if host.lower() in _KEPT_HOSTS or self._is_address(host) or host in self._hosts:
+            return
+        self._hosts[host] = f"host-{len(self._hosts) + 1}.example"
+        short = host.split(".", 1)[0]
+        if short != host and len(short) >= 4 and short not in self._hosts:
+            self._hosts[short] = self._hosts[host].removesuffix(".example")
+
+    def add_user(self, user: str) -> None:
+        if len(user) >= MIN_USER_LENGTH and user not in _KEPT_USERS and user not in self._users:
+            self._users[user] = f"user{len(self._users) + 1}"
+
+    @staticmethod
+    def _is_address(text: str) -> bool:
+        try:
+            ipaddress.ip_address(text)
+        except ValueError:
+            return False
+        return True
+
+    def _address(self, match: re.Match) -> str:
+        text = match.group()
+        try:
+            address = ipaddress.ip_address(text)
+        except ValueError:
+            return text
+        if address.is_loopback or address.is_unspecified or (
+                address.version == 6 and sum(1 for group in text.split(":") if group) < 3):
+            return text  # fe80::1 and its kind: too short to tell from a C++ name
+        if text not in self._addresses:
+            number = len(self._addresses)
+            if address.version == 4:
+                self._addresses[text] = f"{_DOCUMENTATION_V4[number // 254 % 3]}{number % 254 + 1}"
+            else:
+                self._addresses[text] = f"2001:db8::{number + 1:x}"
+        return self._addresses[text]
+
+    def _private_host(self, match: re.Match) -> str:
+        self.add_host(match.group())
+        return self._hosts[match.group()]
+
+    def text(self, text: str) -> str:
+        for match in _HOME.finditer(text):
+            self.add_user(match["name"])
+        for host, placeholder in sorted(self._hosts.items(), key=lambda item: -len(item[0])):
+            if host in text:
+                text = re.sub(r"(?<![A-Za-z0-9-])" + re.escape(host) + r"(?![A-Za-z0-9-])",
+                              placeholder, text)
+        text = _PRIVATE_HOST.sub(self._private_host, text)
+        text = _HOME.sub(lambda m: f"{m['base']}/{self._users.get(m['name'], 'user')}", text)
+        for user, placeholder in self._users.items():
+            if user in text:
+                text = re.sub(r"(?<![A-Za-z0-9_])" + re.escape(user) + r"(?![A-Za-z0-9_])",
+                              placeholder, text)
+        if "." in text:
+            text = _IPV4.sub(self._address, text)
+        if "::" in text or text.count(":") >= 2:
+            text = _IPV6.sub(self._address, text)
+        return text
+
+    def json(self, value):
+        """A copy of a JSON value with every string (keys included) anonymised."""
+        if isinstance(value, dict):
+            return {self.text(str(key)): self.json(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [self.json(item) for item in value]
+        if isinstance(value, str):
+            return self.text(value)
+        return value

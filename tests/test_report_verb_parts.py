@@ -1,0 +1,147 @@
+"""crashlab report on a coredump or a request dump given alone, its bad inputs, and its parts: the
+budgeted tar.gz, sizes, the anonymiser. Real files throughout: the bundled synthetic coredumps,
+the request dumps real SGLang wrote (fixtures/sglang_dumps/real/), real gzip and tar."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from crashlab.errors import BadInput
+from crashlab.issue.sizes import parse_size
+from crashlab.issue.tarball import END, BudgetedTarball
+from crashlab.replay import loader, writer
+from crashlab.report.anonymize import Anonymizer
+from tests.conftest import ROOT, run_cli
+from tests.test_report_verb import bundle_members
+
+FAULT_CORE = ROOT / "fixtures" / "synthetic" / "moe_align_out_of_range.nvcudmp"
+HANG_CORE = ROOT / "fixtures" / "synthetic" / "hang_no_exception.nvcudmp"
+REAL_DUMP = ROOT / "fixtures" / "sglang_dumps" / "real" / "crash_dump_real_0.5.23.pkl"
+
+
+def test_a_coredump_alone_gets_its_triage_and_the_environment_of_now(tmp_path):
+    done = run_cli("report", FAULT_CORE, "--out", tmp_path)
+    assert done.returncode == 0, done.stderr
+    body = done.stdout.decode()
+    assert "moe_align_block_size" in body and "moe_align.cu:24" in body
+    assert "Captured by crashlab report now" in body
+    assert "nothing to replay" in body and "launch command is not known" in body
+    members = bundle_members(next(tmp_path.glob("*.tar.gz")))
+    assert members["cores/moe_align_out_of_range.nvcudmp"] == FAULT_CORE.read_bytes()
+    triage = json.loads(members["triage/moe_align_out_of_range.nvcudmp.json"])
+    assert triage["faults"][0]["exception"]["display"] == "Warp Out-of-range Address"
+    assert json.loads(members["environment.json"])["python"]["version"]
+
+
+def test_a_coredump_without_exception_is_written_and_exits_1(tmp_path):
+    done = run_cli("report", HANG_CORE, "--out", tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert "fake_allreduce_wait" in done.stdout.decode()
+    assert len(list(tmp_path.glob("*.tar.gz"))) == 1
+
+
+def test_a_request_dump_alone_gets_a_replay_command_from_its_launch_and_loads_again(tmp_path):
+    dump = tmp_path / "in" / REAL_DUMP.name
+    dump.parent.mkdir()
+    shutil.copy(REAL_DUMP, dump)
+    loaded = loader.load(dump)
+    writer.write_subset(loaded, loaded.requests[:2], dump.with_name(dump.stem + ".min.pkl"))
+    done = run_cli("report", dump, "--out", tmp_path / "out", "--json")
+    assert done.returncode == 0, done.stderr
+    issue = json.loads(done.stdout)
+    [summary] = issue["request_dumps"]
+    assert summary["requests"] == len(loaded.requests) and summary["layout"] == loaded.layout
+    assert summary["replay"].startswith(f"crashlab replay {summary['member']} --url http://127.0.0.1:30000 "
+                                        "--restart-cmd ")
+    assert "launch_server.py --model-path /tmp/crashlab-model" in summary["replay"]
+    members = bundle_members(next((tmp_path / "out").glob("*.tar.gz")))
+    body = members["report.md"].decode()
+    assert "Minimised reproducer" in body and summary["minimized"] in members
+    for name, count in ((summary["member"], len(loaded.requests)), (summary["minimized"], 2)):
+        extracted = tmp_path / Path(name).name
+        extracted.write_bytes(members[name])
+        listed = run_cli("replay", extracted, "--list", "--json")
+        assert listed.returncode == 0, listed.stderr
+        requests = json.loads(listed.stdout)["requests"]
+        assert len(requests) == count
+        assert [r["text"] for r in requests] == [r.text for r in loaded.requests[:count]]  # not anonymised
+
+
+@pytest.mark.parametrize("args, message", [
+    ((), "needs a run directory, a coredump or a request dump"),
+    (("no/such/file",), "no/such/file: no such file or directory"),
+    (("fixtures",), "not a crashlab run directory"),
+    ((str(FAULT_CORE), "--max-size", "ten"), "--max-size 'ten': not a size"),
+    ((str(FAULT_CORE), "--max-size", "0"), "must be more than 0 bytes"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
+    done = run_cli("report", *args, "--out", tmp_path)
+    stderr = done.stderr.decode()
+    assert done.returncode == 2 and message in stderr, stderr
+    assert stderr.count("\n") == 1 and "Traceback" not in stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"", "empty"),
+    (b"\x80\x04garbage", "gar"),
+    (b"not a coredump at all", "not"),
+])
+def test_a_file_that_is_neither_a_coredump_nor_a_request_dump_is_refused(tmp_path, content, message):
+    bad = tmp_path / "input.bin"
+    bad.write_bytes(content)
+    done = run_cli("report", bad, "--out", tmp_path / "out")
+    stderr = done.stderr.decode()
+    assert done.returncode == 2 and stderr.count("\n") == 1 and "Traceback" not in stderr, stderr
+    assert str(bad) in stderr
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
+
+
+def test_the_tarball_cuts_a_member_that_does_not_fit_and_never_passes_its_budget(tmp_path):
+    noise = os.urandom(60_000)  # incompressible
+    path = tmp_path / "b.tar.gz"
+    tarball = BudgetedTarball(path, 50_000, "top")
+    assert tarball.add("small.txt", b"hello " * 1000) is not None
+    before = tarball.used
+    assert tarball.add("noise.bin", noise) is None
+    assert tarball.used == before and path.with_name(f".{path.name}.tmp-{os.getpid()}").stat().st_size == before
+    fitting = os.urandom(30_000)
+    assert tarball.add("fits.bin", fitting) is not None
+    size = tarball.close()
+    assert size == path.stat().st_size <= 50_000
+    with tarfile.open(path, "r:gz") as bundle:
+        assert bundle.getnames() == ["top/small.txt", "top/fits.bin"]
+        assert bundle.extractfile("top/fits.bin").read() == fitting
+    assert path.read_bytes().endswith(END)
+
+
+def test_sizes_read_as_people_write_them():
+    assert parse_size("25MB") == 25_000_000 and parse_size("10M") == 10_000_000
+    assert parse_size("500k") == 500_000 and parse_size("1.5GiB") == 1_610_612_736
+    assert parse_size("4096") == 4096 and parse_size(" 2 kib ") == 2048
+    for bad in ("", "MB", "-1k", "1 parsec", "1e9"):
+        with pytest.raises(BadInput):
+            parse_size(bad)
+
+
+def test_the_anonymiser_replaces_places_and_people_and_keeps_what_is_not_one():
+    anonymizer = Anonymizer.for_launch(
+        ["python", "-m", "sglang.launch_server", "--host", "node7.cluster.example.org",
+         "--dist-init-addr", "10.1.2.3:5000"], {"USER": "bobjones", "MASTER_ADDR": "gpu-a.corp"},
+        hosts=["buildhost"])
+    text = anonymizer.text(
+        "bobjones@node7.cluster.example.org:/home/bobjones/x 10.1.2.3 fd00:1:2::7 gpu-a.corp "
+        "node7 x.y.svc.cluster.local buildhost | kept: 127.0.0.1 0.0.0.0 12:00:01.103 "
+        "threading.local 580.65.06 std::vector fe80::1 torch.cuda")
+    for gone in ("bobjones", "node7", "10.1.2.3", "fd00:1:2::7", "gpu-a.corp", "svc.cluster", "buildhost"):
+        assert gone not in text, gone
+    assert "/home/user1/x" in text and "192.0.2.1" in text and "2001:db8::" in text
+    assert text.endswith("kept: 127.0.0.1 0.0.0.0 12:00:01.103 threading.local 580.65.06 "
+                         "std::vector fe80::1 torch.cuda")
+    assert anonymizer.text("node7.cluster.example.org") == anonymizer.text("node7.cluster.example.org")
