@@ -28,7 +28,9 @@ from typing import Iterable, Mapping
 
 #: Where the placeholders for IPv4 addresses come from, in turn (RFC 5737).
 _DOCUMENTATION_V4 = ("192.0.2.", "198.51.100.", "203.0.113.")
-_IPV4 = re.compile(r"(?<![\w.])(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}"
+#: A four-part number right after a version comparison (``cudnn==9.1.0.70``) is a version, not
+#: an address; anywhere else the address reading wins, since a leaked address costs more.
+_IPV4 = re.compile(r"(?<![\w.])(?<![=<>~!]=)(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}"
                    r"(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?![\w]|\.\d)")
 #: An IPv6 candidate: hex groups and at least two colons; ipaddress decides.
 _IPV6 = re.compile(r"(?<![\w:.])[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?![\w:])")
