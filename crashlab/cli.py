@@ -187,6 +187,9 @@ def debug(core: str, host_core: str | None, exe: str | None, print_only: bool) -
                                     "before each attempt and stops it at the end.")
 @click.option("--start-timeout", type=_POSITIVE, default=600.0, show_default=True,
               help="Seconds --restart-cmd may take to answer /health.")
+@click.option("--api-key", envvar="CRASHLAB_API_KEY", metavar="KEY",
+              help="The server's --api-key, sent as a bearer token [default: the --api-key of "
+                   "--restart-cmd; env CRASHLAB_API_KEY]. Masked in every output.")
 @click.option("--minimize", "do_minimize", is_flag=True,
               help="Shrink the dump to a minimal reproducing set (needs --restart-cmd).")
 @click.option("--budget", default="50", show_default=True,

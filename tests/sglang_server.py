@@ -138,6 +138,10 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         self.hang_if_failed()
         length = int(self.headers.get("Content-Length") or 0)
+        key = self.state.options.api_key
+        if key and self.headers.get("Authorization") != f"Bearer {key}":
+            self.rfile.read(length)
+            return self.reply(401, {"error": "Unauthorized"})  # SGLang's answer without the key
         try:
             body = json.loads(self.rfile.read(length) or b"{}")
         except ValueError:
@@ -209,6 +213,7 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description="STAND-IN SGLang HTTP server for crashlab's tests")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--record", help="append one JSON line per request received")
+    parser.add_argument("--api-key", help="refuse POSTs without this bearer token, as SGLang does")
     parser.add_argument("--die-on", default="", help="markers; fail once all have been received")
     parser.add_argument("--die-how", choices=("kill", "hang", "log", "core", "run"), default="kill")
     parser.add_argument("--run", help="with --die-how run: the command to run, then SIGKILL")

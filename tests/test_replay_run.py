@@ -272,3 +272,24 @@ def test_minimize_of_a_dump_that_does_not_reproduce(tmp_path):
     assert result.returncode == 1
     assert data["minimization"]["minimal"] == [] and data["minimization"]["trials"] == 1
     assert not out.exists()
+
+
+def test_a_server_started_with_an_api_key_gets_it_and_the_key_reaches_no_output(tmp_path):
+    """SGLang refuses every request without its --api-key (401); replay sends the key of
+    --restart-cmd, or --api-key's, and masks it wherever it writes."""
+    key, written = "sk-replay-test-5b0c9e2d71", b"sk-replay-test-5b0c9e2d71"
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    result, data = _replay(FIXTURE, "--url", url, "--restart-cmd", server_command(port, "--api-key", key))
+    statuses = [o["status"] for o in data["attempts"][0]["requests"]]
+    assert statuses.count("ok") == len(statuses), statuses
+    assert written not in result.stdout and written not in result.stderr
+    with standin(tmp_path, "--api-key", key) as server:
+        refused, data = _replay(FIXTURE, "--url", server.url, "--force-decode", "off")
+        assert {o["status"] for o in data["attempts"][0]["requests"]} == {"http-error"}
+        assert "401" in json.dumps(data["attempts"][0]["requests"][0])
+        assert server.received() == []
+        given, data = _replay(FIXTURE, "--url", server.url, "--api-key", key)
+        assert {o["status"] for o in data["attempts"][0]["requests"]} == {"ok"}
+        assert len(server.received()) == len(data["attempts"][0]["requests"]) + 1  # + the probe
+        assert written not in given.stdout and written not in given.stderr

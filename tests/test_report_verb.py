@@ -161,6 +161,7 @@ def test_anonymize_keeps_no_host_user_address_secret_or_prompt_in_any_member(tmp
             for secret in forbidden:
                 assert secret.encode() not in text, (name, secret)
     assert "192.0.2." in members["run/incarnation-1/launch.json"].decode()  # replaced, not dropped
+    assert "API key is masked above" in members["report.md"].decode()
     assert ".example" in members["run/manifest.json"].decode()
 
     # the anonymised pickle still loads and replays, with lengths and sampling parameters kept

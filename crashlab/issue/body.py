@@ -14,6 +14,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field, replace
 
+from ..launchline import option_value
 from ..report import markdown as dump_markdown
 from ..report import run_views, text
 from ..report.markdown_escape import code, cut_to, fenced, html, inline, join
@@ -104,7 +105,7 @@ def _fault_lines(report: TriageReport | None) -> list[str]:
     if fault.sass.source:
         out.append(f"- Source: {code(text.source_chain(fault.sass.source))}")
     if report.debugger is not None:
-        out.append(f"- Debugger: {inline(text.debugger_headline(report.debugger))}")
+        out.append(f"- Debugger: {inline(text.debugger_status(report.debugger))}")
     return out
 
 
@@ -118,6 +119,9 @@ def _reproduction(facts: Facts) -> list[str]:
                 "recorded it).", ""]
     for dump in facts.issue.request_dumps:
         out += _replay(dump)
+    if facts.issue.request_dumps and facts.launch and option_value(facts.launch, "--api-key"):
+        out += [f"The server's API key is masked above: put a key back in {code('--restart-cmd')}; "
+                f"replay sends the same one to the server it starts.", ""]
     if not facts.issue.request_dumps:
         out += ["No SGLang request dump was recorded, so there is nothing to replay.", ""]
     return out
@@ -126,7 +130,7 @@ def _reproduction(facts: Facts) -> list[str]:
 def _replay(dump: RequestDumpSummary) -> list[str]:
     where = (f"{code(dump.member)} in the attached bundle" if dump.member
              else f"left out of the bundle; on the reporter's machine at {code(dump.path)}")
-    out = [f"Replay the {dump.requests} recorded requests ({dump.in_flight} in flight at the "
+    out = [f"Replay the {text.count(dump.requests, 'recorded request')} ({dump.in_flight} in flight at the "
            f"crash; {where}) against a fresh server, from the extracted bundle:", "",
            *fenced([dump.replay]), ""]
     if dump.minimized:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Mapping
 
 from .records import Request
 from .transport import Client, ConnectionLost, TimedOut
@@ -101,9 +102,10 @@ class Forcing:
         return Forced(kind, count)
 
 
-def probe_trace(url: str, timeout: float = 30.0) -> tuple[bool, str]:
+def probe_trace(url: str, timeout: float = 30.0,
+                headers: Mapping[str, str] | None = None) -> tuple[bool, str]:
     """(whether the server takes trace_decode_token_ids, what it answered to the probe)."""
-    client = Client(url.rstrip("/"), timeout)
+    client = Client(url.rstrip("/"), timeout, headers)
     try:
         reply = client.post("/generate", PROBE_BODY, stream=False)
     except (ConnectionLost, TimedOut, OSError) as problem:

@@ -47,7 +47,7 @@ class ReplayOptions:
                           timeout, repeat, watch_cores, watch_log, fault_pattern, pid,
                           health_interval, health_timeout, settle, restart_cmd, start_timeout,
                           do_minimize, budget, output, late_threshold, force_decode, expect,
-                          expect_kernel, any_crash, harden) -> ReplayOptions:
+                          expect_kernel, any_crash, harden, api_key) -> ReplayOptions:
         """The options as click parsed them (names as in crashlab/cli.py); BadInput, or
         EnvironmentProblem for --harden sanitizer without compute-sanitizer."""
         contradiction = _contradiction(as_list=as_list, url=url, minimize=do_minimize,
@@ -65,7 +65,7 @@ class ReplayOptions:
                       settle=settle)
         hardened = harden_command(restart_cmd, harden) if harden else None
         target = (Target(url=url, restart_cmd=restart_cmd, start_timeout=start_timeout,
-                         harden=hardened) if url else None)
+                         harden=hardened, api_key=api_key) if url else None)
         return cls(dump=dump, as_json=as_json, target=target, plan=plan, watch=watch,
                    repeat=repeat, expected=expected, any_crash=any_crash,
                    late_threshold=late_threshold / 1000, force_decode=force_decode,

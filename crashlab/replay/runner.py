@@ -23,6 +23,7 @@ import psutil
 
 from ..version import __version__
 from ..errors import BadInput, EnvironmentProblem
+from ..launchline import bearer
 from ..report.model import Tool
 from ..report.redact import Redactor
 from .compare import divergence
@@ -74,13 +75,13 @@ class Fidelity:
     force: str = "auto"  # "auto", "trace", "length" or "off"
     decided: ForceDecode | None = field(default=None, repr=False)
 
-    def forcing(self, batch: list[Request], url: str) -> Forcing:
+    def forcing(self, batch: list[Request], target: Target) -> Forcing:
         """The decode forcing for this replay, decided once (auto probes the first server)."""
         if self.decided is None:
-            self.decided = self._decide(batch, url)
+            self.decided = self._decide(batch, target)
         return Forcing(self.decided.used)
 
-    def _decide(self, batch: list[Request], url: str) -> ForceDecode:
+    def _decide(self, batch: list[Request], target: Target) -> ForceDecode:
         count = sum(map(forceable, batch))
         if self.force == "off":
             return ForceDecode(asked="off", used="off", reason="--force-decode off")
@@ -90,7 +91,7 @@ class Fidelity:
         if self.force in ("trace", "length"):
             return ForceDecode(asked=self.force, used=self.force, requests=count,
                                reason=f"--force-decode {self.force}")
-        takes, answer = probe_trace(url)
+        takes, answer = probe_trace(target.url, headers=target.headers)
         used = "trace" if takes else "length"
         reason = ("the server takes trace_decode_token_ids" if takes else
                   "the server does not take trace_decode_token_ids: min_new_tokens = "
@@ -108,6 +109,8 @@ class Target:
     start_timeout: float = 600.0
     server_log: Path | None = None
     harden: Harden | None = None
+    #: the server's --api-key; by default the one --restart-cmd starts it with
+    api_key: str | None = None
     _server: ManagedServer | None = field(default=None, repr=False)
 
     def server(self) -> ManagedServer | None:
@@ -131,13 +134,24 @@ class Target:
             self._server.stop()
 
     @cached_property
-    def redactor(self) -> Redactor:
-        """Knows the secrets of --restart-cmd and of the environment it runs in."""
+    def _restart_argv(self) -> list[str]:
         try:
-            argv = shlex.split(self.restart_cmd or "")
+            return shlex.split(self.restart_cmd or "")
         except ValueError:  # unbalanced quotes: /bin/sh will say so; its words are still known
-            argv = (self.restart_cmd or "").split()
-        return Redactor.for_launch(argv, {**os.environ, **(self.harden.env if self.harden else {})})
+            return (self.restart_cmd or "").split()
+
+    @cached_property
+    def headers(self) -> dict[str, str]:
+        """What every request carries: SGLang started with --api-key refuses the rest with 401
+        (its /health* needs no key, so health checks go without)."""
+        return bearer(self._restart_argv, self.api_key)
+
+    @cached_property
+    def redactor(self) -> Redactor:
+        """Knows the secrets of --restart-cmd, of --api-key and of the environment they run in."""
+        given = ["--api-key", self.api_key] if self.api_key else []
+        return Redactor.for_launch([*self._restart_argv, *given],
+                                   {**os.environ, **(self.harden.env if self.harden else {})})
 
     @property
     def reported_harden(self) -> Harden | None:
@@ -191,13 +205,13 @@ def attempt(batch: list[Request], target: Target, plan: Plan, watch: Watch, numb
     if child is None and not healthy(target.url):
         raise EnvironmentProblem(f"no healthy server at {target.url} (GET /health failed); start it, "
                                  "or give --restart-cmd")
-    forcing = fidelity.forcing(batch, target.url)
+    forcing = fidelity.forcing(batch, target)
     log = watch.log or (server.log if server else None)
     oracle = Oracle(target.url, pid=watch.pid, child=child, cores=watch.cores, log=log,
                     patterns=watch.patterns, health_interval=watch.health_interval,
                     health_timeout=watch.health_timeout, redact=target.redactor.text).start()
     started = time.monotonic()
-    sender = Sender(target.url, batch, plan, oracle, progress, forcing)
+    sender = Sender(target.url, batch, plan, oracle, progress, forcing, target.headers)
     outcomes = sender.run()
     if oracle.tripped.wait(watch.settle):
         time.sleep(min(watch.settle, _CORROBORATE_S))  # let the other evidence land too

@@ -18,7 +18,7 @@ import queue
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Mapping
 
 from pydantic import ValidationError
 
@@ -105,7 +105,7 @@ class Sender:
 
     def __init__(self, url: str, batch: list[Request], plan: Plan, oracle: Oracle,
                  progress: Callable[[int, int], None] | None = None,
-                 forcing: Forcing | None = None):
+                 forcing: Forcing | None = None, headers: Mapping[str, str] | None = None):
         self.url = url.rstrip("/")
         self.batch = batch
         self.forcing = forcing or Forcing()
@@ -120,7 +120,7 @@ class Sender:
         self.local = threading.local()
         self.slots = threading.BoundedSemaphore(plan.concurrency) if plan.concurrency else None
         self.started = 0.0
-        self.client = Client(self.url, plan.timeout)
+        self.client = Client(self.url, plan.timeout, headers)
 
     def run(self) -> list[RequestOutcome]:
         times = self.plan.times(self.batch)

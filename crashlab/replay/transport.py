@@ -22,6 +22,7 @@ import socket
 import threading
 import time
 from dataclasses import dataclass
+from typing import Mapping
 from urllib.parse import urlsplit
 
 _HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
@@ -74,7 +75,7 @@ def stale(sock: socket.socket | None) -> bool:
 
 
 class Client:
-    def __init__(self, url: str, timeout: float):
+    def __init__(self, url: str, timeout: float, headers: Mapping[str, str] | None = None):
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"not an http(s) URL: {url}")
@@ -83,6 +84,7 @@ class Client:
         self.port = parts.port or (443 if self.https else 80)
         self.prefix = parts.path.rstrip("/")
         self.timeout = timeout
+        self.headers = {**_HEADERS, **(headers or {})}
         self.local = threading.local()
         self.reconnects = 0  # idle connections found closed and replaced before a send
 
@@ -120,7 +122,7 @@ class Client:
         connection = self._connection()
         delivery.written_at = time.monotonic()
         try:
-            connection.request("POST", self.prefix + path, body=data, headers=_HEADERS)
+            connection.request("POST", self.prefix + path, body=data, headers=self.headers)
             answer = connection.getresponse()
         except _DROPPED as problem:
             self._drop()

@@ -247,10 +247,15 @@ def agreement_line(agreements) -> str:
     return " · ".join(parts)
 
 
-def debugger_headline(section) -> str:
+def debugger_status(section) -> str:
+    """``cuda-gdb 12.4: ok`` or ``cuda-gdb: unavailable: why``."""
     tool = section.version or section.tool or "cuda-gdb"
     reason = f": {section.reason}" if section.reason else ""
-    return f"debugger {tool}: {section.status}{reason}"
+    return f"{tool}: {section.status}{reason}"
+
+
+def debugger_headline(section) -> str:
+    return f"debugger {debugger_status(section)}"
 
 
 def focus_text(focus) -> str:

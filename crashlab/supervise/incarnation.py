@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import requests
 
+from ..launchline import bearer
 from ..report.run import Finding
 from . import collect, environment, files, launch, rundir, timestamps
 from .logscan import CHILD_CRASHED
@@ -120,7 +121,7 @@ class LiveIncarnation:
         for endpoint in ("/server_info", "/get_server_info"):
             try:
                 response = session.get(base + endpoint, timeout=supervisor.options.health_timeout,
-                                       headers=launch.bearer(self.plan.argv))
+                                       headers=bearer(self.plan.argv))
                 if response.status_code == 200:
                     files.write_json(self.dirs.server_info, supervisor.redactor.json(response.json()))
                     supervisor.store.add_files([collect.record(supervisor.run_dir, self.dirs.server_info,

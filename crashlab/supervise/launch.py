@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import BadInput
+from ..launchline import option_value
 
 SGLANG_DEFAULT_HOST, SGLANG_DEFAULT_PORT = "127.0.0.1", 30000
 CRASH_DUMP_FLAG = "--crash-dump-folder"
@@ -31,17 +32,6 @@ def is_sglang(argv: list[str]) -> bool:
     return False
 
 
-def option_value(argv: list[str], flag: str) -> str | None:
-    """The value of ``flag X`` or ``flag=X`` (the last one wins, as with argparse)."""
-    found = None
-    for i, token in enumerate(argv):
-        if token == flag and i + 1 < len(argv):
-            found = argv[i + 1]
-        elif token.startswith(flag + "="):
-            found = token[len(flag) + 1:]
-    return found
-
-
 def health_url(argv: list[str], sglang: bool) -> str | None:
     """http://host:port/health from the command's --host/--port, or None when it names no port."""
     port = option_value(argv, "--port")
@@ -55,13 +45,6 @@ def health_url(argv: list[str], sglang: bool) -> str | None:
     if ":" in host:
         host = f"[{host}]"
     return f"http://{host}:{port or SGLANG_DEFAULT_PORT}/health"
-
-
-def bearer(argv: list[str]) -> dict[str, str]:
-    """The header SGLang asks of every endpoint but /health*, /ready* and /metrics once it was
-    started with ``--api-key`` (``decide_request_auth`` in SGLang's srt/utils/auth.py)."""
-    key = option_value(argv, "--api-key")
-    return {"Authorization": f"Bearer {key}"} if key else {}
 
 
 def base_url(url: str) -> str:
