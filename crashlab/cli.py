@@ -268,6 +268,8 @@ def env(as_json: bool, as_markdown: bool, python: str | None, timeout: float) ->
     if python is not None and not Path(python).is_file() and shutil.which(python) is None:
         raise BadInput(f"--python {python}: no such interpreter")
     environment = capture(python=python, timeout=timeout)
+    if python and not environment.python.site_paths:
+        raise BadInput(f"--python {python}: not a Python interpreter that answers")
     if as_json:  # rich is not needed for JSON
         click.echo(environment.model_dump_json(indent=2))
         return

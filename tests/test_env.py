@@ -203,6 +203,7 @@ def test_the_cli_asks_the_interpreter_it_is_given(tmp_path):
 @pytest.mark.parametrize("args, fragment", [
     (("--json", "--markdown"), "choose one of --json and --markdown"),
     (("--python", "/no/such/python"), "--python /no/such/python: no such interpreter"),
+    (("--python", "/bin/echo"), "--python /bin/echo: not a Python interpreter that answers"),
     (("--timeout", "0"), "--timeout"),
     (("--timeout", "soon"), "--timeout"),
 ])
@@ -220,3 +221,11 @@ def test_load_reads_back_what_was_written_and_refuses_what_is_not_one(tmp_path):
     (tmp_path / FILE).write_text('{"schema_version": 1}')
     with pytest.raises(BadInput, match="not an environment crashlab wrote"):
         load(tmp_path)
+
+
+def test_an_interpreter_that_answers_something_else_is_said_so_not_exit_0(tmp_path):
+    talker = tmp_path / "python3"
+    talker.write_text("#!/bin/sh\necho hello\n")
+    talker.chmod(0o755)
+    env = capture(machine(tmp_path, path=BARE), python=str(talker), timeout=5)
+    assert "-c <sys.path>: answered, but not what was asked" in markdown(env)

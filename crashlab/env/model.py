@@ -47,6 +47,8 @@ class Probe(_Model):
             return f"{self.tool} timed out after {self.seconds:.2g} s"
         if self.status == "missing":
             return f"{self.tool}: not found"
+        if self.status == "failed" and self.exit_code == 0:
+            return f"{self.tool}: answered, but not what was asked"
         if self.status == "failed":
             return f"{self.tool}: exit {self.exit_code}"
         return f"{self.tool}: ok in {self.seconds:.2f} s"
