@@ -18,6 +18,7 @@ import click
 from .version import __version__
 from .errors import EXIT_BAD_INPUT, EXIT_FOUND, EXIT_NOTHING, BadInput, EnvironmentProblem
 from .guard import GuardedGroup, say
+from .incidents.grouping import DEFAULT_WINDOW as DEFAULT_INCIDENT_WINDOW
 
 # The modules behind each command (rich included) are imported inside it: --help should not pay
 # for pydantic, pyelftools and rich, inspect for pexpect, requests and the supervisor, nor replay
@@ -369,6 +370,12 @@ def report(inputs: tuple[str, ...], out: Path | None, max_size: str, anonymize: 
     sys.exit(EXIT_FOUND if made.issue.found else EXIT_NOTHING)
 
 
+def _label(value: str | None) -> str | None:
+    if value is not None and not value.strip():
+        raise click.BadParameter("a deployment label cannot be empty")
+    return value
+
+
 # The launch command is the first word that is not one of serve's options (or what follows --):
 # from there on nothing is parsed, while a mistyped option before it is refused like anywhere else.
 @main.command(context_settings={"allow_interspersed_args": False})
@@ -400,10 +407,17 @@ def report(inputs: tuple[str, ...], out: Path | None, max_size: str, anonymize: 
 @click.option("--no-debugger", is_flag=True,
               help="Do not add cuda-gdb's view to the dumps' reports (it is added where cuda-gdb "
                    "exists).")
+@click.option("--deployment", metavar="LABEL", callback=lambda _c, _p, value: _label(value),
+              help="The deployment this server belongs to, e.g. the prefill and decode servers "
+                   "of one PD-disaggregated SGLang: their crashes are grouped into incidents.")
+@click.option("--incident-window", type=click.FloatRange(min=0), default=DEFAULT_INCIDENT_WINDOW,
+              show_default=True, metavar="SECONDS",
+              help="Crashes of the deployment's servers (or, without --deployment, of this host) "
+                   "within this many seconds of an incident's first failure join it.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def serve(runs_dir, coredump, user_dumps, health_url, health_interval, health_timeout,
           dump_timeout, grace, restart, max_restarts, restart_delay, quiet, no_debugger,
-          command) -> None:
+          deployment, incident_window, command) -> None:
     """Run a server under watch; when it crashes, keep every artifact and triage it.
 
     Prefix the usual launch command. The run directory gets the server's logs, its GPU
@@ -419,6 +433,8 @@ def serve(runs_dir, coredump, user_dumps, health_url, health_interval, health_ti
       crashlab serve -- python -m sglang.launch_server --model-path Qwen/Qwen3-0.6B
       crashlab serve --user-dumps --restart on-crash -- python -m sglang.launch_server ...
       crashlab serve --coredump full -- ./my_cuda_program
+      crashlab serve --deployment pd-1 -- python -m sglang.launch_server \\
+          --disaggregation-mode prefill ...
     """
     from .report.run_views import summary_lines
     from .supervise import CoredumpMode, ServeOptions, Supervisor
@@ -429,7 +445,7 @@ def serve(runs_dir, coredump, user_dumps, health_url, health_interval, health_ti
         user_dumps=user_dumps, health_url=health_url, health_interval=health_interval,
         health_timeout=health_timeout, dump_timeout=dump_timeout, grace=grace, restart=restart,
         max_restarts=max_restarts, restart_delay=restart_delay, echo=not quiet,
-        debugger=not no_debugger)
+        debugger=not no_debugger, deployment=deployment, incident_window=incident_window)
     supervisor = Supervisor(options, say)
     say(f"run directory: {supervisor.run_dir}")
     # Ctrl-C, SIGTERM and a closing terminal (unless nohup) stop the server as they would have

@@ -21,3 +21,11 @@ def bearer(argv: list[str], key: str | None = None) -> dict[str, str]:
     ``key``, else for the launch line's own."""
     key = key or option_value(argv, "--api-key")
     return {"Authorization": f"Bearer {key}"} if key else {}
+
+
+def disaggregation_role(argv: list[str]) -> str:
+    """What an SGLang server is in a PD-disaggregated deployment: ``prefill`` or ``decode``
+    from its ``--disaggregation-mode`` (SGLang's choices: null, prefill, decode; null, the
+    default, is a server that is not disaggregated), else ``plain``."""
+    mode = option_value(argv, "--disaggregation-mode")
+    return mode if mode in ("prefill", "decode") else "plain"

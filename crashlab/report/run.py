@@ -13,6 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..incidents.records import Role
 from .model import SCHEMA_VERSION, Source, Tool, TriageReport
 
 
@@ -137,6 +138,17 @@ class Incident(_Model):
     notes: list[str] = Field(default_factory=list)
 
 
+class Deployment(_Model):
+    """Where the server stood, for grouping its crashes with those of other servers."""
+
+    host: str
+    label: str | None = Field(None, description="crashlab serve --deployment, if given")
+    role: Role | None = Field(
+        None, description="SGLang's --disaggregation-mode (plain: not disaggregated); null "
+        "when the command is not SGLang's")
+    incident_window_s: float = Field(description="crashlab serve --incident-window")
+
+
 class RunReport(_Model):
     schema_version: Literal[1] = SCHEMA_VERSION
     tool: Tool
@@ -146,3 +158,5 @@ class RunReport(_Model):
     command: list[str] = Field(description="the launch command, secrets masked")
     incidents: list[Incident]
     warnings: list[str] = Field(default_factory=list)
+    deployment: Deployment | None = Field(None, description="absent in reports of crashlab "
+                                          "before --deployment")

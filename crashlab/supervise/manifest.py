@@ -17,6 +17,7 @@ from typing import Iterator, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import BadInput
+from ..incidents.records import Role
 from ..report.redact import Redactor
 from ..report.run import ExitStatus, FileRecord, Finding, ProcessRecord
 from . import files
@@ -90,6 +91,9 @@ class Manifest(_Model):
     command: list[str] = Field(description="as given, secrets masked")
     cwd: str
     sglang: bool
+    role: Role | None = Field(
+        None, description="SGLang's --disaggregation-mode: prefill or decode server of a "
+        "PD-disaggregated deployment, or plain; null when the command is not SGLang's")
     options: dict
     environment: dict[str, EnvironmentEntry]
     incarnations: list[Incarnation] = Field(default_factory=list)

@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
+from ..incidents.grouping import DEFAULT_WINDOW
 from ..report.run import RunReport
 from .environment import CoredumpMode
 from .kernellog import KMSG
@@ -32,6 +33,11 @@ class ServeOptions:
     kernel_log: str = KMSG
     #: add cuda-gdb's view to each dump's report where cuda-gdb exists
     debugger: bool = True
+    #: the deployment this server belongs to (a prefill and a decode server of one
+    #: PD-disaggregated SGLang share one), for grouping crashes into incidents
+    deployment: str | None = None
+    #: seconds after an incident's first failure in which another server's crash joins it
+    incident_window: float = DEFAULT_WINDOW
 
     def as_manifest(self) -> dict:
         values = asdict(self)

@@ -9,7 +9,7 @@ from ..errors import EXIT_FOUND, EXIT_NOTHING
 from ..report import run_views
 from ..report.model import Source, Tool
 from ..report.redact import Redactor
-from ..report.run import Incident, RunReport
+from ..report.run import Deployment, Incident, RunReport
 from . import collect, files
 from .manifest import Manifest, ManifestStore, Outcome
 
@@ -23,7 +23,10 @@ def build(run_dir: Path, manifest: Manifest, incidents: list[Incident]) -> RunRe
         f"{len(incidents)} incidents; first: {incidents[0].summary}",
         source=Source(path=str(run_dir), size_bytes=size, kind="run"),
         command=manifest.command, incidents=incidents,
-        warnings=[w for incarnation in manifest.incarnations for w in incarnation.warnings])
+        warnings=[w for incarnation in manifest.incarnations for w in incarnation.warnings],
+        deployment=Deployment(host=manifest.crashlab.host, label=manifest.options.get("deployment"),
+                              role=manifest.role,
+                              incident_window_s=manifest.options["incident_window"]))
 
 
 def write(run_dir: Path, store: ManifestStore, redactor: Redactor, incidents: list[Incident]) -> None:

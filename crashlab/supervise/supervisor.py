@@ -30,6 +30,7 @@ import psutil
 
 from .. import __version__
 from ..errors import CrashlabError
+from ..launchline import disaggregation_role
 from ..report.redact import Redactor
 from ..report.run import FileRecord, Incident
 from . import collect, files, incident, launch, rundir, runreport, timestamps
@@ -72,6 +73,7 @@ class Supervisor:
                               process_started=this_process.create_time()),
             command=self.redactor.argv(options.command), cwd=str(self.cwd),
             sglang=launch.is_sglang(options.command), options=options.as_manifest(),
+            role=disaggregation_role(options.command) if launch.is_sglang(options.command) else None,
             environment={}), self.redactor)
         self.incidents: list[Incident] = []
 

@@ -1,7 +1,9 @@
 """STAND-IN for ``python -m sglang.launch_server`` in crashlab's tests; not SGLang.
 
 What it imitates (shared/reference/sglang-crash-dump.md sections 2, 5, 6): the command line
-(--model-path, --host, --port, --tp-size, --crash-dump-folder, --api-key, --max-total-tokens),
+(--model-path, --host, --port, --tp-size, --crash-dump-folder, --api-key, --max-total-tokens,
+--disaggregation-mode with SGLang's choices null | prefill | decode, printed in its ServerArgs line
+and otherwise without effect: no KV cache moves between stand-ins),
 one ``sglang::scheduler_TPn`` child per rank plus ``sglang::detokenizer``, GET /health, GET
 /server_info, POST /generate, the ``server_args=ServerArgs(...)`` line (secrets included, as
 SGLang prints them) and the "ready to roll" line, the SubprocessWatchdog (a child dying makes the main process SIGQUIT
@@ -263,6 +265,7 @@ def main() -> None:
     parser.add_argument("--crash-dump-folder")
     parser.add_argument("--api-key")
     parser.add_argument("--max-total-tokens", type=int)
+    parser.add_argument("--disaggregation-mode", choices=("null", "prefill", "decode"), default="null")
     Server(parser.parse_args()).run()
 
 
