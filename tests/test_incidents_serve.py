@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+from datetime import datetime
 from pathlib import Path
 
 from crashlab.incidents import group
@@ -62,6 +63,10 @@ def test_a_decode_crash_after_its_prefill_server_died_is_one_incident_led_by_the
     assert [(c.role, c.label, c.rank) for c in incident.members] == [
         ("prefill", None, "TP0"), ("decode", "FAULT", "TP0"), ("decode", "COLLATERAL", "TP1")]
     assert "moe_align_block_size" in incident.members[1].first_line
+    fault_dump = decode.report()["incidents"][0]["dumps"][0]
+    assert incident.members[1].time < datetime.fromisoformat(fault_dump["written_at"])  # its fault
+    assert incident.members[2].time == datetime.fromisoformat(
+        decode.report()["incidents"][0]["dumps"][1]["written_at"])
     assert any("same --deployment label 'pd-1'" in note for note in incident.notes)
     assert any("the prefill server" in note and "likely its consequence" in note
                for note in incident.notes)
