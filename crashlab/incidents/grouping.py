@@ -22,6 +22,7 @@ the CUDA error).
 from __future__ import annotations
 
 import hashlib
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from datetime import timedelta
 from itertools import groupby
@@ -130,9 +131,16 @@ def _join(incident: Incident, ranks: list[Crash], window: float) -> None:
 
 
 def _attach_xids(incidents: list[Incident], xids: list[XidLine], span: timedelta) -> None:
+    by_host: dict[str, list[Incident]] = {}
+    for incident in incidents:  # already by first failure
+        for host in incident.hosts:
+            by_host.setdefault(host, []).append(incident)
+    starts = {host: [i.first_failure.time for i in found] for host, found in by_host.items()}
     for xid in sorted(xids, key=lambda x: x.time):
-        near = [i for i in incidents if xid.host in i.hosts
-                and abs(xid.time - i.first_failure.time) <= span]
+        found, times = by_host.get(xid.host, []), starts.get(xid.host, [])
+        at = bisect_left(times, xid.time)
+        near = [i for i in found[max(0, at - 1):at + 1]
+                if abs(xid.time - i.first_failure.time) <= span]
         if not near:
             continue
         incident = min(near, key=lambda i: abs(xid.time - i.first_failure.time))
@@ -141,4 +149,3 @@ def _attach_xids(incidents: list[Incident], xids: list[XidLine], span: timedelta
         when = f"{-offset:.1f} s before" if offset < 0 else f"{offset:.1f} s after"
         incident.notes.append(f"Xid {xid.xid} on {xid.host} ({xid.device}) {when} the first "
                               f"failure joined: same host, within the window: {xid.text}")
-

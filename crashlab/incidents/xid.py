@@ -53,7 +53,7 @@ def from_dmesg(text: str, host: str, boot_time: datetime | None = None,
     times that ``dmesg -T`` and syslog print (ISO times carry their own)."""
     reading = XidReading()
     for raw in text.splitlines():
-        found = _XID.search(raw)
+        found = _XID.search(raw) if "NVRM: Xid" in raw else None
         if found is None:
             continue
         when, line_host = _time(raw, boot_time, year, tz)
