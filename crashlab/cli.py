@@ -371,8 +371,11 @@ def report(inputs: tuple[str, ...], out: Path | None, max_size: str, anonymize: 
 
 
 def _label(value: str | None) -> str | None:
+    """A label, not the next option or ``--`` taken as one (``--deployment -- python ...``)."""
     if value is not None and not value.strip():
         raise click.BadParameter("a deployment label cannot be empty")
+    if value is not None and value.startswith("-"):
+        raise click.BadParameter(f"{value!r} is not a deployment label (is the label missing?)")
     return value
 
 

@@ -85,7 +85,7 @@ def _without_label(crash):
     return replace(crash, deployment=None)
 
 
-def test_a_non_sglang_command_has_no_role_and_an_empty_label_is_refused(tmp_path):
+def test_a_non_sglang_command_has_no_role_and_a_missing_label_is_refused(tmp_path):
     serve = Serve(tmp_path, ["sh", "-c", "kill -ABRT $$"], env=environment())
     assert serve.finish() == 0, serve.stderr
     assert serve.manifest()["role"] is None
@@ -93,7 +93,10 @@ def test_a_non_sglang_command_has_no_role_and_an_empty_label_is_refused(tmp_path
     assert serve.report()["deployment"]["label"] is None
     [crash] = records(serve)[0]
     assert crash.role is None and crash.label is None
-    refused = Serve(folder(tmp_path / "refused"), ["true"], "--deployment", " ", env=environment())
-    assert refused.finish() == 2
-    assert refused.stderr.count("\n") == 1 and "deployment label cannot be empty" in refused.stderr
-    assert not list((tmp_path / "refused" / "runs").glob("*/manifest.json"))
+    for label, message in ((" ", "deployment label cannot be empty"),
+                           ("--", "'--' is not a deployment label (is the label missing?)")):
+        refused = Serve(folder(tmp_path / f"refused{len(label)}"), ["true"], "--deployment", label,
+                        env=environment())
+        assert refused.finish() == 2
+        assert refused.stderr.count("\n") == 1 and message in refused.stderr, refused.stderr
+        assert not list(refused.runs.glob("*/manifest.json"))
