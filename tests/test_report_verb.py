@@ -120,7 +120,8 @@ def test_a_budget_too_small_for_the_report_itself_is_bad_input(gpu_run, tmp_path
 
 #: A launch as production writes it (every value here made up for the test).
 PASSWORD = "Hunter2-db-password"
-API_KEY = "sk-live-9f8e7d6c5b4a39281706aabbccdd"
+#: no well-known shape (not sk-..., hf_...): only knowing the launch's own key masks it everywhere
+API_KEY = "PlainKey-abcdef-778899-zq"
 INTERNAL_IP = "10.20.30.40"
 PEER_IP = "172.16.99.7"
 INTERNAL_HOST = "gpu-node-17.prod.example-corp.internal"
@@ -128,6 +129,20 @@ DB_HOST = "pg-primary.db.example-corp.internal"
 USER = "alicesmith"
 HOME = f"/home/{USER}"
 PROMPT = "Summarise the medical record of patient Jane Roe, born 1970"
+#: the machine serve ran on, as its run directory (<time>-<host>-<pid>) and manifest name it
+SERVE_HOST = "gpu-worker-a1b2c3"
+
+
+def _as_if_served_on(run: Path, host: str) -> Path:
+    """The run as if serve had run on ``host``: its directory renamed, its manifest's host set
+    (this machine's own name may be too short to look for in binary members)."""
+    renamed = run.with_name(run.name.replace(f"-{socket.gethostname()}-", f"-{host}-", 1))
+    assert renamed != run
+    run.rename(renamed)
+    manifest = json.loads((renamed / "manifest.json").read_text())
+    manifest["crashlab"]["host"] = host
+    (renamed / "manifest.json").write_text(json.dumps(manifest))
+    return renamed
 
 
 def test_anonymize_keeps_no_host_user_address_secret_or_prompt_in_any_member(tmp_path):
@@ -138,6 +153,7 @@ def test_anonymize_keeps_no_host_user_address_secret_or_prompt_in_any_member(tmp
     run = _crashed_run(tmp_path / "serve", "--api-key", API_KEY, "--model-path", f"{HOME}/models/llama-3-8b",
                        env=env, prompt=PROMPT, sampling={"max_new_tokens": 7, "temperature": 0.3},
                        command_prefix=("env", f"SGLANG_DIST_INIT_ADDR={PEER_IP}:5000"))
+    run = _as_if_served_on(run, SERVE_HOST)
     out = tmp_path / "issue"
     done = run_cli("report", run, "--out", out, "--anonymize", "--json", env={"USER": USER})
     assert done.returncode == 0, done.stderr
@@ -146,7 +162,7 @@ def test_anonymize_keeps_no_host_user_address_secret_or_prompt_in_any_member(tmp
     [bundle] = out.glob("*.tar.gz")
     members = bundle_members(bundle)
     forbidden = [PASSWORD, API_KEY, INTERNAL_IP, PEER_IP, INTERNAL_HOST, "gpu-node-17", DB_HOST,
-                 USER, HOME, PROMPT, "Jane Roe"]
+                 USER, HOME, PROMPT, "Jane Roe", SERVE_HOST]
     if len(socket.gethostname()) >= 4:
         forbidden.append(socket.gethostname())
     # the run directory itself holds them (masked secrets aside): the test is not vacuous

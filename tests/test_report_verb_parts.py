@@ -145,3 +145,23 @@ def test_the_anonymiser_replaces_places_and_people_and_keeps_what_is_not_one():
     assert text.endswith("kept: 127.0.0.1 0.0.0.0 12:00:01.103 threading.local 580.65.06 "
                          "std::vector fe80::1 torch.cuda nvidia-cudnn-cu12==9.1.0.70")
     assert anonymizer.text("node7.cluster.example.org") == anonymizer.text("node7.cluster.example.org")
+
+
+def test_a_known_host_goes_wherever_it_stands_between_non_alphanumerics_in_any_case():
+    anonymizer = Anonymizer.for_launch(["python", "-m", "sglang.launch_server"], {
+        "SGLANG_HOST_IP": "gpu-node-3", "NCCL_COMM_ID": "infer-b7.cluster:29500",
+        "SGLANG_USE_MASTER": "true", "MY_SERVER": "1"}, hosts=["gpu-worker-a1b2c3"])
+    text = anonymizer.text("/runs/20261123-231840-gpu-worker-a1b2c3-5846/x GPU-WORKER-A1B2C3 "
+                           "rank@gpu-node-3:5000 Infer-B7.cluster")
+    for gone in ("gpu-worker", "GPU-WORKER", "gpu-node-3", "Infer-B7", "infer-b7"):
+        assert gone not in text, gone
+    assert text.startswith("/runs/20261123-231840-host-1.example-5846/x host-1.example ")
+    # a switch or a number in a host-named variable is no host: it stays everywhere
+    assert anonymizer.text("true 1 gpu-worker-a1b2c3x") == "true 1 gpu-worker-a1b2c3x"
+
+
+def test_a_short_private_or_global_ipv6_is_replaced_and_only_link_local_is_kept():
+    anonymizer = Anonymizer()
+    text = anonymizer.text("[fd00::17]:29500 fc00::2 2606:4700::1 fe80::1 ::1")
+    assert "fd00::17" not in text and "fc00::2" not in text and "2606:4700::1" not in text
+    assert text.endswith(" fe80::1 ::1") and text.count("2001:db8::") == 3
