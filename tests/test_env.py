@@ -160,6 +160,20 @@ def test_variables_are_the_relevant_ones_with_secrets_masked(tmp_path):
                              "SGLANG_CACHE_URL": "https://user:***@cache.internal/x"}
 
 
+def test_bytes_that_are_not_utf8_in_a_variable_are_backslash_escaped_not_a_crash(tmp_path):
+    """os.environ holds such bytes as surrogate escapes, which JSON cannot encode."""
+    weird = os.fsdecode(b"caf\xe9-\xff")
+    env = {"CUDA_WEIRD": weird, "HF_" + weird: "x", "CUDA_HOME": str(tmp_path / weird)}
+    captured = capture(machine(tmp_path, path=BARE, **env), timeout=5)
+    assert captured.variables["CUDA_WEIRD"] == "caf\\xe9-\\xff"
+    assert captured.variables["HF_caf\\xe9-\\xff"] == "x"
+    assert captured.cuda.home.endswith("/caf\\xe9-\\xff")
+    assert json.loads(captured.model_dump_json())["variables"]["CUDA_WEIRD"] == "caf\\xe9-\\xff"
+    done = run_cli("env", "--json", "--timeout", "5", env={"NCCL_WEIRD": weird})
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["variables"]["NCCL_WEIRD"] == "caf\\xe9-\\xff"
+
+
 def test_the_markdown_block_reads_like_check_env_and_leaves_out_host_and_uuids(tmp_path):
     env = capture(machine(tmp_path, path=WITH_STANDIN), timeout=10)
     body = markdown(env)
