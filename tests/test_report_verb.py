@@ -145,6 +145,30 @@ def _as_if_served_on(run: Path, host: str) -> Path:
     return renamed
 
 
+#: Credentials no rule can recognise: unshaped values, names that say nothing or only "auth".
+UNSHAPED = {"WAREHOUSE_LOGIN": "Unshaped-Login-Value-5151", "MY_SERVICE_AUTH": "AuthValue-NotShaped-4242",
+            "HF_ENDPOINT_AUTH": "HfSecretNotShaped123"}
+
+
+def test_the_bundles_launch_keeps_the_values_of_reported_variables_only(tmp_path):
+    env = environment(crash="gpu-fault")
+    env.update(UNSHAPED, NCCL_DEBUG="INFO")
+    run = _crashed_run(tmp_path / "serve", env=env)
+    assert "Unshaped-Login-Value-5151" in (run / "incarnation-1" / "launch.json").read_text()
+    out = tmp_path / "issue"
+    done = run_cli("report", run, "--out", out)
+    assert done.returncode == 0, done.stderr
+    [bundle] = out.glob("*.tar.gz")
+    members = bundle_members(bundle)
+    for name, data in [*members.items(), ("body", done.stdout)]:
+        for secret in UNSHAPED.values():
+            assert secret.encode() not in data, (name, secret)
+    launched = json.loads(members["run/incarnation-1/launch.json"])["environment"]
+    assert launched["WAREHOUSE_LOGIN"] == launched["PATH"] == "***"  # names kept, values not
+    assert launched["NCCL_DEBUG"] == "INFO" and launched["STANDIN_CRASH"] == "***"
+    assert json.loads(members["environment.json"])["variables"]["HF_ENDPOINT_AUTH"] == "***"
+
+
 def test_anonymize_keeps_no_host_user_address_secret_or_prompt_in_any_member(tmp_path):
     env = environment(crash="gpu-fault")
     env.update(PGPASSWORD=PASSWORD, DATABASE_URL=f"postgresql://svc:{PASSWORD}@{DB_HOST}:5432/jobs",

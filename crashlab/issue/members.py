@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Iterable
 
 from ..coredump.constants import GZIP_MAGIC
+from ..env.capture import is_reported_variable
+from ..report.redact import MASK
 from ..supervise import rundir
 from ..supervise.incident import lines_at_ends
 from .inputs import CoreInput, DumpInput, Inputs, RunInput
@@ -79,6 +81,18 @@ def _json_file(path: Path) -> object | None:
         return None
 
 
+def _launch_shown(launch: object) -> object:
+    """launch.json as the bundle holds it: the values of the variables crashlab env reports (the
+    CUDA, NCCL, torch and server families), and only the names of the others. A server's whole
+    environment holds credentials whose names say nothing (``MY_SERVICE_LOGIN``), which no rule
+    can tell from a setting."""
+    if not isinstance(launch, dict) or not isinstance(launch.get("environment"), dict):
+        return launch
+    return {**launch, "environment": {
+        name: value if is_reported_variable(str(name)) or value in ("", None) else MASK
+        for name, value in launch["environment"].items()}}
+
+
 def _run_members(run: RunInput, privacy: Privacy, prefix: str) -> Iterable[Candidate]:
     if run.report is not None:
         yield Candidate(f"{prefix}report.json", "run", 0, run.path / "report.json",
@@ -88,10 +102,11 @@ def _run_members(run: RunInput, privacy: Privacy, prefix: str) -> Iterable[Candi
     for incarnation in run.manifest.incarnations:
         folder = rundir.incarnation(run.path, incarnation.number)
         at = f"{prefix}incarnation-{incarnation.number}/"
-        for path in (folder.launch, folder.server_info):
+        for path, shown in ((folder.launch, _launch_shown), (folder.server_info, None)):
             value = _json_file(path)
             if value is not None:
-                yield Candidate(at + path.name, "run", 1, path, privacy.document(value))
+                yield Candidate(at + path.name, "run", 1, path,
+                                privacy.document(shown(value) if shown else value))
         for stream in ("stderr", "stdout"):
             path = folder.log(stream)
             if path.is_file() and path.stat().st_size:
