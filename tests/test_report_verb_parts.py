@@ -4,6 +4,7 @@ the request dumps real SGLang wrote (fixtures/sglang_dumps/real/), real gzip and
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import shutil
@@ -165,3 +166,38 @@ def test_a_short_private_or_global_ipv6_is_replaced_and_only_link_local_is_kept(
     text = anonymizer.text("[fd00::17]:29500 fc00::2 2606:4700::1 fe80::1 ::1")
     assert "fd00::17" not in text and "fc00::2" not in text and "2606:4700::1" not in text
     assert text.endswith(" fe80::1 ::1") and text.count("2001:db8::") == 3
+
+
+def _core_with(tmp_path: Path, tail: bytes, *, straddle: bytes = b"", packed: bool = False) -> Path:
+    """The synthetic FAULT coredump with ``tail`` appended (after zeros that put the reader's
+    first chunk boundary right before ``straddle`` in it, when given), gzip-compressed when
+    ``packed``."""
+    data = FAULT_CORE.read_bytes()
+    if straddle:
+        data += bytes((1 << 20) - len(data) - tail.index(straddle))
+    data += tail
+    core = tmp_path / ("core.nvcudmp.gz" if packed else "core.nvcudmp")
+    tmp_path.mkdir(exist_ok=True)
+    core.write_bytes(gzip.compress(data) if packed else data)
+    return core
+
+
+@pytest.mark.parametrize("tail, what, options", [
+    (b"\0/home/alicesmith/models/m\0", "a home folder", {}),
+    (b"\0gpu-7.prod.example-corp.internal\0", "a private host name", {}),
+    (b"\0MASTER=10.20.30.40\0", "an IPv4 address", {"straddle": b"30.40"}),  # neither half is one
+    (b"\0[fd00:dead:beef::17]:29500\0", "an IPv6 address", {"packed": True}),
+], ids=["home", "host", "ipv4-across-chunks", "ipv6-gzip"])  # ids: PYTEST_CURRENT_TEST is read too
+def test_anonymize_leaves_out_a_coredump_holding_a_place_or_person_it_had_not_learned(
+        tmp_path, tail, what, options):
+    clean = run_cli("report", _core_with(tmp_path / "clean", b"\x00127.0.0.1 fe80::1 ::1\x00"),
+                    "--anonymize", "--json", "--out", tmp_path / "clean-out")
+    assert clean.returncode == 0 and json.loads(clean.stdout)["left_out"] == []  # bundled
+    core = _core_with(tmp_path, tail, **options)
+    done = run_cli("report", core, "--anonymize", "--json", "--out", tmp_path / "out")
+    assert done.returncode == 0, done.stderr
+    issue = json.loads(done.stdout)
+    [left] = issue["left_out"]
+    assert left["kind"] == "coredump" and left["reason"].startswith(f"it holds {what},")
+    assert not any(m["name"].startswith("cores/") for m in issue["members"])
+    assert run_cli("report", core, "--json", "--out", tmp_path / "plain").returncode == 0

@@ -4,7 +4,8 @@ Text members (the run's reports, each coredump's triage, the environment, log ex
 made here from the run directory, redacted (and anonymised) like the body. A request dump is
 rewritten with its secrets masked (crashlab.replay.scrub). A coredump is binary and cannot be
 rewritten: it goes in as it is, unless it holds a secret the report knows of (or, anonymised, a
-known host or user name, or GPU memory, where prompts live), which leaves it out.
+known host or user name, a home folder, a private host name, an IP address, or GPU memory,
+where prompts live), which leaves it out.
 
 Ranks, most needed first: the triage and the environment; the logs and the run's records; the
 minimised reproducer; the request dumps; the FAULT coredumps; the other coredumps. Within a rank
@@ -15,12 +16,14 @@ from __future__ import annotations
 
 import gzip
 import json
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 from ..coredump.constants import GZIP_MAGIC
 from ..env.capture import is_reported_variable
+from ..report.anonymize import BYTES_REACH, place_or_person_in
 from ..report.redact import MASK
 from ..supervise import rundir
 from ..supervise.incident import lines_at_ends
@@ -114,11 +117,9 @@ def _run_members(run: RunInput, privacy: Privacy, prefix: str) -> Iterable[Candi
                                 log_excerpt(path, privacy, f"{stream}.log of incarnation {incarnation.number}"))
 
 
-def _holds(path: Path, needles: list[bytes]) -> bool:
-    """Whether the file (gunzipped, if gzip) holds any of ``needles``, read in chunks."""
-    if not needles:
-        return False
-    overlap = max(map(len, needles)) - 1
+def _first_found(path: Path, find: Callable[[bytes], str | None], overlap: int) -> str | None:
+    """What ``find`` names first in the file (gunzipped, if gzip), read in chunks that overlap by
+    ``overlap`` bytes, so that a core of gigabytes never is in memory at once."""
     with open(path, "rb") as raw:
         compressed = raw.read(2) == GZIP_MAGIC
     opener = gzip.open if compressed else open
@@ -126,10 +127,17 @@ def _holds(path: Path, needles: list[bytes]) -> bool:
         tail = b""
         while chunk := stream.read(_SCAN_CHUNK):
             window = tail + chunk
-            if any(needle in window for needle in needles):
-                return True
+            found = find(window)
+            if found:
+                return found
             tail = window[-overlap:] if overlap else b""
-    return False
+    return None
+
+
+def _needle_finder(needles: list[bytes]) -> Callable[[bytes], str | None]:
+    def find(window: bytes) -> str | None:
+        return "known" if any(needle in window for needle in needles) else None
+    return find
 
 
 def _global_memory(dump) -> bool:
@@ -145,10 +153,15 @@ def _core_refusal(core: CoreInput, privacy: Privacy) -> str | None:
             return "it holds GPU global memory, where request data lives, and --anonymize was asked for"
         needles += [name.encode() for name in privacy.anonymizer.names]
     try:
-        if _holds(core.path, needles):
+        if needles and _first_found(core.path, _needle_finder(needles), max(map(len, needles)) - 1):
             return ("it holds a secret, host or user name crashlab knows of, and a coredump "
                     "cannot be rewritten")
-    except (OSError, EOFError, gzip.BadGzipFile) as problem:
+        if privacy.anonymizer is not None:
+            found = _first_found(core.path, place_or_person_in, BYTES_REACH)
+            if found:
+                return (f"it holds {found}, which --anonymize replaces in text, and a coredump "
+                        "cannot be rewritten")
+    except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as problem:
         return f"it cannot be read ({problem})"
     return None
 

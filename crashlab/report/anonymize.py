@@ -40,8 +40,9 @@ _HOME = re.compile(r"(?P<base>/(?:home|Users))/(?P<name>[A-Za-z0-9._-]+)")
 _URL_HOST = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://(?:[^/\s@]+@)?(?P<host>\[[0-9A-Fa-f:.]+\]|"
                        r"[A-Za-z0-9.-]+)")
 #: Host names under a private suffix, three labels or more (``threading.local`` is Python's).
-_PRIVATE_HOST = re.compile(r"(?<![\w.-])(?:[A-Za-z0-9-]+\.){2,}(?:internal|local|localdomain|lan|"
-                           r"corp|intranet|intra|home\.arpa|svc)(?![\w-])", re.IGNORECASE)
+_PRIVATE_SUFFIX = r"(?:internal|local|localdomain|lan|corp|intranet|intra|home\.arpa|svc)"
+_PRIVATE_HOST = re.compile(r"(?<![\w.-])(?:[A-Za-z0-9-]+\.){2,}" + _PRIVATE_SUFFIX + r"(?![\w-])",
+                           re.IGNORECASE)
 #: Environment variables and options whose value names a host (or host:port).
 _HOST_NAME = re.compile(r"(?i)(?:^|_|-)(?:host|hostname|addr|address|server|endpoint|master|ip|"
                         r"comm_id)$")
@@ -53,6 +54,40 @@ _LETTER = re.compile("[a-z]")
 #: User names too common or too short to replace as words.
 _KEPT_USERS = {"root", "user", "nobody", "admin", "ubuntu"}
 MIN_USER_LENGTH = 3
+
+
+#: The same patterns over bytes, for what cannot be rewritten (a coredump of gigabytes): (what
+#: it finds, an anchor every match holds and that starts with a plain byte, which re looks for
+#: at memory speed, the pattern run only around an anchor's hits).
+_IN_BYTES = tuple((what, re.compile(anchor, flags), re.compile(pattern.pattern.encode(), flags))
+                  for what, anchor, pattern, flags in (
+    ("a home folder", rb"/(?:home|Users)/", _HOME, 0),
+    ("a private host name", rb"\." + _PRIVATE_SUFFIX.encode(), _PRIVATE_HOST, re.IGNORECASE),
+    ("an IPv4 address", rb"\.[0-9]{1,3}\.", _IPV4, 0),
+    ("an IPv6 address", rb":[0-9A-Fa-f]{0,4}:", _IPV6, 0)))
+#: How far from an anchor a match may reach; also the overlap of two chunks read apart.
+BYTES_REACH = 256
+
+
+def place_or_person_in(data: bytes) -> str | None:
+    """What ``data`` holds that anonymising would have replaced had it been text (a home folder,
+    a private host name, an IP address other than loopback), named; None when nothing."""
+    for what, anchor, pattern in _IN_BYTES:
+        for hit in anchor.finditer(data):
+            around = pattern.finditer(data, max(0, hit.start() - BYTES_REACH), hit.end() + BYTES_REACH)
+            if any(_says_something(what, match.group()) for match in around):
+                return what
+    return None
+
+
+def _says_something(what: str, found: bytes) -> bool:
+    if not what.startswith("an IP"):
+        return True
+    text = found.decode("ascii")
+    try:
+        return not _kept_address(ipaddress.ip_address(text), text)
+    except ValueError:
+        return False
 
 
 def _host_part(value: str) -> str:
