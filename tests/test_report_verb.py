@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import shutil
 import socket
 import tarfile
 from html.parser import HTMLParser
@@ -109,6 +110,21 @@ def test_a_small_budget_leaves_the_largest_out_and_the_body_says_where_they_are(
     assert all(f"triage/{name}.json" in members for name in left if name.startswith("core."))
     assert issue["members"] and all(not m["name"].startswith("cores/") or m["name"].split("/")[1] not in left
                                     for m in issue["members"])
+
+
+def test_an_environment_json_of_a_newer_crashlab_gives_way_to_one_captured_now(gpu_run, tmp_path):
+    run = tmp_path / gpu_run.name
+    shutil.copytree(gpu_run, run, ignore=shutil.ignore_patterns("pipes"))  # fifos
+    saved = json.loads((run / "environment.json").read_text())
+    (run / "environment.json").write_text(json.dumps({**saved, "numa_nodes": [0, 1]}))
+    done = run_cli("report", run, "--out", tmp_path / "out", "--json")
+    assert done.returncode == 0, done.stderr
+    issue = json.loads(done.stdout)
+    assert issue["environment_origin"] == (
+        "captured by crashlab report now, on the machine the report was made on (the run's "
+        "environment.json was written by a newer crashlab (fields this one does not know: numa_nodes))")
+    body = (tmp_path / "out" / Path(issue["body"]).name).read_text()
+    assert "_Captured by crashlab report now" in body and "does not know: numa_nodes))._" in body
 
 
 def test_a_budget_too_small_for_the_report_itself_is_bad_input(gpu_run, tmp_path):
