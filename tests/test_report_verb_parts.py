@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import tarfile
+import time
 from pathlib import Path
 
 import pytest
@@ -115,6 +116,8 @@ def test_the_tarball_cuts_a_member_that_does_not_fit_and_never_passes_its_budget
     fitting = os.urandom(30_000)
     assert tarball.add("fits.bin", fitting) is not None
     size = tarball.close()
+    assert not path.exists()  # in place only when told
+    tarball.put_in_place()
     assert size == path.stat().st_size <= 50_000
     with tarfile.open(path, "r:gz") as bundle:
         assert bundle.getnames() == ["top/small.txt", "top/fits.bin"]
@@ -201,3 +204,30 @@ def test_anonymize_leaves_out_a_coredump_holding_a_place_or_person_it_had_not_le
     assert left["kind"] == "coredump" and left["reason"].startswith(f"it holds {what},")
     assert not any(m["name"].startswith("cores/") for m in issue["members"])
     assert run_cli("report", core, "--json", "--out", tmp_path / "plain").returncode == 0
+
+
+def test_an_out_folder_that_cannot_be_written_is_an_environment_problem():
+    unwritable = Path("/sys/kernel")  # exists; no one may create a file in it, root included
+    done = run_cli("report", FAULT_CORE, "--out", unwritable)
+    stderr = done.stderr.decode()
+    assert done.returncode == 3 and stderr.count("\n") == 1, stderr
+    assert "the report cannot be written: /sys/kernel/crashlab-report-" in stderr
+    assert "crashlab bug" not in stderr and done.stdout == b""
+
+
+def test_reports_made_in_the_same_second_into_one_folder_keep_each_their_own_files(tmp_path):
+    now = time.time()
+    decoys = {}
+    for second in range(-2, 120):  # every name a report could take in the next two minutes
+        stem = f"crashlab-report-{time.strftime('%Y%m%d-%H%M%S', time.localtime(now + second))}"
+        for suffix in (".md", ".tar.gz"):
+            decoys[tmp_path / (stem + suffix)] = f"an earlier report {second}".encode()
+    for path, content in decoys.items():
+        path.write_bytes(content)
+    done = run_cli("report", FAULT_CORE, "--out", tmp_path, "--json")
+    assert done.returncode == 0, done.stderr
+    issue = json.loads(done.stdout)
+    assert all(path.read_bytes() == content for path, content in decoys.items())
+    body, bundle = Path(issue["body"]), Path(issue["bundle"])
+    assert body.name.endswith("-2.md") and bundle.name == body.name.replace(".md", ".tar.gz")
+    assert body.read_text() == bundle_members(bundle)["report.md"].decode()
