@@ -231,3 +231,19 @@ def test_reports_made_in_the_same_second_into_one_folder_keep_each_their_own_fil
     body, bundle = Path(issue["body"]), Path(issue["bundle"])
     assert body.name.endswith("-2.md") and bundle.name == body.name.replace(".md", ".tar.gz")
     assert body.read_text() == bundle_members(bundle)["report.md"].decode()
+
+
+def test_a_damaged_minimised_reproducer_is_left_out_and_the_report_still_made(tmp_path):
+    dump = tmp_path / "in" / REAL_DUMP.name
+    dump.parent.mkdir()
+    shutil.copy(REAL_DUMP, dump)
+    minimized = dump.with_name(dump.stem + ".min.pkl")
+    minimized.write_bytes(REAL_DUMP.read_bytes()[:200])  # cut short
+    done = run_cli("report", dump, "--out", tmp_path / "out", "--json")
+    assert done.returncode == 0, done.stderr
+    issue = json.loads(done.stdout)
+    [left] = issue["left_out"]
+    assert left["path"] == str(minimized) and left["kind"] == "request-dump"
+    assert left["reason"].startswith("crashlab's loader refuses it, so it cannot be cleaned (")
+    [summary] = issue["request_dumps"]
+    assert summary["member"] in {m["name"] for m in issue["members"]} and summary["minimized"] is None

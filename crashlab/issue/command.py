@@ -192,7 +192,7 @@ def _pack(inputs: Inputs, options: ReportOptions, privacy: Privacy,
 
     def leave_out(candidate: members.Candidate, reason: str) -> None:
         left_out.append(LeftOut(path=privacy.text(str(candidate.source)), kind=candidate.kind,
-                                size_bytes=candidate.size, reason=reason))
+                                size_bytes=candidate.size, reason=privacy.text(reason)))
 
     for candidate in candidates:
         if candidate.refused:

@@ -23,6 +23,7 @@ from typing import Callable, Iterable
 
 from ..coredump.constants import GZIP_MAGIC
 from ..env.capture import is_reported_variable
+from ..errors import BadInput
 from ..report.anonymize import BYTES_REACH, place_or_person_in
 from ..report.redact import MASK
 from ..supervise import rundir
@@ -172,6 +173,10 @@ def _core_rank(core: CoreInput) -> int:
     return 6 if core.report is None else 5
 
 
+def _unloadable(why: str | None) -> str:
+    return f"crashlab's loader refuses it, so it cannot be cleaned ({why})"
+
+
 def _dump_members(dump: DumpInput, privacy: Privacy, name: str) -> Iterable[Candidate]:
     from ..replay import writer
     from ..replay.loader import load
@@ -181,13 +186,16 @@ def _dump_members(dump: DumpInput, privacy: Privacy, name: str) -> Iterable[Cand
         return writer.dumps(writer.portable(scrub(loaded, privacy.text, privacy.anonymized)))
 
     if dump.dump is None:
-        yield Candidate(name, "request-dump", 3, dump.path, None,
-                        refused=f"crashlab's loader refuses it, so it cannot be cleaned ({dump.error})")
+        yield Candidate(name, "request-dump", 3, dump.path, None, refused=_unloadable(dump.error))
         return
     yield Candidate(name, "request-dump", 3, dump.path, rewritten(dump.dump))
     if dump.minimized is not None:
-        yield Candidate(name.removesuffix(".pkl") + ".min.pkl", "request-dump", 2, dump.minimized,
-                        rewritten(load(dump.minimized)))
+        minimized = name.removesuffix(".pkl") + ".min.pkl"
+        try:
+            content, refused = rewritten(load(dump.minimized)), None
+        except BadInput as problem:
+            content, refused = None, _unloadable(str(problem))
+        yield Candidate(minimized, "request-dump", 2, dump.minimized, content, refused=refused)
 
 
 def candidates(inputs: Inputs, privacy: Privacy) -> tuple[list[Candidate], dict[Path, str]]:
