@@ -247,3 +247,21 @@ def test_a_damaged_minimised_reproducer_is_left_out_and_the_report_still_made(tm
     assert left["reason"].startswith("crashlab's loader refuses it, so it cannot be cleaned (")
     [summary] = issue["request_dumps"]
     assert summary["member"] in {m["name"] for m in issue["members"]} and summary["minimized"] is None
+
+
+def test_a_triage_taken_out_is_listed_under_its_own_name_from_its_coredump(tmp_path):
+    for budget in ("5k", "4500", "4k", "6k"):  # the environment's size varies by machine
+        out = tmp_path / budget
+        done = run_cli("report", FAULT_CORE, "--max-size", budget, "--out", out, "--json")
+        assert done.returncode == 0, done.stderr
+        issue = json.loads(done.stdout)
+        left = {item["member"]: item for item in issue["left_out"]}
+        if "triage/moe_align_out_of_range.nvcudmp.json" in left:
+            break
+    else:
+        pytest.fail(f"no budget took the triage out: {left}")
+    triage = left["triage/moe_align_out_of_range.nvcudmp.json"]
+    assert triage["path"] == str(FAULT_CORE) and triage["kind"] == "triage"
+    body = Path(issue["body"]).read_text()
+    assert (f"- `triage/moe_align_out_of_range.nvcudmp.json`, from `{FAULT_CORE}` (triage, ") in body
+    assert f"- `cores/moe_align_out_of_range.nvcudmp`, from `{FAULT_CORE}` (coredump, " in body

@@ -191,8 +191,9 @@ def _pack(inputs: Inputs, options: ReportOptions, privacy: Privacy,
     left_out: list[LeftOut] = []
 
     def leave_out(candidate: members.Candidate, reason: str) -> None:
-        left_out.append(LeftOut(path=privacy.text(str(candidate.source)), kind=candidate.kind,
-                                size_bytes=candidate.size, reason=privacy.text(reason)))
+        left_out.append(LeftOut(path=privacy.text(str(candidate.source)), member=candidate.name,
+                                kind=candidate.kind, size_bytes=candidate.size,
+                                reason=privacy.text(reason)))
 
     for candidate in candidates:
         if candidate.refused:
@@ -238,6 +239,7 @@ def _pack(inputs: Inputs, options: ReportOptions, privacy: Privacy,
                            "itself (report.md and report.json)")
         tarball.drop_last()
         dropped = added.pop()
-        left_out.insert(0, LeftOut(path=dropped.source, kind=dropped.kind, size_bytes=dropped.size_bytes,
+        left_out.insert(0, LeftOut(path=dropped.source, member=dropped.name, kind=dropped.kind,
+                                   size_bytes=dropped.size_bytes,
                                    reason="taken out to make room for report.md and report.json "
                                           f"within the {shown(options.max_bytes)} budget"))
