@@ -265,3 +265,17 @@ def test_a_triage_taken_out_is_listed_under_its_own_name_from_its_coredump(tmp_p
     body = Path(issue["body"]).read_text()
     assert (f"- `triage/moe_align_out_of_range.nvcudmp.json`, from `{FAULT_CORE}` (triage, ") in body
     assert f"- `cores/moe_align_out_of_range.nvcudmp`, from `{FAULT_CORE}` (coredump, " in body
+
+
+def test_a_log_line_is_cleaned_before_it_is_cut(tmp_path):
+    from crashlab.issue.members import LOG_LINE_CHARS, log_excerpt
+    from crashlab.issue.privacy import Privacy
+
+    secret, host = "Unshaped-Db-Secret-77", "gpu-worker-a1b2c3"
+    log = tmp_path / "stderr.log"
+    log.write_text(f"{'x' * (LOG_LINE_CHARS - 8)} {secret} tail\n{'y' * (LOG_LINE_CHARS - 6)} {host}\nend\n")
+    privacy = Privacy.for_launch([], {"DB_PASSWORD": secret}, True, [host], [])
+    lines = log_excerpt(log, privacy, "stderr.log").decode().splitlines()
+    assert lines[1] == "x" * (LOG_LINE_CHARS - 8) + " *** tai"
+    assert lines[2] == "y" * (LOG_LINE_CHARS - 6) + " host-" and lines[3] == "end"
+    assert all(len(line) <= LOG_LINE_CHARS for line in lines[1:])

@@ -34,7 +34,12 @@ from .privacy import Privacy
 
 #: Lines of each log kept from its start (the launch, the server's arguments) and its end.
 LOG_HEAD, LOG_TAIL = 200, 2000
-LOG_LINE_BYTES = 4000
+#: A line is kept to this many characters, once cleaned: cut first, a secret or a host name
+#: across the cut would be left half, which no rule and no known value matches.
+LOG_LINE_CHARS = 4000
+#: Bytes of a line read to clean: what a cleaned line of LOG_LINE_CHARS can come from, with
+#: room for the masks and placeholders that shorten or lengthen it.
+LOG_LINE_READ = 4 * LOG_LINE_CHARS
 _SCAN_CHUNK = 1 << 20
 
 
@@ -67,14 +72,18 @@ def _unique(name: str, taken: set[str]) -> str:
 
 def log_excerpt(path: Path, privacy: Privacy, label: str) -> bytes:
     """A log's first LOG_HEAD and last LOG_TAIL lines, cleaned, with a line saying what is cut."""
-    total, head, tail = lines_at_ends(path, LOG_HEAD, LOG_TAIL, keep=LOG_LINE_BYTES)
+    total, head, tail = lines_at_ends(path, LOG_HEAD, LOG_TAIL, keep=LOG_LINE_READ)
+
+    def cleaned(raw: bytes) -> str:
+        return privacy.text(raw.decode("utf-8", "replace"))[:LOG_LINE_CHARS]
+
     note = "anonymised" if privacy.anonymized else "secrets masked"
     lines = [f"# crashlab report: {label}, {total} lines, {note}"]
-    lines += [privacy.text(raw.decode("utf-8", "replace")) for raw in head]
+    lines += [cleaned(raw) for raw in head]
     skipped = total - len(head) - len(tail)
     if skipped:
         lines.append(f"# [... {skipped} lines left out: lines {len(head) + 1}-{len(head) + skipped} ...]")
-    lines += [privacy.text(raw.decode("utf-8", "replace")) for raw in tail]
+    lines += [cleaned(raw) for raw in tail]
     return ("\n".join(lines) + "\n").encode("utf-8", "surrogateescape")
 
 
