@@ -279,3 +279,13 @@ def test_a_log_line_is_cleaned_before_it_is_cut(tmp_path):
     assert lines[1] == "x" * (LOG_LINE_CHARS - 8) + " *** tai"
     assert lines[2] == "y" * (LOG_LINE_CHARS - 6) + " host-" and lines[3] == "end"
     assert all(len(line) <= LOG_LINE_CHARS for line in lines[1:])
+
+
+def test_random_bytes_like_gpu_memory_or_machine_code_hold_no_place_or_person():
+    import random
+
+    from crashlab.report.anonymize import place_or_person_in
+
+    noise = random.Random(16).randbytes(16 << 20)  # holds 1::6, 0C:: and their kind by chance
+    assert place_or_person_in(noise) is None
+    assert place_or_person_in(noise + b"\0fd00:dead:beef::17\0") == "an IPv6 address"
