@@ -4,6 +4,7 @@ Every view passes such text through :func:`escape`: a control character, a byte 
 UTF-8 (read with ``surrogateescape``) or any other character that does not print is written as
 its backslash escape, so that no stranger's text moves the cursor, retitles the terminal, breaks
 a line or hides itself. Printable text, non-ASCII included, is left as it is.
+:func:`surrogates_escaped` escapes the undecodable bytes alone, for text kept as it is otherwise.
 """
 
 from __future__ import annotations
@@ -35,3 +36,12 @@ def printable(text: str, limit: int = 200) -> str:
     """Outside text fit for a one-line message: escaped, and cut at ``limit``."""
     shown = escape(text)
     return shown if len(shown) <= limit else f"{shown[:limit]}…"
+
+
+def surrogates_escaped(text: str) -> str:
+    """``text`` with each byte that was not UTF-8 (a surrogate escape) written as ``\\xNN`` and
+    everything else kept, line breaks included: text that must stay valid Unicode to be written
+    as JSON at all, but keep its shape (a multi-line table, a path)."""
+    if text.isascii():
+        return text
+    return "".join(_escaped(char) if ord(char) in _SURROGATE_ESCAPES else char for char in text)

@@ -99,3 +99,31 @@ def test_no_torch_skips_the_build_checks_with_why(tmp_path):
     for check in (builds.torch_pins, builds.torch_duplicates, builds.torch_abi):
         outcome = check(machine)
         assert outcome.status == "skipped" and "torch is not installed" in outcome.message
+
+
+def test_an_extension_that_is_not_elf_or_cut_short_is_a_finding_and_the_others_are_still_read(tmp_path):
+    tree = Tree(tmp_path)
+    torch(tree.site, "2.9.0", defines=("_ZN3c104cuda9SetDeviceEa",))
+    cut = extension(tree.site / "sgl_kernel" / "common_ops.abi3.so", ("_ZN3c104cuda9SetDeviceEa",))
+    cut.write_bytes(cut.read_bytes()[:700])  # an interrupted download: the header, then nothing
+    (tree.site / "deep_gemm").mkdir()
+    (tree.site / "deep_gemm" / "_C.so").write_text("version https://git-lfs.github.com/spec/v1\n")
+    extension(tree.site / "torchvision" / "_C.so", ("_ZN3c104cuda9SetDeviceEi",))
+    outcome = builds.torch_abi(tree.machine())
+    assert outcome.status == "finding", outcome
+    assert "torchvision/_C.so needs 1 torch symbols torch 2.9.0 does not define" in outcome.message
+    assert "common_ops.abi3.so cannot be read as ELF (" in outcome.message
+    assert "deep_gemm/_C.so cannot be read as ELF (" in outcome.message
+    assert "reinstall sgl-kernel / sglang-kernel, deep-gemm" in outcome.fix and "torchvision" in outcome.fix
+
+
+def test_a_torch_library_cut_short_is_a_finding_not_a_library_that_defines_nothing(tmp_path):
+    tree = Tree(tmp_path)
+    torch(tree.site, "2.9.0", defines=("_ZN3c104cuda9SetDeviceEi",))
+    library = tree.site / "torch" / "lib" / "libc10.so"
+    library.write_bytes(library.read_bytes()[:700])
+    extension(tree.site / "sgl_kernel" / "common_ops.abi3.so", ("_ZN3c104cuda9SetDeviceEi",))
+    outcome = builds.torch_abi(tree.machine())
+    assert outcome.status == "finding", outcome
+    assert f"torch 2.9.0's {library} cannot be read as ELF" in outcome.message
+    assert "needs" not in outcome.message and "reinstall torch 2.9.0" in outcome.fix

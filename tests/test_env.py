@@ -15,7 +15,7 @@ import pytest
 
 from crashlab.env import capture, load
 from crashlab.env.host import Host
-from crashlab.env.saved import FILE
+from crashlab.env.saved import FILE, UnusableEnvironment
 from crashlab.env.views import markdown
 from crashlab.errors import BadInput
 from tests.conftest import run_cli
@@ -160,6 +160,20 @@ def test_variables_are_the_relevant_ones_with_secrets_masked(tmp_path):
                              "SGLANG_CACHE_URL": "https://user:***@cache.internal/x"}
 
 
+def test_bytes_that_are_not_utf8_in_a_variable_are_backslash_escaped_not_a_crash(tmp_path):
+    """os.environ holds such bytes as surrogate escapes, which JSON cannot encode."""
+    weird = os.fsdecode(b"caf\xe9-\xff")
+    env = {"CUDA_WEIRD": weird, "HF_" + weird: "x", "CUDA_HOME": str(tmp_path / weird)}
+    captured = capture(machine(tmp_path, path=BARE, **env), timeout=5)
+    assert captured.variables["CUDA_WEIRD"] == "caf\\xe9-\\xff"
+    assert captured.variables["HF_caf\\xe9-\\xff"] == "x"
+    assert captured.cuda.home.endswith("/caf\\xe9-\\xff")
+    assert json.loads(captured.model_dump_json())["variables"]["CUDA_WEIRD"] == "caf\\xe9-\\xff"
+    done = run_cli("env", "--json", "--timeout", "5", env={"NCCL_WEIRD": weird})
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["variables"]["NCCL_WEIRD"] == "caf\\xe9-\\xff"
+
+
 def test_the_markdown_block_reads_like_check_env_and_leaves_out_host_and_uuids(tmp_path):
     env = capture(machine(tmp_path, path=WITH_STANDIN), timeout=10)
     body = markdown(env)
@@ -221,6 +235,10 @@ def test_load_reads_back_what_was_written_and_refuses_what_is_not_one(tmp_path):
     (tmp_path / FILE).write_text('{"schema_version": 1}')
     with pytest.raises(BadInput, match="not an environment crashlab wrote"):
         load(tmp_path)
+    (tmp_path / FILE).write_text(json.dumps({**json.loads(env.model_dump_json()), "later": 1}))
+    with pytest.raises(UnusableEnvironment) as raised:
+        load(tmp_path)
+    assert raised.value.reason == "was written by a newer crashlab (fields this one does not know: later)"
 
 
 def test_an_interpreter_that_answers_something_else_is_said_so_not_exit_0(tmp_path):

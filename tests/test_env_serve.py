@@ -12,6 +12,7 @@ from datetime import datetime
 import psutil
 
 from crashlab.env import load
+from crashlab.supervise import envcapture
 from crashlab.supervise.envcapture import TIMEOUT
 from tests.env_machine import STANDIN_TOOLS
 from tests.serve_harness import FAST, Serve, environment, free_port, sglang, survivors
@@ -72,3 +73,25 @@ def _left_running(mark: str) -> list[psutil.Process]:
         except psutil.Error:
             continue
     return found
+
+
+def test_a_variable_with_bytes_that_are_not_utf8_is_kept_escaped_and_the_server_launches(tmp_path):
+    serve = Serve(tmp_path, sglang(free_port()), *FAST,
+                  env=standin_environment(CUDA_WEIRD=os.fsdecode(b"caf\xe9")))
+    assert serve.finish() == 0, serve.stderr
+    assert "crashlab bug" not in serve.stderr
+    assert serve.manifest()["incarnations"], serve.stderr  # the server was launched
+    assert load(serve.run_dir).variables["CUDA_WEIRD"] == "caf\\xe9"
+
+
+def test_a_capture_that_fails_is_one_warning_and_never_stops_the_launch(tmp_path, monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("the capture broke\nacross lines")
+
+    monkeypatch.setattr(envcapture, "capture", broken)
+    warnings: list[str] = []
+    envcapture.write_environment(tmp_path, [sys.executable, "-c", "pass"], dict(os.environ),
+                                 None, None, warnings.append)
+    assert warnings == ["environment.json not written: the environment capture failed "
+                        "(RuntimeError: the capture broke\\nacross lines); this is a crashlab bug"]
+    assert not (tmp_path / "environment.json").exists()

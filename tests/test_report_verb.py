@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import shutil
 import socket
 import tarfile
 from html.parser import HTMLParser
@@ -111,6 +112,21 @@ def test_a_small_budget_leaves_the_largest_out_and_the_body_says_where_they_are(
                                     for m in issue["members"])
 
 
+def test_an_environment_json_of_a_newer_crashlab_gives_way_to_one_captured_now(gpu_run, tmp_path):
+    run = tmp_path / gpu_run.name
+    shutil.copytree(gpu_run, run, ignore=shutil.ignore_patterns("pipes"))  # fifos
+    saved = json.loads((run / "environment.json").read_text())
+    (run / "environment.json").write_text(json.dumps({**saved, "numa_nodes": [0, 1]}))
+    done = run_cli("report", run, "--out", tmp_path / "out", "--json")
+    assert done.returncode == 0, done.stderr
+    issue = json.loads(done.stdout)
+    assert issue["environment_origin"] == (
+        "captured by crashlab report now, on the machine the report was made on (the run's "
+        "environment.json was written by a newer crashlab (fields this one does not know: numa_nodes))")
+    body = (tmp_path / "out" / Path(issue["body"]).name).read_text()
+    assert "_Captured by crashlab report now" in body and "does not know: numa_nodes))._" in body
+
+
 def test_a_budget_too_small_for_the_report_itself_is_bad_input(gpu_run, tmp_path):
     done = run_cli("report", gpu_run, "--out", tmp_path, "--max-size", "2k")
     assert done.returncode == 2 and done.stdout == b""
@@ -120,7 +136,8 @@ def test_a_budget_too_small_for_the_report_itself_is_bad_input(gpu_run, tmp_path
 
 #: A launch as production writes it (every value here made up for the test).
 PASSWORD = "Hunter2-db-password"
-API_KEY = "sk-live-9f8e7d6c5b4a39281706aabbccdd"
+#: no well-known shape (not sk-..., hf_...): only knowing the launch's own key masks it everywhere
+API_KEY = "PlainKey-abcdef-778899-zq"
 INTERNAL_IP = "10.20.30.40"
 PEER_IP = "172.16.99.7"
 INTERNAL_HOST = "gpu-node-17.prod.example-corp.internal"
@@ -128,6 +145,44 @@ DB_HOST = "pg-primary.db.example-corp.internal"
 USER = "alicesmith"
 HOME = f"/home/{USER}"
 PROMPT = "Summarise the medical record of patient Jane Roe, born 1970"
+#: the machine serve ran on, as its run directory (<time>-<host>-<pid>) and manifest name it
+SERVE_HOST = "gpu-worker-a1b2c3"
+
+
+def _as_if_served_on(run: Path, host: str) -> Path:
+    """The run as if serve had run on ``host``: its directory renamed, its manifest's host set
+    (this machine's own name may be too short to look for in binary members)."""
+    renamed = run.with_name(run.name.replace(f"-{socket.gethostname()}-", f"-{host}-", 1))
+    assert renamed != run
+    run.rename(renamed)
+    manifest = json.loads((renamed / "manifest.json").read_text())
+    manifest["crashlab"]["host"] = host
+    (renamed / "manifest.json").write_text(json.dumps(manifest))
+    return renamed
+
+
+#: Credentials no rule can recognise: unshaped values, names that say nothing or only "auth".
+UNSHAPED = {"WAREHOUSE_LOGIN": "Unshaped-Login-Value-5151", "MY_SERVICE_AUTH": "AuthValue-NotShaped-4242",
+            "HF_ENDPOINT_AUTH": "HfSecretNotShaped123"}
+
+
+def test_the_bundles_launch_keeps_the_values_of_reported_variables_only(tmp_path):
+    env = environment(crash="gpu-fault")
+    env.update(UNSHAPED, NCCL_DEBUG="INFO")
+    run = _crashed_run(tmp_path / "serve", env=env)
+    assert "Unshaped-Login-Value-5151" in (run / "incarnation-1" / "launch.json").read_text()
+    out = tmp_path / "issue"
+    done = run_cli("report", run, "--out", out)
+    assert done.returncode == 0, done.stderr
+    [bundle] = out.glob("*.tar.gz")
+    members = bundle_members(bundle)
+    for name, data in [*members.items(), ("body", done.stdout)]:
+        for secret in UNSHAPED.values():
+            assert secret.encode() not in data, (name, secret)
+    launched = json.loads(members["run/incarnation-1/launch.json"])["environment"]
+    assert launched["WAREHOUSE_LOGIN"] == launched["PATH"] == "***"  # names kept, values not
+    assert launched["NCCL_DEBUG"] == "INFO" and launched["STANDIN_CRASH"] == "***"
+    assert json.loads(members["environment.json"])["variables"]["HF_ENDPOINT_AUTH"] == "***"
 
 
 def test_anonymize_keeps_no_host_user_address_secret_or_prompt_in_any_member(tmp_path):
@@ -138,6 +193,7 @@ def test_anonymize_keeps_no_host_user_address_secret_or_prompt_in_any_member(tmp
     run = _crashed_run(tmp_path / "serve", "--api-key", API_KEY, "--model-path", f"{HOME}/models/llama-3-8b",
                        env=env, prompt=PROMPT, sampling={"max_new_tokens": 7, "temperature": 0.3},
                        command_prefix=("env", f"SGLANG_DIST_INIT_ADDR={PEER_IP}:5000"))
+    run = _as_if_served_on(run, SERVE_HOST)
     out = tmp_path / "issue"
     done = run_cli("report", run, "--out", out, "--anonymize", "--json", env={"USER": USER})
     assert done.returncode == 0, done.stderr
@@ -146,7 +202,7 @@ def test_anonymize_keeps_no_host_user_address_secret_or_prompt_in_any_member(tmp
     [bundle] = out.glob("*.tar.gz")
     members = bundle_members(bundle)
     forbidden = [PASSWORD, API_KEY, INTERNAL_IP, PEER_IP, INTERNAL_HOST, "gpu-node-17", DB_HOST,
-                 USER, HOME, PROMPT, "Jane Roe"]
+                 USER, HOME, PROMPT, "Jane Roe", SERVE_HOST]
     if len(socket.gethostname()) >= 4:
         forbidden.append(socket.gethostname())
     # the run directory itself holds them (masked secrets aside): the test is not vacuous

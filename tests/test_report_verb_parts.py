@@ -4,10 +4,12 @@ the request dumps real SGLang wrote (fixtures/sglang_dumps/real/), real gzip and
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import shutil
 import tarfile
+import time
 from pathlib import Path
 
 import pytest
@@ -114,6 +116,8 @@ def test_the_tarball_cuts_a_member_that_does_not_fit_and_never_passes_its_budget
     fitting = os.urandom(30_000)
     assert tarball.add("fits.bin", fitting) is not None
     size = tarball.close()
+    assert not path.exists()  # in place only when told
+    tarball.put_in_place()
     assert size == path.stat().st_size <= 50_000
     with tarfile.open(path, "r:gz") as bundle:
         assert bundle.getnames() == ["top/small.txt", "top/fits.bin"]
@@ -145,3 +149,143 @@ def test_the_anonymiser_replaces_places_and_people_and_keeps_what_is_not_one():
     assert text.endswith("kept: 127.0.0.1 0.0.0.0 12:00:01.103 threading.local 580.65.06 "
                          "std::vector fe80::1 torch.cuda nvidia-cudnn-cu12==9.1.0.70")
     assert anonymizer.text("node7.cluster.example.org") == anonymizer.text("node7.cluster.example.org")
+
+
+def test_a_known_host_goes_wherever_it_stands_between_non_alphanumerics_in_any_case():
+    anonymizer = Anonymizer.for_launch(["python", "-m", "sglang.launch_server"], {
+        "SGLANG_HOST_IP": "gpu-node-3", "NCCL_COMM_ID": "infer-b7.cluster:29500",
+        "SGLANG_USE_MASTER": "true", "MY_SERVER": "1"}, hosts=["gpu-worker-a1b2c3"])
+    text = anonymizer.text("/runs/20261123-231840-gpu-worker-a1b2c3-5846/x GPU-WORKER-A1B2C3 "
+                           "rank@gpu-node-3:5000 Infer-B7.cluster")
+    for gone in ("gpu-worker", "GPU-WORKER", "gpu-node-3", "Infer-B7", "infer-b7"):
+        assert gone not in text, gone
+    assert text.startswith("/runs/20261123-231840-host-1.example-5846/x host-1.example ")
+    # a switch or a number in a host-named variable is no host: it stays everywhere
+    assert anonymizer.text("true 1 gpu-worker-a1b2c3x") == "true 1 gpu-worker-a1b2c3x"
+
+
+def test_a_short_private_or_global_ipv6_is_replaced_and_only_link_local_is_kept():
+    anonymizer = Anonymizer()
+    text = anonymizer.text("[fd00::17]:29500 fc00::2 2606:4700::1 fe80::1 ::1")
+    assert "fd00::17" not in text and "fc00::2" not in text and "2606:4700::1" not in text
+    assert text.endswith(" fe80::1 ::1") and text.count("2001:db8::") == 3
+
+
+def _core_with(tmp_path: Path, tail: bytes, *, straddle: bytes = b"", packed: bool = False) -> Path:
+    """The synthetic FAULT coredump with ``tail`` appended (after zeros that put the reader's
+    first chunk boundary right before ``straddle`` in it, when given), gzip-compressed when
+    ``packed``."""
+    data = FAULT_CORE.read_bytes()
+    if straddle:
+        data += bytes((1 << 20) - len(data) - tail.index(straddle))
+    data += tail
+    core = tmp_path / ("core.nvcudmp.gz" if packed else "core.nvcudmp")
+    tmp_path.mkdir(exist_ok=True)
+    core.write_bytes(gzip.compress(data) if packed else data)
+    return core
+
+
+@pytest.mark.parametrize("tail, what, options", [
+    (b"\0/home/alicesmith/models/m\0", "a home folder", {}),
+    (b"\0gpu-7.prod.example-corp.internal\0", "a private host name", {}),
+    (b"\0MASTER=10.20.30.40\0", "an IPv4 address", {"straddle": b"30.40"}),  # neither half is one
+    (b"\0[fd00:dead:beef::17]:29500\0", "an IPv6 address", {"packed": True}),
+], ids=["home", "host", "ipv4-across-chunks", "ipv6-gzip"])  # ids: PYTEST_CURRENT_TEST is read too
+def test_anonymize_leaves_out_a_coredump_holding_a_place_or_person_it_had_not_learned(
+        tmp_path, tail, what, options):
+    clean = run_cli("report", _core_with(tmp_path / "clean", b"\x00127.0.0.1 fe80::1 ::1\x00"),
+                    "--anonymize", "--json", "--out", tmp_path / "clean-out")
+    assert clean.returncode == 0 and json.loads(clean.stdout)["left_out"] == []  # bundled
+    core = _core_with(tmp_path, tail, **options)
+    done = run_cli("report", core, "--anonymize", "--json", "--out", tmp_path / "out")
+    assert done.returncode == 0, done.stderr
+    issue = json.loads(done.stdout)
+    [left] = issue["left_out"]
+    assert left["kind"] == "coredump" and left["reason"].startswith(f"it holds {what},")
+    assert not any(m["name"].startswith("cores/") for m in issue["members"])
+    assert run_cli("report", core, "--json", "--out", tmp_path / "plain").returncode == 0
+
+
+def test_an_out_folder_that_cannot_be_written_is_an_environment_problem():
+    unwritable = Path("/sys/kernel")  # exists; no one may create a file in it, root included
+    done = run_cli("report", FAULT_CORE, "--out", unwritable)
+    stderr = done.stderr.decode()
+    assert done.returncode == 3 and stderr.count("\n") == 1, stderr
+    assert "the report cannot be written: /sys/kernel/crashlab-report-" in stderr
+    assert "crashlab bug" not in stderr and done.stdout == b""
+
+
+def test_reports_made_in_the_same_second_into_one_folder_keep_each_their_own_files(tmp_path):
+    now = time.time()
+    decoys = {}
+    for second in range(-2, 120):  # every name a report could take in the next two minutes
+        stem = f"crashlab-report-{time.strftime('%Y%m%d-%H%M%S', time.localtime(now + second))}"
+        for suffix in (".md", ".tar.gz"):
+            decoys[tmp_path / (stem + suffix)] = f"an earlier report {second}".encode()
+    for path, content in decoys.items():
+        path.write_bytes(content)
+    done = run_cli("report", FAULT_CORE, "--out", tmp_path, "--json")
+    assert done.returncode == 0, done.stderr
+    issue = json.loads(done.stdout)
+    assert all(path.read_bytes() == content for path, content in decoys.items())
+    body, bundle = Path(issue["body"]), Path(issue["bundle"])
+    assert body.name.endswith("-2.md") and bundle.name == body.name.replace(".md", ".tar.gz")
+    assert body.read_text() == bundle_members(bundle)["report.md"].decode()
+
+
+def test_a_damaged_minimised_reproducer_is_left_out_and_the_report_still_made(tmp_path):
+    dump = tmp_path / "in" / REAL_DUMP.name
+    dump.parent.mkdir()
+    shutil.copy(REAL_DUMP, dump)
+    minimized = dump.with_name(dump.stem + ".min.pkl")
+    minimized.write_bytes(REAL_DUMP.read_bytes()[:200])  # cut short
+    done = run_cli("report", dump, "--out", tmp_path / "out", "--json")
+    assert done.returncode == 0, done.stderr
+    issue = json.loads(done.stdout)
+    [left] = issue["left_out"]
+    assert left["path"] == str(minimized) and left["kind"] == "request-dump"
+    assert left["reason"].startswith("crashlab's loader refuses it, so it cannot be cleaned (")
+    [summary] = issue["request_dumps"]
+    assert summary["member"] in {m["name"] for m in issue["members"]} and summary["minimized"] is None
+
+
+def test_a_triage_taken_out_is_listed_under_its_own_name_from_its_coredump(tmp_path):
+    for budget in ("5k", "4500", "4k", "6k"):  # the environment's size varies by machine
+        out = tmp_path / budget
+        done = run_cli("report", FAULT_CORE, "--max-size", budget, "--out", out, "--json")
+        assert done.returncode == 0, done.stderr
+        issue = json.loads(done.stdout)
+        left = {item["member"]: item for item in issue["left_out"]}
+        if "triage/moe_align_out_of_range.nvcudmp.json" in left:
+            break
+    else:
+        pytest.fail(f"no budget took the triage out: {left}")
+    triage = left["triage/moe_align_out_of_range.nvcudmp.json"]
+    assert triage["path"] == str(FAULT_CORE) and triage["kind"] == "triage"
+    body = Path(issue["body"]).read_text()
+    assert (f"- `triage/moe_align_out_of_range.nvcudmp.json`, from `{FAULT_CORE}` (triage, ") in body
+    assert f"- `cores/moe_align_out_of_range.nvcudmp`, from `{FAULT_CORE}` (coredump, " in body
+
+
+def test_a_log_line_is_cleaned_before_it_is_cut(tmp_path):
+    from crashlab.issue.members import LOG_LINE_CHARS, log_excerpt
+    from crashlab.issue.privacy import Privacy
+
+    secret, host = "Unshaped-Db-Secret-77", "gpu-worker-a1b2c3"
+    log = tmp_path / "stderr.log"
+    log.write_text(f"{'x' * (LOG_LINE_CHARS - 8)} {secret} tail\n{'y' * (LOG_LINE_CHARS - 6)} {host}\nend\n")
+    privacy = Privacy.for_launch([], {"DB_PASSWORD": secret}, True, [host], [])
+    lines = log_excerpt(log, privacy, "stderr.log").decode().splitlines()
+    assert lines[1] == "x" * (LOG_LINE_CHARS - 8) + " *** tai"
+    assert lines[2] == "y" * (LOG_LINE_CHARS - 6) + " host-" and lines[3] == "end"
+    assert all(len(line) <= LOG_LINE_CHARS for line in lines[1:])
+
+
+def test_random_bytes_like_gpu_memory_or_machine_code_hold_no_place_or_person():
+    import random
+
+    from crashlab.report.anonymize import place_or_person_in
+
+    noise = random.Random(16).randbytes(16 << 20)  # holds 1::6, 0C:: and their kind by chance
+    assert place_or_person_in(noise) is None
+    assert place_or_person_in(noise + b"\0fd00:dead:beef::17\0") == "an IPv6 address"

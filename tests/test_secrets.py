@@ -83,6 +83,19 @@ def test_the_launchs_secrets_are_masked_whatever_surrounds_them():
     assert quoted not in json.loads(Redactor([quoted]).serialized(document))["line"]
 
 
+def test_secret_words_cover_auth_pass_pwd_cookie_session_private_but_not_the_shells_folders():
+    env = {"HF_ENDPOINT_AUTH": "HfSecretNotShaped123", "DB_PASS": "PlainDbPass77", "MYSQL_PWD": "MysqlPlain88",
+           "SESSION_COOKIE": "CookieValue99", "X_SESSION": "SessionValue11", "PRIVATE_KEY_PATH_PRIVATE": "PemValue22",
+           "PWD": "/work/run-dir", "OLDPWD": "/work/before", "AUTHOR": "Somebody Plain"}
+    redactor = Redactor.for_launch([], env)
+    masked = redactor.environment(env)
+    assert {name for name, value in masked.items() if value == MASK} == {
+        "HF_ENDPOINT_AUTH", "DB_PASS", "MYSQL_PWD", "SESSION_COOKIE", "X_SESSION", "PRIVATE_KEY_PATH_PRIVATE"}
+    assert redactor.text("cd /work/run-dir; HfSecretNotShaped123 CookieValue99") == "cd /work/run-dir; *** ***"
+    assert PLAIN.text("oauth=PlainValue42 session: 'abcdefgh' retries_pass: 3") == \
+        "oauth=*** session: '***' retries_pass: 3"
+
+
 @pytest.mark.parametrize("line", [
     "api_key=" * 20_000,
     "a" * 200_000,

@@ -162,7 +162,11 @@ def _packages(distributions: Distributions, readable: bool) -> list[Package]:
     return packages
 
 
+def is_reported_variable(name: str) -> bool:
+    """Whether the environment capture reports this variable (its family steers the stack)."""
+    return name.startswith(VARIABLE_PREFIXES) or name in VARIABLES
+
+
 def _variables(environ: Mapping[str, str]) -> dict[str, str]:
-    chosen = {name: value for name, value in environ.items()
-              if name.startswith(VARIABLE_PREFIXES) or name in VARIABLES}
+    chosen = {name: value for name, value in environ.items() if is_reported_variable(name)}
     return dict(sorted(Redactor.for_launch([], dict(environ)).environment(chosen).items()))

@@ -14,15 +14,33 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ..escape import surrogates_escaped
 
 ProbeStatus = Literal["ok", "failed", "timeout", "missing"]
 PackageStatus = Literal["installed", "absent", "unknown"]
 
 
+def _decodable(value):
+    """A field's value with the bytes that were not UTF-8 (an environment variable, a path read
+    with surrogateescape) written as backslash escapes, so that it can be written as JSON."""
+    if isinstance(value, str):
+        return surrogates_escaped(value)
+    if isinstance(value, list):
+        return [_decodable(item) for item in value]
+    if isinstance(value, dict):
+        return {_decodable(key): _decodable(item) for key, item in value.items()}
+    return value
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _decodable_text(cls, value):
+        return _decodable(value)
 
 
 class Tool(_Model):

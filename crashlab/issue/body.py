@@ -197,5 +197,5 @@ def _attachment(issue: IssueReport, detail: _Detail) -> list[str]:
 
 
 def _left_out_line(item: LeftOut) -> str:
-    return (f"- {code(item.path)} ({inline(item.kind)}, {inline(shown(item.size_bytes))}): "
-            f"{inline(item.reason)}")
+    what = code(item.path) if item.member is None else f"{code(item.member)}, from {code(item.path)}"
+    return f"- {what} ({inline(item.kind)}, {inline(shown(item.size_bytes))}): {inline(item.reason)}"

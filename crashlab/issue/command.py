@@ -2,11 +2,14 @@
 
 The body and report.json go into the bundle last, since they list what the bundle left out;
 when they do not fit in what is left, the last member added is taken out again (and listed as
-left out) until they do. A budget too small for them alone is bad input.
+left out) until they do. A budget too small for them alone is bad input. The body is in place
+before the bundle is, and a failure to write either (a full disk, a folder that cannot be
+written) leaves neither behind and is an environment problem.
 """
 
 from __future__ import annotations
 
+import os
 import shlex
 import time
 from dataclasses import dataclass
@@ -16,6 +19,7 @@ from ..errors import BadInput, EnvironmentProblem
 from ..report.model import Tool, TriageReport
 from ..report.run import RunReport
 from ..report.run_views import title as one_line
+from ..supervise import files
 from ..version import __version__
 from . import body, members
 from .environment import ReportEnvironment, environment
@@ -131,27 +135,52 @@ def make(options: ReportOptions) -> Made:
     inputs = read(options.inputs)
     privacy = _privacy(inputs, options.anonymize)
     found_environment = environment(inputs.runs[0].path if inputs.runs else None, privacy)
-    stamp = time.strftime("%Y%m%d-%H%M%S")
     out = (options.out or Path.cwd()).resolve()
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as problem:
         raise EnvironmentProblem(f"--out {out}: cannot be created ({problem.strerror})") from None
-    body_path, bundle_path = out / f"crashlab-report-{stamp}.md", out / f"crashlab-report-{stamp}.tar.gz"
     candidates, names = members.candidates(inputs, privacy)
     candidates.insert(0, members.Candidate(
         "environment.json", "environment", 0, Path("environment.json"),
         privacy.document(found_environment.environment.model_dump(mode="json"))))
-    tarball = BudgetedTarball(bundle_path, options.max_bytes, bundle_path.name.removesuffix(".tar.gz"))
+    body_path = bundle_path = tarball = None
     try:
+        body_path, bundle_path = _reserve(out)
+        tarball = BudgetedTarball(bundle_path, options.max_bytes, bundle_path.name.removesuffix(".tar.gz"))
         made = _pack(inputs, options, privacy, found_environment, candidates, names, tarball,
                      body_path, bundle_path)
         made.issue.bundle_bytes = tarball.close()
-    except BaseException:
-        tarball.discard()
+        files.write_atomic(body_path, made.body.encode("utf-8"))  # the body first: never a bundle without it
+        tarball.put_in_place()
+        return made
+    except BaseException as problem:
+        if tarball is not None:
+            tarball.discard()
+        if body_path is not None:
+            body_path.unlink(missing_ok=True)
+        if isinstance(problem, OSError):
+            raise EnvironmentProblem(f"the report cannot be written: {problem.filename or out}: "
+                                     f"{problem.strerror or problem}") from None
         raise
-    body_path.write_text(made.body, encoding="utf-8")
-    return made
+
+
+def _reserve(out: Path) -> tuple[Path, Path]:
+    """(body, bundle) names in ``out`` that no other report holds, the body's created empty
+    (O_EXCL) to hold them: two reports in the same second into one folder (a script, two
+    terminals) each get names of their own."""
+    stem = f"crashlab-report-{time.strftime('%Y%m%d-%H%M%S')}"
+    name, number = stem, 1
+    while True:
+        body_path, bundle_path = out / f"{name}.md", out / f"{name}.tar.gz"
+        if not bundle_path.exists():
+            try:
+                os.close(os.open(body_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+                return body_path, bundle_path
+            except FileExistsError:
+                pass
+        number += 1
+        name = f"{stem}-{number}"
 
 
 def _pack(inputs: Inputs, options: ReportOptions, privacy: Privacy,
@@ -162,8 +191,9 @@ def _pack(inputs: Inputs, options: ReportOptions, privacy: Privacy,
     left_out: list[LeftOut] = []
 
     def leave_out(candidate: members.Candidate, reason: str) -> None:
-        left_out.append(LeftOut(path=privacy.text(str(candidate.source)), kind=candidate.kind,
-                                size_bytes=candidate.size, reason=reason))
+        left_out.append(LeftOut(path=privacy.text(str(candidate.source)), member=candidate.name,
+                                kind=candidate.kind, size_bytes=candidate.size,
+                                reason=privacy.text(reason)))
 
     for candidate in candidates:
         if candidate.refused:
@@ -209,6 +239,7 @@ def _pack(inputs: Inputs, options: ReportOptions, privacy: Privacy,
                            "itself (report.md and report.json)")
         tarball.drop_last()
         dropped = added.pop()
-        left_out.insert(0, LeftOut(path=dropped.source, kind=dropped.kind, size_bytes=dropped.size_bytes,
+        left_out.insert(0, LeftOut(path=dropped.source, member=dropped.name, kind=dropped.kind,
+                                   size_bytes=dropped.size_bytes,
                                    reason="taken out to make room for report.md and report.json "
                                           f"within the {shown(options.max_bytes)} budget"))

@@ -3,7 +3,8 @@
 The environment serve captured at launch (<run-dir>/environment.json) is the machine as it was
 when the server started, before anything could wedge; without one (a coredump or a request dump
 given alone, a run of an older crashlab) it is captured now, on the machine the report is made
-on, and the report says so.
+on, and the report says so; so it is when the run's environment.json cannot be used (written
+by a newer crashlab, damaged), which must not cost the user the report.
 """
 
 from __future__ import annotations
@@ -26,7 +27,11 @@ def environment(run_dir: Path | None, privacy: Privacy) -> ReportEnvironment:
     """The run's saved environment, else one captured now; cleaned like everything else."""
     from ..env import saved
 
-    found = saved.load(run_dir) if run_dir is not None else None
+    why_not = "the run has no environment.json"
+    try:
+        found = saved.load(run_dir) if run_dir is not None else None
+    except saved.UnusableEnvironment as unusable:
+        found, why_not = None, f"the run's environment.json {unusable.reason}"
     if found is not None:
         origin = f"captured by crashlab serve when the server was launched ({found.captured_at})"
     else:
@@ -34,7 +39,7 @@ def environment(run_dir: Path | None, privacy: Privacy) -> ReportEnvironment:
 
         found = capture()
         origin = ("captured by crashlab report now, on the machine the report was made on"
-                  + (" (the run has no environment.json)" if run_dir is not None else ""))
+                  + (f" ({privacy.text(why_not)})" if run_dir is not None else ""))
     cleaned = Environment.model_validate(privacy.json(found.model_dump(mode="json")))
     if privacy.anonymized:
         cleaned.host_name = None

@@ -4,7 +4,8 @@ Text members (the run's reports, each coredump's triage, the environment, log ex
 made here from the run directory, redacted (and anonymised) like the body. A request dump is
 rewritten with its secrets masked (crashlab.replay.scrub). A coredump is binary and cannot be
 rewritten: it goes in as it is, unless it holds a secret the report knows of (or, anonymised, a
-known host or user name, or GPU memory, where prompts live), which leaves it out.
+known host or user name, a home folder, a private host name, an IP address, or GPU memory,
+where prompts live), which leaves it out.
 
 Ranks, most needed first: the triage and the environment; the logs and the run's records; the
 minimised reproducer; the request dumps; the FAULT coredumps; the other coredumps. Within a rank
@@ -15,11 +16,16 @@ from __future__ import annotations
 
 import gzip
 import json
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 from ..coredump.constants import GZIP_MAGIC
+from ..env.capture import is_reported_variable
+from ..errors import BadInput
+from ..report.anonymize import BYTES_REACH, place_or_person_in
+from ..report.redact import MASK
 from ..supervise import rundir
 from ..supervise.incident import lines_at_ends
 from .inputs import CoreInput, DumpInput, Inputs, RunInput
@@ -28,7 +34,12 @@ from .privacy import Privacy
 
 #: Lines of each log kept from its start (the launch, the server's arguments) and its end.
 LOG_HEAD, LOG_TAIL = 200, 2000
-LOG_LINE_BYTES = 4000
+#: A line is kept to this many characters, once cleaned: cut first, a secret or a host name
+#: across the cut would be left half, which no rule and no known value matches.
+LOG_LINE_CHARS = 4000
+#: Bytes of a line read to clean: what a cleaned line of LOG_LINE_CHARS can come from, with
+#: room for the masks and placeholders that shorten or lengthen it.
+LOG_LINE_READ = 4 * LOG_LINE_CHARS
 _SCAN_CHUNK = 1 << 20
 
 
@@ -61,14 +72,18 @@ def _unique(name: str, taken: set[str]) -> str:
 
 def log_excerpt(path: Path, privacy: Privacy, label: str) -> bytes:
     """A log's first LOG_HEAD and last LOG_TAIL lines, cleaned, with a line saying what is cut."""
-    total, head, tail = lines_at_ends(path, LOG_HEAD, LOG_TAIL, keep=LOG_LINE_BYTES)
+    total, head, tail = lines_at_ends(path, LOG_HEAD, LOG_TAIL, keep=LOG_LINE_READ)
+
+    def cleaned(raw: bytes) -> str:
+        return privacy.text(raw.decode("utf-8", "replace"))[:LOG_LINE_CHARS]
+
     note = "anonymised" if privacy.anonymized else "secrets masked"
     lines = [f"# crashlab report: {label}, {total} lines, {note}"]
-    lines += [privacy.text(raw.decode("utf-8", "replace")) for raw in head]
+    lines += [cleaned(raw) for raw in head]
     skipped = total - len(head) - len(tail)
     if skipped:
         lines.append(f"# [... {skipped} lines left out: lines {len(head) + 1}-{len(head) + skipped} ...]")
-    lines += [privacy.text(raw.decode("utf-8", "replace")) for raw in tail]
+    lines += [cleaned(raw) for raw in tail]
     return ("\n".join(lines) + "\n").encode("utf-8", "surrogateescape")
 
 
@@ -77,6 +92,18 @@ def _json_file(path: Path) -> object | None:
         return json.loads(path.read_bytes())
     except (OSError, ValueError):
         return None
+
+
+def _launch_shown(launch: object) -> object:
+    """launch.json as the bundle holds it: the values of the variables crashlab env reports (the
+    CUDA, NCCL, torch and server families), and only the names of the others. A server's whole
+    environment holds credentials whose names say nothing (``MY_SERVICE_LOGIN``), which no rule
+    can tell from a setting."""
+    if not isinstance(launch, dict) or not isinstance(launch.get("environment"), dict):
+        return launch
+    return {**launch, "environment": {
+        name: value if is_reported_variable(str(name)) or value in ("", None) else MASK
+        for name, value in launch["environment"].items()}}
 
 
 def _run_members(run: RunInput, privacy: Privacy, prefix: str) -> Iterable[Candidate]:
@@ -88,10 +115,11 @@ def _run_members(run: RunInput, privacy: Privacy, prefix: str) -> Iterable[Candi
     for incarnation in run.manifest.incarnations:
         folder = rundir.incarnation(run.path, incarnation.number)
         at = f"{prefix}incarnation-{incarnation.number}/"
-        for path in (folder.launch, folder.server_info):
+        for path, shown in ((folder.launch, _launch_shown), (folder.server_info, None)):
             value = _json_file(path)
             if value is not None:
-                yield Candidate(at + path.name, "run", 1, path, privacy.document(value))
+                yield Candidate(at + path.name, "run", 1, path,
+                                privacy.document(shown(value) if shown else value))
         for stream in ("stderr", "stdout"):
             path = folder.log(stream)
             if path.is_file() and path.stat().st_size:
@@ -99,11 +127,9 @@ def _run_members(run: RunInput, privacy: Privacy, prefix: str) -> Iterable[Candi
                                 log_excerpt(path, privacy, f"{stream}.log of incarnation {incarnation.number}"))
 
 
-def _holds(path: Path, needles: list[bytes]) -> bool:
-    """Whether the file (gunzipped, if gzip) holds any of ``needles``, read in chunks."""
-    if not needles:
-        return False
-    overlap = max(map(len, needles)) - 1
+def _first_found(path: Path, find: Callable[[bytes], str | None], overlap: int) -> str | None:
+    """What ``find`` names first in the file (gunzipped, if gzip), read in chunks that overlap by
+    ``overlap`` bytes, so that a core of gigabytes never is in memory at once."""
     with open(path, "rb") as raw:
         compressed = raw.read(2) == GZIP_MAGIC
     opener = gzip.open if compressed else open
@@ -111,10 +137,17 @@ def _holds(path: Path, needles: list[bytes]) -> bool:
         tail = b""
         while chunk := stream.read(_SCAN_CHUNK):
             window = tail + chunk
-            if any(needle in window for needle in needles):
-                return True
+            found = find(window)
+            if found:
+                return found
             tail = window[-overlap:] if overlap else b""
-    return False
+    return None
+
+
+def _needle_finder(needles: list[bytes]) -> Callable[[bytes], str | None]:
+    def find(window: bytes) -> str | None:
+        return "known" if any(needle in window for needle in needles) else None
+    return find
 
 
 def _global_memory(dump) -> bool:
@@ -130,10 +163,15 @@ def _core_refusal(core: CoreInput, privacy: Privacy) -> str | None:
             return "it holds GPU global memory, where request data lives, and --anonymize was asked for"
         needles += [name.encode() for name in privacy.anonymizer.names]
     try:
-        if _holds(core.path, needles):
+        if needles and _first_found(core.path, _needle_finder(needles), max(map(len, needles)) - 1):
             return ("it holds a secret, host or user name crashlab knows of, and a coredump "
                     "cannot be rewritten")
-    except (OSError, EOFError, gzip.BadGzipFile) as problem:
+        if privacy.anonymizer is not None:
+            found = _first_found(core.path, place_or_person_in, BYTES_REACH)
+            if found:
+                return (f"it holds {found}, which --anonymize replaces in text, and a coredump "
+                        "cannot be rewritten")
+    except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as problem:
         return f"it cannot be read ({problem})"
     return None
 
@@ -142,6 +180,10 @@ def _core_rank(core: CoreInput) -> int:
     if core.label == "FAULT" or (core.label is None and core.report is not None and core.report.found):
         return 4
     return 6 if core.report is None else 5
+
+
+def _unloadable(why: str | None) -> str:
+    return f"crashlab's loader refuses it, so it cannot be cleaned ({why})"
 
 
 def _dump_members(dump: DumpInput, privacy: Privacy, name: str) -> Iterable[Candidate]:
@@ -153,13 +195,16 @@ def _dump_members(dump: DumpInput, privacy: Privacy, name: str) -> Iterable[Cand
         return writer.dumps(writer.portable(scrub(loaded, privacy.text, privacy.anonymized)))
 
     if dump.dump is None:
-        yield Candidate(name, "request-dump", 3, dump.path, None,
-                        refused=f"crashlab's loader refuses it, so it cannot be cleaned ({dump.error})")
+        yield Candidate(name, "request-dump", 3, dump.path, None, refused=_unloadable(dump.error))
         return
     yield Candidate(name, "request-dump", 3, dump.path, rewritten(dump.dump))
     if dump.minimized is not None:
-        yield Candidate(name.removesuffix(".pkl") + ".min.pkl", "request-dump", 2, dump.minimized,
-                        rewritten(load(dump.minimized)))
+        minimized = name.removesuffix(".pkl") + ".min.pkl"
+        try:
+            content, refused = rewritten(load(dump.minimized)), None
+        except BadInput as problem:
+            content, refused = None, _unloadable(str(problem))
+        yield Candidate(minimized, "request-dump", 2, dump.minimized, content, refused=refused)
 
 
 def candidates(inputs: Inputs, privacy: Privacy) -> tuple[list[Candidate], dict[Path, str]]:

@@ -31,7 +31,9 @@ class Member(_Model):
 
 
 class LeftOut(_Model):
-    path: str = Field(description="where it is on the machine the report was made on")
+    path: str = Field(description="where it is on the machine the report was made on (for a "
+                                  "member made from a file, such as a coredump's triage, that file)")
+    member: str | None = Field(None, description="the name it would have had in the bundle")
     kind: MemberKind
     size_bytes: int
     reason: str

@@ -6,7 +6,8 @@ padding) is written here as a gzip member of its own, straight into the bundle: 
 size is known byte by byte as it goes, and the moment a member would pass the room left it is
 cut off (the file truncated back to where it started) and reported as not fitting. Nothing is
 compressed twice, nothing is guessed, and the file on disk never holds more than the budget.
-The bundle is written under a temporary name and renamed into place once closed.
+The bundle is written under a temporary name and renamed into place once closed and
+its caller is ready (crashlab report puts the body in place first).
 """
 
 from __future__ import annotations
@@ -90,14 +91,17 @@ class BudgetedTarball:
         self._file.seek(offset)
 
     def close(self) -> int:
-        """Write the end of the archive, put the bundle in place; its size."""
+        """Write the end of the archive, durably, under the temporary name; its size."""
         self._file.write(END)
         self._file.flush()
         os.fsync(self._file.fileno())
         size = self._file.tell()
         self._file.close()
-        os.replace(self._temporary, self.path)
         return size
+
+    def put_in_place(self) -> None:
+        """Rename the closed bundle to its name (once what must be there before it is)."""
+        os.replace(self._temporary, self.path)
 
     def discard(self) -> None:
         self._file.close()

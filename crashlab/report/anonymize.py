@@ -9,7 +9,9 @@ throughout a bundle, so a reader can still follow it from the launch command to 
   198.51.100.0/24, 203.0.113.0/24) and IPv6 ones addresses of 2001:db8::/32 (RFC 3849), so a
   command stays a valid command; loopback and unspecified addresses are kept (they say nothing);
 - host names the launch names (``--host``, ``--dist-init-addr``, a URL's host, variables such
-  as HOSTNAME or MASTER_ADDR, the machine's own name), and names of three or more labels under
+  as HOSTNAME, MASTER_ADDR, SGLANG_HOST_IP or NCCL_COMM_ID, the machine's own name), wherever
+  they stand between characters that are not letters or digits (a run directory is named
+  ``<time>-<host>-<pid>``), in any case; and names of three or more labels under
   a private suffix (``.internal``, ``.local``, ``.lan``, ``.corp``, ...), become
   ``host-N.example`` (RFC 2606 reserves .example);
 - ``/home/NAME`` and ``/Users/NAME`` become ``/home/userN``, and the user names the environment
@@ -38,14 +40,61 @@ _HOME = re.compile(r"(?P<base>/(?:home|Users))/(?P<name>[A-Za-z0-9._-]+)")
 _URL_HOST = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://(?:[^/\s@]+@)?(?P<host>\[[0-9A-Fa-f:.]+\]|"
                        r"[A-Za-z0-9.-]+)")
 #: Host names under a private suffix, three labels or more (``threading.local`` is Python's).
-_PRIVATE_HOST = re.compile(r"(?<![\w.-])(?:[A-Za-z0-9-]+\.){2,}(?:internal|local|localdomain|lan|"
-                           r"corp|intranet|intra|home\.arpa|svc)(?![\w-])", re.IGNORECASE)
+_PRIVATE_SUFFIX = r"(?:internal|local|localdomain|lan|corp|intranet|intra|home\.arpa|svc)"
+_PRIVATE_HOST = re.compile(r"(?<![\w.-])(?:[A-Za-z0-9-]+\.){2,}" + _PRIVATE_SUFFIX + r"(?![\w-])",
+                           re.IGNORECASE)
 #: Environment variables and options whose value names a host (or host:port).
-_HOST_NAME = re.compile(r"(?i)(?:^|_|-)(?:host|hostname|addr|address|server|endpoint|master)$")
+_HOST_NAME = re.compile(r"(?i)(?:^|_|-)(?:host|hostname|addr|address|server|endpoint|master|ip|"
+                        r"comm_id)$")
 _KEPT_HOSTS = {"localhost", "127.0.0.1", "0.0.0.0", "::", "::1", ""}
+#: Values of a host-named variable that are switches, not names (SGLANG_USE_MASTER=true); a
+#: value without a letter (``1``) is no name either.
+_NOT_HOSTS = {"true", "false", "none", "null", "yes", "no", "on", "off"}
+_LETTER = re.compile("[a-z]")
 #: User names too common or too short to replace as words.
 _KEPT_USERS = {"root", "user", "nobody", "admin", "ubuntu"}
 MIN_USER_LENGTH = 3
+
+
+#: The same patterns over bytes, for what cannot be rewritten (a coredump of gigabytes): (what
+#: it finds, an anchor every match holds and that starts with a plain byte, which re looks for
+#: at memory speed, the pattern run only around an anchor's hits).
+_IN_BYTES = tuple((what, re.compile(anchor, flags), re.compile(pattern.pattern.encode(), flags))
+                  for what, anchor, pattern, flags in (
+    ("a home folder", rb"/(?:home|Users)/", _HOME, 0),
+    ("a private host name", rb"\." + _PRIVATE_SUFFIX.encode(), _PRIVATE_HOST, re.IGNORECASE),
+    ("an IPv4 address", rb"\.[0-9]{1,3}\.", _IPV4, 0),
+    ("an IPv6 address", rb":[0-9A-Fa-f]{0,4}:", _IPV6, 0)))
+#: How far from an anchor a match may reach; also the overlap of two chunks read apart.
+BYTES_REACH = 256
+
+
+def place_or_person_in(data: bytes) -> str | None:
+    """What ``data`` holds that anonymising would have replaced had it been text (a home folder,
+    a private host name, an IP address other than loopback), named; None when nothing."""
+    for what, anchor, pattern in _IN_BYTES:
+        for hit in anchor.finditer(data):
+            around = pattern.finditer(data, max(0, hit.start() - BYTES_REACH), hit.end() + BYTES_REACH)
+            if any(_says_something(what, match.group()) for match in around):
+                return what
+    return None
+
+
+#: An IPv6 address in bytes needs this many groups: a shorter one (``1::6``, ``fd00::17``) turns
+#: up by chance a few times in every 10 MB of random bytes (GPU memory, machine code).
+MIN_IPV6_GROUPS_IN_BYTES = 3
+
+
+def _says_something(what: str, found: bytes) -> bool:
+    if not what.startswith("an IP"):
+        return True
+    text = found.decode("ascii")
+    if what == "an IPv6 address" and sum(1 for group in text.split(":") if group) < MIN_IPV6_GROUPS_IN_BYTES:
+        return False
+    try:
+        return not _kept_address(ipaddress.ip_address(text), text)
+    except ValueError:
+        return False
 
 
 def _host_part(value: str) -> str:
@@ -71,6 +120,16 @@ def _hosts_in(argv: list[str], env: Mapping[str, str]) -> list[str]:
     for text in [*argv, *env.values()]:
         found += [_host_part(m["host"]) for m in _URL_HOST.finditer(text)]
     return found
+
+
+def _kept_address(address: ipaddress.IPv4Address | ipaddress.IPv6Address, text: str) -> bool:
+    """Loopback and unspecified addresses say nothing; a short link-local or loopback IPv6
+    (``fe80::1``) is too short to tell from a C++ name. A private IPv6 (fc00::/7, ``fd00::17``)
+    or a global one names a network, however short."""
+    if address.is_loopback or address.is_unspecified:
+        return True
+    return (address.version == 6 and address.is_link_local
+            and sum(1 for group in text.split(":") if group) < 3)
 
 
 class Anonymizer:
@@ -103,8 +162,9 @@ class Anonymizer:
         return [*self._hosts, *self._users]
 
     def add_host(self, host: str) -> None:
-        host = host.strip().rstrip(".")
-        if host.lower() in _KEPT_HOSTS or self._is_address(host) or host in self._hosts:
+        host = host.strip().rstrip(".").lower()  # DNS names are case-insensitive (RFC 4343)
+        if (host in _KEPT_HOSTS or host in _NOT_HOSTS or not _LETTER.search(host)
+                or self._is_address(host) or host in self._hosts):
             return
         self._hosts[host] = f"host-{len(self._hosts) + 1}.example"
         short = host.split(".", 1)[0]
@@ -129,9 +189,8 @@ class Anonymizer:
             address = ipaddress.ip_address(text)
         except ValueError:
             return text
-        if address.is_loopback or address.is_unspecified or (
-                address.version == 6 and sum(1 for group in text.split(":") if group) < 3):
-            return text  # fe80::1 and its kind: too short to tell from a C++ name
+        if _kept_address(address, text):
+            return text
         if text not in self._addresses:
             number = len(self._addresses)
             if address.version == 4:
@@ -142,15 +201,17 @@ class Anonymizer:
 
     def _private_host(self, match: re.Match) -> str:
         self.add_host(match.group())
-        return self._hosts[match.group()]
+        return self._hosts[match.group().lower()]
 
     def text(self, text: str) -> str:
         for match in _HOME.finditer(text):
             self.add_user(match["name"])
+        lower = text.lower()
         for host, placeholder in sorted(self._hosts.items(), key=lambda item: -len(item[0])):
-            if host in text:
-                text = re.sub(r"(?<![A-Za-z0-9-])" + re.escape(host) + r"(?![A-Za-z0-9-])",
-                              placeholder, text)
+            if host in lower:
+                text = re.sub(r"(?<![A-Za-z0-9])" + re.escape(host) + r"(?![A-Za-z0-9])",
+                              placeholder, text, flags=re.IGNORECASE)
+                lower = text.lower()
         text = _PRIVATE_HOST.sub(self._private_host, text)
         text = _HOME.sub(lambda m: f"{m['base']}/{self._users.get(m['name'], 'user')}", text)
         for user, placeholder in self._users.items():

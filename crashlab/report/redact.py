@@ -2,9 +2,10 @@
 
 Run directories and reports get attached to bug reports, so three things are masked:
 
-- a value whose *name* says it is a secret (a word of the name ends in PASSWORD, PASSWD, TOKEN,
-  SECRET, KEY or CREDENTIAL(S): ``HF_TOKEN``, ``PGPASSWORD``, ``--api-key``,
-  ``aws_secret_access_key``), in argv, the environment, JSON, and in log text written as
+- a value whose *name* says it is a secret (a word of the name ends in PASSWORD, PASSWD, PASS,
+  PWD, TOKEN, SECRET, KEY, CREDENTIAL(S), AUTH, COOKIE, SESSION or PRIVATE: ``HF_TOKEN``,
+  ``PGPASSWORD``, ``--api-key``, ``aws_secret_access_key``, ``HF_ENDPOINT_AUTH``; the shell's
+  PWD and OLDPWD are folders), in argv, the environment, JSON, and in log text written as
   ``name=value`` or ``name: value``, quoted or not (``api_key='sk-...'``, ``"token": "..."``,
   ``--api-key sk-...``);
 - credentials wherever they appear: inside URLs (``https://user:pw@host``), after
@@ -33,8 +34,10 @@ MASK = "***"
 #: set to "1" or "false" would otherwise mask every 1 and every false of a log.
 MIN_KNOWN_LENGTH = 6
 
-_SECRET_WORDS = r"(?:password|passwd|token|secret|key|credentials?)"
+_SECRET_WORDS = r"(?:password|passwd|pass|pwd|token|secret|key|credentials?|auth|cookie|session|private)"
 _SECRET_WORD = re.compile(_SECRET_WORDS + "$", re.IGNORECASE)
+#: The shell's working folders: a path, not a password, whatever their names say.
+_NOT_SECRET_NAMES = {"PWD", "OLDPWD"}
 _WORD_SPLIT = re.compile(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])")
 _URL_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/\s@]+)@")
 
@@ -65,7 +68,8 @@ _SHAPES: tuple[tuple[tuple[str, ...], str], ...] = (
 )
 _SHAPE_ANCHORS = tuple(anchor for anchors, _ in _SHAPES for anchor in anchors)
 _TOKEN_SHAPES = re.compile("|".join(expression for _, expression in _SHAPES))
-_SECRET_WORD_ANCHORS = ("password", "passwd", "token", "secret", "key", "credential")
+_SECRET_WORD_ANCHORS = ("pass", "pwd", "token", "secret", "key", "credential", "auth", "cookie",
+                        "session", "private")
 #: Where _ASSIGNMENT could mask something: a secret word, its separator, and a value that is not
 #: a bare number. Searched first, it spares the full expression the lines SGLang prints by the
 #: thousand (``#token: 52,``), whose only secret word holds a count.
@@ -75,6 +79,8 @@ _NOT_A_SECRET = re.compile(r"(?:None|null|none|true|false|True|False|-?\d+(?:\.\
 
 
 def is_secret_name(name: str) -> bool:
+    if name in _NOT_SECRET_NAMES:
+        return False
     return any(_SECRET_WORD.search(word) for word in _WORD_SPLIT.split(name) if word)
 
 

@@ -16,6 +16,7 @@ from ..env import capture
 from ..env.host import Host
 from ..env.interpreter import launch_interpreter
 from ..env.saved import FILE
+from ..escape import printable
 from ..report.redact import Redactor
 from . import collect, files
 from .manifest import ManifestStore
@@ -27,15 +28,20 @@ TIMEOUT = 2.0
 
 def write_environment(run_dir: Path, command: list[str], environ: dict[str, str],
                       redactor: Redactor, store: ManifestStore, notify: Notify) -> None:
-    """Capture the environment into run_dir/environment.json and list it in the manifest."""
-    python = launch_interpreter(command, environ)
-    environment = capture(Host(environ=environ), python=python, timeout=TIMEOUT)
+    """Capture the environment into run_dir/environment.json and list it in the manifest.
+    Nothing here may stop the launch: whatever goes wrong is one warning line."""
     path = run_dir / FILE
     try:
+        python = launch_interpreter(command, environ)
+        environment = capture(Host(environ=environ), python=python, timeout=TIMEOUT)
         files.write_atomic(path, redactor.serialized(environment.model_dump_json(indent=2)).encode()
                            + b"\n")
     except OSError as exc:
-        notify(f"{FILE} not written: {exc.strerror or exc}")
+        notify(f"{FILE} not written: {printable(exc.strerror or str(exc))}")
+        return
+    except Exception as exc:  # a capture's bug must not cost the user the crash it is for
+        notify(f"{FILE} not written: the environment capture failed "
+               f"({type(exc).__name__}: {printable(str(exc))}); this is a crashlab bug")
         return
     store.add_files([collect.record(run_dir, path, "environment")])
     for probe in environment.probes:

@@ -17,7 +17,7 @@ from packaging.markers import UndefinedEnvironmentName
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 
-from ..elfsyms import missing_from, undefined_torch_symbols
+from ..elfsyms import Unreadable, missing_from, undefined_torch_symbols
 from ..packages import Installed, normalized
 from .base import Machine, finding, ok, registry, skipped
 
@@ -144,29 +144,53 @@ def torch_abi(machine: Machine):
     if not libraries:
         return skipped(f"{torch_lib} holds no libtorch*.so or libc10*.so")
     torch_version = machine.distributions.version("torch") or "?"
-    read, broken = [], []
+    read, broken, unreadable = [], [], []
     for module, shipped_by in EXTENSIONS:
         for so in extension_files(machine, module):
-            needed = undefined_torch_symbols(so)
-            read.append(so)
-            missing = missing_from(libraries, needed)
+            try:
+                needed = undefined_torch_symbols(so)
+                read.append(so)
+                missing = missing_from(libraries, needed)
+            except Unreadable as problem:
+                if problem.path != so:  # torch's own library: nothing can be judged against it
+                    return finding(f"torch {torch_version}'s {problem.path} cannot be read as ELF "
+                                   f"({_said(problem.problem)}): import torch fails or loads a "
+                                   "damaged library",
+                                   f"reinstall torch {torch_version} (pip install --force-reinstall "
+                                   "--no-deps torch==<its version>)")
+                unreadable.append((so, shipped_by, problem.problem))
+                continue
             if missing:
                 broken.append((so, shipped_by, missing))
-    if not read:
+    if not read and not unreadable:
         return skipped("no torch extension installed (" + ", ".join(m for m, _ in EXTENSIONS) + ")")
-    if not broken:
+    if not broken and not unreadable:
         return ok(f"{len(read)} extension files, every torch symbol they need defined by torch "
                   f"{torch_version} ({torch_lib})")
     from ...demangle import demangle
 
-    so, shipped_by, missing = broken[0]
-    others = f"; also {', '.join(b[0].name for b in broken[1:])}" if broken[1:] else ""
-    return finding(f"{so} needs {len(missing)} torch symbols torch {torch_version} does not "
-                   f"define, e.g. {demangle(missing[0])} ({missing[0]}): import fails with "
-                   f"'undefined symbol'{others}",
-                   f"install the {shipped_by} built for torch {torch_version} (the version its "
-                   "wheel names or sglang pins), or build it from source against this torch "
-                   "(pip install --no-build-isolation)")
+    said, fixes = [], []
+    if broken:
+        so, shipped_by, missing = broken[0]
+        others = f"; also {', '.join(b[0].name for b in broken[1:])}" if broken[1:] else ""
+        said.append(f"{so} needs {len(missing)} torch symbols torch {torch_version} does not "
+                    f"define, e.g. {demangle(missing[0])} ({missing[0]}): import fails with "
+                    f"'undefined symbol'{others}")
+        fixes.append(f"install the {shipped_by} built for torch {torch_version} (the version its "
+                     "wheel names or sglang pins), or build it from source against this torch "
+                     "(pip install --no-build-isolation)")
+    if unreadable:
+        said.append("; ".join(f"{so} cannot be read as ELF ({_said(problem)})"
+                              for so, _, problem in unreadable) + ": import fails")
+        fixes.append("reinstall " + ", ".join(dict.fromkeys(shipped_by for _, shipped_by, _ in unreadable))
+                     + " (pip install --force-reinstall --no-deps)")
+    return finding("; ".join(said), "; ".join(fixes))
+
+
+def _said(problem: Exception) -> str:
+    """pyelftools' and struct's messages, one line, named by the error when they say nothing."""
+    text = " ".join(str(problem).split())
+    return text or type(problem).__name__
 
 
 def extension_files(machine: Machine, module: str) -> list[Path]:
