@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Callable
 
 #: A template argument list collapsed by a rule.
@@ -42,6 +43,11 @@ _NVCC_NAMESPACE = re.compile(r"_GLOBAL__N__\w*|_GLOBAL__N_\d+")
 _ANONYMOUS = re.compile(r"\(anonymous namespace\)::|`anonymous namespace'::")
 _CLANG_LAMBDA = re.compile(r"\$_\d+")
 _LAMBDA_CALL = re.compile(r"\{lambda\}::operator\(\)\s*(?:\(\))?(?:\s*const)?")
+_BRACKETS = {"(": re.compile(r"[()]"), "<": re.compile(r"[<>]")}
+_OPEN_PARENTHESIS = re.compile(r"\(")
+_ANGLES = _BRACKETS["<"]
+_ANGLES_OR_PARENTHESIS = re.compile(r"[<>(]")
+_NESTING_OR_SPACE = re.compile(r"[<>(){} ]")
 _CLONE = re.compile(r"\s*\[clone [^\]]*\]|\.(?:cold|constprop|isra|part|lto_priv|llvm)(?:\.\d+)*(?=$|[\s(<>,:])")
 
 
@@ -77,13 +83,13 @@ def _lambdas(name: str) -> str:
     return _LAMBDA_CALL.sub("{lambda}", name)
 
 
-_INNER_RETURN = re.compile(r"(?:(?<=<)|(?<=, ))void (?=[A-Za-z_][\w:]*[<(])")
+_INNER_RETURN = re.compile(r"([<,] ?)void (?=[A-Za-z_][\w:]*[<(])")
 
 
 def _return_type(name: str) -> str:
     """The demangler writes a template function's return type first (``void f<int>(int)``);
     cpp_demangle also writes it for the function enclosing a lambda in a template argument."""
-    name = _INNER_RETURN.sub("", name)
+    name = _INNER_RETURN.sub(r"\1", name)
     end = _top_level_parameters(name)
     head = name if end is None else name[:end[0]]
     cut = _last_top_level_space(head)
@@ -96,16 +102,15 @@ def _parameters(name: str) -> str:
     CUTLASS's ``(Params)`` says nothing. Casts in template arguments (``(cute::UMMA::Major)0``)
     and ``operator()`` stay."""
     out, i = [], 0
-    while i < len(name):
-        char = name[i]
-        if char == "(" and not _is_cast(name, i) and not name.endswith("operator", 0, i):
-            i = _closing(name, i, "(", ")") + 1
-            while name.startswith(" const", i) or name.startswith(" volatile", i):
-                i += len(" const") if name.startswith(" const", i) else len(" volatile")
+    for found in _OPEN_PARENTHESIS.finditer(name):
+        start = found.start()
+        if start < i or _is_cast(name, start) or name.endswith("operator", 0, start):
             continue
-        out.append(char)
-        i += 1
-    return "".join(out)
+        out.append(name[i:start])
+        i = _closing(name, start, "(", ")") + 1
+        while name.startswith(" const", i) or name.startswith(" volatile", i):
+            i += len(" const") if name.startswith(" const", i) else len(" volatile")
+    return "".join(out) + name[i:]
 
 
 def _wrapper(name: str) -> str:
@@ -154,19 +159,19 @@ def _length(name: str) -> str:
 def _depth(name: str, kept: int = KEPT_DEPTH) -> str:
     """Template arguments below depth ``kept`` collapse to ``<…>``."""
     out, depth, i = [], 0, 0
-    while i < len(name):
-        char = name[i]
-        if char == "<" and not name.endswith("operator", 0, i):
+    for found in _ANGLES.finditer(name):
+        at = found.start()
+        if at < i:
+            continue
+        if found[0] == "<" and not name.endswith("operator", 0, at):
             if depth == kept:
-                out.append(COLLAPSED)
-                i = _closing(name, i, "<", ">") + 1
+                out.append(name[i:at] + COLLAPSED)
+                i = _closing(name, at, "<", ">") + 1
                 continue
             depth += 1
-        elif char == ">" and depth:
+        elif found[0] == ">" and depth:
             depth -= 1
-        out.append(char)
-        i += 1
-    return "".join(out)
+    return "".join(out) + name[i:]
 
 
 #: cpp_demangle writes an integer template argument as a cast, libiberty with a suffix.
@@ -219,18 +224,25 @@ RULES: tuple[Rule, ...] = (
 )
 
 
-def normalise(name: str) -> tuple[str, list[str]]:
-    """``name`` (demangled) as a signature writes it, and the names of the rules that changed it.
-    A name no demangler could read (still ``_Z…``) is kept as it is."""
+@lru_cache(maxsize=1024)
+def _normalised(name: str) -> tuple[str, tuple[str, ...]]:
     if name.startswith("_Z"):
-        return name, ["mangled: no demangler read this name; kept as it is"]
+        return name, ("mangled: no demangler read this name; kept as it is",)
     fired = []
     for rule in RULES:
         changed = rule.apply(name)
         if changed != name:
             fired.append(rule.name)
             name = changed
-    return name, fired
+    return name, tuple(fired)
+
+
+def normalise(name: str) -> tuple[str, list[str]]:
+    """``name`` (demangled) as a signature writes it, and the names of the rules that changed it.
+    A name no demangler could read (still ``_Z…``) is kept as it is. Cached: a dump names one
+    kernel many times, and a fleet's dumps name few kernels."""
+    normal, fired = _normalised(name)
+    return normal, list(fired)
 
 
 def base_name(name: str) -> str:
@@ -241,28 +253,26 @@ def base_name(name: str) -> str:
 
 
 def _depth_zero(name: str) -> str:
-    out, depth = [], 0
-    for char in name:
-        if char == "<":
-            depth += 1
-        elif char == ">":
-            depth = max(0, depth - 1)
-        elif depth == 0:
-            out.append(char)
-    return "".join(out)
+    out, depth, i = [], 0, 0
+    for found in _ANGLES.finditer(name):
+        if depth == 0:
+            out.append(name[i:found.start()])
+        depth = depth + 1 if found[0] == "<" else max(0, depth - 1)
+        i = found.end()
+    return "".join(out) + (name[i:] if depth == 0 else "")
 
 
 def _closing(text: str, start: int, open_: str, close: str) -> int:
     """Index of the bracket closing the one at ``start`` (or the last index if it is never closed:
     names come from strangers' dumps)."""
     depth = 0
-    for i in range(start, len(text)):
-        if text[i] == open_:
+    for found in _BRACKETS[open_].finditer(text, start):
+        if found[0] == open_:
             depth += 1
-        elif text[i] == close:
+        else:
             depth -= 1
             if depth == 0:
-                return i
+                return found.start()
     return len(text) - 1
 
 
@@ -280,26 +290,28 @@ def _first_argument(text: str, start: int, end: int) -> str:
 
 def _top_level_parameters(name: str) -> tuple[int, int] | None:
     depth = 0
-    for i, char in enumerate(name):
+    for found in _ANGLES_OR_PARENTHESIS.finditer(name):
+        char, i = found[0], found.start()
         if char == "<":
             depth += 1
         elif char == ">":
             depth = max(0, depth - 1)
-        elif char == "(" and depth == 0 and not name.endswith("operator", 0, i) and not _is_cast(name, i):
+        elif depth == 0 and not name.endswith("operator", 0, i) and not _is_cast(name, i):
             return i, _closing(name, i, "(", ")")
     return None
 
 
 def _last_top_level_space(head: str) -> int | None:
-    depth, found = 0, None
-    for i, char in enumerate(head):
+    depth, space = 0, None
+    for found in _NESTING_OR_SPACE.finditer(head):
+        char = found[0]
         if char in "<({":
             depth += 1
         elif char in ">)}":
             depth = max(0, depth - 1)
-        elif char == " " and depth == 0:
-            found = i
-    return found
+        elif depth == 0:
+            space = found.start()
+    return space
 
 
 def _is_cast(text: str, start: int) -> bool:

@@ -10,16 +10,21 @@ ended is it the first COLLATERAL dump's (the collective it waits in).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..report.model import TriageReport
-from ..report.run import Incident, RunReport
 from .gpu import of_triage
 from .model import CrashSignature
+
+if TYPE_CHECKING:  # serve's models: imported when a run is signed, never by inspect
+    from ..report.run import Incident, RunReport
 
 
 def compute(report: TriageReport | Incident | RunReport) -> CrashSignature:
     if isinstance(report, TriageReport):
         return of_triage(report)
+    from ..report.run import Incident, RunReport
+
     if isinstance(report, Incident):
         return _of_incident(report)
     if isinstance(report, RunReport):
