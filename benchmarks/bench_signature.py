@@ -19,13 +19,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import crashlab  # noqa: E402
+from benchmarks.bench_env import timed  # noqa: E402
 from crashlab.demangle import demangle  # noqa: E402
 from crashlab.signature import compute  # noqa: E402
 from crashlab.signature.names import _normalised  # noqa: E402
@@ -34,16 +34,6 @@ from tests.test_signature_logs import incident  # noqa: E402
 from tests.test_run_report_md import EXCEPTION_LOG, SEGV_LOG, scan  # noqa: E402
 
 CUTLASS = "cutlass_mxfp8_grouped_gemm.sm_100.cubin"
-
-
-def timed(action, repeat: int) -> list[float]:
-    action()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        action()
-        times.append(time.perf_counter() - start)
-    return times
 
 
 def figure(times: list[float]) -> str:
