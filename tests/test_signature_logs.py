@@ -123,3 +123,19 @@ def test_without_any_finding_the_server_exit_is_the_signature():
     signature = compute(incident([], exit=ExitStatus(code=3)))
     assert (signature.kind, signature.parts) == ("exit", ["server", "exited with code 3"])
     assert compute(incident([], exit=ExitStatus(code=1))).hash != signature.hash
+
+
+def test_a_finding_whose_words_were_masked_is_signed_by_its_message():
+    masked = Finding(kind="cuda-error", text="[2026-11-23 20:08:06 TP0] RuntimeError: an illegal memory ****",
+                     stream="stderr", line=7, time="t")
+    signature = compute(incident([masked]))
+    assert signature.kind == "cuda-error" and signature.parts == ["RuntimeError: an illegal memory ****"]
+
+
+def test_a_signature_that_cannot_be_computed_is_said_not_raised():
+    from crashlab.signature.signing import compute_or_why
+
+    signature, why = compute_or_why(incident(scan(SIGKILL_LOG.read_bytes())))
+    assert signature.parts == ["SIGKILL", "scheduler"] and why is None
+    signature, why = compute_or_why(SIGKILL_LOG)  # not a report
+    assert signature is None and why.startswith("no signature: crashlab could not compute it (TypeError")

@@ -70,7 +70,7 @@ def of_incident(incident: Incident) -> CrashSignature:
 
 
 def _cuda_error(finding: Finding, traceback: Finding | None, findings: list[Finding]) -> CrashSignature:
-    said = _PATTERN["cuda-error"].search(finding.text)[0]
+    said = _said("cuda-error", finding.text)
     parts, notes = [_variables_out(said)], ["a CUDA error in the log (no GPU coredump)"]
     title = said
     if traceback is not None:
@@ -97,7 +97,7 @@ def _python(traceback: Finding, findings: list[Finding]) -> CrashSignature:
 
 
 def _nccl(finding: Finding) -> CrashSignature:
-    said = _PATTERN["nccl-timeout"].search(finding.text)[0]
+    said = _said("nccl-timeout", finding.text)
     op = _OP_TYPE.search(finding.text)
     parts = [said] + ([f"OpType={op[1]}"] if op else [])
     notes = ["an NCCL watchdog message: the message and the collective (sequence numbers, "
@@ -175,6 +175,13 @@ def _raiser(traceback: Finding, findings: list[Finding]) -> str | None:
             found = _RAISER.search(finding.text)
             return _ROLES.get(found[1], found[1].lower()) if found else None
     return None
+
+
+def _said(kind: str, text: str) -> str:
+    """What the scanner's pattern for ``kind`` matched; the line's message where the masking of
+    secrets has changed the words it matched."""
+    found = _PATTERN[kind].search(text)
+    return found[0] if found else _variables_out(text)[:200]
 
 
 def _exception_type(text: str) -> str:

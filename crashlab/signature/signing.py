@@ -32,6 +32,15 @@ def compute(report: TriageReport | Incident | RunReport) -> CrashSignature:
     raise TypeError(f"no signature for a {type(report).__name__}")
 
 
+def compute_or_why(report: TriageReport | Incident | RunReport) -> tuple[CrashSignature | None, str | None]:
+    """(signature, None), or (None, why) where computing it failed: a crashlab bug, which must not
+    cost serve the run's report."""
+    try:
+        return compute(report), None
+    except Exception as exc:
+        return None, f"no signature: crashlab could not compute it ({type(exc).__name__}: {exc}); a crashlab bug"
+
+
 @dataclass(frozen=True)
 class Signed:
     """One signature of a run: an incident's own (``dump`` None) or one of its dumps'."""

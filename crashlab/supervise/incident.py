@@ -34,7 +34,7 @@ from ..replay import load as load_request_dump
 from ..report.logline import SGLANG_PREFIX
 from ..report.model import TriageReport
 from ..report.run import DumpTriage, FileRecord, Finding, Incident, LogTail
-from ..signature import compute as signature_of
+from ..signature.signing import compute_or_why as signature_of
 from ..signature.collective import collectives
 from . import rundir, timestamps
 from .logscan import CHILD_CRASHED, TRACEBACK_STARTS
@@ -255,5 +255,6 @@ def build(run_dir: Path, incarnation: Incarnation, kind: str, dumps: list[DumpTr
         log_tail=None if incarnation.findings or incarnation.omitted_findings
         else log_tail(run_dir, incarnation, redact),
         notes=notes)
-    built.signature = signature_of(built)
+    built.signature, why = signature_of(built)
+    built.notes.extend([why] if why else [])
     return built

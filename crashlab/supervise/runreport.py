@@ -10,7 +10,7 @@ from ..report import run_views
 from ..report.model import Source, Tool
 from ..report.redact import Redactor
 from ..report.run import Deployment, Incident, RunReport
-from ..signature import compute as signature_of
+from ..signature.signing import compute_or_why as signature_of
 from . import collect, files
 from .manifest import Manifest, ManifestStore, Outcome
 
@@ -28,7 +28,7 @@ def build(run_dir: Path, manifest: Manifest, incidents: list[Incident]) -> RunRe
         deployment=Deployment(host=manifest.crashlab.host, label=manifest.options.get("deployment"),
                               role=manifest.role,
                               incident_window_s=manifest.options["incident_window"]))
-    report.signature = signature_of(report)
+    report.signature, _ = signature_of(report)  # why not: in its incident's notes
     return report
 
 
