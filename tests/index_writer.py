@@ -1,0 +1,33 @@
+"""One writer process of the concurrency tests and benchmark: records COUNT crashes of its own
+(keys w<WORKER>-<i>, spread over SIGNATURES signatures, so that every writer hits the same
+signatures at once) and tries COUNT crashes every writer also records (keys shared-<i>: one
+of them must win each, none doubled).
+
+    python -m tests.index_writer ADDRESS WORKER COUNT SIGNATURES
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from crashlab.index import Index
+from tests.index_fixtures import crash, signature
+
+
+def signature_number(i: int, signatures: int) -> str:
+    return f"{i % signatures:012x}"
+
+
+def main(address: str, worker: int, count: int, signatures: int) -> None:
+    started = time.perf_counter()
+    with Index(address) as index:
+        for i in range(count):
+            sig = signature(signature_number(i, signatures))
+            index.record(crash(f"w{worker}-{i}", sig, 1_000_000.0 + i, host=f"node{worker}"))
+            index.record(crash(f"shared-{i}", sig, 1_000_000.0 + i, host=f"node{worker}"))
+    print(f"{time.perf_counter() - started:.3f}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))
