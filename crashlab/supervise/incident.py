@@ -21,7 +21,6 @@ tail of its log instead, masked like every other text from it.
 
 from __future__ import annotations
 
-import re
 import shlex
 from datetime import datetime
 from pathlib import Path
@@ -35,15 +34,12 @@ from ..replay import load as load_request_dump
 from ..report.logline import SGLANG_PREFIX
 from ..report.model import TriageReport
 from ..report.run import DumpTriage, FileRecord, Finding, Incident, LogTail
+from ..signature.collective import collectives
 from . import rundir, timestamps
 from .logscan import CHILD_CRASHED, TRACEBACK_STARTS
 from .manifest import Incarnation
 from .proctree import CRASH_SIGNALS
 
-#: Kernels a rank waits in when a peer died: NCCL's, SGLang's custom all-reduce, and anything
-#: named like a collective. A name heuristic, said as such in the reasons.
-COLLECTIVE_KERNEL = re.compile(r"nccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|"
-                               r"all2all|cross_device_reduce|custom_ar", re.IGNORECASE)
 #: Where an incident's logs matched no fault pattern, this many of its last lines are kept,
 #: each cut at TAIL_LINE_CHARS characters.
 TAIL_LINES = 40
@@ -70,9 +66,9 @@ def _label(report: TriageReport | None) -> tuple[str, list[str], str]:
         return "FAULT", [f"{fault.exception.display} at a valid PC ({fault.pc_source})"], report.summary
     reasons = ["no exception in this dump" if not report.faults
                else "an exception without a valid PC"]
-    collectives = sorted({k.name for k in report.kernels if COLLECTIVE_KERNEL.search(k.mangled + k.name)})
-    if collectives:
-        reasons.append("parked in collective kernel(s) (by name): " + ", ".join(collectives))
+    collective = sorted({k.name for k in collectives(report)})
+    if collective:
+        reasons.append("parked in collective kernel(s) (by name): " + ", ".join(collective))
     return "COLLATERAL", reasons, report.summary
 
 
