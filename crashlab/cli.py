@@ -95,7 +95,8 @@ SCHEMAS = {"triage": "crashlab.report.model:TriageReport", "run": "crashlab.repo
            "listing": "crashlab.replay.result:DumpListing",
            "environment": "crashlab.env.model:Environment",
            "doctor": "crashlab.env.doctor:DoctorReport",
-           "report-bundle": "crashlab.issue.model:IssueReport"}
+           "report-bundle": "crashlab.issue.model:IssueReport",
+           "signature": "crashlab.signature.model:CrashSignature"}
 
 
 @main.command()
@@ -106,7 +107,8 @@ def schema(which: str) -> None:
     WHICH is triage (what inspect --json prints; the default), run (serve's report.json),
     replay (what replay --json prints with --url), listing (what replay --json prints
     without --url: the dump's requests), environment (what env --json prints; serve's
-    environment.json) or report-bundle (what report --json prints; report.json in its bundle).
+    environment.json), report-bundle (what report --json prints; report.json in its bundle) or
+    signature (the crash signature the reports carry and the crash index keeps).
     """
     from .report.schema import json_schema
 

@@ -13,6 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..signature.model import CrashSignature
 from .model import SCHEMA_VERSION, Source, Tool, TriageReport
 
 
@@ -135,6 +136,9 @@ class Incident(_Model):
                                      "the server's log ended")
     processes: list[ProcessRecord] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+    signature: CrashSignature | None = Field(
+        None, description="this incident's signature: its first FAULT dump's, else the "
+                          "collective its COLLATERAL dump waits in, else its log's")
 
 
 class RunReport(_Model):
@@ -146,3 +150,5 @@ class RunReport(_Model):
     command: list[str] = Field(description="the launch command, secrets masked")
     incidents: list[Incident]
     warnings: list[str] = Field(default_factory=list)
+    signature: CrashSignature | None = Field(
+        None, description="the first crash's signature (its incident's)")

@@ -89,8 +89,9 @@ def _python(traceback: Finding, findings: list[Finding]) -> CrashSignature:
     frames = _frames(traceback, findings, notes)
     parts = ([raiser] if raiser else []) + [exception, *frames]
     title = (f"{exception} in {frames[0]}" if frames else exception) + (f" ({raiser})" if raiser else "")
-    search = f'"{exception}" "{frames[0]}"' if frames and not no_line else f'"{frames[0]}"' \
-        if frames else f'"{exception}"'
+    named = next((f for f in frames if not f.startswith(("__", "<"))), None)  # not __call__, <module>
+    search = " ".join(f'"{word}"' for word in ([] if no_line else [exception]) + [named] if word) \
+        or f'"{exception}"'
     return seal("python-exception", parts, title, search, notes)
 
 
@@ -144,15 +145,16 @@ def _frames(traceback: Finding, findings: list[Finding], notes: list[str]) -> li
         frames.reverse()  # Python prints the innermost frame last
     else:
         notes.append("native stack: innermost frame first, bare addresses left out")
-    kept = []
+    kept, skipped = [], False
     for frame in frames:
         function = frame.function.strip()
         if function in DISPATCH_FRAMES or _ADDRESS.match(function):
+            skipped = skipped or function in DISPATCH_FRAMES
             continue
         kept.append(function)
         if len(kept) == FRAMES:
             break
-    if any(f.function in DISPATCH_FRAMES for f in frames):
+    if skipped:
         notes.append("python-dispatch-frames: torch's module-call and decorator frames left out")
     return kept
 

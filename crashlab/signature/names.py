@@ -93,7 +93,7 @@ def _parameters(name: str) -> str:
     out, i = [], 0
     while i < len(name):
         char = name[i]
-        if char == "(" and not _is_cast(name, i) and not name[:i].endswith("operator"):
+        if char == "(" and not _is_cast(name, i) and not name.endswith("operator", 0, i):
             i = _closing(name, i, "(", ")") + 1
             while name.startswith(" const", i) or name.startswith(" volatile", i):
                 i += len(" const") if name.startswith(" const", i) else len(" volatile")
@@ -151,7 +151,7 @@ def _depth(name: str, kept: int = KEPT_DEPTH) -> str:
     out, depth, i = [], 0, 0
     while i < len(name):
         char = name[i]
-        if char == "<" and not name[:i].endswith("operator"):
+        if char == "<" and not name.endswith("operator", 0, i):
             if depth == kept:
                 out.append(COLLAPSED)
                 i = _closing(name, i, "<", ">") + 1
@@ -261,7 +261,7 @@ def _top_level_parameters(name: str) -> tuple[int, int] | None:
             depth += 1
         elif char == ">":
             depth = max(0, depth - 1)
-        elif char == "(" and depth == 0 and not name[:i].endswith("operator") and not _is_cast(name, i):
+        elif char == "(" and depth == 0 and not name.endswith("operator", 0, i) and not _is_cast(name, i):
             return i, _closing(name, i, "(", ")")
     return None
 

@@ -34,6 +34,7 @@ from ..replay import load as load_request_dump
 from ..report.logline import SGLANG_PREFIX
 from ..report.model import TriageReport
 from ..report.run import DumpTriage, FileRecord, Finding, Incident, LogTail
+from ..signature import compute as signature_of
 from ..signature.collective import collectives
 from . import rundir, timestamps
 from .logscan import CHILD_CRASHED, TRACEBACK_STARTS
@@ -244,7 +245,7 @@ def build(run_dir: Path, incarnation: Incarnation, kind: str, dumps: list[DumpTr
     missing = {d.report.debugger.reason for d in dumps if d.report and d.report.debugger
                and d.report.debugger.status in ("unavailable", "failed")}
     notes.extend(f"debugger view: {reason}" for reason in sorted(missing))
-    return Incident(
+    built = Incident(
         incarnation=incarnation.number, directory=incarnation.directory, kind=kind,
         started_at=incarnation.started_at, ended_at=incarnation.ended_at or incarnation.started_at,
         exit=incarnation.exit, stopped_by_crashlab=incarnation.stopped_by_crashlab,
@@ -254,3 +255,5 @@ def build(run_dir: Path, incarnation: Incarnation, kind: str, dumps: list[DumpTr
         log_tail=None if incarnation.findings or incarnation.omitted_findings
         else log_tail(run_dir, incarnation, redact),
         notes=notes)
+    built.signature = signature_of(built)
+    return built
