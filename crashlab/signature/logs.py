@@ -25,6 +25,7 @@ from ..report.run import NO_EXCEPTION_LINE, Finding, Incident, TracebackFrame
 from ..supervise.logscan import CHILD_CRASHED, PATTERNS
 from ..supervise.proctree import CRASH_SIGNALS
 from .model import CrashSignature, seal
+from .names import normalise
 
 #: Innermost frames a signature names.
 FRAMES = 3
@@ -141,17 +142,19 @@ def _first_death(incident: Incident) -> tuple[str, int] | None:
 def _frames(traceback: Finding, findings: list[Finding], notes: list[str]) -> list[str]:
     """The innermost FRAMES function names, dispatch frames and bare addresses left out."""
     frames: list[TracebackFrame] = list(traceback.frames)
-    if not _native(traceback, findings):
+    native = _native(traceback, findings)
+    if not native:
         frames.reverse()  # Python prints the innermost frame last
     else:
-        notes.append("native stack: innermost frame first, bare addresses left out")
+        notes.append("native stack: innermost frame first, bare addresses left out, C++ names "
+                     "normalised as kernel names are")
     kept, skipped = [], False
     for frame in frames:
         function = frame.function.strip()
         if function in DISPATCH_FRAMES or _ADDRESS.match(function):
             skipped = skipped or function in DISPATCH_FRAMES
             continue
-        kept.append(function)
+        kept.append(normalise(function)[0] if native else function)
         if len(kept) == FRAMES:
             break
     if skipped:

@@ -77,8 +77,13 @@ def _lambdas(name: str) -> str:
     return _LAMBDA_CALL.sub("{lambda}", name)
 
 
+_INNER_RETURN = re.compile(r"(?:(?<=<)|(?<=, ))void (?=[A-Za-z_][\w:]*[<(])")
+
+
 def _return_type(name: str) -> str:
-    """The demangler writes a template function's return type first (``void f<int>(int)``)."""
+    """The demangler writes a template function's return type first (``void f<int>(int)``);
+    cpp_demangle also writes it for the function enclosing a lambda in a template argument."""
+    name = _INNER_RETURN.sub("", name)
     end = _top_level_parameters(name)
     head = name if end is None else name[:end[0]]
     cut = _last_top_level_space(head)
@@ -164,6 +169,22 @@ def _depth(name: str, kept: int = KEPT_DEPTH) -> str:
     return "".join(out)
 
 
+#: cpp_demangle writes an integer template argument as a cast, libiberty with a suffix.
+_LITERAL_SUFFIX = {"int": "", "unsigned int": "u", "long": "l", "unsigned long": "ul",
+                   "long long": "ll", "unsigned long long": "ull"}
+_CAST_LITERAL = re.compile(r"\((" + "|".join(sorted(_LITERAL_SUFFIX, key=len, reverse=True))
+                           + r"|bool)\)(-?\d+)")
+
+
+def _literals(name: str) -> str:
+    """``(unsigned int)128`` (cpp_demangle) is ``128u`` (libiberty), ``(bool)1`` is ``true``."""
+    def libiberty(found: re.Match) -> str:
+        if found[1] == "bool":
+            return "false" if found[2] == "0" else "true"
+        return found[2] + _LITERAL_SUFFIX[found[1]]
+    return _CAST_LITERAL.sub(libiberty, name)
+
+
 def _spacing(name: str) -> str:
     """libiberty writes ``> >`` and ``int const*``, cpp_demangle (CUTLASS's long names) ``>>``:
     one spelling whichever demangler read the name."""
@@ -171,6 +192,7 @@ def _spacing(name: str) -> str:
     while "> >" in name:
         name = name.replace("> >", ">>")
     name = re.sub(r"\s*,\s*", ", ", name)
+    name = re.sub(r"<\s+", "<", re.sub(r"\s+>", ">", name))
     return re.sub(r"\s+([*&])", r"\1", name)
 
 
@@ -191,6 +213,8 @@ RULES: tuple[Rule, ...] = (
          _depth),
     Rule("length", f"still over {LONGEST} characters: only the kernel's own template arguments kept",
          _length),
+    Rule("integer-literals", "integer template arguments written as libiberty does (128u)",
+         _literals),
     Rule("spacing", "spacing of the demangler's output made one", _spacing),
 )
 
