@@ -137,8 +137,8 @@ class Incident(_Model):
     processes: list[ProcessRecord] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     signature: CrashSignature | None = Field(
-        None, description="this incident's signature: its first FAULT dump's, else the "
-                          "collective its COLLATERAL dump waits in, else its log's")
+        None, description="this incident's signature: its first FAULT dump's, else its log's, "
+                          "else the collective its COLLATERAL dump waits in")
 
 
 class RunReport(_Model):

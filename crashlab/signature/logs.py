@@ -119,9 +119,9 @@ def _signal(role: str, number: int, findings: list[Finding]) -> CrashSignature:
 
 def _exit(incident: Incident) -> CrashSignature:
     ended = incident.exit.describe() if incident.exit else "ended"
-    shown = _variables_out(ended) if incident.exit and incident.exit.signal is None else ended
-    notes = ["no fault line, dump or crash signal: how the server ended"]
-    return seal("exit", ["server", shown], f"server {ended}", f'"{ended}"', notes)
+    notes = ["no fault line, dump or crash signal: how the server ended (an exit code is the "
+             "program's own, so it is kept)"]
+    return seal("exit", ["server", ended], f"server {ended}", f'"{ended}"', notes)
 
 
 def _first_death(incident: Incident) -> tuple[str, int] | None:

@@ -1,8 +1,10 @@
 """compute(report): the signature of a dump's triage, of one incident of a serve run, or of a run.
 
 A run's signature is its first crash's (an incident of kind crash, else its first incident). An
-incident's is its first FAULT dump's; without one, its first COLLATERAL dump's (the collective it
-waits in); without a readable dump, its log's (crashlab.signature.logs).
+incident's is its first FAULT dump's; without one, its log's (crashlab.signature.logs: a CUDA
+error, an exception, an NCCL timeout, a signal), which says more than the dumps SGLang's crash
+path triggers on the ranks still waiting; only when the log says nothing but how the server
+ended is it the first COLLATERAL dump's (the collective it waits in).
 """
 
 from __future__ import annotations
@@ -53,10 +55,15 @@ def _first_crash(run: RunReport) -> Incident:
 
 
 def _of_incident(incident: Incident) -> CrashSignature:
-    for label in ("FAULT", "COLLATERAL"):
-        dump = next((d for d in incident.dumps if d.label == label and d.report is not None), None)
-        if dump is not None:
-            return of_triage(dump.report)
+    fault = _first(incident, "FAULT")
+    if fault is not None:
+        return of_triage(fault.report)
     from .logs import of_incident  # the log scanner's patterns: only for a run, never for inspect
 
-    return of_incident(incident)
+    signature = of_incident(incident)
+    collateral = _first(incident, "COLLATERAL")
+    return of_triage(collateral.report) if signature.kind == "exit" and collateral else signature
+
+
+def _first(incident: Incident, label: str):
+    return next((d for d in incident.dumps if d.label == label and d.report is not None), None)
