@@ -9,6 +9,7 @@ from .coredump.fault import DETAILED_GROUPS, Location, locate
 from .cubin_info import ParamLayout, kernel_param_layout
 from .report.coredump import MAX_POSITIONS, build
 from .report.model import TriageReport
+from .signature import compute as signature_of
 from .sass import CodeFinder, CodeLocation, Instruction, SassView, disassemble, instruction_at
 
 
@@ -45,6 +46,7 @@ def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
         warnings = core.warnings + location.warnings + finder.problems
         report = build(core, location, views, code, warnings,
                        _param_layouts(core, finder, location), stands)
+    report.signature = signature_of(report)
     if debugger:
         from .gdb.triage import view as debugger_view  # pexpect and pygdbmi only when asked
 

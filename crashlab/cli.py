@@ -130,6 +130,7 @@ SCHEMAS = {"triage": "crashlab.report.model:TriageReport", "run": "crashlab.repo
            "environment": "crashlab.env.model:Environment",
            "doctor": "crashlab.env.doctor:DoctorReport",
            "report-bundle": "crashlab.issue.model:IssueReport",
+           "signature": "crashlab.signature.model:CrashSignature",
            "crash-list": "crashlab.index.records:CrashList",
            "crash-show": "crashlab.index.records:Shown",
            "crash-gc": "crashlab.index.records:Collection"}
@@ -144,7 +145,8 @@ def schema(which: str) -> None:
     replay (what replay --json prints with --url), listing (what replay --json prints
     without --url: the dump's requests), environment (what env --json prints; serve's
     environment.json), report-bundle (what report --json prints; report.json in its bundle),
-    crash-list, crash-show and crash-gc (what list, show and gc --json print).
+    signature (the crash signature the reports carry and the crash index keeps), crash-list,
+    crash-show and crash-gc (what list, show and gc --json print).
     """
     from .report.schema import json_schema
 

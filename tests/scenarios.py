@@ -85,14 +85,16 @@ def fault(
     faulting_device: int = 0,
     bystander_blocks: int = 3,
     metadata: bool = True,
+    code_base: int = CODE_BASE,
 ) -> Scenario:
-    """One kernel faulting in one warp of block (1,0,0), with bystander blocks elsewhere."""
+    """One kernel faulting in one warp of block (1,0,0), with bystander blocks elsewhere;
+    ``code_base``: where the driver loaded the first device's module."""
     marker = markers()[marker_key]
     rows = rows or {}
     devices = []
     planted = None
     for dev in range(device_count):
-        base = CODE_BASE + dev * 0x1000_0000
+        base = code_base + dev * 0x1000_0000
         cubin = relocate(load_cubin(marker.cubin), base, absolute_symbols=absolute_symbols)
         kernel_section = _kernel_section(marker.cubin, kernel, marker)
         mangled = kernel_section[len(".text."):]

@@ -116,10 +116,11 @@ def site(cubin: str, where: str) -> Site:
     return Site(callee.start + 0x10, callee, calls[callee.name] + 0x10)
 
 
-def fault_dump(cubin: str, at: Site, path) -> int:
-    """A dump of one warp faulting at ``at``, relocated as the driver does; returns the PC."""
+def fault_dump(cubin: str, at: Site, path, base: int = CODE_BASE) -> int:
+    """A dump of one warp faulting at ``at``, relocated as the driver does (its module loaded at
+    ``base``); returns the PC."""
     kernel = kernel_of(cubin)
-    code = relocate((PRODUCTION / cubin).read_bytes(), CODE_BASE)
+    code = relocate((PRODUCTION / cubin).read_bytes(), base)
     entry = code.addresses[kernel.symbol.section]
     pc = entry + at.offset
     # (returnAddress, virtualReturnAddress) of the caller: the builder writes it as level 0

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from ..notation import dim, marker, short_source
 from . import text
 from .markdown_escape import cell, code, cut_to, fenced, html, inline, join
+from ..signature.model import CrashSignature
 from .model import Fault, TriageReport
 
 GITHUB_LIMIT = 65_536
@@ -59,8 +60,15 @@ def render(report: TriageReport, limit: int = GITHUB_LIMIT, heading_level: int =
     return cut_to(body, limit)
 
 
+def signature_text(signature: CrashSignature) -> str:
+    """A signature as every Markdown view shows it: the hash (to look it up with) and the title."""
+    return f"{code(signature.hash)} {inline(signature.title)}"
+
+
 def _render(report: TriageReport, detail: _Detail) -> str:
     out: list[str] = [f"{'#' * detail.heading} crashlab: {inline(report.summary)}", ""]
+    if report.signature is not None:
+        out += [f"Signature: {signature_text(report.signature)}", ""]
     if detail.cuts:
         out += [f"_Shortened to fit GitHub's limit: omitted {'; '.join(detail.cuts)}. "
                 "The JSON report has everything._", ""]

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..coredump.exceptions import ExceptionScope
 from ..coredump.fault import PcSource
+from ..signature.model import CrashSignature
 
 SCHEMA_VERSION = 1
 Dim3 = tuple[int, int, int]
@@ -379,6 +380,9 @@ class TriageReport(_Model):
     warnings: list[str] = Field(default_factory=list)
     debugger: DebuggerSection | None = Field(
         None, description="cuda-gdb's view and its agreement with the native one (inspect --debugger)")
+    signature: CrashSignature | None = Field(
+        None, description="what makes this crash the same bug as another (crashlab.signature); "
+                          "absent from reports older than it")
 
     @property
     def found(self) -> bool:

@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..incidents.records import Role
+from ..signature.model import CrashSignature
 from .model import SCHEMA_VERSION, Source, Tool, TriageReport
 
 
@@ -136,6 +137,9 @@ class Incident(_Model):
                                      "the server's log ended")
     processes: list[ProcessRecord] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+    signature: CrashSignature | None = Field(
+        None, description="this incident's signature: its first FAULT dump's, else its log's, "
+                          "else the collective its COLLATERAL dump waits in")
 
 
 class Deployment(_Model):
@@ -160,3 +164,5 @@ class RunReport(_Model):
     warnings: list[str] = Field(default_factory=list)
     deployment: Deployment | None = Field(None, description="absent in reports of crashlab "
                                           "before --deployment")
+    signature: CrashSignature | None = Field(
+        None, description="the first crash's signature (its incident's)")

@@ -108,6 +108,8 @@ def _incident(incident: Incident, embedded: DumpTriage | None, alone: bool, find
     """``alone``: the run's only incident, whose summary the title already gives; ``findings``:
     whether its log findings follow (an issue body gathers them in a section of their own)."""
     rows = [] if alone else [("Summary", inline(incident.summary))]
+    if incident.signature is not None:
+        rows.append(("Signature", dump_markdown.signature_text(incident.signature)))
     rows += [
         ("When", inline(f"{incident.started_at} to {incident.ended_at}")),
         ("Exit", inline((incident.exit.describe() if incident.exit else "unknown")
@@ -172,6 +174,8 @@ def summary_lines(report: RunReport) -> list[str]:
     lines = []
     for incident in report.incidents:
         lines.append(f"incarnation {incident.incarnation}: {incident.kind}: {incident.summary}")
+        if incident.signature is not None:
+            lines.append(f"  signature {incident.signature.short}")
         for dump in incident.dumps:
             lines.append(f"  {dump.label:<10} {dump.path}: {'; '.join(dump.reasons)}")
         lines += [f"  replay: {command}" for command in incident.replay_commands]

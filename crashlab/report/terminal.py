@@ -93,6 +93,8 @@ def _name(value: str, style: str = "") -> _Breakable:
 
 def render(report: TriageReport, console: Console) -> None:
     console.print(plain(report.summary, style="bold"), soft_wrap=True)  # line 1, whole, for grep and head
+    if report.signature is not None:
+        console.print(_name(f"signature {report.signature.short}", style="dim"))
     wide = console.width >= WIDE
     if report.faults:
         primary = report.faults[0]

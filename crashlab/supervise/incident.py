@@ -21,7 +21,6 @@ tail of its log instead, masked like every other text from it.
 
 from __future__ import annotations
 
-import re
 import shlex
 from datetime import datetime
 from pathlib import Path
@@ -35,15 +34,13 @@ from ..replay import load as load_request_dump
 from ..report.logline import SGLANG_PREFIX
 from ..report.model import TriageReport
 from ..report.run import DumpTriage, FileRecord, Finding, Incident, LogTail
+from ..signature import compute as signature_of
+from ..signature.collective import collectives
 from . import rundir, timestamps
 from .logscan import CHILD_CRASHED, TRACEBACK_STARTS
 from .manifest import Incarnation
 from .proctree import CRASH_SIGNALS
 
-#: Kernels a rank waits in when a peer died: NCCL's, SGLang's custom all-reduce, and anything
-#: named like a collective. A name heuristic, said as such in the reasons.
-COLLECTIVE_KERNEL = re.compile(r"nccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|"
-                               r"all2all|cross_device_reduce|custom_ar", re.IGNORECASE)
 #: Where an incident's logs matched no fault pattern, this many of its last lines are kept,
 #: each cut at TAIL_LINE_CHARS characters.
 TAIL_LINES = 40
@@ -70,9 +67,9 @@ def _label(report: TriageReport | None) -> tuple[str, list[str], str]:
         return "FAULT", [f"{fault.exception.display} at a valid PC ({fault.pc_source})"], report.summary
     reasons = ["no exception in this dump" if not report.faults
                else "an exception without a valid PC"]
-    collectives = sorted({k.name for k in report.kernels if COLLECTIVE_KERNEL.search(k.mangled + k.name)})
-    if collectives:
-        reasons.append("parked in collective kernel(s) (by name): " + ", ".join(collectives))
+    collective = sorted({k.name for k in collectives(report)})
+    if collective:
+        reasons.append("parked in collective kernel(s) (by name): " + ", ".join(collective))
     return "COLLATERAL", reasons, report.summary
 
 
@@ -248,7 +245,7 @@ def build(run_dir: Path, incarnation: Incarnation, kind: str, dumps: list[DumpTr
     missing = {d.report.debugger.reason for d in dumps if d.report and d.report.debugger
                and d.report.debugger.status in ("unavailable", "failed")}
     notes.extend(f"debugger view: {reason}" for reason in sorted(missing))
-    return Incident(
+    built = Incident(
         incarnation=incarnation.number, directory=incarnation.directory, kind=kind,
         started_at=incarnation.started_at, ended_at=incarnation.ended_at or incarnation.started_at,
         exit=incarnation.exit, stopped_by_crashlab=incarnation.stopped_by_crashlab,
@@ -258,3 +255,5 @@ def build(run_dir: Path, incarnation: Incarnation, kind: str, dumps: list[DumpTr
         log_tail=None if incarnation.findings or incarnation.omitted_findings
         else log_tail(run_dir, incarnation, redact),
         notes=notes)
+    built.signature = signature_of(built)
+    return built

@@ -10,6 +10,7 @@ from ..report import run_views
 from ..report.model import Source, Tool
 from ..report.redact import Redactor
 from ..report.run import Deployment, Incident, RunReport
+from ..signature import compute as signature_of
 from . import collect, files
 from .manifest import Manifest, ManifestStore, Outcome
 
@@ -17,7 +18,7 @@ from .manifest import Manifest, ManifestStore, Outcome
 def build(run_dir: Path, manifest: Manifest, incidents: list[Incident]) -> RunReport:
     crash = any(incident.kind == "crash" for incident in incidents)
     size = sum(f.size_bytes for f in manifest.files)
-    return RunReport(
+    report = RunReport(
         tool=Tool(version=__version__), status="crash" if crash else "dumps",
         summary=incidents[0].summary if len(incidents) == 1 else
         f"{len(incidents)} incidents; first: {incidents[0].summary}",
@@ -27,6 +28,8 @@ def build(run_dir: Path, manifest: Manifest, incidents: list[Incident]) -> RunRe
         deployment=Deployment(host=manifest.crashlab.host, label=manifest.options.get("deployment"),
                               role=manifest.role,
                               incident_window_s=manifest.options["incident_window"]))
+    report.signature = signature_of(report)
+    return report
 
 
 def write(run_dir: Path, store: ManifestStore, redactor: Redactor, incidents: list[Incident]) -> None:
