@@ -3,7 +3,9 @@
 signatures at once) and tries COUNT crashes every writer also records (keys shared-<i>: one
 of them must win each, none doubled).
 
-    python -m tests.index_writer ADDRESS WORKER COUNT SIGNATURES
+    python -m tests.index_writer ADDRESS WORKER COUNT SIGNATURES [START]
+
+START (seconds since the epoch) makes every writer open the index at the same moment.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ def signature_number(i: int, signatures: int) -> str:
     return f"{i % signatures:012x}"
 
 
-def main(address: str, worker: int, count: int, signatures: int) -> None:
+def main(address: str, worker: int, count: int, signatures: int, start: float = 0.0) -> None:
+    time.sleep(max(0.0, start - time.time()))
     started = time.perf_counter()
     with Index(address) as index:
         for i in range(count):
@@ -30,4 +33,5 @@ def main(address: str, worker: int, count: int, signatures: int) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))
+    main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]),
+         float(sys.argv[5]) if len(sys.argv) > 5 else 0.0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -130,9 +131,21 @@ def test_many_writer_processes_lose_nothing_and_double_nothing(index_address):
 
 
 def test_writers_opening_a_new_index_at_once_migrate_it_once(index_address):
+    start = time.time() + 3.0  # after every writer's start-up: they open the index at once
     procs = [subprocess.Popen([sys.executable, "-m", "tests.index_writer", index_address, str(w),
-                               "2", "1"], cwd=ROOT, stderr=subprocess.PIPE) for w in range(4)]
-    assert [p.wait(timeout=120) for p in procs] == [0] * 4, [p.stderr.read() for p in procs]
+                               "2", "1", str(start)], cwd=ROOT, stderr=subprocess.PIPE)
+             for w in range(6)]
+    assert [p.wait(timeout=120) for p in procs] == [0] * 6, [p.stderr.read() for p in procs]
     with Index(index_address) as index:
         assert index.backend.execute("SELECT count(*) FROM schema_migrations").fetchone()[0] == LATEST
-        assert index.signature(f"{0:012x}").count == 4 * 2 + 2
+        assert index.signature(f"{0:012x}").count == 6 * 2 + 2
+
+
+def test_an_opener_waits_while_another_migrates(index_address):
+    with Index(index_address) as index, index.backend.transaction():
+        index.backend.lock_for_migrations()  # as a node in the middle of migrating holds it
+        writer = subprocess.Popen([sys.executable, "-m", "tests.index_writer", index_address, "0",
+                                   "1", "1"], cwd=ROOT, stderr=subprocess.PIPE)
+        time.sleep(2.0)
+        assert writer.poll() is None  # waiting, not racing ahead of the migration
+    assert writer.wait(timeout=60) == 0, writer.stderr.read()

@@ -2,9 +2,8 @@
 COLLATERAL), or one per incident that left no dump (a Python exception, a killed process), each
 with its signature, host, GPUs, driver and versions.
 
-A dump's signature is computed from its own triage; an incident's without a dump from a run
-report holding that incident alone, so that a run with several incidents (restarts) gives each
-its own signature.
+A dump's signature is computed from its own triage (crashlab.signature); an unreadable dump's
+and a dumpless incident's from the incident, so that each restart of a run gets its own.
 """
 
 from __future__ import annotations
@@ -18,16 +17,11 @@ from ..env import Environment, load
 from ..errors import CrashlabError
 from ..report.model import TriageReport
 from ..report.run import DumpTriage, ProcessRecord, RunReport
+from ..signature import compute
 from .records import CrashFile, NewCrash
 
 #: The pid in the dump names serve asks the driver for (core.%h.%p.%t.nvcudmp).
 _DUMP_PID = re.compile(r"core\.[^/]*?\.(?P<pid>\d+)\.\d+\.nvcudmp")
-
-
-def _signature(report):
-    from ..signature import compute
-
-    return compute(report)
 
 
 def _epoch(iso: str) -> float:
@@ -60,6 +54,12 @@ def _process_of(dump: DumpTriage, processes: list[ProcessRecord]) -> ProcessReco
     return next((p for p in processes if p.pid == pid), None)
 
 
+def _process_facts(process: ProcessRecord | None) -> dict:
+    if process is None:
+        return {}
+    return {"pid": process.pid, "role": process.role, "rank": process.ranks}
+
+
 def from_run(run_dir: Path, report: RunReport, recorded_by: str,
              deployment: str | None = None) -> list[NewCrash]:
     """Every crash of a serve run directory (its report.json, parsed)."""
@@ -75,22 +75,20 @@ def from_run(run_dir: Path, report: RunReport, recorded_by: str,
         extras = [CrashFile(path=str(run_dir / r.path), kind=r.kind, size_bytes=r.size_bytes)
                   for r in incident.request_dumps]
         if not incident.dumps:
-            alone = report.model_copy(update={"incidents": [incident]})
-            crashes.append(NewCrash(key=key, signature=_signature(alone),
+            crashed = next((p for p in incident.processes if p.exit and not p.exit.clean), None)
+            crashes.append(NewCrash(key=key, signature=compute(incident),
                                     crashed_at=_epoch(incident.ended_at), summary=incident.summary,
-                                    files=extras, **shared))
+                                    files=extras, **_process_facts(crashed), **shared))
             continue
         for number, dump in enumerate(incident.dumps):
             process = _process_of(dump, incident.processes)
-            signature = _signature(dump.report if dump.report is not None else
-                                   report.model_copy(update={"incidents": [incident]}))
+            signature = compute(dump.report if dump.report is not None else incident)
             files = [CrashFile(path=str(run_dir / dump.path), kind="coredump",
                                size_bytes=dump.size_bytes)] + (extras if number == 0 else [])
             crashes.append(NewCrash(
                 key=f"{key}:{dump.path}", signature=signature, crashed_at=_epoch(dump.written_at),
-                summary=dump.summary, label=dump.label, files=files,
-                pid=process.pid if process else None, role=process.role if process else None,
-                rank=process.ranks if process else None, **shared))
+                summary=dump.summary, label=dump.label, files=files, **_process_facts(process),
+                **shared))
     return crashes
 
 
@@ -112,7 +110,7 @@ def from_coredump(path: Path, report: TriageReport, recorded_by: str) -> NewCras
     found = _DUMP_PID.search(path.name)
     return NewCrash(
         key=f"{socket.gethostname()}:{path}:{stat.st_size}:{stat.st_mtime_ns}",
-        signature=_signature(report), crashed_at=stat.st_mtime, recorded_by=recorded_by,
+        signature=compute(report), crashed_at=stat.st_mtime, recorded_by=recorded_by,
         source=str(path), summary=report.summary, host=socket.gethostname(),
         gpus=", ".join(gpus) or None, driver=report.dump.driver_version,
         pid=int(found["pid"]) if found else None,

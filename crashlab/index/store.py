@@ -69,9 +69,9 @@ class Index:
     # -- schema -----------------------------------------------------------------------------
     def _migrate(self) -> None:
         db = self.backend
-        db.execute(schema.MIGRATIONS_TABLE)
         with db.transaction():
-            db.lock_for_migrations()
+            db.lock_for_migrations()  # before any DDL: PostgreSQL's IF NOT EXISTS races too
+            db.execute(schema.MIGRATIONS_TABLE)
             applied = {row[0] for row in db.execute("SELECT version FROM schema_migrations")}
             if applied and max(applied) > schema.LATEST:
                 raise BadInput(f"index {self.address} has schema version {max(applied)}, newer "
