@@ -114,7 +114,7 @@ def test_many_writer_processes_lose_nothing_and_double_nothing(index_address):
     writers, count, signatures = 6, 40, 3
     Index(index_address).close()  # migrated once, so the writers race on records, not on the schema
     procs = [subprocess.Popen([sys.executable, "-m", "tests.index_writer", index_address, str(w),
-                               str(count), str(signatures)], cwd=ROOT, stdout=subprocess.PIPE,
+                               str(count), str(count), str(signatures)], cwd=ROOT, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE) for w in range(writers)]
     for proc in procs:
         out, err = proc.communicate(timeout=300)
@@ -133,7 +133,7 @@ def test_many_writer_processes_lose_nothing_and_double_nothing(index_address):
 def test_writers_opening_a_new_index_at_once_migrate_it_once(index_address):
     start = time.time() + 3.0  # after every writer's start-up: they open the index at once
     procs = [subprocess.Popen([sys.executable, "-m", "tests.index_writer", index_address, str(w),
-                               "2", "1", str(start)], cwd=ROOT, stderr=subprocess.PIPE)
+                               "2", "2", "1", str(start)], cwd=ROOT, stderr=subprocess.PIPE)
              for w in range(6)]
     assert [p.wait(timeout=120) for p in procs] == [0] * 6, [p.stderr.read() for p in procs]
     with Index(index_address) as index:
@@ -145,7 +145,7 @@ def test_an_opener_waits_while_another_migrates(index_address):
     with Index(index_address) as index, index.backend.transaction():
         index.backend.lock_for_migrations()  # as a node in the middle of migrating holds it
         writer = subprocess.Popen([sys.executable, "-m", "tests.index_writer", index_address, "0",
-                                   "1", "1"], cwd=ROOT, stderr=subprocess.PIPE)
+                                   "1", "1", "1"], cwd=ROOT, stderr=subprocess.PIPE)
         time.sleep(2.0)
         assert writer.poll() is None  # waiting, not racing ahead of the migration
     assert writer.wait(timeout=60) == 0, writer.stderr.read()

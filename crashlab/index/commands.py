@@ -8,9 +8,8 @@ from pathlib import Path
 
 from .. import __version__
 from ..errors import BadInput
-from ..report.model import Tool
 from . import retention
-from .records import Collection, CrashList, Shown
+from .records import Collection, CrashList, Shown, Tool
 from .store import Filters, Index
 
 

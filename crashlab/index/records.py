@@ -8,7 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..report.model import SCHEMA_VERSION, Tool
+# env's Tool, not the report model's: reading the index needs no coredump reader
+from ..env.model import Tool
 
 Label = Literal["FAULT", "COLLATERAL", "UNREADABLE"]
 RecordedBy = Literal["serve", "inspect", "report"]
@@ -100,7 +101,7 @@ class Tally(_Model):
 class CrashList(_Model):
     """What ``crashlab list --json`` prints."""
 
-    schema_version: Literal[1] = SCHEMA_VERSION
+    schema_version: Literal[1] = 1
     tool: Tool
     index: str = Field(description="where the index is (a password shown as ***)")
     crashes: list[Crash] = Field(description="newest first")
@@ -109,7 +110,7 @@ class CrashList(_Model):
 class Shown(_Model):
     """What ``crashlab show --json`` prints: one crash with its report, or one signature's tally."""
 
-    schema_version: Literal[1] = SCHEMA_VERSION
+    schema_version: Literal[1] = 1
     tool: Tool
     index: str
     kind: Literal["crash", "signature"]
@@ -135,7 +136,7 @@ class Collected(_Model):
 class Collection(_Model):
     """What ``crashlab gc --json`` prints."""
 
-    schema_version: Literal[1] = SCHEMA_VERSION
+    schema_version: Literal[1] = 1
     tool: Tool
     index: str
     dry_run: bool

@@ -69,6 +69,8 @@ class Index:
     # -- schema -----------------------------------------------------------------------------
     def _migrate(self) -> None:
         db = self.backend
+        if self._current() == schema.LATEST:  # the common case: nothing to lock for
+            return
         with db.transaction():
             db.lock_for_migrations()  # before any DDL: PostgreSQL's IF NOT EXISTS races too
             db.execute(schema.MIGRATIONS_TABLE)
@@ -83,6 +85,13 @@ class Index:
                     db.execute(statement.format(auto_id=db.auto_id))
                 db.execute("INSERT INTO schema_migrations (version, name, applied_at) "
                            "VALUES (?, ?, ?)", (migration.number, migration.name, time.time()))
+
+    def _current(self) -> int | None:
+        """The index's schema version; None before the first migration."""
+        try:
+            return self.schema_version()
+        except self.backend.errors:  # no schema_migrations table yet
+            return None
 
     def schema_version(self) -> int:
         return self.backend.execute("SELECT max(version) FROM schema_migrations").fetchone()[0]

@@ -7,9 +7,6 @@ from __future__ import annotations
 from rich.console import Console
 
 from ..console import line
-from ..report import run_views, terminal
-from ..report.model import TriageReport
-from ..report.run import RunReport
 from .records import Collection, Crash, Shown
 
 LIST_HEADER = ("ID", "TIME (UTC)", "HOST", "SIGNATURE", "LABEL", "TITLE")
@@ -77,6 +74,10 @@ def _report(view: Shown, console: Console) -> None:
     if view.report is None:
         console.print(line(("report: no longer readable at the crash's source", "dim")))
         return
+    from ..report import run_views, terminal  # the report's own views, only for show
+    from ..report.model import TriageReport
+    from ..report.run import RunReport
+
     console.print()
     if view.report.get("source", {}).get("kind") == "run":
         for text in run_views.summary_lines(RunReport.model_validate(view.report)):
