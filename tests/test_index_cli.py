@@ -152,3 +152,29 @@ def test_gc_deletes_beyond_the_retention_and_says_what(tmp_path):
     assert done["freed_bytes"] == 1000 and [d.exists() for d in dumps] == [True, False]
     shown = json.loads(run_cli("show", "2", "--json", "--db", address).stdout)
     assert shown["crash"]["files"][0]["gone"] is True
+
+
+def test_a_gpu_fault_on_two_ranks_is_recorded_per_dump_with_rank_and_label(tmp_path):
+    """The stand-in SGLang server (tests/standin) faults on one of two tensor-parallel ranks and
+    both write a (synthetic) coredump: one FAULT and one COLLATERAL crash, each with its rank."""
+    import requests
+
+    from tests.serve_harness import FAST, Serve, environment, free_port, sglang
+
+    port = free_port()
+    serve = Serve(tmp_path, sglang(port, "--tp-size", "2"), *FAST, "--quiet",
+                  env=environment(crash="gpu-fault"))
+    serve.wait_healthy()
+    requests.post(f"http://127.0.0.1:{port}/generate", timeout=10,
+                  json={"text": "Hello", "sampling_params": {"max_new_tokens": 3}})
+    assert serve.finish() == 0, serve.stderr()
+    crashes = _crashes(str(tmp_path / "crashlab-index.sqlite"))
+    labels = sorted((c.label, c.role, c.rank) for c in crashes)
+    assert [label for label, _, _ in labels] == ["COLLATERAL", "FAULT"], labels
+    assert all(role == "scheduler" and rank for _, role, rank in labels), labels
+    fault = next(c for c in crashes if c.label == "FAULT")
+    assert "moe_align_block_size" in fault.title
+    shown = json.loads(run_cli("show", str(fault.id), "--json", "--db",
+                               tmp_path / "crashlab-index.sqlite").stdout)
+    assert [f["kind"] for f in shown["crash"]["files"]].count("coredump") == 1
+    assert shown["report"]["source"]["kind"] == "run"

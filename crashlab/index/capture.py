@@ -65,8 +65,7 @@ def from_run(run_dir: Path, report: RunReport, recorded_by: str,
     """Every crash of a serve run directory (its report.json, parsed)."""
     run_dir = Path(run_dir).absolute()
     facts = _facts(_saved_environment(run_dir))
-    facts.setdefault("host", None)
-    facts["host"] = facts["host"] or socket.gethostname()
+    facts["host"] = facts.get("host") or socket.gethostname()
     crashes = []
     for incident in report.incidents:
         key = f"{facts['host']}:{run_dir}#{incident.incarnation}"
