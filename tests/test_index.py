@@ -12,6 +12,7 @@ import pytest
 from crashlab.errors import BadInput
 from crashlab.index import Filters, Index
 from crashlab.index import retention
+from crashlab.index.backends import connect
 from crashlab.index.commands import collect, show
 from crashlab.index.schema import LATEST
 from tests.conftest import ROOT
@@ -141,11 +142,13 @@ def test_writers_opening_a_new_index_at_once_migrate_it_once(index_address):
         assert index.signature(f"{0:012x}").count == 6 * 2 + 2
 
 
-def test_an_opener_waits_while_another_migrates(index_address):
-    with Index(index_address) as index, index.backend.transaction():
-        index.backend.lock_for_migrations()  # as a node in the middle of migrating holds it
+def test_an_opener_of_a_new_index_waits_while_another_migrates_it(index_address):
+    migrating = connect(index_address)
+    with migrating.transaction():
+        migrating.lock_for_migrations()  # as a node in the middle of the first migration holds it
         writer = subprocess.Popen([sys.executable, "-m", "tests.index_writer", index_address, "0",
                                    "1", "1", "1"], cwd=ROOT, stderr=subprocess.PIPE)
         time.sleep(2.0)
         assert writer.poll() is None  # waiting, not racing ahead of the migration
+    migrating.close()
     assert writer.wait(timeout=60) == 0, writer.stderr.read()
