@@ -64,3 +64,13 @@ def index_address(request, tmp_path) -> str:
         return str(tmp_path / "crashlab-index.sqlite")
     server = request.getfixturevalue("postgres")
     return server.create_database(f"index_{os.getpid()}_{next(_databases)}")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def session_index(tmp_path_factory):
+    """Every crashlab the tests run records into one index of the session's own (CRASHLAB_DB):
+    a verb run from the checkout (crashlab report CORE, inspect --record) would otherwise make
+    crashlab-index.sqlite in it. Tests of the default place pass CRASHLAB_DB empty."""
+    os.environ["CRASHLAB_DB"] = str(tmp_path_factory.mktemp("session-index") / "crashlab-index.sqlite")
+    yield
+    os.environ.pop("CRASHLAB_DB", None)

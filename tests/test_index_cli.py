@@ -27,24 +27,29 @@ def _crashes(address: str):
         return index.crashes(Filters())
 
 
+#: no CRASHLAB_DB (the tests' session sets one): the default place
+DEFAULT_PLACE = {"CRASHLAB_DB": ""}
+
+
 def test_serve_records_its_crash_beside_the_runs_directory_and_report_finds_it_there(tmp_path):
     runs = tmp_path / "runs"
-    done = _serve(runs, "--deployment", "pd-east")
+    done = _serve(runs, "--deployment", "pd-east", env=DEFAULT_PLACE)
     assert done.returncode == 0, done.stderr.decode()
     [recorded] = _crashes(str(tmp_path / "crashlab-index.sqlite"))
     [run_dir] = runs.iterdir()
     assert (recorded.recorded_by, recorded.run_dir, recorded.deployment, recorded.incarnation) == \
         ("serve", str(run_dir), "pd-east", 1)
     assert recorded.title == "SIGSEGV in server" and recorded.role == "server" and recorded.pid
-    listed = run_cli("list", "--runs-dir", runs)
+    listed = run_cli("list", "--runs-dir", runs, env=DEFAULT_PLACE)
     assert listed.returncode == 0
     assert recorded.signature in listed.stdout.decode().splitlines()[1]
     # the same crash, met again by crashlab report: found, not doubled
-    reported = run_cli("report", run_dir, "--out", tmp_path / "issue")
+    reported = run_cli("report", run_dir, "--out", tmp_path / "issue", env=DEFAULT_PLACE)
     assert reported.returncode == 0, reported.stderr.decode()
     assert "warning" not in reported.stderr.decode()
     assert [c.id for c in _crashes(str(tmp_path / "crashlab-index.sqlite"))] == [recorded.id]
-    shown = json.loads(run_cli("show", recorded.signature[:6], "--json", "--runs-dir", runs).stdout)
+    shown = json.loads(run_cli("show", recorded.signature[:6], "--json", "--runs-dir", runs,
+                               env=DEFAULT_PLACE).stdout)
     assert shown["signature"]["count"] == 1 and shown["by"]["host"][0]["count"] == 1
 
 
@@ -163,7 +168,7 @@ def test_a_gpu_fault_on_two_ranks_is_recorded_per_dump_with_rank_and_label(tmp_p
 
     port = free_port()
     serve = Serve(tmp_path, sglang(port, "--tp-size", "2"), *FAST, "--quiet",
-                  env=environment(crash="gpu-fault"))
+                  env={**environment(crash="gpu-fault"), **DEFAULT_PLACE})
     serve.wait_healthy()
     requests.post(f"http://127.0.0.1:{port}/generate", timeout=10,
                   json={"text": "Hello", "sampling_params": {"max_new_tokens": 3}})
