@@ -29,6 +29,22 @@ COREDUMP_MODES = ("lightweight", "full", "off")
 _POSITIVE = click.FloatRange(min=0, min_open=True)
 
 
+def _db_option(command):
+    """--db: where the crash index is (crashlab.index.location), the same on every verb."""
+    return click.option(
+        "--db", metavar="FILE|URL",
+        help="The crash index: a SQLite file, or postgresql://user@host/db for a fleet "
+             "[default: env CRASHLAB_DB, else crashlab-index.sqlite beside the runs "
+             "directory].")(command)
+
+
+def _runs_dir_option(command):
+    return click.option("--runs-dir", type=click.Path(path_type=Path),
+                        default=Path("crashlab-runs"), show_default=True,
+                        help="The runs directory; the default index is the "
+                             "crashlab-index.sqlite beside it.")(command)
+
+
 @click.group(cls=GuardedGroup, invoke_without_command=True, no_args_is_help=False,
              context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="crashlab", help="Print crashlab's version.")
@@ -58,8 +74,11 @@ def main(ctx: click.Context) -> None:
               help="Add cuda-gdb's view of each fault and whether it agrees with crashlab's. "
                    "Without cuda-gdb the report is the same, its debugger section says why it is "
                    "empty, and the exit code does not change.")
+@click.option("--record", is_flag=True,
+              help="Also record the crash in the crash index (see crashlab list).")
+@_db_option
 def inspect(core: str, as_json: bool, as_markdown: bool, no_sass: bool, context: int,
-            debugger: bool) -> None:
+            debugger: bool, record: bool, db: str | None) -> None:
     """Explain a CUDA GPU coredump: faulting kernel, exception, block, thread, PC, SASS, source.
 
     CORE is a .nvcudmp file, gzip-compressed or not, or - for standard input. No GPU and no
@@ -71,6 +90,7 @@ def inspect(core: str, as_json: bool, as_markdown: bool, no_sass: bool, context:
       crashlab inspect core.nvcudmp.gz --markdown > issue.md
       crashlab inspect core.nvcudmp --json | jq '.faults[0].kernel'
       crashlab inspect core.nvcudmp --debugger
+      crashlab inspect core.nvcudmp --record --db postgresql://crashlab@db.internal/crashes
     """
     from .api import inspect as inspect_core
     from .console import ViewConsole
@@ -81,6 +101,8 @@ def inspect(core: str, as_json: bool, as_markdown: bool, no_sass: bool, context:
     report = inspect_core(core, sass=not no_sass, context=context, debugger=debugger)
     if report.debugger is not None and report.debugger.status in ("unavailable", "failed"):
         say(f"--debugger: {report.debugger.reason}; the native report stands")
+    if record:
+        _record_core(core, report, db)
     if as_json:
         click.echo(report.model_dump_json(indent=2))
     elif as_markdown:
@@ -90,6 +112,17 @@ def inspect(core: str, as_json: bool, as_markdown: bool, no_sass: bool, context:
     sys.exit(EXIT_FOUND if report.found else EXIT_NOTHING)
 
 
+def _record_core(core: str, report, db: str | None) -> None:
+    from .index import capture
+    from .index.recording import record_all
+
+    if core == "-":
+        say("warning: --record: a dump read from standard input is not recorded (no file to keep)")
+        return
+    record_all(lambda: [capture.from_coredump(Path(core), report, "inspect")], db,
+               Path("crashlab-runs"), say)
+
+
 #: crashlab schema WHICH -> the model of that JSON, imported only when asked for.
 SCHEMAS = {"triage": "crashlab.report.model:TriageReport", "run": "crashlab.report.run:RunReport",
            "replay": "crashlab.replay.result:ReplayResult",
@@ -97,7 +130,10 @@ SCHEMAS = {"triage": "crashlab.report.model:TriageReport", "run": "crashlab.repo
            "environment": "crashlab.env.model:Environment",
            "doctor": "crashlab.env.doctor:DoctorReport",
            "report-bundle": "crashlab.issue.model:IssueReport",
-           "signature": "crashlab.signature.model:CrashSignature"}
+           "signature": "crashlab.signature.model:CrashSignature",
+           "crash-list": "crashlab.index.records:CrashList",
+           "crash-show": "crashlab.index.records:Shown",
+           "crash-gc": "crashlab.index.records:Collection"}
 
 
 @main.command()
@@ -108,8 +144,9 @@ def schema(which: str) -> None:
     WHICH is triage (what inspect --json prints; the default), run (serve's report.json),
     replay (what replay --json prints with --url), listing (what replay --json prints
     without --url: the dump's requests), environment (what env --json prints; serve's
-    environment.json), report-bundle (what report --json prints; report.json in its bundle) or
-    signature (the crash signature the reports carry and the crash index keeps).
+    environment.json), report-bundle (what report --json prints; report.json in its bundle),
+    signature (the crash signature the reports carry and the crash index keeps), crash-list,
+    crash-show and crash-gc (what list, show and gc --json print).
     """
     from .report.schema import json_schema
 
@@ -336,13 +373,15 @@ def doctor(as_json: bool, runs_dir: Path, python: str | None, cmake_cache: Path 
                    "requests' texts and token ids (lengths, sampling parameters and timing kept).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print a JSON summary instead of the body (schema: crashlab schema report-bundle).")
+@_db_option
 def report(inputs: tuple[str, ...], out: Path | None, max_size: str, anonymize: bool,
-           as_json: bool) -> None:
+           as_json: bool, db: str | None) -> None:
     """Write an upstream issue: a Markdown body and one .tar.gz to attach beside it.
 
     INPUTS are serve run directories, CUDA coredumps and SGLang request dumps, in any mix. The
     body (at most 65,536 characters) follows SGLang's bug template: what happened, reproduction
-    (launch and replay commands), environment, triage, logs. The bundle holds report.md,
+    (launch and replay commands), environment, triage, logs. The crashes are recorded in the
+    crash index (the one beside the first run's runs directory by default). The bundle holds report.md,
     report.json, the environment, log excerpts, each coredump's triage, and the dumps and request
     pickles that fit under --max-size; the body lists what was left out and where it is.
     Secrets are masked everywhere. The body goes to stdout, the two paths to stderr.
@@ -369,6 +408,12 @@ def report(inputs: tuple[str, ...], out: Path | None, max_size: str, anonymize: 
     say(f"body: {made.issue.body}")
     say(f"bundle: {made.issue.bundle} ({made.issue.bundle_bytes} bytes, {len(made.issue.left_out)} "
         "files left out)")
+    from .index import capture
+    from .index.recording import record_all
+
+    runs = [Path(run.path).absolute().parent for run in made.inputs.runs]
+    record_all(lambda: capture.from_report_inputs(made.inputs), db,
+               runs[0] if runs else Path("crashlab-runs"), say)
     sys.exit(EXIT_FOUND if made.issue.found else EXIT_NOTHING)
 
 
@@ -419,16 +464,18 @@ def _label(value: str | None) -> str | None:
               show_default=True, metavar="SECONDS",
               help="Crashes of the deployment's servers (or, without --deployment, of this host) "
                    "within this many seconds of an incident's first failure join it.")
+@_db_option
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def serve(runs_dir, coredump, user_dumps, health_url, health_interval, health_timeout,
           dump_timeout, grace, restart, max_restarts, restart_delay, quiet, no_debugger,
-          deployment, incident_window, command) -> None:
+          db, deployment, incident_window, command) -> None:
     """Run a server under watch; when it crashes, keep every artifact and triage it.
 
     Prefix the usual launch command. The run directory gets the server's logs, its GPU
     coredumps, SGLang's request dump (--crash-dump-folder is added), a manifest.json kept up to
-    date, and after a crash report.md and report.json. Ctrl-C stops the server (its whole
-    process group), after any coredump in flight is written.
+    date, and after a crash report.md and report.json; the crashes are recorded in the crash
+    index (crashlab list). Ctrl-C stops the server (its whole process group), after any
+    coredump in flight is written.
 
     Exit codes: 0 a crash (or a dump) was caught and triaged; 1 the server exited cleanly or
     was stopped, nothing to report; 2 bad command line; 3 environment problem.
@@ -450,7 +497,7 @@ def serve(runs_dir, coredump, user_dumps, health_url, health_interval, health_ti
         user_dumps=user_dumps, health_url=health_url, health_interval=health_interval,
         health_timeout=health_timeout, dump_timeout=dump_timeout, grace=grace, restart=restart,
         max_restarts=max_restarts, restart_delay=restart_delay, echo=not quiet,
-        debugger=not no_debugger, deployment=deployment, incident_window=incident_window)
+        debugger=not no_debugger, db=db, deployment=deployment, incident_window=incident_window)
     supervisor = Supervisor(options, say)
     say(f"run directory: {supervisor.run_dir}")
     # Ctrl-C, SIGTERM and a closing terminal (unless nohup) stop the server as they would have
@@ -463,6 +510,123 @@ def serve(runs_dir, coredump, user_dumps, health_url, health_interval, health_ti
     else:
         say(f"{outcome.result}: nothing to triage (manifest: {outcome.run_dir}/manifest.json)")
     sys.exit(outcome.exit_code)
+
+
+@main.command(name="list")
+@click.option("--since", metavar="AGE|DATE", help="Only crashes since then: 2h, 3d, 1w, or an ISO "
+                                                  "date or time (UTC unless it says).")
+@click.option("--signature", metavar="HASH", help="Only crashes of this signature (a prefix will do).")
+@click.option("--host", help="Only crashes on this host.")
+@click.option("--limit", type=click.IntRange(min=1),
+              help="At most this many (the newest) [default: 50 on the terminal, all with --json].")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the crashes as JSON (schema: crashlab schema crash-list).")
+@_db_option
+@_runs_dir_option
+def list_command(since, signature, host, limit, as_json, db, runs_dir) -> None:
+    """List recorded crashes, newest first, one line each (like coredumpctl list).
+
+    \b
+    Examples:
+      crashlab list --since 2h
+      crashlab list --signature 3fa2c1 --host node7
+      crashlab list --json --db postgresql://crashlab@db.internal/crashes | jq '.crashes[0]'
+    """
+    from .index import Filters, Index
+    from .index.commands import listing
+    from .index.location import resolve
+    from .index.since import parse
+
+    # on the terminal, one more than shown tells whether there were more
+    shown_at_most = limit if limit or as_json else TERMINAL_LIST_LIMIT
+    filters = Filters(since=parse(since) if since else None, signature=signature, host=host,
+                      limit=shown_at_most if limit or as_json else shown_at_most + 1)
+    with Index(resolve(db, runs_dir)) as index:
+        found = listing(index, filters)
+    if as_json:
+        click.echo(found.model_dump_json(indent=2))
+        return
+    from .console import ViewConsole
+    from .index.views import crash_list
+
+    crash_list(found.crashes[:shown_at_most], ViewConsole())
+    if len(found.crashes) > shown_at_most:
+        say(f"the newest {shown_at_most} shown; --limit N for more, --json for all")
+    sys.exit(EXIT_FOUND if found.crashes else EXIT_NOTHING)
+
+
+#: crashlab list on a terminal, without --limit: the newest this many
+TERMINAL_LIST_LIMIT = 50
+
+
+@main.command(subject="crash")
+@click.argument("what", metavar="ID|SIGNATURE")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print it as JSON (schema: crashlab schema crash-show).")
+@_db_option
+@_runs_dir_option
+def show(what: str, as_json: bool, db: str | None, runs_dir: Path) -> None:
+    """Show one recorded crash (its facts and its report), or a signature: how many crashes,
+    on which hosts, GPUs, drivers and versions, first and last seen.
+
+    \b
+    Examples:
+      crashlab show 42
+      crashlab show 3fa2c1d0e9b7
+    """
+    from .index import Index
+    from .index.commands import show as show_one
+    from .index.location import resolve
+
+    with Index(resolve(db, runs_dir)) as index:
+        shown = show_one(index, what)
+    if as_json:
+        click.echo(shown.model_dump_json(indent=2))
+        return
+    from .console import ViewConsole
+    from .index.views import shown as render
+
+    render(shown, ViewConsole())
+
+
+@main.command()
+@click.option("--keep", type=click.IntRange(min=0), default=3, show_default=True,
+              help="Coredumps kept per signature (its first ones).")
+@click.option("--max-size", metavar="SIZE",
+              help="Disk budget for all kept coredumps, e.g. 200GB (each signature's first dump "
+                   "is kept before any second one).")
+@click.option("--dry-run", is_flag=True, help="Say what would be deleted; delete nothing.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the decisions as JSON (schema: crashlab schema crash-gc).")
+@_db_option
+@_runs_dir_option
+def gc(keep: int, max_size: str | None, dry_run: bool, as_json: bool, db: str | None,
+       runs_dir: Path) -> None:
+    """Delete the coredumps of known crashes beyond the retention, and mark them gone in the
+    index (their crash records stay).
+
+    \b
+    Examples:
+      crashlab gc --dry-run
+      crashlab gc --keep 1 --max-size 100GB
+    """
+    from .index import Index
+    from .index.commands import collect
+    from .index.location import resolve
+    from .index.retention import Retention
+    from .issue.sizes import parse_size
+
+    policy = Retention(keep_per_signature=keep,
+                       max_bytes=parse_size(max_size) if max_size else None)
+    with Index(resolve(db, runs_dir)) as index:
+        result = collect(index, policy, dry_run)
+    if as_json:
+        click.echo(result.model_dump_json(indent=2))
+        return
+    from .console import ViewConsole
+    from .index.views import collection
+
+    collection(result, ViewConsole())
 
 
 @main.command(name="dump-now", subject="run")

@@ -12,7 +12,7 @@ import pytest
 from tests import coredump_builder
 
 #: The real SGLang server's fixtures (tests marked ``sglang``).
-pytest_plugins = ["tests.real_sglang.fixtures"]
+pytest_plugins = ["tests.real_sglang.fixtures", "tests.index_fixtures"]
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The stand-in SGLang package (server and classes) the serve and replay tests put on PYTHONPATH.

@@ -58,7 +58,8 @@ def _imported(*args: str) -> set[str]:
 
 @pytest.mark.parametrize("args", [["--help"], ["inspect", "--help"], ["replay", "--help"],
                                   ["serve", "--help"], ["schema", "--help"],
-                                  ["doctor", "--help"], []])
+                                  ["doctor", "--help"], ["list", "--help"], ["show", "--help"],
+                                  ["gc", "--help"], []])
 def test_help_does_not_import_the_inspect_stack(args):
     imported = _imported(*args)
     assert "crashlab.cli" in imported and "click" in imported

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import shlex
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..errors import BadInput, EnvironmentProblem
@@ -46,6 +46,8 @@ class ReportOptions:
 class Made:
     issue: IssueReport
     body: str
+    #: what was read, for the crash index to record
+    inputs: Inputs | None = None
 
 
 def _launch_of(inputs: Inputs) -> tuple[list[str], dict[str, str]]:
@@ -153,7 +155,7 @@ def make(options: ReportOptions) -> Made:
         made.issue.bundle_bytes = tarball.close()
         files.write_atomic(body_path, made.body.encode("utf-8"))  # the body first: never a bundle without it
         tarball.put_in_place()
-        return made
+        return replace(made, inputs=inputs)
     except BaseException as problem:
         if tarball is not None:
             tarball.discard()

@@ -8,6 +8,7 @@ from typing import Callable
 
 from ..incidents.grouping import DEFAULT_WINDOW
 from ..report.run import RunReport
+from ..index.location import shown
 from .environment import CoredumpMode
 from .kernellog import KMSG
 
@@ -38,12 +39,15 @@ class ServeOptions:
     deployment: str | None = None
     #: seconds after an incident's first failure in which another server's crash joins it
     incident_window: float = DEFAULT_WINDOW
+    #: the crash index to record the run's crashes in (crashlab.index.location.resolve)
+    db: str | None = None
 
     def as_manifest(self) -> dict:
         values = asdict(self)
         values.pop("command")
         values["runs_dir"] = str(self.runs_dir)
         values["coredump"] = self.coredump.value
+        values["db"] = shown(self.db) if self.db else None
         return values
 
 

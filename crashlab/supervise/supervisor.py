@@ -250,7 +250,18 @@ class Supervisor:
         self._conclude(outcome)
         report = runreport.build(self.run_dir, self.store.manifest, self.incidents) \
             if self.incidents else None
+        if report is not None:
+            self._record()
         return RunOutcome(self.run_dir, outcome.exit_code, outcome.result, report)
+
+    def _record(self) -> None:
+        """The run's crashes into the crash index, as report.json says them (secrets masked);
+        one warning line if the index cannot be written, never a failure of the run."""
+        from ..index import capture
+        from ..index.recording import record_all
+
+        record_all(lambda: capture.from_run_dir(self.run_dir, "serve", self.options.deployment),
+                   self.options.db, Path(self.options.runs_dir), self.notify)
 
     def _conclude(self, outcome: Outcome) -> None:
         with self.store.edit() as manifest:

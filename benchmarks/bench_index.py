@@ -1,0 +1,187 @@
+"""Figures for the crash index on both backends: recording a crash, ``crashlab list`` over
+100,000 recorded crashes, and 16 writer processes recording 10,000 crashes into PostgreSQL.
+
+    python benchmarks/bench_index.py [--records 300] [--listed 100000] [--writers 16] [--crashes 10000]
+
+PostgreSQL is a real local server (Debian's postgresql package, started as the tests start it,
+tests/postgres_server.py) with its shipped durability settings (fsync and synchronous_commit
+on); SQLite is a file on local disk in WAL mode, sqlite3's default synchronous=FULL.
+
+- record: one crash with two files, as ``crashlab serve`` records it (open the index, record,
+  close: crashlab.index.recording.record_all), and the record alone on an open index; median
+  and 95th percentile over --records crashes.
+- list: an index filled with --listed crashes over 500 signatures and 64 hosts (loaded in bulk,
+  not through record); wall time of a fresh ``python -m crashlab list`` process (interpreter
+  start-up included), for the terminal view (the newest 50), with --signature, --host and
+  --since filters, and --json of every crash; median of 5; beside it the same query in
+  process (Index.crashes: SQL and the rows made into Crash objects).
+- writers: --writers processes start at once and record --crashes crashes between them (over
+  20 signatures, every writer hitting each), plus 100 crashes every writer records (one row
+  each must remain); then the rows and the tallies are counted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from crashlab.index import Filters, Index  # noqa: E402
+from crashlab.index.recording import record_all  # noqa: E402
+from tests.index_fixtures import crash, signature  # noqa: E402
+from tests.postgres_server import PostgresServer, binaries  # noqa: E402
+
+
+def _percentiles(samples: list[float]) -> str:
+    ordered = sorted(samples)
+    p95 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))]
+    return f"median {statistics.median(ordered) * 1000:.1f} ms, p95 {p95 * 1000:.1f} ms"
+
+
+def bench_record(address: str, records: int, folder: Path) -> None:
+    files = [(folder / "core.node1.4242.1.nvcudmp", 2 * 10**9), (folder / "dump.pkl", 10**6)]
+    whole, alone = [], []
+    for number in range(records):
+        made = crash(f"open-{number}", signature(f"{number % 20:012x}"), time.time(), files=files)
+        started = time.perf_counter()
+        record_all([made], address, folder, print)
+        whole.append(time.perf_counter() - started)
+    with Index(address) as index:
+        for number in range(records):
+            made = crash(f"alone-{number}", signature(f"{number % 20:012x}"), time.time(), files=files)
+            started = time.perf_counter()
+            index.record(made)
+            alone.append(time.perf_counter() - started)
+    print(f"  record (open, record, close): {_percentiles(whole)}")
+    print(f"  record on an open index:      {_percentiles(alone)}")
+
+
+def fill(address: str, count: int) -> None:
+    """COUNT crashes over 500 signatures and 64 hosts, inserted in bulk."""
+    signatures = 500
+    with Index(address) as index:
+        db = index.backend
+        with db.transaction():
+            rows = [(f"{s:012x}", 1, "gpu-fault", f"Warp Illegal Address in kernel_{s}", "q", "{}",
+                     0.0, float(count), count // signatures) for s in range(signatures)]
+            _many(db, "INSERT INTO signatures (hash, version, kind, title, search, body, first_seen, "
+                      "last_seen, crash_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            rows = [(f"bulk-{n}", f"{n % signatures:012x}", 1, 1.7e9 + n, 1.7e9 + n, "serve",
+                     f"node{n % 64}", "NVIDIA H100 80GB HBM3", "580.95", "0.5.23", "2.9.1", "{}",
+                     f"/runs/{n}", f"/runs/{n}", 1, f"server killed by SIGSEGV ({n})", 2 * 10**9)
+                    for n in range(count)]
+            _many(db, "INSERT INTO crashes (crash_key, signature_hash, signature_version, "
+                      "crashed_at, recorded_at, recorded_by, host, gpus, driver, sglang, torch, "
+                      "versions, run_dir, source, incarnation, summary, total_bytes) "
+                      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        if index.address.startswith("postgres"):
+            db.execute("ANALYZE")
+
+
+def _many(db, sql: str, rows: list[tuple]) -> None:
+    if hasattr(db.connection, "executemany"):  # sqlite3
+        db.connection.executemany(sql, rows)
+    else:
+        with db.connection.cursor() as cursor:
+            cursor.executemany(sql.replace("?", "%s"), rows)
+
+
+def _timed_cli(*args: str) -> tuple[float, bytes]:
+    times, out = [], b""
+    for _ in range(5):
+        started = time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "crashlab", *args], capture_output=True, cwd=ROOT)
+        times.append(time.perf_counter() - started)
+        assert done.returncode in (0, 1), done.stderr.decode()
+        out = done.stdout
+    return statistics.median(times), out
+
+
+def _median_of_5(action) -> float:
+    times = []
+    for _ in range(5):
+        started = time.perf_counter()
+        action()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def bench_list(address: str, count: int) -> None:
+    started = time.perf_counter()
+    fill(address, count)
+    print(f"  filled with {count:,} crashes in {time.perf_counter() - started:.1f} s")
+    cases = [("list (newest 50)", (), Filters(limit=51)),
+             ("list --signature", ("--signature", "00000000002a"), Filters(signature="00000000002a",
+                                                                           limit=51)),
+             ("list --host", ("--host", "node7"), Filters(host="node7", limit=51)),
+             ("list --since 1h", ("--since", "1h"), Filters(since=time.time() - 3600, limit=51)),
+             ("list --json (every crash)", ("--json",), Filters())]
+    with Index(address) as index:
+        queried = {label: _median_of_5(lambda: index.crashes(filters)) for label, _, filters in cases}
+    for label, args, _ in cases:
+        seconds, out = _timed_cli("list", "--db", address, *args)
+        lines = len(json.loads(out)["crashes"]) if "--json" in args else max(0, len(out.splitlines()) - 1)
+        print(f"  {label}: {seconds:.3f} s ({lines:,} crashes printed; the query and rows in "
+              f"process {queried[label] * 1000:.1f} ms)")
+    seconds, _ = _timed_cli("--version")
+    print(f"  (crashlab --version, the interpreter's start-up and click: {seconds:.3f} s)")
+
+
+def bench_writers(address: str, writers: int, crashes: int) -> None:
+    Index(address).close()
+    own, shared = crashes // writers, 100
+    start = time.time() + 3.0
+    procs = [subprocess.Popen([sys.executable, "-m", "tests.index_writer", address, str(w), str(own),
+                               str(shared), "20", str(start)], cwd=ROOT, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE) for w in range(writers)]
+    results = [p.communicate() for p in procs]
+    wall = time.time() - start
+    failed = [err.decode()[-500:] for p, (_, err) in zip(procs, results) if p.returncode]
+    with Index(address) as index:
+        db = index.backend
+        rows = db.execute("SELECT count(*), count(DISTINCT crash_key) FROM crashes").fetchone()
+        tally = db.execute("SELECT sum(crash_count) FROM signatures").fetchone()[0]
+    expected = own * writers + shared
+    attempts = own * writers + shared * writers
+    print(f"  {writers} writers, {attempts:,} record calls ({own * writers:,} crashes of their own, "
+          f"{shared} recorded by every writer): {wall:.1f} s, {attempts / wall:,.0f} records/s")
+    print(f"  rows {rows[0]:,} (distinct {rows[1]:,}, expected {expected:,}); tallies sum to "
+          f"{tally:,}; {'none lost, none duplicated' if rows[0] == rows[1] == tally == expected else 'MISMATCH'}"
+          f"{'; failures: ' + str(failed) if failed else ''}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=300)
+    parser.add_argument("--listed", type=int, default=100_000)
+    parser.add_argument("--writers", type=int, default=16)
+    parser.add_argument("--crashes", type=int, default=10_000)
+    options = parser.parse_args()
+    where = binaries()
+    if where is None:
+        sys.exit("no PostgreSQL binaries (apt-get install postgresql)")
+    server = PostgresServer(where, durable=True).start()
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            folder = Path(folder)
+            for name, make in [("SQLite", lambda purpose: str(folder / f"{purpose}.sqlite")),
+                               ("PostgreSQL", server.create_database)]:
+                print(f"{name}:")
+                bench_record(make("record"), options.records, folder)
+                bench_list(make("listing"), options.listed)
+            print("PostgreSQL, concurrent writers:")
+            bench_writers(server.create_database("writers"), options.writers, options.crashes)
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,124 @@
+"""The crashes a report holds, as the index records them: one per GPU dump (each rank's, FAULT or
+COLLATERAL), or one per incident that left no dump (a Python exception, a killed process), each
+with its signature, host, GPUs, driver and versions.
+
+A dump's signature is computed from its own triage (crashlab.signature); an unreadable dump's
+and a dumpless incident's from the incident, so that each restart of a run gets its own.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+from datetime import datetime
+from pathlib import Path
+
+from ..env import Environment, load
+from ..errors import CrashlabError
+from ..report.model import TriageReport
+from ..report.run import DumpTriage, ProcessRecord, RunReport
+from ..signature import compute
+from .records import CrashFile, NewCrash
+
+#: The pid in the dump names serve asks the driver for (core.%h.%p.%t.nvcudmp).
+_DUMP_PID = re.compile(r"core\.[^/]*?\.(?P<pid>\d+)\.\d+\.nvcudmp")
+
+
+def _epoch(iso: str) -> float:
+    return datetime.fromisoformat(iso).timestamp()
+
+
+def _facts(environment: Environment | None) -> dict:
+    """Host, GPUs, driver and versions from the environment a run captured at launch."""
+    if environment is None:
+        return {}
+    versions = {p.name: p.version for p in environment.packages if p.version}
+    if environment.torch is not None and environment.torch.version:
+        versions.setdefault("torch", environment.torch.version)
+    gpus = sorted({g.name for g in environment.gpus if g.name})
+    return {"host": environment.host_name, "gpus": ", ".join(gpus) or None,
+            "driver": environment.driver.version, "versions": versions,
+            "sglang": versions.get("sglang"), "torch": versions.get("torch")}
+
+
+def _saved_environment(run_dir: Path) -> Environment | None:
+    try:
+        return load(run_dir)
+    except CrashlabError:  # a damaged environment.json costs the versions, not the record
+        return None
+
+
+def _process_of(dump: DumpTriage, processes: list[ProcessRecord]) -> ProcessRecord | None:
+    found = _DUMP_PID.search(dump.path)
+    pid = int(found["pid"]) if found else None
+    return next((p for p in processes if p.pid == pid), None)
+
+
+def _process_facts(process: ProcessRecord | None) -> dict:
+    if process is None:
+        return {}
+    return {"pid": process.pid, "role": process.role, "rank": process.ranks}
+
+
+def from_run(run_dir: Path, report: RunReport, recorded_by: str,
+             deployment: str | None = None) -> list[NewCrash]:
+    """Every crash of a serve run directory (its report.json, parsed)."""
+    run_dir = Path(run_dir).absolute()
+    facts = _facts(_saved_environment(run_dir))
+    facts["host"] = facts.get("host") or socket.gethostname()
+    crashes = []
+    for incident in report.incidents:
+        key = f"{facts['host']}:{run_dir}#{incident.incarnation}"
+        shared = dict(facts, recorded_by=recorded_by, source=str(run_dir), run_dir=str(run_dir),
+                      incarnation=incident.incarnation, deployment=deployment)
+        extras = [CrashFile(path=str(run_dir / r.path), kind=r.kind, size_bytes=r.size_bytes)
+                  for r in incident.request_dumps]
+        if not incident.dumps:
+            crashed = next((p for p in incident.processes if p.exit and not p.exit.clean), None)
+            crashes.append(NewCrash(key=key, signature=compute(incident),
+                                    crashed_at=_epoch(incident.ended_at), summary=incident.summary,
+                                    files=extras, **_process_facts(crashed), **shared))
+            continue
+        for number, dump in enumerate(incident.dumps):
+            process = _process_of(dump, incident.processes)
+            signature = compute(dump.report if dump.report is not None else incident)
+            files = [CrashFile(path=str(run_dir / dump.path), kind="coredump",
+                               size_bytes=dump.size_bytes)] + (extras if number == 0 else [])
+            crashes.append(NewCrash(
+                key=f"{key}:{dump.path}", signature=signature, crashed_at=_epoch(dump.written_at),
+                summary=dump.summary, label=dump.label, files=files, **_process_facts(process),
+                **shared))
+    return crashes
+
+
+def from_run_dir(run_dir: Path, recorded_by: str, deployment: str | None = None) -> list[NewCrash]:
+    """The crashes of a run directory whose report.json serve wrote; none without one."""
+    path = Path(run_dir) / "report.json"
+    if not path.is_file():
+        return []
+    return from_run(run_dir, RunReport.model_validate_json(path.read_bytes()), recorded_by,
+                    deployment)
+
+
+def from_coredump(path: Path, report: TriageReport, recorded_by: str) -> NewCrash:
+    """A coredump read on its own (crashlab inspect --record, crashlab report CORE): known by its
+    contents' place and size, with what the dump itself says of its GPUs and driver."""
+    path = Path(path).absolute()
+    stat = path.stat()
+    gpus = sorted({d.name for d in report.devices if d.name})
+    found = _DUMP_PID.search(path.name)
+    return NewCrash(
+        key=f"{socket.gethostname()}:{path}:{stat.st_size}:{stat.st_mtime_ns}",
+        signature=compute(report), crashed_at=stat.st_mtime, recorded_by=recorded_by,
+        source=str(path), summary=report.summary, host=socket.gethostname(),
+        gpus=", ".join(gpus) or None, driver=report.dump.driver_version,
+        pid=int(found["pid"]) if found else None,
+        files=[CrashFile(path=str(path), kind="coredump", size_bytes=stat.st_size)])
+
+
+def from_report_inputs(inputs) -> list[NewCrash]:
+    """What ``crashlab report`` read (crashlab.issue.inputs.Inputs): its runs and its coredumps."""
+    crashes = [crash for run in inputs.runs if run.report is not None
+               for crash in from_run(run.path, run.report, "report")]
+    return crashes + [from_coredump(core.path, core.report, "report")
+                      for core in inputs.cores if core.report is not None]

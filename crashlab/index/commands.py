@@ -1,0 +1,57 @@
+"""What ``crashlab list``, ``show`` and ``gc`` do, as functions returning the objects their
+``--json`` prints; the CLI only parses options and renders."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .. import __version__
+from ..errors import BadInput
+from . import retention
+from .records import Collection, CrashList, Shown, Tool
+from .store import Filters, Index
+
+
+def listing(index: Index, filters: Filters) -> CrashList:
+    return CrashList(tool=Tool(version=__version__), index=index.address,
+                     crashes=index.crashes(filters))
+
+
+def show(index: Index, what: str) -> Shown:
+    """WHAT is a crash id (digits) or a signature hash (or a prefix of one)."""
+    tool = Tool(version=__version__)
+    if what.isdigit():
+        crash = index.crash(int(what))
+        if crash is None:
+            raise BadInput(f"no crash {what} in the index {index.address}")
+        return Shown(tool=tool, index=index.address, kind="crash", crash=crash,
+                     report=_report(crash.source, crash.run_dir),
+                     signature=index.signature(crash.signature))
+    hash_ = index.signature_hash(what)
+    return Shown(tool=tool, index=index.address, kind="signature",
+                 signature=index.signature(hash_), by=index.breakdown(hash_))
+
+
+def _report(source: str, run_dir: str | None) -> dict | None:
+    """The crash's report as it can be read now: its run's report.json, or its coredump read
+    again. None when it is gone or unreadable."""
+    try:
+        if run_dir is not None:
+            return json.loads((Path(run_dir) / "report.json").read_text(encoding="utf-8"))
+        from ..api import inspect
+
+        return json.loads(inspect(source, sass=True).model_dump_json())
+    except Exception:  # noqa: BLE001 - a report moved or deleted leaves the index's facts
+        return None
+
+
+def collect(index: Index, policy: retention.Retention, dry_run: bool) -> Collection:
+    decided = retention.plan(index.dumps(), policy)
+    if not dry_run:
+        retention.apply(decided, index.mark_gone)
+    return Collection(tool=Tool(version=__version__), index=index.address, dry_run=dry_run,
+                      keep_per_signature=policy.keep_per_signature, max_bytes=policy.max_bytes,
+                      kept_bytes=sum(i.size_bytes for i in decided if i.action == "kept"),
+                      freed_bytes=sum(i.size_bytes for i in decided if i.action == "deleted"),
+                      files=decided)

@@ -1,0 +1,147 @@
+"""What the index holds and prints: a crash as recorded, its files, its signature's tally, and the
+JSON that ``crashlab list``, ``show`` and ``gc`` print (``crashlab schema crash-list`` etc.)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# env's Tool, not the report model's: reading the index needs no coredump reader
+from ..env.model import Tool
+
+Label = Literal["FAULT", "COLLATERAL", "UNREADABLE"]
+RecordedBy = Literal["serve", "inspect", "report"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CrashFile(_Model):
+    path: str = Field(description="absolute, on the host that recorded it")
+    kind: str = Field(description="coredump, request-dump, report")
+    size_bytes: int
+    gone: bool = Field(False, description="deleted by crashlab gc")
+
+
+@dataclass
+class NewCrash:
+    """One crash to record: a process's fault (one dump of a rank) or a run's failure with no dump.
+
+    ``key`` names it for good (host, run directory, incarnation, dump): recording it again, from
+    ``crashlab report`` after ``serve`` did, finds it and adds nothing.
+    """
+
+    key: str
+    signature: Any  # crashlab.signature.CrashSignature
+    crashed_at: float
+    recorded_by: str
+    source: str
+    summary: str
+    host: str | None = None
+    gpus: str | None = None
+    driver: str | None = None
+    sglang: str | None = None
+    torch: str | None = None
+    versions: dict[str, str] = field(default_factory=dict)
+    run_dir: str | None = None
+    incarnation: int | None = None
+    pid: int | None = None
+    rank: str | None = None
+    role: str | None = None
+    label: str | None = None
+    deployment: str | None = None
+    files: list[CrashFile] = field(default_factory=list)
+
+
+class Crash(_Model):
+    id: int
+    signature: str = Field(description="the signature's short hash")
+    title: str = Field(description="the signature's title")
+    crashed_at: str = Field(description="ISO 8601, UTC")
+    recorded_by: RecordedBy
+    host: str | None
+    gpus: str | None = Field(description="GPU names, comma-separated")
+    driver: str | None
+    sglang: str | None
+    torch: str | None
+    versions: dict[str, str] = Field(description="package versions from the run's environment")
+    run_dir: str | None
+    source: str = Field(description="the run directory or the coredump the crash was read from")
+    incarnation: int | None
+    pid: int | None
+    rank: str | None
+    role: str | None
+    label: Label | None = Field(description="FAULT, COLLATERAL or UNREADABLE for a GPU dump")
+    deployment: str | None
+    summary: str
+    total_bytes: int
+    files: list[CrashFile] = Field(default_factory=list)
+
+
+class Signature(_Model):
+    hash: str
+    version: int
+    kind: str
+    title: str
+    search: str
+    first_seen: str = Field(description="ISO 8601, UTC")
+    last_seen: str = Field(description="ISO 8601, UTC")
+    count: int
+    body: dict = Field(description="the signature as crashlab.signature computed it")
+
+
+class Tally(_Model):
+    value: str | None
+    count: int
+
+
+class CrashList(_Model):
+    """What ``crashlab list --json`` prints."""
+
+    schema_version: Literal[1] = 1
+    tool: Tool
+    index: str = Field(description="where the index is (a password shown as ***)")
+    crashes: list[Crash] = Field(description="newest first")
+
+
+class Shown(_Model):
+    """What ``crashlab show --json`` prints: one crash with its report, or one signature's tally."""
+
+    schema_version: Literal[1] = 1
+    tool: Tool
+    index: str
+    kind: Literal["crash", "signature"]
+    crash: Crash | None = None
+    report: dict | None = Field(None, description="the crash's report.json (a run) or triage "
+                                                  "(a coredump), when it can still be read")
+    signature: Signature
+    by: dict[str, list[Tally]] = Field(default_factory=dict, description="signatures: crashes "
+                                       "per host, gpus, driver, sglang, torch")
+
+
+class Collected(_Model):
+    crash: int
+    signature: str
+    path: str
+    size_bytes: int
+    action: Literal["kept", "deleted", "missing"] = Field(
+        description="kept: within the retention; deleted (or, with --dry-run, to delete); "
+                    "missing: already gone from the disk, marked gone")
+    why: str
+
+
+class Collection(_Model):
+    """What ``crashlab gc --json`` prints."""
+
+    schema_version: Literal[1] = 1
+    tool: Tool
+    index: str
+    dry_run: bool
+    keep_per_signature: int
+    max_bytes: int | None
+    kept_bytes: int
+    freed_bytes: int
+    files: list[Collected]

@@ -1,0 +1,59 @@
+"""``crashlab gc``: which coredumps to keep. Every failing request can write a multi-GB core, and
+the hundredth dump of a known bug says little the first ones did not, so each signature keeps its
+first N dumps (the earliest: they show the bug before restarts blur it) and, over all, the dumps
+kept fit a disk budget, spent on each signature's first dump before any signature's second. The
+rest are deleted and marked gone in the index; their crash rows stay."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from .records import Collected
+
+
+@dataclass
+class Retention:
+    keep_per_signature: int
+    max_bytes: int | None = None
+
+
+def plan(dumps: list[tuple[int, str, str, int]], retention: Retention) -> list[Collected]:
+    """dumps: (crash id, signature, path, size), each signature's earliest first (Index.dumps).
+    A dump already gone from the disk is marked so and takes no place."""
+    rank: dict[str, int] = {}
+    decided, ranked = [], []
+    for crash_id, signature, path, size in dumps:
+        if not os.path.exists(path):
+            decided.append(Collected(crash=crash_id, signature=signature, path=path,
+                                     size_bytes=size, action="missing", why="no longer on disk"))
+            continue
+        rank[signature] = rank.get(signature, 0) + 1
+        ranked.append((rank[signature], crash_id, signature, path, size))
+    spent = 0
+    for place, crash_id, signature, path, size in sorted(ranked, key=lambda r: r[0]):
+        action, why = _decide(place, size, spent, retention)
+        spent += size if action == "kept" else 0
+        decided.append(Collected(crash=crash_id, signature=signature, path=path, size_bytes=size,
+                                 action=action, why=why))
+    return decided
+
+
+def _decide(place: int, size: int, spent: int, retention: Retention) -> tuple[str, str]:
+    if place > retention.keep_per_signature:
+        return "deleted", f"dump {place} of its signature (keeping {retention.keep_per_signature})"
+    if retention.max_bytes is not None and spent + size > retention.max_bytes:
+        return "deleted", "past the disk budget"
+    return "kept", f"dump {place} of its signature"
+
+
+def apply(decided: list[Collected], mark_gone) -> None:
+    """Delete what the plan deletes and mark it, and what was missing, gone."""
+    for item in decided:
+        if item.action == "deleted":
+            try:
+                os.unlink(item.path)
+            except FileNotFoundError:
+                pass
+        if item.action != "kept":
+            mark_gone(item.crash, item.path)

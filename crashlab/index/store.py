@@ -1,0 +1,216 @@
+"""The crash index: record a crash and its signature in one transaction, and read them back.
+
+Recording is idempotent and safe under concurrent writers on many nodes: the crash row is
+inserted with ``ON CONFLICT (crash_key) DO NOTHING`` (a crash recorded twice is found, not
+doubled), and only a crash that was new bumps its signature's tally with ``INSERT ... ON
+CONFLICT (hash) DO UPDATE`` (two nodes recording one signature at once both count: the second
+waits on the first's row lock and adds to its count). Both happen in one transaction, so the
+tally never disagrees with the crash rows.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from ..errors import BadInput
+from . import schema
+from .backends import Backend, connect
+from .location import first_line
+from .records import Crash, CrashFile, NewCrash, Signature, Tally
+
+#: The columns of crashes that a Crash shows as they are stored.
+_PLAIN = ("id", "signature_hash", "recorded_by", "host", "gpus", "driver", "sglang", "torch",
+          "run_dir", "source", "incarnation", "pid", "rank", "role", "label", "deployment",
+          "summary", "total_bytes")
+_CRASH_COLUMNS = ", ".join(f"c.{name}" for name in _PLAIN) + ", c.crashed_at, c.versions, s.title"
+#: What ``crashlab show SIGNATURE`` counts crashes by.
+BREAKDOWN = ("host", "gpus", "driver", "sglang", "torch")
+
+
+def iso(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, timezone.utc).isoformat(timespec="seconds")
+
+
+@dataclass
+class Filters:
+    since: float | None = None
+    signature: str | None = None  # a hash or its prefix
+    host: str | None = None
+    limit: int | None = None
+
+
+class Index:
+    """An open index; opening it applies the migrations it lacks."""
+
+    def __init__(self, address: str):
+        self.backend: Backend = connect(address)
+        self.address = self.backend.address
+        try:
+            self._migrate()
+        except self.backend.errors as exc:
+            self.backend.close()
+            raise BadInput(f"index {self.address}: {first_line(exc, address)}") from None
+        except BaseException:
+            self.backend.close()
+            raise
+
+    def close(self) -> None:
+        self.backend.close()
+
+    def __enter__(self) -> "Index":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- schema -----------------------------------------------------------------------------
+    def _migrate(self) -> None:
+        db = self.backend
+        if self._current() == schema.LATEST:  # the common case: nothing to lock for
+            return
+        with db.transaction():
+            db.lock_for_migrations()  # before any DDL: PostgreSQL's IF NOT EXISTS races too
+            db.execute(schema.MIGRATIONS_TABLE)
+            applied = {row[0] for row in db.execute("SELECT version FROM schema_migrations")}
+            if applied and max(applied) > schema.LATEST:
+                raise BadInput(f"index {self.address} has schema version {max(applied)}, newer "
+                               f"than this crashlab's {schema.LATEST}: upgrade crashlab")
+            for migration in schema.MIGRATIONS:
+                if migration.number in applied:
+                    continue
+                for statement in migration.statements:
+                    db.execute(statement.format(auto_id=db.auto_id))
+                db.execute("INSERT INTO schema_migrations (version, name, applied_at) "
+                           "VALUES (?, ?, ?)", (migration.number, migration.name, time.time()))
+
+    def _current(self) -> int | None:
+        """The index's schema version; None before the first migration."""
+        try:
+            return self.schema_version()
+        except self.backend.errors:  # no schema_migrations table yet
+            return None
+
+    def schema_version(self) -> int:
+        return self.backend.execute("SELECT max(version) FROM schema_migrations").fetchone()[0]
+
+    # -- writing ----------------------------------------------------------------------------
+    def record(self, crash: NewCrash) -> tuple[int, bool]:
+        """(the crash's id, whether it was new)."""
+        db, sig = self.backend, crash.signature
+        now = time.time()
+        with db.transaction():
+            row = db.execute(
+                "INSERT INTO crashes (crash_key, signature_hash, signature_version, crashed_at, "
+                "recorded_at, recorded_by, host, gpus, driver, sglang, torch, versions, run_dir, "
+                "source, incarnation, pid, rank, role, label, deployment, summary, total_bytes) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (crash_key) DO NOTHING RETURNING id",
+                (crash.key, sig.hash, sig.version, crash.crashed_at, now, crash.recorded_by,
+                 crash.host, crash.gpus, crash.driver, crash.sglang, crash.torch,
+                 json.dumps(crash.versions, sort_keys=True), crash.run_dir, crash.source,
+                 crash.incarnation, crash.pid, crash.rank, crash.role, crash.label,
+                 crash.deployment, crash.summary, sum(f.size_bytes for f in crash.files))
+            ).fetchone()
+            if row is None:
+                found = db.execute("SELECT id FROM crashes WHERE crash_key = ?", (crash.key,))
+                return found.fetchone()[0], False
+            crash_id = row[0]
+            for item in crash.files:
+                db.execute("INSERT INTO crash_files (crash_id, path, kind, size_bytes) "
+                           "VALUES (?, ?, ?, ?)", (crash_id, item.path, item.kind, item.size_bytes))
+            db.execute(
+                "INSERT INTO signatures (hash, version, kind, title, search, body, first_seen, "
+                "last_seen, crash_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1) "
+                "ON CONFLICT (hash) DO UPDATE SET crash_count = signatures.crash_count + 1, "
+                "first_seen = CASE WHEN excluded.first_seen < signatures.first_seen "
+                "THEN excluded.first_seen ELSE signatures.first_seen END, "
+                "last_seen = CASE WHEN excluded.last_seen > signatures.last_seen "
+                "THEN excluded.last_seen ELSE signatures.last_seen END",
+                (sig.hash, sig.version, sig.kind, sig.title, sig.search, sig.model_dump_json(),
+                 crash.crashed_at, crash.crashed_at))
+        return crash_id, True
+
+    def mark_gone(self, crash_id: int, path: str) -> None:
+        with self.backend.transaction():
+            self.backend.execute("UPDATE crash_files SET gone_at = ? WHERE crash_id = ? AND path = ?",
+                                 (time.time(), crash_id, path))
+
+    # -- reading ----------------------------------------------------------------------------
+    def crashes(self, filters: Filters) -> list[Crash]:
+        """Newest first."""
+        where, params = ["1 = 1"], []
+        if filters.since is not None:
+            where.append("c.crashed_at >= ?")
+            params.append(filters.since)
+        if filters.signature:
+            where.append("c.signature_hash = ?")
+            params.append(self.signature_hash(filters.signature))
+        if filters.host:
+            where.append("c.host = ?")
+            params.append(filters.host)
+        limit = ""
+        if filters.limit is not None:
+            limit = " LIMIT ?"
+            params.append(filters.limit)
+        rows = self.backend.execute(
+            f"SELECT {_CRASH_COLUMNS} FROM crashes c JOIN signatures s ON s.hash = c.signature_hash "
+            f"WHERE {' AND '.join(where)} ORDER BY c.crashed_at DESC, c.id DESC{limit}",
+            tuple(params)).fetchall()
+        return [_crash(row) for row in rows]
+
+    def crash(self, crash_id: int) -> Crash | None:
+        row = self.backend.execute(
+            f"SELECT {_CRASH_COLUMNS} FROM crashes c JOIN signatures s ON s.hash = c.signature_hash "
+            "WHERE c.id = ?", (crash_id,)).fetchone()
+        if row is None:
+            return None
+        files = self.backend.execute(
+            "SELECT path, kind, size_bytes, gone_at FROM crash_files WHERE crash_id = ? "
+            "ORDER BY path", (crash_id,)).fetchall()
+        return _crash(row).model_copy(update={"files": [
+            CrashFile(path=p, kind=k, size_bytes=s, gone=g is not None) for p, k, s, g in files]})
+
+    def signature_hash(self, prefix: str) -> str:
+        """The one signature whose hash starts with PREFIX; BadInput when none or several do."""
+        rows = self.backend.execute("SELECT hash FROM signatures WHERE hash LIKE ? ORDER BY hash "
+                                    "LIMIT 2", (prefix.lower().replace("%", "") + "%",)).fetchall()
+        if not rows:
+            raise BadInput(f"no signature {prefix} in the index {self.address}")
+        if len(rows) > 1:
+            raise BadInput(f"signature {prefix} is ambiguous ({rows[0][0]}, {rows[1][0]}, ...): "
+                           "give more of it")
+        return rows[0][0]
+
+    def signature(self, hash_: str) -> Signature:
+        row = self.backend.execute(
+            "SELECT hash, version, kind, title, search, first_seen, last_seen, crash_count, body "
+            "FROM signatures WHERE hash = ?", (hash_,)).fetchone()
+        return Signature(hash=row[0], version=row[1], kind=row[2], title=row[3], search=row[4],
+                         first_seen=iso(row[5]), last_seen=iso(row[6]), count=row[7],
+                         body=json.loads(row[8]))
+
+    def breakdown(self, hash_: str) -> dict[str, list[Tally]]:
+        """Crashes of one signature per host, GPU, driver and version, most first."""
+        return {column: [Tally(value=value, count=count) for value, count in self.backend.execute(
+                    f"SELECT {column}, count(*) FROM crashes WHERE signature_hash = ? "
+                    f"GROUP BY {column} ORDER BY count(*) DESC, {column}", (hash_,)).fetchall()]
+                for column in BREAKDOWN}
+
+    def dumps(self) -> list[tuple[int, str, str, int]]:
+        """Every coredump the index knows and has not deleted: (crash id, signature, path, size),
+        each signature's first crashes first."""
+        return self.backend.execute(
+            "SELECT c.id, c.signature_hash, f.path, f.size_bytes FROM crash_files f "
+            "JOIN crashes c ON c.id = f.crash_id WHERE f.kind = 'coredump' AND f.gone_at IS NULL "
+            "ORDER BY c.signature_hash, c.crashed_at, c.id, f.path").fetchall()
+
+
+def _crash(row) -> Crash:
+    values = dict(zip(_PLAIN, row))
+    crashed_at, versions, title = row[len(_PLAIN):]
+    values["signature"] = values.pop("signature_hash")
+    return Crash(**values, crashed_at=iso(crashed_at), versions=json.loads(versions), title=title)
+

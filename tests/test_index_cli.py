@@ -1,0 +1,185 @@
+"""The crash index through the real ``crashlab`` command: serve, inspect --record and report
+record; list, show and gc read it; on a SQLite file and on a real PostgreSQL server alike."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from crashlab.index import Filters, Index
+from tests.conftest import ROOT, run_cli
+from tests.index_fixtures import crash, signature
+from tests.postgres_server import PASSWORD
+
+CORE = ROOT / "fixtures" / "synthetic" / "moe_align_out_of_range.nvcudmp"
+SEGFAULT = "import os, signal; print('serving'); os.kill(os.getpid(), signal.SIGSEGV)"
+
+
+def _serve(runs, *options, env=None):
+    return run_cli("serve", "--quiet", "--runs-dir", runs, *options, "--", sys.executable, "-c",
+                   SEGFAULT, env=env)
+
+
+def _crashes(address: str):
+    with Index(address) as index:
+        return index.crashes(Filters())
+
+
+#: no CRASHLAB_DB (the tests' session sets one): the default place
+DEFAULT_PLACE = {"CRASHLAB_DB": ""}
+
+
+def test_serve_records_its_crash_beside_the_runs_directory_and_report_finds_it_there(tmp_path):
+    runs = tmp_path / "runs"
+    done = _serve(runs, "--deployment", "pd-east", env=DEFAULT_PLACE)
+    assert done.returncode == 0, done.stderr.decode()
+    [recorded] = _crashes(str(tmp_path / "crashlab-index.sqlite"))
+    [run_dir] = runs.iterdir()
+    assert (recorded.recorded_by, recorded.run_dir, recorded.deployment, recorded.incarnation) == \
+        ("serve", str(run_dir), "pd-east", 1)
+    assert recorded.title == "SIGSEGV in server" and recorded.role == "server" and recorded.pid
+    listed = run_cli("list", "--runs-dir", runs, env=DEFAULT_PLACE)
+    assert listed.returncode == 0
+    assert recorded.signature in listed.stdout.decode().splitlines()[1]
+    # the same crash, met again by crashlab report: found, not doubled
+    reported = run_cli("report", run_dir, "--out", tmp_path / "issue", env=DEFAULT_PLACE)
+    assert reported.returncode == 0, reported.stderr.decode()
+    assert "warning" not in reported.stderr.decode()
+    assert [c.id for c in _crashes(str(tmp_path / "crashlab-index.sqlite"))] == [recorded.id]
+    shown = json.loads(run_cli("show", recorded.signature[:6], "--json", "--runs-dir", runs,
+                               env=DEFAULT_PLACE).stdout)
+    assert shown["signature"]["count"] == 1 and shown["by"]["host"][0]["count"] == 1
+
+
+def test_serve_records_in_the_index_crashlab_db_names(index_address, tmp_path):
+    done = _serve(tmp_path / "elsewhere" / "runs", env={"CRASHLAB_DB": index_address})
+    assert done.returncode == 0, done.stderr.decode()
+    assert [c.title for c in _crashes(index_address)] == ["SIGSEGV in server"]
+    assert not (tmp_path / "elsewhere" / "crashlab-index.sqlite").exists()
+
+
+def test_an_index_that_cannot_be_written_costs_one_warning_not_the_run(tmp_path):
+    done = _serve(tmp_path / "runs", "--db", tmp_path / "no-such-folder" / "index.sqlite")
+    assert done.returncode == 0
+    warnings = [line for line in done.stderr.decode().splitlines() if "warning" in line]
+    assert len(warnings) == 1 and "not recorded in the index" in warnings[0], warnings
+    [run_dir] = (tmp_path / "runs").iterdir()
+    assert (run_dir / "report.json").is_file()
+
+
+def test_inspect_records_only_when_asked_and_once(index_address):
+    assert run_cli("inspect", CORE, "--no-sass", "--db", index_address).returncode == 0
+    assert _crashes(index_address) == []
+    for _ in range(2):
+        done = run_cli("inspect", CORE, "--no-sass", "--record", "--db", index_address)
+        assert done.returncode == 0 and done.stderr == b"", done.stderr.decode()
+    [recorded] = _crashes(index_address)
+    assert recorded.recorded_by == "inspect" and recorded.source == str(CORE)
+    assert "moe_align_block_size" in recorded.title
+    shown = run_cli("show", str(recorded.id), "--db", index_address)
+    assert shown.returncode == 0
+    assert "moe_align_block_size" in shown.stdout.decode()  # the report, read again
+
+
+def test_list_json_lists_every_crash_and_the_terminal_the_newest(index_address):
+    with Index(index_address) as index:
+        for number in range(60):
+            index.record(crash(f"r{number}", signature("0123456789ab"), 1000.0 + number,
+                               host="node2" if number % 2 else "node1"))
+    everything = json.loads(run_cli("list", "--json", "--db", index_address).stdout)
+    assert len(everything["crashes"]) == 60 and everything["crashes"][0]["source"] == "/runs/r59"
+    limited = json.loads(run_cli("list", "--json", "--limit", "5", "--host", "node1",
+                                 "--db", index_address).stdout)
+    assert [c["source"] for c in limited["crashes"]] == [f"/runs/r{n}" for n in (58, 56, 54, 52, 50)]
+    terminal = run_cli("list", "--db", index_address)
+    assert len(terminal.stdout.decode().splitlines()) == 1 + 50
+    assert "newest 50 shown" in terminal.stderr.decode()
+    since = json.loads(run_cli("list", "--json", "--since", "1970-01-01T00:17:30",
+                               "--db", index_address).stdout)
+    assert len(since["crashes"]) == 60 - 50
+    assert run_cli("list", "--since", "1h", "--db", index_address).returncode == 1  # none that new
+
+
+def test_outside_text_is_printed_as_itself(index_address):
+    title = "[/bold] \x1b[31m:smile: [INST]"
+    with Index(index_address) as index:
+        index.record(crash("r1", signature("fedcba987654", title), 5.0, host="[red]node[/red]"))
+    out = run_cli("list", "--db", index_address).stdout.decode()
+    assert "[/bold] \\x1b[31m:smile: [INST]" in out and "[red]node[/red]" in out
+    shown = run_cli("show", "fedcba", "--db", index_address).stdout.decode()
+    assert "[/bold] \\x1b[31m:smile: [INST]" in shown
+
+
+def test_the_password_of_the_index_never_shows(postgres, tmp_path):
+    address = postgres.create_database("index_password")
+    listed = run_cli("list", "--json", "--db", address)
+    assert json.loads(listed.stdout)["index"].startswith("postgresql://crashlab:***@")
+    wrong = address.replace(PASSWORD, "not-the-" + PASSWORD)
+    refused = run_cli("list", "--db", wrong)
+    assert refused.returncode == 3
+    assert "password authentication failed" in refused.stderr.decode()
+    served = _serve(tmp_path / "runs", "--db", wrong)
+    assert served.returncode == 0 and "not recorded in the index" in served.stderr.decode()
+    [run_dir] = (tmp_path / "runs").iterdir()
+    for text in (listed.stdout, listed.stderr, refused.stderr, served.stderr,
+                 (run_dir / "manifest.json").read_bytes()):
+        assert PASSWORD.encode() not in text
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["list", "--since", "yesterday"], "--since yesterday: neither an age"),
+    (["show", "12"], "no crash 12 in the index"),
+    (["show", "abc"], "no signature abc"),
+    (["gc", "--max-size", "lots"], "--max-size 'lots': not a size"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, args, fragment):
+    done = run_cli(*args, "--db", tmp_path / "index.sqlite")
+    lines = done.stderr.decode().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and fragment in lines[0], lines
+
+
+def test_gc_deletes_beyond_the_retention_and_says_what(tmp_path):
+    address = str(tmp_path / "index.sqlite")
+    dumps = [tmp_path / f"core.node1.{pid}.1.nvcudmp" for pid in (11, 12)]
+    with Index(address) as index:
+        for number, dump in enumerate(dumps):
+            dump.write_bytes(b"\0" * 1000)
+            index.record(crash(f"r{number}", signature("0123456789ab"), 10.0 + number,
+                               files=[(dump, 1000)]))
+    planned = run_cli("gc", "--keep", "1", "--dry-run", "--db", address)
+    assert planned.returncode == 0 and all(d.exists() for d in dumps)
+    assert planned.stdout.decode().splitlines() == [
+        f"would delete {dumps[1]} (1000 bytes, crash 2, dump 2 of its signature (keeping 1))",
+        "would delete 1000 bytes; kept 1 dump(s), 1000 bytes"]
+    done = json.loads(run_cli("gc", "--keep", "1", "--json", "--db", address).stdout)
+    assert done["freed_bytes"] == 1000 and [d.exists() for d in dumps] == [True, False]
+    shown = json.loads(run_cli("show", "2", "--json", "--db", address).stdout)
+    assert shown["crash"]["files"][0]["gone"] is True
+
+
+def test_a_gpu_fault_on_two_ranks_is_recorded_per_dump_with_rank_and_label(tmp_path):
+    """The stand-in SGLang server (tests/standin) faults on one of two tensor-parallel ranks and
+    both write a (synthetic) coredump: one FAULT and one COLLATERAL crash, each with its rank."""
+    import requests
+
+    from tests.serve_harness import FAST, Serve, environment, free_port, sglang
+
+    port = free_port()
+    serve = Serve(tmp_path, sglang(port, "--tp-size", "2"), *FAST, "--quiet",
+                  env={**environment(crash="gpu-fault"), **DEFAULT_PLACE})
+    serve.wait_healthy()
+    requests.post(f"http://127.0.0.1:{port}/generate", timeout=10,
+                  json={"text": "Hello", "sampling_params": {"max_new_tokens": 3}})
+    assert serve.finish() == 0, serve.stderr()
+    crashes = _crashes(str(tmp_path / "crashlab-index.sqlite"))
+    labels = sorted((c.label, c.role, c.rank) for c in crashes)
+    assert [label for label, _, _ in labels] == ["COLLATERAL", "FAULT"], labels
+    assert all(role == "scheduler" and rank for _, role, rank in labels), labels
+    fault = next(c for c in crashes if c.label == "FAULT")
+    assert "moe_align_block_size" in fault.title
+    shown = json.loads(run_cli("show", str(fault.id), "--json", "--db",
+                               tmp_path / "crashlab-index.sqlite").stdout)
+    assert [f["kind"] for f in shown["crash"]["files"]].count("coredump") == 1
+    assert shown["report"]["source"]["kind"] == "run"
