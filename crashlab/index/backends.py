@@ -11,6 +11,7 @@ record the same signature at once both count.
 from __future__ import annotations
 
 import sqlite3
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -50,6 +51,21 @@ class Backend:
         self.connection.close()
 
 
+def _into_wal(connection: sqlite3.Connection) -> None:
+    """Switch a new index to WAL. The switch needs the database to itself, and SQLite answers
+    "database is locked" at once, without its busy handler, while another process is opening the
+    same new file: so it is retried for as long as a writer would wait."""
+    deadline = time.monotonic() + SQLITE_BUSY_SECONDS
+    while True:
+        try:
+            connection.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+
+
 class SqliteBackend(Backend):
     auto_id = "INTEGER PRIMARY KEY"
     errors = (sqlite3.Error,)
@@ -63,7 +79,7 @@ class SqliteBackend(Backend):
             # autocommit at the driver level: transactions are begun here, explicitly
             self.connection = sqlite3.connect(path, timeout=SQLITE_BUSY_SECONDS,
                                               isolation_level=None, check_same_thread=False)
-            self.connection.execute("PRAGMA journal_mode=WAL")
+            _into_wal(self.connection)
             self.connection.execute("PRAGMA foreign_keys=ON")
         except sqlite3.Error as exc:
             raise BadInput(f"index {path}: cannot be opened ({exc})") from None
