@@ -10,18 +10,15 @@ the time it was finished. The signature is left for the index to fill in.
 
 from __future__ import annotations
 
-import re
 from datetime import datetime
 
 from ..launchline import disaggregation_role
-from ..report.run import DumpTriage, Incident, ProcessRecord, RunReport
+from ..report.run import Incident, ProcessRecord, RunReport
 from ..supervise.launch import is_sglang
 from ..supervise.manifest import Manifest
 from .records import Crash, XidLine
 from .xid import from_findings
 
-#: core.%h.%p.%t.nvcudmp, the name crashlab serve gives the driver (the host may hold dots)
-_DUMP_PID = re.compile(r"\.(\d+)\.\d+\.nvcudmp")
 
 
 def crashes(manifest: Manifest, report: RunReport, run_dir: str) -> list[Crash]:
@@ -38,7 +35,7 @@ def crashes(manifest: Manifest, report: RunReport, run_dir: str) -> list[Crash]:
             written = datetime.fromisoformat(dump.written_at)
             records.append(Crash(
                 time=min(first[0], written) if dump.label == "FAULT" else written,
-                first_line=dump.summary, rank=_rank_of(dump, incident.processes),
+                first_line=dump.summary, rank=_rank_of(dump.writer(incident.processes)),
                 label=dump.label, incarnation=incident.incarnation, **common))
     return records
 
@@ -56,7 +53,5 @@ def _first_failure(incident: Incident) -> tuple[datetime, str | None]:
     return min(seen, key=lambda s: s[0], default=(datetime.fromisoformat(incident.ended_at), None))
 
 
-def _rank_of(dump: DumpTriage, processes: list[ProcessRecord]) -> str | None:
-    found = _DUMP_PID.search(dump.path)
-    pid = int(found[1]) if found else None
-    return next((p.ranks for p in processes if p.pid == pid), None)
+def _rank_of(process: ProcessRecord | None) -> str | None:
+    return process.ranks if process else None

@@ -8,7 +8,6 @@ and a dumpless incident's from the incident, so that each restart of a run gets 
 
 from __future__ import annotations
 
-import re
 import socket
 from datetime import datetime
 from pathlib import Path
@@ -16,12 +15,10 @@ from pathlib import Path
 from ..env import Environment, load
 from ..errors import CrashlabError
 from ..report.model import TriageReport
-from ..report.run import DumpTriage, ProcessRecord, RunReport
+from ..report.run import ProcessRecord, RunReport, dump_pid
 from ..signature import compute
 from .records import CrashFile, NewCrash
 
-#: The pid in the dump names serve asks the driver for (core.%h.%p.%t.nvcudmp).
-_DUMP_PID = re.compile(r"core\.[^/]*?\.(?P<pid>\d+)\.\d+\.nvcudmp")
 
 
 def _epoch(iso: str) -> float:
@@ -46,12 +43,6 @@ def _saved_environment(run_dir: Path) -> Environment | None:
         return load(run_dir)
     except CrashlabError:  # a damaged environment.json costs the versions, not the record
         return None
-
-
-def _process_of(dump: DumpTriage, processes: list[ProcessRecord]) -> ProcessRecord | None:
-    found = _DUMP_PID.search(dump.path)
-    pid = int(found["pid"]) if found else None
-    return next((p for p in processes if p.pid == pid), None)
 
 
 def _process_facts(process: ProcessRecord | None) -> dict:
@@ -80,7 +71,7 @@ def from_run(run_dir: Path, report: RunReport, recorded_by: str,
                                     files=extras, **_process_facts(crashed), **shared))
             continue
         for number, dump in enumerate(incident.dumps):
-            process = _process_of(dump, incident.processes)
+            process = dump.writer(incident.processes)
             signature = compute(dump.report if dump.report is not None else incident)
             files = [CrashFile(path=str(run_dir / dump.path), kind="coredump",
                                size_bytes=dump.size_bytes)] + (extras if number == 0 else [])
@@ -106,13 +97,12 @@ def from_coredump(path: Path, report: TriageReport, recorded_by: str) -> NewCras
     path = Path(path).absolute()
     stat = path.stat()
     gpus = sorted({d.name for d in report.devices if d.name})
-    found = _DUMP_PID.search(path.name)
     return NewCrash(
         key=f"{socket.gethostname()}:{path}:{stat.st_size}:{stat.st_mtime_ns}",
         signature=compute(report), crashed_at=stat.st_mtime, recorded_by=recorded_by,
         source=str(path), summary=report.summary, host=socket.gethostname(),
         gpus=", ".join(gpus) or None, driver=report.dump.driver_version,
-        pid=int(found["pid"]) if found else None,
+        pid=dump_pid(path.name),
         files=[CrashFile(path=str(path), kind="coredump", size_bytes=stat.st_size)])
 
 

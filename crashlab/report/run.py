@@ -9,6 +9,7 @@ files) are defined here so that both speak the same words.
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -105,6 +106,16 @@ class LogTail(_Model):
     lines: list[str] = Field(description="secrets masked, each line cut to a readable length")
 
 
+#: The pid in the names serve asks the driver for (core.%h.%p.%t.nvcudmp; the host may hold dots).
+_DUMP_PID = re.compile(r"core\.[^/]*?\.(?P<pid>\d+)\.\d+\.nvcudmp")
+
+
+def dump_pid(path: str) -> int | None:
+    """The pid of the process whose GPU coredump ``path`` is, from the name serve gave it."""
+    found = _DUMP_PID.search(path)
+    return int(found["pid"]) if found else None
+
+
 class DumpTriage(_Model):
     path: str
     label: Literal["FAULT", "COLLATERAL", "UNREADABLE"]
@@ -115,6 +126,11 @@ class DumpTriage(_Model):
     summary: str
     error: str | None = Field(None, description="why crashlab.inspect could not read it")
     report: TriageReport | None = None
+
+    def writer(self, processes: list[ProcessRecord]) -> ProcessRecord | None:
+        """Which of the server's processes wrote this dump (its rank, role), by the pid in its name."""
+        pid = dump_pid(self.path)
+        return next((process for process in processes if process.pid == pid), None)
 
 
 class Incident(_Model):
