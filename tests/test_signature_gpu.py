@@ -67,6 +67,7 @@ def test_another_exception_or_another_kernel_is_another_signature(tmp_path):
     other_exception = signed(scenarios.fault(MOE, scenarios.WARP_ILLEGAL_ADDRESS), tmp_path / "b.nvcudmp")
     other_kernel = signed(scenarios.fault("illegal_address.sm_90.cubin:illegal-address"), tmp_path / "c.nvcudmp")
     assert len({base.hash, other_exception.hash, other_kernel.hash}) == 3
+    assert len({base.coarse, other_exception.coarse, other_kernel.coarse}) == 3
     assert other_exception.parts[1:] == base.parts[1:]
     assert other_kernel.parts == ["WARP_ILLEGAL_ADDRESS", "write_past_end", "illegal_address.cu:8"]
 
@@ -112,6 +113,9 @@ def test_another_site_in_the_same_kernel_or_its_callee_is_another_signature(cubi
         signatures.append(crashlab.inspect(tmp_path / f"{name}.nvcudmp").signature)
     assert len({s.hash for s in signatures}) == 3
     assert signatures[0].parts[:2] == signatures[1].parts[:2]
+    # another site of the same kernel is the same bug in the coarse key (lines move between
+    # releases); the callee, another function, is not
+    assert signatures[0].coarse == signatures[1].coarse != signatures[2].coarse
     callee = signatures[2]
     assert callee.parts[2].startswith("__cuda_") and callee.parts[1] == signatures[0].parts[1]
 

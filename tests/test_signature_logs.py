@@ -61,6 +61,16 @@ def test_the_same_exception_in_another_install_and_release_is_the_same_signature
     assert signed(moved) == signed(data)
 
 
+def test_a_release_that_renames_a_caller_is_another_signature_with_the_same_coarse_key():
+    data = EXCEPTION_LOG.read_bytes()
+    renamed = data.replace(b"in _preprocess_logits", b"in _prepare_logits")
+    assert renamed != data
+    before, after = signed(data), signed(renamed)
+    assert before.hash != after.hash and before.coarse == after.coarse
+    other_type = signed(data.replace(b"IndexError", b"KeyError"))
+    assert other_type.coarse != before.coarse
+
+
 def test_a_native_segfault_is_the_signal_the_process_and_its_innermost_named_frames():
     signature = signed(SEGV_LOG.read_bytes())
     assert signature.kind == "signal"

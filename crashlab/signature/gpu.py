@@ -51,6 +51,7 @@ def _fault(fault: Fault) -> CrashSignature:
         parts.append(_named(kernel, "kernel", notes))
     if fault.function and kernel and fault.function != kernel:
         parts.append(_named(fault.function, "function", notes))
+    coarse = list(parts)
     site = _site(fault, notes)
     if site:
         parts.append(site)
@@ -63,7 +64,7 @@ def _fault(fault: Fault) -> CrashSignature:
         title += f" at {site}"
     words = next((said for word, said in RUNTIME_WORDS if word in exception), fault.exception.display)
     search = f'"{shown_kernel}" "{words}"' if kernel else f'"{words}"'
-    return seal("gpu-fault", parts, title, search, notes)
+    return seal("gpu-fault", parts, title, search, notes, coarse)
 
 
 def _site(fault: Fault, notes: list[str]) -> str | None:
@@ -122,15 +123,17 @@ def _collateral(report: TriageReport, waiting) -> CrashSignature:
 def _hang(report: TriageReport) -> CrashSignature:
     notes = ["no exception and no collective kernel: a hang, named by each resident kernel and "
              "where most of its warps stand"]
-    parts = []
+    parts, coarse = [], []
     for kernel in sorted(report.kernels, key=lambda k: normalise(k.name)[0]):
         site = _position_site(kernel.warps_at[0]) if kernel.warps_at else None
         named = _named(kernel.name, "kernel", notes)
         parts.append(f"{named} @ {site}" if site else named)
+        coarse.append(named)
     if not parts:
         parts, notes = ["no resident kernel"], notes + ["the dump holds no kernel"]
     shown = ", ".join(dict.fromkeys(base_name(k.name) for k in report.kernels)) or "no kernel"
-    return seal("gpu-hang", sorted(parts), f"GPU hang in {shown}", f'"{shown}" hang', notes)
+    return seal("gpu-hang", sorted(parts), f"GPU hang in {shown}", f'"{shown}" hang', notes,
+                sorted(coarse))
 
 
 def _position_site(position: WarpPosition) -> str | None:

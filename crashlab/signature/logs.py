@@ -78,7 +78,7 @@ def _cuda_error(finding: Finding, traceback: Finding | None, findings: list[Find
         frames = _frames(traceback, findings, notes)
         parts += [exception, *frames]
         title = f"{said} ({exception} in {frames[0]})" if frames else f"{said} ({exception})"
-    return seal("cuda-error", parts, title, f'"{said}"', notes)
+    return seal("cuda-error", parts, title, f'"{said}"', notes, parts[:2])
 
 
 def _python(traceback: Finding, findings: list[Finding]) -> CrashSignature:
@@ -93,7 +93,8 @@ def _python(traceback: Finding, findings: list[Finding]) -> CrashSignature:
     named = next((f for f in frames if not f.startswith(("__", "<"))), None)  # not __call__, <module>
     search = " ".join(f'"{word}"' for word in ([] if no_line else [exception]) + [named] if word) \
         or f'"{exception}"'
-    return seal("python-exception", parts, title, search, notes)
+    innermost = len(parts) - len(frames) + 1  # the callers of the raising function move
+    return seal("python-exception", parts, title, search, notes, parts[:innermost])
 
 
 def _nccl(finding: Finding) -> CrashSignature:
@@ -114,7 +115,7 @@ def _signal(role: str, number: int, findings: list[Finding]) -> CrashSignature:
     frames = _frames(stack, findings, notes) if stack is not None else []
     parts += frames
     title = f"{name} in {role}" + (f" at {frames[0]}" if frames else "")
-    return seal("signal", parts, title, f'"{name}" {role}', notes)
+    return seal("signal", parts, title, f'"{name}" {role}', notes, parts[:2])
 
 
 def _exit(incident: Incident) -> CrashSignature:

@@ -38,6 +38,11 @@ class CrashSignature(BaseModel):
     parts: list[str] = Field(description="the components of text, in order")
     notes: list[str] = Field(default_factory=list,
                              description="why it looks as it does: which rules fired")
+    coarse: str | None = Field(None, pattern=r"^[0-9a-f]{12}$",
+                               description="hash of the signature without its site (source line, "
+                                           "offset, innermost frames): the same bug across "
+                                           "releases, where lines move; absent in signatures "
+                                           "made before it existed")
 
     @property
     def short(self) -> str:
@@ -45,9 +50,17 @@ class CrashSignature(BaseModel):
         return f"{self.hash} {self.title}"
 
 
-def seal(kind: str, parts: list[str], title: str, search: str, notes: list[str]) -> CrashSignature:
-    """The signature of ``parts``: its text, and the hash of version and text."""
+def seal(kind: str, parts: list[str], title: str, search: str, notes: list[str],
+         coarse_parts: list[str] | None = None) -> CrashSignature:
+    """The signature of ``parts``: its text, the hash of version and text, and the coarse hash
+    of ``coarse_parts``, the parts without their sites (all parts where None: nothing in them
+    moves between releases)."""
     text = f"{kind}: " + " | ".join(parts)
-    digest = hashlib.sha256(f"{VERSION}\n{text}".encode()).hexdigest()[:HASH_DIGITS]
-    return CrashSignature(version=VERSION, kind=kind, text=text, hash=digest, title=" ".join(title.split())[:200],
-                          search=search, parts=parts, notes=notes)
+    coarse_text = f"{kind}: " + " | ".join(parts if coarse_parts is None else coarse_parts)
+    return CrashSignature(version=VERSION, kind=kind, text=text, hash=_digest(text),
+                          title=" ".join(title.split())[:200], search=search, parts=parts,
+                          notes=notes, coarse=_digest(f"coarse\n{coarse_text}"))
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(f"{VERSION}\n{text}".encode()).hexdigest()[:HASH_DIGITS]
