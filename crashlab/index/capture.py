@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ..env import Environment, load
 from ..errors import CrashlabError
+from ..published import parse
 from ..report.model import TriageReport
 from ..report.run import ProcessRecord, RunReport, dump_pid
 from ..signature import compute
@@ -87,7 +88,7 @@ def from_run_dir(run_dir: Path, recorded_by: str, deployment: str | None = None)
     path = Path(run_dir) / "report.json"
     if not path.is_file():
         return []
-    return from_run(run_dir, RunReport.model_validate_json(path.read_bytes()), recorded_by,
+    return from_run(run_dir, parse(RunReport, path.read_bytes()), recorded_by,
                     deployment)
 
 

@@ -74,16 +74,17 @@ def _report(view: Shown, console: Console) -> None:
     if view.report is None:
         console.print(line(("report: no longer readable at the crash's source", "dim")))
         return
+    from ..published import parse
     from ..report import run_views, terminal  # the report's own views, only for show
     from ..report.model import TriageReport
     from ..report.run import RunReport
 
     console.print()
     if view.report.get("source", {}).get("kind") == "run":
-        for text in run_views.summary_lines(RunReport.model_validate(view.report)):
+        for text in run_views.summary_lines(parse(RunReport, view.report)):
             console.print(line(text), soft_wrap=True)
         return
-    terminal.render(TriageReport.model_validate(view.report), console)
+    terminal.render(parse(TriageReport, view.report), console)
 
 
 def collection(result: Collection, console: Console) -> None:

@@ -3,8 +3,8 @@
 The environment serve captured at launch (<run-dir>/environment.json) is the machine as it was
 when the server started, before anything could wedge; without one (a coredump or a request dump
 given alone, a run of an older crashlab) it is captured now, on the machine the report is made
-on, and the report says so; so it is when the run's environment.json cannot be used (written
-by a newer crashlab, damaged), which must not cost the user the report.
+on, and the report says so; so it is when the run's environment.json cannot be used (damaged,
+or of another schema_version), which must not cost the user the report.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from ..errors import BadInput
+from ..published import parse
 from ..replay.records import CrashDump
 from ..report.model import TriageReport
 from ..report.run import DumpTriage, RunReport
@@ -109,7 +110,7 @@ def _request_dump(path: Path, strict: bool) -> DumpInput:
 
 def _run_report(path: Path) -> RunReport | None:
     try:
-        return RunReport.model_validate_json((path / RUN_REPORT).read_bytes())
+        return parse(RunReport, (path / RUN_REPORT).read_bytes())
     except FileNotFoundError:
         return None
     except (ValidationError, ValueError, OSError):

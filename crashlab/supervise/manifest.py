@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import BadInput
 from ..incidents.records import Role
+from ..published import parse
 from ..report.redact import Redactor
 from ..report.run import ExitStatus, FileRecord, Finding, ProcessRecord
 from . import files
@@ -152,7 +153,7 @@ def load(run_dir: Path) -> Manifest:
     if not Path(run_dir).is_dir():
         raise BadInput(f"{run_dir}: not a directory")
     try:
-        return Manifest.model_validate_json(path.read_bytes())
+        return parse(Manifest, path.read_bytes())
     except FileNotFoundError:
         raise BadInput(f"{run_dir}: not a crashlab run directory (no {MANIFEST})") from None
     except (ValidationError, ValueError, OSError) as exc:
