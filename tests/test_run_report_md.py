@@ -19,6 +19,7 @@ from crashlab.report.run import ExitStatus, FileRecord, Finding, NO_EXCEPTION_LI
 from crashlab.report.run_views import TITLE_CHARS, markdown, summary_lines
 from crashlab.report.model import Source, Tool
 from crashlab.supervise import files, incident, manifest
+from crashlab.supervise.incident import TAIL_LINE_CHARS
 from crashlab.supervise.logscan import StreamScanner
 from tests import scenarios
 
@@ -245,6 +246,7 @@ def test_no_pattern_matched_gives_the_end_of_stderr_masked(tmp_path):
     lines[89] = "connecting to the store with password=hunter2-do-not-leak"
     lines[94] = "\rLoading  50%\rLoading 100%"
     lines[98] = f"the key was {secret} all along"
+    lines[96] = "x" * (TAIL_LINE_CHARS - 8) + f" key {secret} and more"  # the cut falls in it
     (logs / "stderr.log").write_text("\n".join(lines))  # no final newline: still a line
     (logs / "stdout.log").write_text("")
     redact = Redactor.for_launch(["sglang", "--api-key", secret], {}).text
@@ -255,6 +257,8 @@ def test_no_pattern_matched_gives_the_end_of_stderr_masked(tmp_path):
     assert tail.lines[29] == f"connecting to the store with password={MASK}"
     assert tail.lines[34] == "Loading 100%"  # what the terminal showed last
     assert tail.lines[38] == f"the key was {MASK} all along"
+    assert tail.lines[36] == lines[96].replace(secret, MASK)[:TAIL_LINE_CHARS] + "…"
+    assert "sk-" not in tail.lines[36]
     body = markdown(report)
     assert "**End of stderr** (lines 61-100; no fault pattern matched in the logs)" in body
     assert "```\nordinary line 61\n" in body and secret not in body and "hunter2" not in body

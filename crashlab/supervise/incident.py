@@ -215,11 +215,12 @@ def lines_at_ends(path: Path, first: int, last: int,
     return total, head, list(kept)
 
 
-def _shown(raw: bytes) -> str:
-    """A log line as a terminal left it: the last redraw of a progress bar, cut to a length."""
+def _shown(raw: bytes, redact: Callable[[str], str]) -> str:
+    """A log line as a terminal left it (the last redraw of a progress bar), masked, then cut to
+    a length: cut first, a secret across the cut would keep its first characters unmasked."""
     text = raw.decode("utf-8", "replace")
     redraws = [segment for segment in text.split("\r") if segment.strip()]
-    text = redraws[-1] if redraws else ""
+    text = redact(redraws[-1] if redraws else "")
     return text if len(text) <= TAIL_LINE_CHARS else text[:TAIL_LINE_CHARS] + "…"
 
 
@@ -231,7 +232,7 @@ def log_tail(run_dir: Path, incarnation: Incarnation, redact: Callable[[str], st
         if path.is_file() and path.stat().st_size:
             total, _, lines = lines_at_ends(path, 0, TAIL_LINES)
             return LogTail(stream=stream, first_line=total - len(lines) + 1,
-                           lines=[redact(_shown(line)) for line in lines])
+                           lines=[_shown(line, redact) for line in lines])
     return None
 
 
