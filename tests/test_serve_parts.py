@@ -530,7 +530,8 @@ def test_a_command_line_read_empty_in_the_middle_of_an_exec_is_read_again():
 
 def test_the_terminal_echo_is_masked_by_lines_and_a_begun_line_shows_once_the_pipe_is_quiet(tmp_path):
     """The log gets every byte as is; the terminal gets the same output masked, line by line, and
-    a line without its newline yet (a prompt, "Loading...") once the server has been quiet a moment."""
+    a line without its newline yet (a prompt, "Loading...") once the server has been quiet a
+    moment, but for its last word, which may be the first half of a secret."""
     from crashlab.supervise.logtee import StreamTee
     from tests.serve_harness import wait_for
 
@@ -539,20 +540,24 @@ def test_the_terminal_echo_is_masked_by_lines_and_a_begun_line_shows_once_the_pi
     read_end, write_end = os.pipe()
     echo = tmp_path / "terminal"
     written = [f"server_args=ServerArgs(api_key='{secret}', port=30000)\n".encode(),
-               b"\rLoading 50%\rLoading 100%\r", b"Loading shards", b" \xff done\n"]
+               b"\rLoading 50%\rLoading 100%\r", b"Loading shards", b" \xff done\n",
+               f"client key {secret[:12]}".encode(), f"{secret[12:]} accepted\n".encode(),
+               b"password: hun", b"ter2 given\n"]
     with open(echo, "wb") as terminal:
         tee = StreamTee(os.fdopen(read_end, "rb"), tmp_path / "stderr.log", terminal,
                         StreamScanner("stderr", lambda finding: None), redactor.text)
         tee.start()
-        for chunk in written[:3]:
+        for chunk, shown in zip(written, [None, None, b"Loading ", None, b"client key ", None,
+                                          b"password: ", None]):
             os.write(write_end, chunk)
-        wait_for(lambda: echo.read_bytes().endswith(b"Loading shards"), "the begun line on the terminal")
-        os.write(write_end, written[3])
+            if shown:  # the pipe stays quiet until the begun line, but its last word, is shown
+                wait_for(lambda: echo.read_bytes().endswith(shown), "the begun line on the terminal")
         os.close(write_end)
         assert tee.join(30)
     assert (tmp_path / "stderr.log").read_bytes() == b"".join(written)
     assert echo.read_bytes() == b"".join([b"server_args=ServerArgs(api_key='***', port=30000)\n",
-                                          *written[1:]])
+                                          *written[1:4], b"client key *** accepted\n",
+                                          b"password: *** given\n"])
     assert not tee.problems
 
 

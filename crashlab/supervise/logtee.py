@@ -8,14 +8,19 @@ so nothing raised by the terminal or the scanner is allowed to stop it.
 
 The terminal gets whole lines (and a progress bar's redraws, up to their carriage return),
 masked like everything else crashlab says: SGLang prints its ``server_args=ServerArgs(...
-api_key='...')`` at launch. A line still being written is held until its end comes, or until the
-pipe has been quiet for ECHO_QUIET seconds (a prompt, a "Loading..." without a newline).
+api_key='...')`` at launch. A line still being written is held until its end comes; when the
+pipe has been quiet for ECHO_QUIET seconds (a prompt, a "Loading..." without a newline) the
+line so far is shown without its last word, which may be the first half of a secret whose second
+half is still to come. When the line ends it is masked whole, and what the terminal was shown
+of it is completed, or redrawn from the line's start where masking the whole changed it
+(``password=hun`` then ``ter2``: the terminal never sees ``hun``).
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
+import re
 import select
 import threading
 from pathlib import Path
@@ -30,6 +35,7 @@ ECHO_QUIET = 0.2
 #: A pipe holds 64 KiB by default: ~600 log lines, a few milliseconds of a flood. A bigger one
 #: lets crashlab be descheduled for a while on a busy machine without the server blocking.
 PIPE_SIZE = 1 << 20
+_LAST_WORD = re.compile(r"\S*\Z")
 
 
 class StreamTee:
@@ -41,7 +47,8 @@ class StreamTee:
         self._pipe = pipe
         self._echo = echo
         self._redact = redact
-        self._held = b""  # the start of a line the terminal has not been given yet
+        self._held = b""  # the start of a line the terminal has not been given whole yet
+        self._shown = ""  # what the terminal was shown of it, masked
         self._scanner: StreamScanner | None = scanner
         self._thread = threading.Thread(target=self._run, name=f"crashlab-{scanner.stream}",
                                         daemon=True)
@@ -63,7 +70,7 @@ class StreamTee:
         with open(self.log_path, "ab") as log:
             while True:
                 if self._held and not select.select([fd], [], [], ECHO_QUIET)[0]:
-                    self._to_terminal(b"", whole=True)  # quiet: show the line begun so far
+                    self._show_held()  # quiet: show the line begun so far
                 chunk = os.read(fd, CHUNK)
                 if not chunk:
                     break
@@ -87,15 +94,32 @@ class StreamTee:
         if len(data) - end > ECHO_HOLD:
             end = len(data)
         self._held = data[end:]
-        if not end:
-            return
+        if end:
+            self._echo_masked(data[:end].decode("utf-8", "surrogateescape"))
+            self._shown = ""
+
+    def _show_held(self) -> None:
+        """The held line so far, without its last word (it may be a secret's first half)."""
+        if self._echo is not None:
+            text = _LAST_WORD.sub("", self._held.decode("utf-8", "surrogateescape"))
+            self._shown = self._echo_masked(text)
+
+    def _echo_masked(self, text: str) -> str:
+        """Write ``text`` masked, as the continuation of what the terminal shows of the held
+        line, or as its redraw where masking changed that; return it masked."""
         try:
-            text = self._redact(data[:end].decode("utf-8", "surrogateescape"))
-            self._echo.write(text.encode("utf-8", "surrogateescape"))
+            masked = self._redact(text)
+            if masked.startswith(self._shown):
+                out = masked[len(self._shown):]
+            else:
+                out = "\r" + masked  # back to the line's start: a progress bar's redraw
+            self._echo.write(out.encode("utf-8", "surrogateescape"))
             self._echo.flush()
+            return masked
         except Exception as exc:  # a closed terminal, or a masking bug: never echo unmasked
             self.problems.append(f"stopped echoing {self.log_path.name} to the terminal: {exc}")
             self._echo = None
+            return ""
 
     def _to_scanner(self, chunk: bytes) -> None:
         if self._scanner is None:
