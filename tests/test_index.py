@@ -55,6 +55,8 @@ def test_the_signature_tally_counts_and_spans_crashes_recorded_out_of_order(inde
         assert tally.body["notes"] == ["a note"] and tally.search == A.search
         by = show(index, "a1b2").by
         assert [(t.value, t.count) for t in by["host"]] == [("node2", 2), ("node1", 1)]
+        assert [(t.first_seen[11:19], t.last_seen[11:19]) for t in by["host"]] == [
+            ("00:01:40", "00:15:00"), ("00:08:20", "00:08:20")]
         assert [(t.value, t.count) for t in by["driver"]] == [("580.95", 3)]
 
 

@@ -96,6 +96,9 @@ class Signature(_Model):
 class Tally(_Model):
     value: str | None
     count: int
+    first_seen: str | None = Field(None, description="its first crash of the signature (UTC, ISO 8601): "
+                                                     "\"first on driver 580.95\"")
+    last_seen: str | None = Field(None, description="its last crash of the signature (UTC, ISO 8601)")
 
 
 class CrashList(_Model):

@@ -193,10 +193,13 @@ class Index:
                          body=json.loads(row[8]))
 
     def breakdown(self, hash_: str) -> dict[str, list[Tally]]:
-        """Crashes of one signature per host, GPU, driver and version, most first."""
-        return {column: [Tally(value=value, count=count) for value, count in self.backend.execute(
-                    f"SELECT {column}, count(*) FROM crashes WHERE signature_hash = ? "
-                    f"GROUP BY {column} ORDER BY count(*) DESC, {column}", (hash_,)).fetchall()]
+        """Crashes of one signature per host, GPU, driver and version, most first, each value
+        with its first and last crash."""
+        return {column: [Tally(value=value, count=count, first_seen=iso(first), last_seen=iso(last))
+                         for value, count, first, last in self.backend.execute(
+                    f"SELECT {column}, count(*), min(crashed_at), max(crashed_at) FROM crashes "
+                    f"WHERE signature_hash = ? GROUP BY {column} "
+                    f"ORDER BY count(*) DESC, {column}", (hash_,)).fetchall()]
                 for column in BREAKDOWN}
 
     def dumps(self) -> list[tuple[int, str, str, int]]:

@@ -66,7 +66,8 @@ def shown(view: Shown, console: Console) -> None:
     for note in signature.body.get("notes") or []:
         _field(console, "note", str(note))
     for column, tallies in view.by.items():
-        counted = ", ".join(f"{t.value or 'unknown'}: {t.count}" for t in tallies)
+        counted = ", ".join(f"{t.value or 'unknown'}: {t.count} (first {_when(t.first_seen)})"
+                            for t in tallies)
         _field(console, f"by {column}", counted)
 
 
