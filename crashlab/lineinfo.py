@@ -13,16 +13,20 @@ NVIDIA's cuda-gdb, include/dwarf2.h: ``DW_LNE_inlined_call = 0x90`` and
 ``DW_LNE_set_function_name = 0x91`` (elfutils' dwarf.h calls them DW_LNE_NVIDIA_inlined_call and
 DW_LNE_NVIDIA_set_function_name). ``inlined_call`` has two ULEB128 operands, the context and the
 inlined function's name as an offset into ``.debug_str``; it sets a state register for the rows
-that follow. The context is the 1-based number of the call-site row in the same sequence (0:
-not inlined), as elfutils' libdw/dwarf_linecontext.c resolves it, so the chain of a row is the
-row, its context row, that row's context row and so on: innermost first, outermost last, the
-line in the function that holds the PC, which is what ``nvdisasm -gi`` prints as "inlined at".
+that follow. The context is the 1-based number of the call-site row (0: not inlined), counted
+from the start of the sequence; elfutils' libdw/dwarf_linecontext.c also takes it as a 1-based
+row number, and the count from the sequence's start is what makes the chains agree with
+``nvdisasm -gi`` on every instruction of the tests' cubins (tests/test_lineinfo.py). The chain
+of a row is the row, its context row, that row's context row and so on: innermost first,
+outermost last, the line in the function that holds the PC, which nvdisasm prints last, after
+the "inlined at" lines.
 
-pyelftools parses the unit header (``Dwarf_lineprog_header``: DWARF 2 to 5, 32- and 64-bit).
-The line program itself is decoded here: pyelftools' LineProgram skips an extended opcode it
-does not know (``stream.seek(inst_len - 1)``) without keeping its operands or a hook to see
-them, so the context each row needs is lost; and its per-opcode construct parsing costs about a
-hundred times this loop on a production-size table.
+pyelftools parses the unit header (``Dwarf_lineprog_header``, 32- and 64-bit DWARF; ptxas writes
+version 2, and versions 2 to 4 are read). The line program itself is decoded here: pyelftools'
+LineProgram skips an extended opcode it does not know (``stream.seek(inst_len - 1)``) and keeps
+neither its operands nor a hook to see them, so the context each row needs is lost. It is also
+slower: 41 ms to decode the 18 KiB table of the CUB cubin benchmarks/bench_lineinfo.py builds,
+where this whole reader, ELF included, takes 17 ms.
 """
 
 from __future__ import annotations
@@ -67,7 +71,6 @@ class _Row:
 
 @dataclass
 class _Sequence:
-    section: str
     start: int  # the section offset of the sequence's first address
     end: int
     rows: list[_Row]
@@ -203,27 +206,26 @@ def _unit(data: bytes, offset: int, placer: _Placer, table: LineTable) -> int:
     if dwarf_format == 64:
         (length,) = struct.unpack_from("<Q", data, offset + 4)
     end = offset + length_size + length
-    if end > len(data) or length < 2:
+    if end > len(data):
         raise LineTableError(f"{LINE_TABLE} unit at {offset:#x} claims {length} bytes, "
                              f"past the section's {len(data)}")
     (version,) = struct.unpack_from("<H", data, offset + length_size)
-    if not 2 <= version <= 5:
-        raise LineTableError(f"{LINE_TABLE} unit at {offset:#x} has DWARF version {version}")
+    if not 2 <= version <= 4:  # ptxas writes 2; DWARF 5 moved the file names to other forms
+        raise LineTableError(f"{LINE_TABLE} unit at {offset:#x} has DWARF version {version}, "
+                             "not 2 to 4")
     structs = DWARFStructs(little_endian=placer.little_endian, dwarf_format=dwarf_format,
                            address_size=placer.address_size, dwarf_version=version)
     stream = io.BytesIO(data)
     header = struct_parse(structs.Dwarf_lineprog_header, stream, offset)
-    header_length_at = offset + length_size + 2 + (2 if version >= 5 else 0)
-    program = header_length_at + (8 if dwarf_format == 64 else 4) + header["header_length"]
+    program = offset + length_size + 2 + (8 if dwarf_format == 64 else 4) + header["header_length"]
     if not stream.tell() <= program <= end:
         raise LineTableError(f"{LINE_TABLE} unit at {offset:#x}: its header overruns it")
-    _Program(data, header, _file_names(header), version, placer, table).run(program, end)
+    _Program(data, header, _file_names(header), placer, table).run(program, end)
     return end
 
 
 def _file_names(header) -> list[str]:
-    """Paths by file number, as nvdisasm prints them: directory/name (DWARF 2-4 number files
-    from 1, DWARF 5 from 0)."""
+    """Paths by file number less 1, as nvdisasm prints them: directory/name."""
     directories = [_text(d) for d in header["include_directory"]]
     names = []
     for entry in header["file_entry"]:
@@ -239,12 +241,10 @@ def _text(raw) -> str:
 
 
 class _Program:
-    """The DWARF line state machine (DWARF 5, 6.2.5), with NVIDIA's inline context."""
+    """The DWARF line state machine (DWARF 4, 6.2.2 and 6.2.5), with NVIDIA's inline context."""
 
-    def __init__(self, data: bytes, header, files: list[str], version: int, placer: _Placer,
-                 table: LineTable):
+    def __init__(self, data: bytes, header, files: list[str], placer: _Placer, table: LineTable):
         self.data, self.files, self.placer, self.table = data, files, placer, table
-        self.file_base = 0 if version >= 5 else 1
         self.opcode_base = header["opcode_base"]
         self.line_base, self.line_range = header["line_base"], header["line_range"]
         self.min_length = header["minimum_instruction_length"]
@@ -260,7 +260,7 @@ class _Program:
         self.first_address: int | None = None
 
     def _row(self):
-        index = self.file - self.file_base
+        index = self.file - 1
         name = self.files[index] if 0 <= index < len(self.files) else f"<file {self.file}>"
         self.rows.append(_Row(self.address, name, self.line, self.context))
 
@@ -274,7 +274,7 @@ class _Program:
             base = self.first_address or 0
             for row in self.rows:
                 row.address = start + row.address - base
-            sequence = _Sequence(section, start, start + self.address - base, self.rows)
+            sequence = _Sequence(start, start + self.address - base, self.rows)
             self.table.sequences.setdefault(section, []).append(sequence)
         self._reset()
 
@@ -336,17 +336,15 @@ class _Program:
 
 
 def _uleb(data: bytes, at: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = data[at]
-        at += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, at
-        shift += 7
+    return _leb128(data, at, signed=False)
 
 
 def _sleb(data: bytes, at: int) -> tuple[int, int]:
+    return _leb128(data, at, signed=True)
+
+
+def _leb128(data: bytes, at: int, *, signed: bool) -> tuple[int, int]:
+    """(value, the offset after it) of the LEB128 number at ``at`` (DWARF 4, 7.6)."""
     value = shift = 0
     while True:
         byte = data[at]
@@ -354,4 +352,4 @@ def _sleb(data: bytes, at: int) -> tuple[int, int]:
         value |= (byte & 0x7F) << shift
         shift += 7
         if byte < 0x80:
-            return (value - (1 << shift) if byte & 0x40 else value), at
+            return (value - (1 << shift) if signed and byte & 0x40 else value), at
