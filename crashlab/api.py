@@ -34,15 +34,16 @@ def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
             site = fault.site
             if site.pc is None:
                 views.append(SassView(unavailable_reason="the dump records no PC for this fault"))
-            elif not sass:  # the function holding the PC is still named: no nvdisasm needed
+            elif not sass:  # the function and its source line are still named: no nvdisasm needed
                 found = finder.locate(site.pc, site.grid)
                 views.append(SassView(location=found[0] if found else None,
+                                      source=finder.source_lines(found[0]) if found else [],
                                       unavailable_reason="disassembly not requested"))
             else:
                 views.append(disassemble(finder, site.pc, grid=site.grid, context=context,
                                          current_pc=site.lane.virtual_pc if site.lane else None))
         code = _code_map(finder, location)
-        stands = _stands(finder, location) if sass else {}
+        stands = _stands(finder, location, sass)
         warnings = core.warnings + location.warnings + finder.problems
         report = build(core, location, views, code, warnings,
                        _param_layouts(core, finder, location), stands)
@@ -63,12 +64,13 @@ def _positions(location):
             for position in stats.sorted_positions()[:MAX_POSITIONS] if position.pc is not None]
 
 
-def _stands(finder: CodeFinder, location) -> dict[int, Instruction | None]:
-    """The instruction, with its source lines, where each listed group of warps stands."""
+def _stands(finder: CodeFinder, location, sass: bool) -> dict[int, Instruction | None]:
+    """The instruction (its text only with ``sass``), with its source lines, where each listed
+    group of warps stands."""
     stands: dict[int, Instruction | None] = {}
     for pc, grid in _positions(location):
         if pc not in stands:
-            stands[pc] = instruction_at(finder, pc, grid)
+            stands[pc] = instruction_at(finder, pc, grid, sass=sass)
     return stands
 
 

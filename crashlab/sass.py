@@ -5,7 +5,9 @@ GPU addresses in sh_addr, so the cubin whose ``.text.*`` section holds the PC is
 ran. Before nvdisasm sees it, the carved copy is rebased to address 0 (sh_addr and symbol values),
 which nvdisasm always accepts and which makes its printed addresses offsets into the section,
 whatever the driver did with the symbol values. Line info comes from nvdisasm's ``-gi`` comments,
-which give the inline chain innermost first.
+which give the inline chain innermost first; where there is no listing (no nvdisasm, or
+disassembly not asked for) it comes from the cubin's own line table (crashlab.lineinfo), which
+gives the same chains, so a report and its signature do not depend on nvdisasm being installed.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from .coredump.constants import SHF_EXECINSTR
 from .coredump.core import CoreDump
 from .coredump.layouts import SECTION_HEADER, SYMBOL, Field
 from .coredump.model import Grid
+from .lineinfo import LineTable, LineTableError, SourceLine
+from .lineinfo import read as read_line_table
 from .toolpath import find_cuda_tool
 
 NVDISASM_TIMEOUT_S = 120
@@ -37,12 +41,6 @@ _SECTION_ADDRESS = SECTION_HEADER.by_name["addr"]
 _SYMBOL_VALUE = SYMBOL.by_name["value"]
 _INSTRUCTION = re.compile(r"^\s*/\*([0-9a-fA-F]+)\*/\s+(.*?)\s*;?\s*(?:/\*[^*]*\*/\s*)?$")
 _LINE_INFO = re.compile(r'//## File "(?P<file>[^"]*)", line (?P<line>\d+)(?P<inlined> inlined at)?')
-
-
-@dataclass(frozen=True)
-class SourceLine:
-    file: str
-    line: int
 
 
 @dataclass(frozen=True)
@@ -64,6 +62,7 @@ class CodeLocation:
     function_symbol: int
     function: str | None
     function_offset: int | None
+    section_offset: int = 0
 
 
 @dataclass
@@ -145,6 +144,7 @@ class CodeFinder:
         self._parsed: dict[int, _Cubin | None] = {}
         #: nvdisasm's listing of each function disassembled so far (or why there is none)
         self.listings: dict[tuple[int, int], list[Instruction] | str] = {}
+        self._line_tables: dict[int, LineTable | None] = {}
         self.problems: list[str] = []
 
     def _cubin(self, section: int) -> _Cubin | None:
@@ -155,6 +155,25 @@ class CodeFinder:
                 self.problems.append(f"relocated cubin in section {section} is unreadable: {exc}")
                 self._parsed[section] = None
         return self._parsed[section]
+
+    def line_table(self, section: int) -> LineTable | None:
+        """The line table of the relocated cubin in ``section``, read once; None where it has
+        none or it is unreadable (then ``problems`` says why)."""
+        if section not in self._line_tables:
+            try:
+                table = self._line_tables[section] = read_line_table(self.core.image_bytes(section))
+                self.problems += [f"relocated cubin in section {section}: {problem}"
+                                  for problem in (table.problems if table else [])]
+            except LineTableError as exc:
+                self.problems.append(f"the line table of the relocated cubin in section {section} "
+                                     f"is unreadable ({exc}); its source lines are left out")
+                self._line_tables[section] = None
+        return self._line_tables[section]
+
+    def source_lines(self, location: CodeLocation) -> list[SourceLine]:
+        """The inline chain at ``location``, innermost first, from the cubin's line table."""
+        table = self.line_table(location.image_section)
+        return list(table.chain(location.text_section, location.section_offset)) if table else []
 
     @cached_property
     def _images(self):
@@ -199,6 +218,7 @@ def _location(section: int, text: _Text, offset: int) -> CodeLocation:
         function_symbol=text.symbol,
         function=holder.name if holder else None,
         function_offset=offset - holder.start if holder else None,
+        section_offset=offset,
     )
 
 
@@ -313,14 +333,13 @@ def disassemble(
     tool, _ = find_nvdisasm()
     view.tool = nvdisasm_version(tool) if tool else None
     listing = _listing(finder, location, cubin)
-    if isinstance(listing, str):
-        view.unavailable_reason = listing
-        return view
     base = location.text_address
     offset = pc - base
-    at = _index_at(listing, offset)
+    at = None if isinstance(listing, str) else _index_at(listing, offset)
     if at is None:
-        view.unavailable_reason = f"nvdisasm's listing has no instruction at offset {offset:#x}"
+        view.unavailable_reason = listing if isinstance(listing, str) else (
+            f"nvdisasm's listing has no instruction at offset {offset:#x}")
+        view.source = finder.source_lines(location)
         return view
     window = listing[max(0, at - context) : at + context + 1]
     view.instructions = [
@@ -337,16 +356,18 @@ def disassemble(
     return view
 
 
-def instruction_at(finder: CodeFinder, pc: int, grid: Grid | None = None) -> Instruction | None:
+def instruction_at(finder: CodeFinder, pc: int, grid: Grid | None = None, *,
+                   sass: bool = True) -> Instruction | None:
     """The instruction at ``pc`` with its inline chain, as a fault's SASS window gives it: where
-    warps stand in a dump with no fault. None where the code or nvdisasm is missing."""
+    warps stand in a dump with no fault. Without nvdisasm's listing (or with ``sass`` False) its
+    text is empty and its chain comes from the line table; None where the code is missing."""
     found = finder.locate(pc, grid)
     if found is None:
         return None
     location, cubin = found
-    listing = _listing(finder, location, cubin)
+    listing = _listing(finder, location, cubin) if sass else "disassembly not requested"
     at = None if isinstance(listing, str) else _index_at(listing, pc - location.text_address)
     if at is None:
-        return None
+        return Instruction(address=pc, text="", source=tuple(finder.source_lines(location)))
     ins = listing[at]
     return Instruction(address=location.text_address + ins.address, text=ins.text, source=ins.source)

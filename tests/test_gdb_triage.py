@@ -69,10 +69,12 @@ def _inspect(path, program, **options):
     return crashlab.inspect(path, sass=False, debugger=True, debugger_program=program, **options)
 
 
-#: What is compared without SASS (inspect --no-sass): all but the window and the source line;
-#: cuda-gdb 12.4 prints no predicate (tests/standin_cuda_gdb.py does the same).
-COMPARED = ["kernel", "exception", "block", "thread", "pc", "registers", "uniform", "backtrace"]
-NOT_COMPARED = ["predicates", "disassembly", "source"]
+#: What is compared without SASS (inspect --no-sass): all but the window (the source line comes
+#: from the cubin's line table); cuda-gdb 12.4 prints no predicate (tests/standin_cuda_gdb.py does
+#: the same).
+COMPARED = ["kernel", "exception", "block", "thread", "pc", "registers", "uniform", "backtrace",
+            "source"]
+NOT_COMPARED = ["predicates", "disassembly"]
 
 
 @pytest.mark.parametrize("order", ["exception-first", "focus-first"])

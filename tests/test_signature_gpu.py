@@ -35,7 +35,7 @@ def test_the_bundled_fault_is_signed_by_kernel_and_source_line():
     report = crashlab.inspect(FIXTURE)
     signature = report.signature
     assert signature == compute(report)
-    assert signature.kind == "gpu-fault" and signature.version == 1
+    assert signature.kind == "gpu-fault" and signature.version == 2
     assert signature.parts == ["WARP_OUT_OF_RANGE_ADDRESS", "moe_align_block_size", "moe_align.cu:24"]
     assert signature.text == "gpu-fault: WARP_OUT_OF_RANGE_ADDRESS | moe_align_block_size | moe_align.cu:24"
     assert signature.title == "Warp Out-of-range Address in moe_align_block_size at moe_align.cu:24"
@@ -78,15 +78,17 @@ def test_a_fault_in_a_device_function_names_it_and_its_line(tmp_path):
     assert signature.title == "Warp Illegal Address in scatter_rows (scatter_row) at device_function.cu:6"
 
 
-def test_without_disassembly_the_site_is_the_function_offset_and_the_notes_say_so(tmp_path):
-    signature = signed(scenarios.fault(MOE, scenarios.WARP_OUT_OF_RANGE_ADDRESS), tmp_path / "a.nvcudmp",
-                       sass=False)
-    assert signature.parts[-1] == "+0x210"
-    assert any("no disassembly" in note for note in signature.notes)
+def test_without_disassembly_the_source_line_comes_from_the_line_table_and_the_hash_is_the_same(tmp_path):
+    scenario = scenarios.fault(MOE, scenarios.WARP_OUT_OF_RANGE_ADDRESS)
+    with_sass = signed(scenario, tmp_path / "a.nvcudmp")
+    without = crashlab.inspect(tmp_path / "a.nvcudmp", sass=False)
+    assert without.faults[0].sass.instructions == [] and without.faults[0].sass.tool is None
+    assert without.signature == with_sass
+    assert with_sass.parts[-1] == "moe_align.cu:24"
 
 
 @pytest.mark.parametrize("cubin", CUBIN_FILES)
-def test_production_kernels_without_line_info_are_signed_by_offset_and_opcode(cubin, tmp_path):
+def test_production_kernels_without_line_info_are_signed_by_offset_the_opcode_only_shown(cubin, tmp_path):
     at = site(cubin, "kernel")
     fault_dump(cubin, at, tmp_path / "a.nvcudmp")
     fault_dump(cubin, at, tmp_path / "b.nvcudmp", base=ELSEWHERE)
@@ -96,9 +98,14 @@ def test_production_kernels_without_line_info_are_signed_by_offset_and_opcode(cu
     signature = first.signature
     opcode = next(text for offset, text in original_listing(cubin) if offset == at.offset).split()[0]
     assert opcode.startswith(("LDG", "STG"))
-    assert signature.parts[-1] == f"+{at.offset - at.symbol.start:#x} {opcode}"
-    assert any("no line information" in note for note in signature.notes)
-    assert "R0" not in signature.text and "desc[" not in signature.text  # no registers
+    offset = f"+{at.offset - at.symbol.start:#x}"
+    assert signature.parts[-1] == offset and signature.title.endswith(f" at {offset} {opcode}")
+    assert any("no source line" in note for note in signature.notes)
+    assert any(f"opcode {opcode} shown in the title, not hashed" in n for n in signature.notes)
+    # the hashed text is the same without nvdisasm: the opcode is in the title only
+    without = crashlab.inspect(tmp_path / "a.nvcudmp", sass=False).signature
+    assert without.hash == signature.hash and without.text == signature.text
+    assert without.title.endswith(f" at {offset}")
 
 
 @pytest.mark.parametrize("cubin", CUBIN_FILES)
@@ -167,5 +174,5 @@ def test_the_hash_is_of_the_version_and_the_text():
     import hashlib
 
     signature = crashlab.inspect(FIXTURE).signature
-    assert signature.hash == hashlib.sha256(f"1\n{signature.text}".encode()).hexdigest()[:12]
+    assert signature.hash == hashlib.sha256(f"2\n{signature.text}".encode()).hexdigest()[:12]
 

@@ -199,7 +199,7 @@ def _position(position, code: dict[int, CodeLocation | None],
         warps=position.warps,
         function=demangle(place.function) if place and place.function else None,
         source=_source(at.source) if at else [],
-        instruction=at.text if at else None,
+        instruction=at.text if at and at.text else None,
     )
 
 

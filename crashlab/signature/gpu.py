@@ -2,8 +2,10 @@
 
 - a fault: the exception, the kernel, the function holding the PC where it is not the kernel (a
   non-inlined device function), and the faulting site: the source line of the function holding
-  the PC where the cubin has line information, else the offset into that function and the
-  faulting instruction's opcode. Never a PC (the driver loads a module at another address every
+  the PC where the cubin has line information (nvdisasm's, or the cubin's line table read
+  natively: the same line), else the offset into that function. The opcode there is shown in
+  the title but not hashed: the same offset of the same function of the same cubin is the same
+  instruction, and naming it takes nvdisasm, which a machine may lack. Never a PC (the driver loads a module at another address every
   run), a device, SM, warp, lane, block or thread (another rank, node or launch shape faults the
   same way);
 - a dump without an exception in which a collective kernel is resident: collateral, named by
@@ -52,7 +54,7 @@ def _fault(fault: Fault) -> CrashSignature:
     if fault.function and kernel and fault.function != kernel:
         parts.append(_named(fault.function, "function", notes))
     coarse = list(parts)
-    site = _site(fault, notes)
+    site, shown_site = _site(fault, notes)
     if site:
         parts.append(site)
     where = base_name(fault.function or kernel or "unknown kernel")
@@ -60,33 +62,32 @@ def _fault(fault: Fault) -> CrashSignature:
     title = f"{fault.exception.display} in {shown_kernel}"
     if fault.function and kernel and fault.function != kernel:
         title += f" ({where})"
-    if site:
-        title += f" at {site}"
+    if shown_site:
+        title += f" at {shown_site}"
     words = next((said for word, said in RUNTIME_WORDS if word in exception), fault.exception.display)
     search = f'"{shown_kernel}" "{words}"' if kernel else f'"{words}"'
     return seal("gpu-fault", parts, title, search, notes, coarse)
 
 
-def _site(fault: Fault, notes: list[str]) -> str | None:
+def _site(fault: Fault, notes: list[str]) -> tuple[str | None, str | None]:
+    """The site as hashed, and as the title shows it (with the opcode where one is known)."""
     if fault.pc is None:
         notes.append("no valid PC: no faulting site")
-        return None
+        return None, None
     line = _own_line(fault.sass.source)
     if line is not None:
         notes.append("site: the source line of the function holding the PC (file basename: "
                      "paths differ per build machine; inlined callees' lines left out: "
                      "they move with CUDA's headers)")
-        return line
+        return line, line
     offset = f"+{fault.function_offset:#x}" if fault.function_offset is not None else "+?"
+    notes.append("site: offset into the function (the cubin has no source line for it)")
     opcode = _opcode(fault)
     if opcode is None:
-        notes.append("site: offset into the function only (no disassembly: "
-                     f"{fault.sass.unavailable_reason or 'no SASS'}); with nvdisasm it would "
-                     "name the instruction, or the source line where the cubin has line info")
-        return offset
-    notes.append("site: offset into the function and the faulting instruction's opcode (the "
-                 "cubin has no line information)")
-    return f"{offset} {opcode}"
+        return offset, offset
+    notes.append(f"opcode {opcode} shown in the title, not hashed: nvdisasm names it, and a "
+                 "signature must not depend on nvdisasm being installed")
+    return offset, f"{offset} {opcode}"
 
 
 def _own_line(chain: list[SourceLine]) -> str | None:

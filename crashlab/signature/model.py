@@ -13,8 +13,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 #: The rules' version: bumped whenever a rule changes what a signature's text is, so that an
-#: index never compares texts made by different rules.
-VERSION = 1
+#: index never compares texts made by different rules. 2: a site without a source line is the
+#: offset alone (1 added nvdisasm's opcode), and a source line no longer needs nvdisasm.
+VERSION = 2
 #: What kind of crash a signature names.
 SignatureKind = Literal["gpu-fault", "gpu-hang", "collateral", "python-exception", "signal",
                         "nccl-timeout", "cuda-error", "exit", "unknown"]
