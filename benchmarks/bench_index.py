@@ -16,7 +16,9 @@ on); SQLite is a file on local disk in WAL mode, sqlite3's default synchronous=F
   start-up included), for the terminal view (the newest 50, and every crash with --limit), with
   --signature, --host and --since filters, and --json of every crash; median and best of --runs
   (the machine may be shared: the load average is printed beside them); beside it the same query
-  in process (Index.crashes: SQL and the rows made into Crash objects).
+  in process, as the command reads it (Index.listed: the terminal view's fields, or each crash's
+  JSON text made by the database), and Index.crashes of every crash (the Python API: the rows
+  made into pydantic Crash objects).
 - writers: --writers processes start at once and record --crashes crashes between them (over
   20 signatures, every writer hitting each), plus 100 crashes every writer records (one row
   each must remain); then the rows and the tallies are counted.
@@ -39,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 
 from crashlab.index import Filters, Index  # noqa: E402
 from crashlab.index.recording import record_all  # noqa: E402
+from crashlab.index.views import LIST_FIELDS  # noqa: E402
 from tests.index_fixtures import crash, signature  # noqa: E402
 from tests.postgres_server import PostgresServer, binaries  # noqa: E402
 
@@ -134,14 +137,22 @@ def bench_list(address: str, count: int, runs: int) -> None:
              ("list --limit N (every crash, terminal view)", ("--limit", str(count)), Filters()),
              ("list --json (every crash)", ("--json",), Filters()),
              ("list --json --host", ("--json", "--host", "node7"), Filters(host="node7"))]
+    def read(index: Index, args: tuple[str, ...], filters: Filters) -> int:
+        listed = index.listed(filters, as_json=True) if "--json" in args else \
+            index.listed(filters, LIST_FIELDS)
+        return sum(len(batch) for batch in listed)
+
     with Index(address) as index:
-        queried = {label: _median_of_5(lambda: index.crashes(filters)) for label, _, filters in cases}
+        queried = {label: _median_of_5(lambda: read(index, args, filters))
+                   for label, args, filters in cases}
+        as_objects = _median_of_5(lambda: index.crashes(Filters()))
     for label, args, _ in cases:
         times, out = _timed_cli(runs, "list", "--db", address, *args)
         lines = len(json.loads(out)["crashes"]) if "--json" in args else max(0, len(out.splitlines()) - 1)
         print(f"  {label}: median {statistics.median(times):.3f} s, best {min(times):.3f} s "
-              f"({lines:,} crashes printed; the query and rows in process "
-              f"{queried[label] * 1000:.1f} ms; {_load()})")
+              f"({lines:,} crashes printed; the query in process {queried[label] * 1000:.1f} ms; "
+              f"{_load()})")
+    print(f"  Index.crashes of every crash, as Crash objects (the Python API): {as_objects:.3f} s")
     times, _ = _timed_cli(runs, "--version")
     print(f"  (crashlab --version, the interpreter's start-up and click: median "
           f"{statistics.median(times):.3f} s, best {min(times):.3f} s)")

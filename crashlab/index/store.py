@@ -38,6 +38,7 @@ LISTED = (("id", "c.id", ""), ("signature", "c.signature_hash", ""), ("title", "
           ("summary", "c.summary", ""), ("total_bytes", "c.total_bytes", ""))
 _LISTED_BY_NAME = {field[0]: field for field in LISTED}
 _FIELD_NAMES = tuple(_LISTED_BY_NAME)
+_JSON_FIELDS = tuple(name for name, _, holds in LISTED if holds == "json")
 #: Rows read per round trip while listing.
 BATCH = 2000
 #: What ``crashlab show SIGNATURE`` counts crashes by.
@@ -259,7 +260,6 @@ def _crash(row: tuple) -> Crash:
     from .records import Crash
 
     values = dict(zip(_FIELD_NAMES, row))
-    for name, _, holds in LISTED:
-        if holds == "json":
-            values[name] = json.loads(values[name])
+    for name in _JSON_FIELDS:
+        values[name] = json.loads(values[name])
     return Crash(**values)
