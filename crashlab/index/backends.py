@@ -55,7 +55,7 @@ class Backend:
         raise NotImplementedError
 
     def json_text(self, column: str) -> str:
-        """SQL for COLUMN (JSON text) as JSON, to be a value inside json_object."""
+        """SQL for COLUMN (JSON text) as JSON, to be a value in json_rows' objects."""
         raise NotImplementedError
 
     def json_rows(self, pairs: list[tuple[str, str]], source: str) -> str:
@@ -168,7 +168,8 @@ class PostgresBackend(Backend):
 
     def json_rows(self, pairs: list[tuple[str, str]], source: str) -> str:
         # row_to_json of a subquery, a third faster than json_build_object, which looks up
-        # every argument's type on every row; json, not jsonb, which would reorder the keys
+        # every argument's type on every row; json, not jsonb, which would reorder the keys.
+        # The outer query only projects, so the rows come in the subquery's order.
         columns = ", ".join(f'{value} AS "{key}"' for key, value in pairs)
         return f"SELECT row_to_json(r)::text FROM (SELECT {columns} {source}) r"
 

@@ -189,9 +189,8 @@ class Index:
               as_json: bool) -> Iterator[list[tuple]]:
         db = self.backend
         chosen = [_LISTED_BY_NAME[name] for name in fields]
-        source = (f"FROM crashes c JOIN signatures s ON s.hash = c.signature_hash WHERE {where}")
-        if as_json:  # the keys are LISTED's names, crashlab's own; the files of a listed crash
-            # are not read, so empty as in a listed Crash
+        source = f"FROM crashes c JOIN signatures s ON s.hash = c.signature_hash WHERE {where}"
+        if as_json:  # a listed crash's files are not read: empty, as in a listed Crash
             pairs = [(name, db.iso_time(sql) if holds == "time" else
                       db.json_text(sql) if holds == "json" else sql) for name, sql, holds in chosen]
             query = db.json_rows([*pairs, ("files", db.json_text("'[]'"))], source)

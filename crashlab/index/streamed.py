@@ -1,5 +1,5 @@
 """``crashlab list --json`` as a stream: each crash's JSON object is made by the index's database
-(SQLite's json_object, PostgreSQL's json_build_object) from the fields store.LISTED names and
+(SQLite's json_object, PostgreSQL's row_to_json) from the fields store.LISTED names and
 written as it is read, a batch at a time, one crash per line. Making 100,000 pydantic Crash
 objects to dump them took seconds; the document is the same CrashList (``crashlab schema
 crash-list``), which the tests check row by row against the model's own dump."""
