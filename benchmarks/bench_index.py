@@ -1,7 +1,8 @@
 """Figures for the crash index on both backends: recording a crash, ``crashlab list`` over
 100,000 recorded crashes, and 16 writer processes recording 10,000 crashes into PostgreSQL.
 
-    python benchmarks/bench_index.py [--records 300] [--listed 100000] [--writers 16] [--crashes 10000]
+    python benchmarks/bench_index.py [--records 300] [--listed 100000] [--runs 7]
+                                     [--writers 16] [--crashes 10000] [--only record,list,writers]
 
 PostgreSQL is a real local server (Debian's postgresql package, started as the tests start it,
 tests/postgres_server.py) with its shipped durability settings (fsync and synchronous_commit
@@ -12,9 +13,12 @@ on); SQLite is a file on local disk in WAL mode, sqlite3's default synchronous=F
   and 95th percentile over --records crashes.
 - list: an index filled with --listed crashes over 500 signatures and 64 hosts (loaded in bulk,
   not through record); wall time of a fresh ``python -m crashlab list`` process (interpreter
-  start-up included), for the terminal view (the newest 50), with --signature, --host and
-  --since filters, and --json of every crash; median of 5; beside it the same query in
-  process (Index.crashes: SQL and the rows made into Crash objects).
+  start-up included), for the terminal view (the newest 50, and every crash with --limit), with
+  --signature, --host and --since filters, and --json of every crash; median and best of --runs
+  (the machine may be shared: the load average is printed beside them); beside it the same query
+  in process, as the command reads it (Index.listed: the terminal view's fields, or each crash's
+  JSON text made by the database), and Index.crashes of every crash (the Python API: the rows
+  made into pydantic Crash objects).
 - writers: --writers processes start at once and record --crashes crashes between them (over
   20 signatures, every writer hitting each), plus 100 crashes every writer records (one row
   each must remain); then the rows and the tallies are counted.
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -36,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 
 from crashlab.index import Filters, Index  # noqa: E402
 from crashlab.index.recording import record_all  # noqa: E402
+from crashlab.index.views import LIST_FIELDS  # noqa: E402
 from tests.index_fixtures import crash, signature  # noqa: E402
 from tests.postgres_server import PostgresServer, binaries  # noqa: E402
 
@@ -94,15 +100,20 @@ def _many(db, sql: str, rows: list[tuple]) -> None:
             cursor.executemany(sql.replace("?", "%s"), rows)
 
 
-def _timed_cli(*args: str) -> tuple[float, bytes]:
+def _load() -> str:
+    return "load average " + " ".join(f"{value:.2f}" for value in os.getloadavg())
+
+
+def _timed_cli(runs: int, *args: str) -> tuple[list[float], bytes]:
+    """Wall times of RUNS fresh ``python -m crashlab ARGS`` processes, and the last one's output."""
     times, out = [], b""
-    for _ in range(5):
+    for _ in range(runs):
         started = time.perf_counter()
         done = subprocess.run([sys.executable, "-m", "crashlab", *args], capture_output=True, cwd=ROOT)
         times.append(time.perf_counter() - started)
         assert done.returncode in (0, 1), done.stderr.decode()
         out = done.stdout
-    return statistics.median(times), out
+    return times, out
 
 
 def _median_of_5(action) -> float:
@@ -114,7 +125,7 @@ def _median_of_5(action) -> float:
     return statistics.median(times)
 
 
-def bench_list(address: str, count: int) -> None:
+def bench_list(address: str, count: int, runs: int) -> None:
     started = time.perf_counter()
     fill(address, count)
     print(f"  filled with {count:,} crashes in {time.perf_counter() - started:.1f} s")
@@ -123,16 +134,28 @@ def bench_list(address: str, count: int) -> None:
                                                                            limit=51)),
              ("list --host", ("--host", "node7"), Filters(host="node7", limit=51)),
              ("list --since 1h", ("--since", "1h"), Filters(since=time.time() - 3600, limit=51)),
-             ("list --json (every crash)", ("--json",), Filters())]
+             ("list --limit N (every crash, terminal view)", ("--limit", str(count)), Filters()),
+             ("list --json (every crash)", ("--json",), Filters()),
+             ("list --json --host", ("--json", "--host", "node7"), Filters(host="node7"))]
+    def read(index: Index, args: tuple[str, ...], filters: Filters) -> int:
+        listed = index.listed(filters, as_json=True) if "--json" in args else \
+            index.listed(filters, LIST_FIELDS)
+        return sum(len(batch) for batch in listed)
+
     with Index(address) as index:
-        queried = {label: _median_of_5(lambda: index.crashes(filters)) for label, _, filters in cases}
+        queried = {label: _median_of_5(lambda: read(index, args, filters))
+                   for label, args, filters in cases}
+        as_objects = _median_of_5(lambda: index.crashes(Filters()))
     for label, args, _ in cases:
-        seconds, out = _timed_cli("list", "--db", address, *args)
+        times, out = _timed_cli(runs, "list", "--db", address, *args)
         lines = len(json.loads(out)["crashes"]) if "--json" in args else max(0, len(out.splitlines()) - 1)
-        print(f"  {label}: {seconds:.3f} s ({lines:,} crashes printed; the query and rows in "
-              f"process {queried[label] * 1000:.1f} ms)")
-    seconds, _ = _timed_cli("--version")
-    print(f"  (crashlab --version, the interpreter's start-up and click: {seconds:.3f} s)")
+        print(f"  {label}: median {statistics.median(times):.3f} s, best {min(times):.3f} s "
+              f"({lines:,} crashes printed; the query in process {queried[label] * 1000:.1f} ms; "
+              f"{_load()})")
+    print(f"  Index.crashes of every crash, as Crash objects (the Python API): {as_objects:.3f} s")
+    times, _ = _timed_cli(runs, "--version")
+    print(f"  (crashlab --version, the interpreter's start-up and click: median "
+          f"{statistics.median(times):.3f} s, best {min(times):.3f} s)")
 
 
 def bench_writers(address: str, writers: int, crashes: int) -> None:
@@ -164,7 +187,11 @@ def main() -> None:
     parser.add_argument("--listed", type=int, default=100_000)
     parser.add_argument("--writers", type=int, default=16)
     parser.add_argument("--crashes", type=int, default=10_000)
+    parser.add_argument("--runs", type=int, default=7, help="fresh processes per list figure")
+    parser.add_argument("--only", default="record,list,writers",
+                        help="which figures, comma-separated: record, list, writers")
     options = parser.parse_args()
+    only = set(options.only.split(","))
     where = binaries()
     if where is None:
         sys.exit("no PostgreSQL binaries (apt-get install postgresql)")
@@ -174,11 +201,14 @@ def main() -> None:
             folder = Path(folder)
             for name, make in [("SQLite", lambda purpose: str(folder / f"{purpose}.sqlite")),
                                ("PostgreSQL", server.create_database)]:
-                print(f"{name}:")
-                bench_record(make("record"), options.records, folder)
-                bench_list(make("listing"), options.listed)
-            print("PostgreSQL, concurrent writers:")
-            bench_writers(server.create_database("writers"), options.writers, options.crashes)
+                print(f"{name} ({_load()}):")
+                if "record" in only:
+                    bench_record(make("record"), options.records, folder)
+                if "list" in only:
+                    bench_list(make("listing"), options.listed, options.runs)
+            if "writers" in only:
+                print(f"PostgreSQL, concurrent writers ({_load()}):")
+                bench_writers(server.create_database("writers"), options.writers, options.crashes)
     finally:
         server.stop()
 

@@ -532,27 +532,28 @@ def list_command(since, signature, host, limit, as_json, db, runs_dir) -> None:
       crashlab list --signature 3fa2c1 --host node7
       crashlab list --json --db postgresql://crashlab@db.internal/crashes | jq '.crashes[0]'
     """
-    from .index import Filters, Index
-    from .index.commands import listing
     from .index.location import resolve
     from .index.since import parse
+    from .index.store import Filters, Index
 
     # on the terminal, one more than shown tells whether there were more
     shown_at_most = limit if limit or as_json else TERMINAL_LIST_LIMIT
     filters = Filters(since=parse(since) if since else None, signature=signature, host=host,
                       limit=shown_at_most if limit or as_json else shown_at_most + 1)
     with Index(resolve(db, runs_dir)) as index:
-        found = listing(index, filters)
-    if as_json:
-        click.echo(found.model_dump_json(indent=2))
-        return
-    from .console import ViewConsole
-    from .index.views import crash_list
+        if as_json:
+            from .index.streamed import write_crash_list
 
-    crash_list(found.crashes[:shown_at_most], ViewConsole())
-    if len(found.crashes) > shown_at_most:
+            write_crash_list(index, filters, sys.stdout.buffer)
+            return
+        from .console import ViewConsole
+        from .index.views import LIST_FIELDS, crash_list
+
+        rows = [row for batch in index.listed(filters, LIST_FIELDS) for row in batch]
+    crash_list(rows[:shown_at_most], ViewConsole())
+    if len(rows) > shown_at_most:
         say(f"the newest {shown_at_most} shown; --limit N for more, --json for all")
-    sys.exit(EXIT_FOUND if found.crashes else EXIT_NOTHING)
+    sys.exit(EXIT_FOUND if rows else EXIT_NOTHING)
 
 
 #: crashlab list on a terminal, without --limit: the newest this many

@@ -4,9 +4,19 @@ signature, in one SQLite file beside the runs directory or, for a fleet, one Pos
 
 ``Index(address)`` opens one (migrating it), ``recording.record_all`` records as the verbs do
 (never failing them), ``capture`` turns reports into the crashes to record.
+
+The names below are imported on first use: ``crashlab list`` reads the index without the pydantic
+records behind Crash and NewCrash, whose import costs more than listing 100,000 crashes.
 """
 
-from .records import Crash, NewCrash
-from .store import Filters, Index
-
 __all__ = ["Crash", "Filters", "Index", "NewCrash"]
+
+
+def __getattr__(name: str):
+    if name in ("Crash", "NewCrash"):
+        from . import records
+        return getattr(records, name)
+    if name in ("Filters", "Index"):
+        from . import store
+        return getattr(store, name)
+    raise AttributeError(f"module 'crashlab.index' has no attribute {name!r}")

@@ -2,10 +2,11 @@
 (stdlib sqlite3) and a PostgreSQL server shared by a fleet (psycopg 3, the ``[postgres]`` extra).
 
 Both run the same SQL (schema.py, store.py), written with ``?`` placeholders; the PostgreSQL
-backend turns them into psycopg's ``%s``. A write is one transaction that takes the writer's
-lock first: SQLite's ``BEGIN IMMEDIATE`` (one writer at a time, others wait up to the busy
-timeout), PostgreSQL's row locks under ``INSERT ... ON CONFLICT``, which make two nodes that
-record the same signature at once both count.
+backend turns them into psycopg's ``%s``. The few expressions the dialects spell differently (a
+time as ISO 8601 text, a JSON object made of columns) are methods here. A write is one
+transaction that takes the writer's lock first: SQLite's ``BEGIN IMMEDIATE`` (one writer at a
+time, others wait up to the busy timeout), PostgreSQL's row locks under ``INSERT ... ON
+CONFLICT``, which make two nodes that record the same signature at once both count.
 """
 
 from __future__ import annotations
@@ -40,8 +41,26 @@ class Backend:
     def execute(self, sql: str, params: tuple = ()):
         raise NotImplementedError
 
+    def batches(self, sql: str, params: tuple, size: int) -> Iterator[list[tuple]]:
+        """A query's rows, SIZE at a time, read as they are consumed (never all held at once)."""
+        raise NotImplementedError
+
     @contextmanager
     def transaction(self) -> Iterator[None]:
+        raise NotImplementedError
+
+    def iso_time(self, column: str) -> str:
+        """SQL for COLUMN (seconds since the epoch) as ISO 8601 text in UTC, cut to the second as
+        store.iso cuts it: 2026-11-23T20:15:07+00:00."""
+        raise NotImplementedError
+
+    def json_text(self, column: str) -> str:
+        """SQL for COLUMN (JSON text) as JSON, to be a value in json_rows' objects."""
+        raise NotImplementedError
+
+    def json_rows(self, pairs: list[tuple[str, str]], source: str) -> str:
+        """A query of one column: each row of SOURCE (``FROM ... ORDER BY ...``, its order kept)
+        as the text of a JSON object made of (key, SQL expression) PAIRS, keys in their order."""
         raise NotImplementedError
 
     def lock_for_migrations(self) -> None:
@@ -87,6 +106,21 @@ class SqliteBackend(Backend):
     def execute(self, sql: str, params: tuple = ()):
         return self.connection.execute(sql, params)
 
+    def batches(self, sql: str, params: tuple, size: int) -> Iterator[list[tuple]]:
+        cursor = self.connection.execute(sql, params)  # SQLite steps through rows as they are fetched
+        while batch := cursor.fetchmany(size):
+            yield batch
+
+    def iso_time(self, column: str) -> str:
+        return f"strftime('%Y-%m-%dT%H:%M:%S+00:00', CAST({column} AS INTEGER), 'unixepoch')"
+
+    def json_text(self, column: str) -> str:
+        return f"json({column})"
+
+    def json_rows(self, pairs: list[tuple[str, str]], source: str) -> str:
+        arguments = ", ".join(f"'{key}', {value}" for key, value in pairs)
+        return f"SELECT json_object({arguments}) {source}"
+
     @contextmanager
     def transaction(self) -> Iterator[None]:
         self.connection.execute("BEGIN IMMEDIATE")
@@ -117,6 +151,27 @@ class PostgresBackend(Backend):
 
     def execute(self, sql: str, params: tuple = ()):
         return self.connection.execute(sql.replace("?", "%s"), params)
+
+    def batches(self, sql: str, params: tuple, size: int) -> Iterator[list[tuple]]:
+        # a server-side cursor: a client-side one would hold the whole result in libpq's memory
+        with self.connection.transaction(), self.connection.cursor(name="crashlab_rows") as cursor:
+            cursor.execute(sql.replace("?", "%s"), params)
+            while batch := cursor.fetchmany(size):
+                yield batch
+
+    def iso_time(self, column: str) -> str:
+        return (f"to_char(to_timestamp(trunc({column})) AT TIME ZONE 'UTC', "
+                "'YYYY-MM-DD\"T\"HH24:MI:SS\"+00:00\"')")
+
+    def json_text(self, column: str) -> str:
+        return f"{column}::json"
+
+    def json_rows(self, pairs: list[tuple[str, str]], source: str) -> str:
+        # row_to_json of a subquery, a third faster than json_build_object, which looks up
+        # every argument's type on every row; json, not jsonb, which would reorder the keys.
+        # The outer query only projects, so the rows come in the subquery's order.
+        columns = ", ".join(f'{value} AS "{key}"' for key, value in pairs)
+        return f"SELECT row_to_json(r)::text FROM (SELECT {columns} {source}) r"
 
     @contextmanager
     def transaction(self) -> Iterator[None]:

@@ -1,5 +1,6 @@
 """What ``crashlab list``, ``show`` and ``gc`` do, as functions returning the objects their
-``--json`` prints; the CLI only parses options and renders."""
+``--json`` prints; the CLI only parses options and renders. ``crashlab list`` itself streams its
+rows instead (streamed.py, views.crash_list): ``listing`` is the same CrashList as objects."""
 
 from __future__ import annotations
 

@@ -14,24 +14,41 @@ import json
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Iterator
 
 from ..errors import BadInput
 from . import schema
 from .backends import Backend, connect
 from .location import first_line
-from .records import Crash, CrashFile, NewCrash, Signature, Tally
 
-#: The columns of crashes that a Crash shows as they are stored.
-_PLAIN = ("id", "signature_hash", "recorded_by", "host", "gpus", "driver", "sglang", "torch",
-          "run_dir", "source", "incarnation", "pid", "rank", "role", "label", "deployment",
-          "summary", "total_bytes")
-_CRASH_COLUMNS = ", ".join(f"c.{name}" for name in _PLAIN) + ", c.crashed_at, c.versions, s.title"
+if TYPE_CHECKING:  # the pydantic records cost crashlab list's start-up; read where they are made
+    from .records import Crash, NewCrash, Signature, Tally
+
+#: A crash as listed (records.Crash, ``crashlab schema crash-list``): each field in the order it
+#: is printed, the SQL it is read from, and what that holds: "time" (seconds since the epoch,
+#: listed as ISO 8601 text in UTC), "json" (JSON text) or "" (the value as it is). The one list
+#: that Crash objects, ``crashlab list`` and its ``--json`` stream are all read through.
+LISTED = (("id", "c.id", ""), ("signature", "c.signature_hash", ""), ("title", "s.title", ""),
+          ("crashed_at", "c.crashed_at", "time"), ("recorded_by", "c.recorded_by", ""),
+          ("host", "c.host", ""), ("gpus", "c.gpus", ""), ("driver", "c.driver", ""),
+          ("sglang", "c.sglang", ""), ("torch", "c.torch", ""), ("versions", "c.versions", "json"),
+          ("run_dir", "c.run_dir", ""), ("source", "c.source", ""),
+          ("incarnation", "c.incarnation", ""), ("pid", "c.pid", ""), ("rank", "c.rank", ""),
+          ("role", "c.role", ""), ("label", "c.label", ""), ("deployment", "c.deployment", ""),
+          ("summary", "c.summary", ""), ("total_bytes", "c.total_bytes", ""))
+_LISTED_BY_NAME = {field[0]: field for field in LISTED}
+_FIELD_NAMES = tuple(_LISTED_BY_NAME)
+_JSON_FIELDS = tuple(name for name, _, holds in LISTED if holds == "json")
+#: Rows read per round trip while listing.
+BATCH = 2000
 #: What ``crashlab show SIGNATURE`` counts crashes by.
 BREAKDOWN = ("host", "gpus", "driver", "sglang", "torch")
 
 
 def iso(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, timezone.utc).isoformat(timespec="seconds")
+    """Seconds since the epoch as ISO 8601 in UTC, cut (not rounded) to the second, as the
+    backends' iso_time cuts them."""
+    return datetime.fromtimestamp(int(seconds), timezone.utc).isoformat()
 
 
 @dataclass
@@ -141,6 +158,17 @@ class Index:
     # -- reading ----------------------------------------------------------------------------
     def crashes(self, filters: Filters) -> list[Crash]:
         """Newest first."""
+        return [_crash(row) for batch in self.listed(filters) for row in batch]
+
+    def listed(self, filters: Filters, fields: tuple[str, ...] = _FIELD_NAMES,
+               as_json: bool = False) -> Iterator[list[tuple]]:
+        """The crashes FILTERS select, newest first, a batch at a time, as the database reads them:
+        tuples of FIELDS (names in LISTED; times as ISO text, JSON as its text), or with AS_JSON
+        each crash's JSON object as one text, made by the database (``crashlab list --json``)."""
+        where, params = self._where_and_order(filters)
+        return self._rows(where, params, fields, as_json)
+
+    def _where_and_order(self, filters: Filters) -> tuple[str, list]:
         where, params = ["1 = 1"], []
         if filters.since is not None:
             where.append("c.crashed_at >= ?")
@@ -155,22 +183,33 @@ class Index:
         if filters.limit is not None:
             limit = " LIMIT ?"
             params.append(filters.limit)
-        rows = self.backend.execute(
-            f"SELECT {_CRASH_COLUMNS} FROM crashes c JOIN signatures s ON s.hash = c.signature_hash "
-            f"WHERE {' AND '.join(where)} ORDER BY c.crashed_at DESC, c.id DESC{limit}",
-            tuple(params)).fetchall()
-        return [_crash(row) for row in rows]
+        return f"{' AND '.join(where)} ORDER BY c.crashed_at DESC, c.id DESC{limit}", params
+
+    def _rows(self, where: str, params: list, fields: tuple[str, ...],
+              as_json: bool) -> Iterator[list[tuple]]:
+        db = self.backend
+        chosen = [_LISTED_BY_NAME[name] for name in fields]
+        source = f"FROM crashes c JOIN signatures s ON s.hash = c.signature_hash WHERE {where}"
+        if as_json:  # a listed crash's files are not read: empty, as in a listed Crash
+            pairs = [(name, db.iso_time(sql) if holds == "time" else
+                      db.json_text(sql) if holds == "json" else sql) for name, sql, holds in chosen]
+            query = db.json_rows([*pairs, ("files", db.json_text("'[]'"))], source)
+        else:
+            query = "SELECT " + ", ".join(db.iso_time(sql) if holds == "time" else sql
+                                          for _, sql, holds in chosen) + f" {source}"
+        return db.batches(query, tuple(params), BATCH)
 
     def crash(self, crash_id: int) -> Crash | None:
-        row = self.backend.execute(
-            f"SELECT {_CRASH_COLUMNS} FROM crashes c JOIN signatures s ON s.hash = c.signature_hash "
-            "WHERE c.id = ?", (crash_id,)).fetchone()
-        if row is None:
+        from .records import CrashFile
+
+        found = [row for batch in self._rows("c.id = ?", [crash_id], _FIELD_NAMES, False)
+                 for row in batch]
+        if not found:
             return None
         files = self.backend.execute(
             "SELECT path, kind, size_bytes, gone_at FROM crash_files WHERE crash_id = ? "
             "ORDER BY path", (crash_id,)).fetchall()
-        return _crash(row).model_copy(update={"files": [
+        return _crash(found[0]).model_copy(update={"files": [
             CrashFile(path=p, kind=k, size_bytes=s, gone=g is not None) for p, k, s, g in files]})
 
     def signature_hash(self, prefix: str) -> str:
@@ -185,6 +224,8 @@ class Index:
         return rows[0][0]
 
     def signature(self, hash_: str) -> Signature:
+        from .records import Signature
+
         row = self.backend.execute(
             "SELECT hash, version, kind, title, search, first_seen, last_seen, crash_count, body "
             "FROM signatures WHERE hash = ?", (hash_,)).fetchone()
@@ -195,6 +236,8 @@ class Index:
     def breakdown(self, hash_: str) -> dict[str, list[Tally]]:
         """Crashes of one signature per host, GPU, driver and version, most first, each value
         with its first and last crash."""
+        from .records import Tally
+
         return {column: [Tally(value=value, count=count, first_seen=iso(first), last_seen=iso(last))
                          for value, count, first, last in self.backend.execute(
                     f"SELECT {column}, count(*), min(crashed_at), max(crashed_at) FROM crashes "
@@ -211,9 +254,11 @@ class Index:
             "ORDER BY c.signature_hash, c.crashed_at, c.id, f.path").fetchall()
 
 
-def _crash(row) -> Crash:
-    values = dict(zip(_PLAIN, row))
-    crashed_at, versions, title = row[len(_PLAIN):]
-    values["signature"] = values.pop("signature_hash")
-    return Crash(**values, crashed_at=iso(crashed_at), versions=json.loads(versions), title=title)
+def _crash(row: tuple) -> Crash:
+    """A row of every LISTED field as a Crash."""
+    from .records import Crash
 
+    values = dict(zip(_FIELD_NAMES, row))
+    for name in _JSON_FIELDS:
+        values[name] = json.loads(values[name])
+    return Crash(**values)

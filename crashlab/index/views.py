@@ -4,29 +4,47 @@ Every value came from a report or a log, so every one is printed as plain text, 
 
 from __future__ import annotations
 
-from rich.console import Console
+from typing import TYPE_CHECKING
 
 from ..console import line
-from .records import Collection, Crash, Shown
+from ..escape import escape
 
-LIST_HEADER = ("ID", "TIME (UTC)", "HOST", "SIGNATURE", "LABEL", "TITLE")
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from .records import Collection, Crash, Shown
+
+#: ``crashlab list``'s columns: each heading and the listed field (store.LISTED) under it.
+LIST_COLUMNS = (("ID", "id"), ("TIME (UTC)", "crashed_at"), ("HOST", "host"),
+                ("SIGNATURE", "signature"), ("LABEL", "label"), ("TITLE", "title"))
+LIST_FIELDS = tuple(field for _, field in LIST_COLUMNS)
 
 
 def _when(iso: str) -> str:
     return iso.replace("T", " ")[:19]
 
 
-def crash_list(crashes: list[Crash], console: Console) -> None:
-    rows = [(str(c.id), _when(c.crashed_at), c.host or "-", c.signature, c.label or "-", c.title)
-            for c in crashes]
-    widths = [max(len(row[i]) for row in [LIST_HEADER, *rows]) for i in range(len(LIST_HEADER) - 1)]
+def crash_list(crashes: list[tuple], console: Console) -> None:
+    """One line per crash (rows of LIST_FIELDS), each column as wide as its widest cell. The
+    heading goes through the console (bold on a terminal); the rows, escaped plain text that is
+    never markup, are written as they are: Rich laying out 100,000 lines one by one took seconds,
+    so the rows are made a column at a time."""
+    ids, times, hosts, signatures, labels, titles = zip(*crashes) if crashes else [()] * 6
+    columns = [list(map(str, ids)), list(map(_when, times)), _shown(hosts, "-"),
+               _shown(signatures), _shown(labels, "-"), _shown(titles)]
+    heading = [name for name, _ in LIST_COLUMNS]
+    widths = [max([len(name), *map(len, column)]) for name, column in zip(heading, columns)]
+    template = "  ".join(f"%-{width}s" for width in widths[:-1]) + "  %s"
+    console.print(line(((template % tuple(heading)).rstrip(), "bold")), soft_wrap=True)
+    if crashes:
+        console.file.write("\n".join([(template % row).rstrip() for row in zip(*columns)]) + "\n")
 
-    def padded(row: tuple[str, ...]) -> str:
-        return "  ".join([cell.ljust(width) for cell, width in zip(row, widths)] + [row[-1]])
 
-    console.print(line((padded(LIST_HEADER), "bold")), soft_wrap=True)
-    for row in rows:
-        console.print(line(padded(row)), soft_wrap=True)
+def _shown(values: tuple[str | None, ...], empty: str = "") -> list[str]:
+    """A column of outside text as printed: escaped, EMPTY for none; checked as one text first,
+    since nearly every column is printable as it is."""
+    texts = [value or empty for value in values]
+    return texts if "".join(texts).isprintable() else list(map(escape, texts))
 
 
 def _facts(crash: Crash) -> list[tuple[str, str | None]]:
