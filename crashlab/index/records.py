@@ -81,13 +81,13 @@ class Crash(_Model):
     deployment: str | None
     summary: str
     total_bytes: int
-    files: list[CrashFile] = Field(default_factory=list)
     first_failure_at: str | None = Field(None, description="ISO 8601, UTC: when it first failed "
                                          "(the earliest fault line or abnormal process end of "
                                          "its server, for a FAULT dump); crashed_at where unknown")
     server_role: str | None = Field(None, description="the server's --disaggregation-mode "
                                     "(prefill, decode; plain: not disaggregated); null where "
                                     "unknown or not SGLang")
+    files: list[CrashFile] = Field(default_factory=list)
 
 
 class Signature(_Model):
