@@ -34,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -192,23 +193,29 @@ def main() -> None:
                         help="which figures, comma-separated: record, list, writers")
     options = parser.parse_args()
     only = set(options.only.split(","))
+    with postgres() as server, tempfile.TemporaryDirectory() as folder:
+        folder = Path(folder)
+        for name, make in [("SQLite", lambda purpose: str(folder / f"{purpose}.sqlite")),
+                           ("PostgreSQL", server.create_database)]:
+            print(f"{name} ({_load()}):")
+            if "record" in only:
+                bench_record(make("record"), options.records, folder)
+            if "list" in only:
+                bench_list(make("listing"), options.listed, options.runs)
+        if "writers" in only:
+            print(f"PostgreSQL, concurrent writers ({_load()}):")
+            bench_writers(server.create_database("writers"), options.writers, options.crashes)
+
+
+@contextmanager
+def postgres():
+    """A local PostgreSQL server with its shipped durability settings, for one benchmark run."""
     where = binaries()
     if where is None:
         sys.exit("no PostgreSQL binaries (apt-get install postgresql)")
     server = PostgresServer(where, durable=True).start()
     try:
-        with tempfile.TemporaryDirectory() as folder:
-            folder = Path(folder)
-            for name, make in [("SQLite", lambda purpose: str(folder / f"{purpose}.sqlite")),
-                               ("PostgreSQL", server.create_database)]:
-                print(f"{name} ({_load()}):")
-                if "record" in only:
-                    bench_record(make("record"), options.records, folder)
-                if "list" in only:
-                    bench_list(make("listing"), options.listed, options.runs)
-            if "writers" in only:
-                print(f"PostgreSQL, concurrent writers ({_load()}):")
-                bench_writers(server.create_database("writers"), options.writers, options.crashes)
+        yield server
     finally:
         server.stop()
 

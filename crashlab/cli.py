@@ -38,6 +38,15 @@ def _db_option(command):
              "directory].")(command)
 
 
+def _incident_window_option(command):
+    """--incident-window: serve records it; list --incidents and show group with it."""
+    return click.option(
+        "--incident-window", type=click.FloatRange(min=0), default=DEFAULT_INCIDENT_WINDOW,
+        show_default=True, metavar="SECONDS",
+        help="Crashes of a deployment's servers (or, without --deployment, of one host) "
+             "within this many seconds of an incident's first failure join it.")(command)
+
+
 def _runs_dir_option(command):
     return click.option("--runs-dir", type=click.Path(path_type=Path),
                         default=Path("crashlab-runs"), show_default=True,
@@ -133,7 +142,8 @@ SCHEMAS = {"triage": "crashlab.report.model:TriageReport", "run": "crashlab.repo
            "signature": "crashlab.signature.model:CrashSignature",
            "crash-list": "crashlab.index.records:CrashList",
            "crash-show": "crashlab.index.records:Shown",
-           "crash-gc": "crashlab.index.records:Collection"}
+           "crash-gc": "crashlab.index.records:Collection",
+           "incident-list": "crashlab.index.records:IncidentList"}
 
 
 @main.command()
@@ -146,7 +156,8 @@ def schema(which: str) -> None:
     without --url: the dump's requests), environment (what env --json prints; serve's
     environment.json), report-bundle (what report --json prints; report.json in its bundle),
     signature (the crash signature the reports carry and the crash index keeps), crash-list,
-    crash-show and crash-gc (what list, show and gc --json print).
+    crash-show and crash-gc (what list, show and gc --json print), incident-list (what
+    list --incidents --json prints).
     """
     from .report.schema import json_schema
 
@@ -460,10 +471,7 @@ def _label(value: str | None) -> str | None:
 @click.option("--deployment", metavar="LABEL", callback=lambda _c, _p, value: _label(value),
               help="The deployment this server belongs to, e.g. the prefill and decode servers "
                    "of one PD-disaggregated SGLang: their crashes are grouped into incidents.")
-@click.option("--incident-window", type=click.FloatRange(min=0), default=DEFAULT_INCIDENT_WINDOW,
-              show_default=True, metavar="SECONDS",
-              help="Crashes of the deployment's servers (or, without --deployment, of this host) "
-                   "within this many seconds of an incident's first failure join it.")
+@_incident_window_option
 @_db_option
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def serve(runs_dir, coredump, user_dumps, health_url, health_interval, health_timeout,
@@ -515,60 +523,105 @@ def serve(runs_dir, coredump, user_dumps, health_url, health_interval, health_ti
 @main.command(name="list")
 @click.option("--since", metavar="AGE|DATE", help="Only crashes since then: 2h, 3d, 1w, or an ISO "
                                                   "date or time (UTC unless it says).")
-@click.option("--signature", metavar="HASH", help="Only crashes of this signature (a prefix will do).")
+@click.option("--signature", metavar="HASH", help="Only crashes of this signature or coarse key "
+                                                  "(a prefix will do).")
 @click.option("--host", help="Only crashes on this host.")
 @click.option("--limit", type=click.IntRange(min=1),
               help="At most this many (the newest) [default: 50 on the terminal, all with --json].")
+@click.option("--incidents", is_flag=True,
+              help="Group the crashes into incidents (the ranks of a server, the servers of a "
+                   "deployment), newest first, with the driver's Xid lines; --limit counts "
+                   "incidents.")
+@_incident_window_option
 @click.option("--json", "as_json", is_flag=True,
-              help="Print the crashes as JSON (schema: crashlab schema crash-list).")
+              help="Print the crashes as JSON (schema: crashlab schema crash-list; with "
+                   "--incidents, incident-list).")
 @_db_option
 @_runs_dir_option
-def list_command(since, signature, host, limit, as_json, db, runs_dir) -> None:
+def list_command(since, signature, host, limit, incidents, incident_window, as_json, db,
+                 runs_dir) -> None:
     """List recorded crashes, newest first, one line each (like coredumpctl list).
 
     \b
     Examples:
       crashlab list --since 2h
       crashlab list --signature 3fa2c1 --host node7
+      crashlab list --incidents --since 1d
       crashlab list --json --db postgresql://crashlab@db.internal/crashes | jq '.crashes[0]'
     """
+    if incidents:
+        _list_incidents(since, signature, host, limit, incident_window, as_json, db, runs_dir)
+        return
     from .index.location import resolve
-    from .index.since import parse
-    from .index.store import Filters, Index
+    from .index.store import Index
 
-    # on the terminal, one more than shown tells whether there were more
-    shown_at_most = limit if limit or as_json else TERMINAL_LIST_LIMIT
-    filters = Filters(since=parse(since) if since else None, signature=signature, host=host,
-                      limit=shown_at_most if limit or as_json else shown_at_most + 1)
+    filters, shown_at_most = _list_filters(since, signature, host, limit, as_json)
     with Index(resolve(db, runs_dir)) as index:
         if as_json:
             from .index.streamed import write_crash_list
 
             write_crash_list(index, filters, sys.stdout.buffer)
             return
-        from .console import ViewConsole
         from .index.views import LIST_FIELDS, crash_list
 
         rows = [row for batch in index.listed(filters, LIST_FIELDS) for row in batch]
-    crash_list(rows[:shown_at_most], ViewConsole())
-    if len(rows) > shown_at_most:
-        say(f"the newest {shown_at_most} shown; --limit N for more, --json for all")
-    sys.exit(EXIT_FOUND if rows else EXIT_NOTHING)
+    _list_on_terminal(rows, shown_at_most, crash_list, "")
 
 
 #: crashlab list on a terminal, without --limit: the newest this many
 TERMINAL_LIST_LIMIT = 50
 
 
+def _list_filters(since, signature, host, limit, as_json):
+    """list's filters, and how many of what they find to show: on the terminal, one more than
+    shown tells whether there were more."""
+    from .index.store import Filters
+    from .index.since import parse
+
+    shown_at_most = limit if limit or as_json else TERMINAL_LIST_LIMIT
+    return Filters(since=parse(since) if since else None, signature=signature, host=host,
+                   limit=shown_at_most if limit or as_json else shown_at_most + 1), shown_at_most
+
+
+def _list_on_terminal(found: list, shown_at_most: int, view, what: str) -> None:
+    from .console import ViewConsole
+
+    view(found[:shown_at_most], ViewConsole())
+    if len(found) > shown_at_most:
+        say(f"the newest {shown_at_most} {what}shown; --limit N for more, --json for all")
+    sys.exit(EXIT_FOUND if found else EXIT_NOTHING)
+
+
+def _list_incidents(since, signature, host, limit, window, as_json, db, runs_dir) -> None:
+    """crashlab list --incidents: the filtered crashes grouped, a block per incident."""
+    from .index.incidents import listing
+    from .index.location import resolve
+    from .index.store import Index
+
+    filters, shown_at_most = _list_filters(since, signature, host, limit, as_json)
+    with Index(resolve(db, runs_dir)) as index:
+        found = listing(index, filters, window)
+    if as_json:
+        click.echo(found.model_dump_json(indent=2))
+        return
+    from .index.views import incident_list
+
+    _list_on_terminal(found.incidents, shown_at_most, incident_list, "incidents ")
+
+
 @main.command(subject="crash")
 @click.argument("what", metavar="ID|SIGNATURE")
+@_incident_window_option
 @click.option("--json", "as_json", is_flag=True,
               help="Print it as JSON (schema: crashlab schema crash-show).")
 @_db_option
 @_runs_dir_option
-def show(what: str, as_json: bool, db: str | None, runs_dir: Path) -> None:
-    """Show one recorded crash (its facts and its report), or a signature: how many crashes,
-    on which hosts, GPUs, drivers and versions, first and last seen.
+def show(what: str, incident_window: float, as_json: bool, db: str | None,
+         runs_dir: Path) -> None:
+    """Show one recorded crash (its facts, its incident and its report), a signature (how many
+    crashes, on which hosts, GPUs, drivers and versions, first and last seen), or a coarse key
+    (the signatures under it, which differ only in their site: the same bug where source
+    lines moved between releases).
 
     \b
     Examples:
@@ -580,7 +633,7 @@ def show(what: str, as_json: bool, db: str | None, runs_dir: Path) -> None:
     from .index.location import resolve
 
     with Index(resolve(db, runs_dir)) as index:
-        shown = show_one(index, what)
+        shown = show_one(index, what, incident_window)
     if as_json:
         click.echo(shown.model_dump_json(indent=2))
         return

@@ -30,16 +30,19 @@ class Signature(BaseModel):
     search: str = ""
     parts: list[str] = []
     notes: list[str] = []
+    coarse: str | None = None
 
 
-def signature(hash_: str, title: str | None = None) -> Signature:
+def signature(hash_: str, title: str | None = None, coarse: str | None = None) -> Signature:
     return Signature(hash=hash_, title=title or f"Warp Illegal Address in kernel_{hash_[:4]}",
-                     text=f"text {hash_}", search=f"search {hash_}", notes=["a note"])
+                     text=f"text {hash_}", search=f"search {hash_}", notes=["a note"],
+                     coarse=coarse)
 
 
-def crash(key: str, sig: Signature, at: float, host: str = "node1", files=(), **more) -> NewCrash:
+def crash(key: str, sig: Signature, at: float, host: str = "node1", files=(),
+          summary: str | None = None, **more) -> NewCrash:
     return NewCrash(key=key, signature=sig, crashed_at=at, recorded_by="serve", source=f"/runs/{key}",
-                    summary=f"crash {key}", host=host,
+                    summary=summary or f"crash {key}", host=host,
                     files=[CrashFile(path=str(p), kind="coredump", size_bytes=s) for p, s in files],
                     **more)
 

@@ -53,13 +53,16 @@ def wait_for(predicate, what: str, timeout: float = DEADLINE):
 class Serve:
     """One ``crashlab serve`` process."""
 
-    def __init__(self, tmp_path: Path, command: list[str], *options: str, env: dict[str, str]):
+    def __init__(self, tmp_path: Path, command: list[str], *options: str, env: dict[str, str],
+                 entry: tuple[str, ...] = ("crashlab", "serve")):
+        """ENTRY: the module run and its arguments before the options (tests.serve_entry for
+        serve's Python entry)."""
         self.runs = tmp_path / "runs"
         self.out = tmp_path / "crashlab.stdout"
         self.err = tmp_path / "crashlab.stderr"
         with open(self.out, "wb") as out, open(self.err, "wb") as err:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "crashlab", "serve", "--runs-dir", str(self.runs), *options,
+                [sys.executable, "-m", *entry, "--runs-dir", str(self.runs), *options,
                  "--", *command], stdout=out, stderr=err, env=env, cwd=ROOT)
         self._run_dir: Path | None = None
 

@@ -2,7 +2,7 @@
 driver's Xid lines around them, grouped so that the first failure is read first.
 
 Pure functions over plain records (crashlab.incidents.records): the crash index calls them on
-its rows, and crashlab.incidents.fromrun makes the records of one run directory.
+its rows (crashlab.index.incidents).
 """
 
 from .grouping import DEFAULT_WINDOW, Incident, group

@@ -1,8 +1,8 @@
 """The plain records incidents are built from: one crash of one process, one driver Xid line.
 
-They carry no storage of their own: the crash index fills them from its rows, a run directory
-fills them from its report (crashlab.incidents.fromrun), a test writes them by hand. Times are
-aware datetimes (UTC in everything crashlab writes).
+They carry no storage of their own: the crash index fills them from its rows (which it records
+from a run's report, crashlab.index.capture), a test writes them by hand. Times are aware
+datetimes (UTC in everything crashlab writes).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ class Crash:
     rank: str | None = None  # SGLang's rank tags (TP0, DP1 TP3), where known
     label: DumpLabel | None = None
     signature: str | None = None  # the crash signature's hash, where one was computed
+    crash_id: int | None = None  # the crash index's id, for a crash read from the index
 
     @property
     def server(self) -> tuple[str, str, int]:
@@ -48,3 +49,4 @@ class XidLine:
     xid: int
     text: str  # the message from "NVRM: Xid" on
     device: str = ""  # what the parentheses name: the PCI address (and MIG instance, GPU-I:n)
+    run_dir: str | None = None  # the crashlab serve run that read it, where one did

@@ -36,13 +36,14 @@ class XidReading:
     undated: list[str] = field(default_factory=list)
 
 
-def from_findings(findings: list[Finding], host: str) -> list[XidLine]:
+def from_findings(findings: list[Finding], host: str, run_dir: str | None = None) -> list[XidLine]:
     """A run's ``xid`` findings (read from /dev/kmsg by crashlab serve, at the time it read them)."""
     lines = []
     for finding in findings:
         found = _XID.search(finding.text)
         if finding.kind == "xid" and found:
-            lines.append(_line(found, finding.text, datetime.fromisoformat(finding.time), host))
+            lines.append(_line(found, finding.text, datetime.fromisoformat(finding.time), host,
+                               run_dir))
     return lines
 
 
@@ -64,9 +65,10 @@ def from_dmesg(text: str, host: str, boot_time: datetime | None = None,
     return reading
 
 
-def _line(found: re.Match, raw: str, when: datetime, host: str) -> XidLine:
+def _line(found: re.Match, raw: str, when: datetime, host: str,
+          run_dir: str | None = None) -> XidLine:
     return XidLine(time=when, host=host, xid=int(found["xid"]), text=raw[found.start():].rstrip(),
-                   device=found["device"].strip())
+                   device=found["device"].strip(), run_dir=run_dir)
 
 
 def _time(raw: str, boot_time: datetime | None, year: int | None,

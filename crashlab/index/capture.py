@@ -1,6 +1,7 @@
 """The crashes a report holds, as the index records them: one per GPU dump (each rank's, FAULT or
 COLLATERAL), or one per incident that left no dump (a Python exception, a killed process), each
-with its signature, host, GPUs, driver and versions.
+with its signature, host, GPUs, driver and versions, its first failure and its server's part in
+a deployment (what crashlab.incidents groups by); and the driver Xid lines a run read.
 
 A dump's signature is computed from its own triage (crashlab.signature); an unreadable dump's
 and a dumpless incident's from the incident, so that each restart of a run gets its own.
@@ -16,7 +17,9 @@ from ..env import Environment, load
 from ..errors import CrashlabError
 from ..published import parse
 from ..report.model import TriageReport
-from ..report.run import ProcessRecord, RunReport, dump_pid
+from ..incidents import XidLine
+from ..incidents.xid import from_findings
+from ..report.run import Deployment, Incident, ProcessRecord, RunReport, dump_pid
 from ..signature import compute
 from .records import CrashFile, NewCrash
 
@@ -52,44 +55,73 @@ def _process_facts(process: ProcessRecord | None) -> dict:
     return {"pid": process.pid, "role": process.role, "rank": process.ranks}
 
 
-def from_run(run_dir: Path, report: RunReport, recorded_by: str,
-             deployment: str | None = None) -> list[NewCrash]:
-    """Every crash of a serve run directory (its report.json, parsed)."""
+def from_run(run_dir: Path, report: RunReport, recorded_by: str) -> list[NewCrash | XidLine]:
+    """Every crash of a serve run directory (its report.json, parsed), with the first failure
+    and the server's part that grouping into incidents needs, and the driver Xid lines the run
+    read from the kernel log."""
     run_dir = Path(run_dir).absolute()
     facts = _facts(_saved_environment(run_dir))
-    facts["host"] = facts.get("host") or socket.gethostname()
-    crashes = []
+    facts["host"] = facts.get("host") or (report.deployment.host if report.deployment
+                                          else socket.gethostname())
+    crashes: list[NewCrash | XidLine] = []
     for incident in report.incidents:
         key = f"{facts['host']}:{run_dir}#{incident.incarnation}"
+        first = _first_failure(incident)
         shared = dict(facts, recorded_by=recorded_by, source=str(run_dir), run_dir=str(run_dir),
-                      incarnation=incident.incarnation, deployment=deployment)
+                      incarnation=incident.incarnation, **_deployment_facts(report.deployment))
         extras = [CrashFile(path=str(run_dir / r.path), kind=r.kind, size_bytes=r.size_bytes)
                   for r in incident.request_dumps]
         if not incident.dumps:
-            crashed = next((p for p in incident.processes if p.exit and not p.exit.clean), None)
+            crashed = min(_failed(incident), key=lambda p: _epoch(p.ended_at), default=None)
             crashes.append(NewCrash(key=key, signature=compute(incident),
-                                    crashed_at=_epoch(incident.ended_at), summary=incident.summary,
-                                    files=extras, **_process_facts(crashed), **shared))
-            continue
+                                    crashed_at=_epoch(incident.ended_at), first_failure_at=first,
+                                    summary=incident.summary, files=extras,
+                                    **_process_facts(crashed), **shared))
         for number, dump in enumerate(incident.dumps):
             process = dump.writer(incident.processes)
             signature = compute(dump.report if dump.report is not None else incident)
             files = [CrashFile(path=str(run_dir / dump.path), kind="coredump",
                                size_bytes=dump.size_bytes)] + (extras if number == 0 else [])
+            written = _epoch(dump.written_at)
             crashes.append(NewCrash(
-                key=f"{key}:{dump.path}", signature=signature, crashed_at=_epoch(dump.written_at),
+                key=f"{key}:{dump.path}", signature=signature, crashed_at=written,
+                first_failure_at=min(first, written) if dump.label == "FAULT" else written,
                 summary=dump.summary, label=dump.label, files=files, **_process_facts(process),
                 **shared))
+        crashes += from_findings(incident.findings, facts["host"], str(run_dir))
     return crashes
 
 
-def from_run_dir(run_dir: Path, recorded_by: str, deployment: str | None = None) -> list[NewCrash]:
+def _first_failure(incident: Incident) -> float:
+    """When the incarnation first failed: the earliest of its fault lines and the abnormal ends
+    of its processes. A FAULT dump takes this time: it is finished long after the fault (a
+    multi-gigabyte dump takes minutes to write); a COLLATERAL dump keeps the time it was
+    finished."""
+    seen = [_epoch(f.time) for f in incident.findings]
+    seen += [_epoch(p.ended_at) for p in _failed(incident)]
+    return min(seen, default=_epoch(incident.ended_at))
+
+
+def _failed(incident: Incident) -> list[ProcessRecord]:
+    """The server's processes that ended abnormally."""
+    return [p for p in incident.processes
+            if p.ended_at and p.exit is not None and not p.exit.clean]
+
+
+def _deployment_facts(deployment: Deployment | None) -> dict:
+    """The --deployment label and the server's part in it, from a report of a crashlab that
+    knew them."""
+    if deployment is None:
+        return {}
+    return {"deployment": deployment.label, "server_role": deployment.role}
+
+
+def from_run_dir(run_dir: Path, recorded_by: str) -> list[NewCrash | XidLine]:
     """The crashes of a run directory whose report.json serve wrote; none without one."""
     path = Path(run_dir) / "report.json"
     if not path.is_file():
         return []
-    return from_run(run_dir, parse(RunReport, path.read_bytes()), recorded_by,
-                    deployment)
+    return from_run(run_dir, parse(RunReport, path.read_bytes()), recorded_by)
 
 
 def from_coredump(path: Path, report: TriageReport, recorded_by: str) -> NewCrash:
@@ -107,7 +139,7 @@ def from_coredump(path: Path, report: TriageReport, recorded_by: str) -> NewCras
         files=[CrashFile(path=str(path), kind="coredump", size_bytes=stat.st_size)])
 
 
-def from_report_inputs(inputs) -> list[NewCrash]:
+def from_report_inputs(inputs) -> list[NewCrash | XidLine]:
     """What ``crashlab report`` read (crashlab.issue.inputs.Inputs): its runs and its coredumps."""
     crashes = [crash for run in inputs.runs if run.report is not None
                for crash in from_run(run.path, run.report, "report")]

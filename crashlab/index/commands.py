@@ -9,7 +9,9 @@ from pathlib import Path
 
 from .. import __version__
 from ..errors import BadInput
+from ..incidents import DEFAULT_WINDOW
 from . import retention
+from .incidents import incident_of
 from .records import Collection, CrashList, Shown, Tool
 from .store import Filters, Index
 
@@ -19,8 +21,9 @@ def listing(index: Index, filters: Filters) -> CrashList:
                      crashes=index.crashes(filters))
 
 
-def show(index: Index, what: str) -> Shown:
-    """WHAT is a crash id (digits) or a signature hash (or a prefix of one)."""
+def show(index: Index, what: str, window: float = DEFAULT_WINDOW) -> Shown:
+    """WHAT is a crash id (digits; its incident grouped with WINDOW), or a signature hash or
+    coarse key (or a prefix of one)."""
     tool = Tool(version=__version__)
     if what.isdigit():
         crash = index.crash(int(what))
@@ -28,10 +31,14 @@ def show(index: Index, what: str) -> Shown:
             raise BadInput(f"no crash {what} in the index {index.address}")
         return Shown(tool=tool, index=index.address, kind="crash", crash=crash,
                      report=_report(crash.source, crash.run_dir),
-                     signature=index.signature(crash.signature))
-    hash_ = index.signature_hash(what)
+                     signature=index.signature(crash.signature),
+                     incident=incident_of(index, crash, window))
+    column, key = index.signature_key(what)
+    if column == "coarse":
+        return Shown(tool=tool, index=index.address, kind="coarse", coarse=key,
+                     signatures=index.signatures_under(key))
     return Shown(tool=tool, index=index.address, kind="signature",
-                 signature=index.signature(hash_), by=index.breakdown(hash_))
+                 signature=index.signature(key), by=index.breakdown(key))
 
 
 def _report(source: str, run_dir: str | None) -> dict | None:

@@ -7,21 +7,32 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from .location import first_line, resolve, shown
+from ..incidents import XidLine
 from .records import NewCrash
 from .store import Index
 
 
-def record_all(crashes: Iterable[NewCrash] | Callable[[], Iterable[NewCrash]], db: str | None,
-               runs_dir: Path, warn: Callable[[str], None]) -> int:
-    """Record the crashes (or what the callable makes: building them reads files and computes
-    signatures, which may fail too); the number newly recorded. Any failure is one warning."""
+Records = Iterable[NewCrash | XidLine]
+
+
+def record_all(crashes: Records | Callable[[], Records], db: str | None, runs_dir: Path,
+               warn: Callable[[str], None]) -> int:
+    """Record the crashes and Xid lines (or what the callable makes: building them reads files
+    and computes signatures, which may fail too); the number of crashes newly recorded. Any
+    failure is one warning."""
     address = resolve(db, runs_dir)
     try:
         made = list(crashes() if callable(crashes) else crashes)
         if not made:
             return 0
         with Index(address) as index:
-            return sum(index.record(crash)[1] for crash in made)
+            new = 0
+            for item in made:
+                if isinstance(item, XidLine):
+                    index.record_xid(item)
+                else:
+                    new += index.record(item)[1]
+            return new
     except Exception as exc:  # noqa: BLE001 - the verb's own result must stand whatever happens
         warn(f"warning: the crash was not recorded in the index {shown(address)}: "
              f"{first_line(exc, address)}")

@@ -54,6 +54,9 @@ class NewCrash:
     label: str | None = None
     deployment: str | None = None
     files: list[CrashFile] = field(default_factory=list)
+    #: when it first failed (a FAULT dump is finished long after its fault); None: crashed_at
+    first_failure_at: float | None = None
+    server_role: str | None = None  # prefill, decode or plain; None where not an SGLang server
 
 
 class Crash(_Model):
@@ -78,6 +81,12 @@ class Crash(_Model):
     deployment: str | None
     summary: str
     total_bytes: int
+    first_failure_at: str | None = Field(None, description="ISO 8601, UTC: when it first failed "
+                                         "(the earliest fault line or abnormal process end of "
+                                         "its server, for a FAULT dump); crashed_at where unknown")
+    server_role: str | None = Field(None, description="the server's --disaggregation-mode "
+                                    "(prefill, decode; plain: not disaggregated); null where "
+                                    "unknown or not SGLang")
     files: list[CrashFile] = Field(default_factory=list)
 
 
@@ -91,6 +100,8 @@ class Signature(_Model):
     last_seen: str = Field(description="ISO 8601, UTC")
     count: int
     body: dict = Field(description="the signature as crashlab.signature computed it")
+    coarse: str | None = Field(None, description="the hash of the signature without its site "
+                               "(the same bug across releases); null if recorded before it existed")
 
 
 class Tally(_Model):
@@ -116,13 +127,18 @@ class Shown(_Model):
     schema_version: Literal[1] = 1
     tool: Tool
     index: str
-    kind: Literal["crash", "signature"]
+    kind: Literal["crash", "signature", "coarse"]
     crash: Crash | None = None
     report: dict | None = Field(None, description="the crash's report.json (a run) or triage "
                                                   "(a coredump), when it can still be read")
-    signature: Signature
+    signature: Signature | None = Field(None, description="the crash's or the signature's; "
+                                        "null for a coarse key")
     by: dict[str, list[Tally]] = Field(default_factory=dict, description="signatures: crashes "
                                        "per host, gpus, driver, sglang, torch")
+    incident: "IncidentShown | None" = Field(None, description="a crash: the incident it belongs to")
+    coarse: str | None = Field(None, description="a coarse key: the key")
+    signatures: list[Signature] = Field(default_factory=list, description="a coarse key: the "
+                                        "signatures under it, most crashes first")
 
 
 class Collected(_Model):
@@ -148,3 +164,38 @@ class Collection(_Model):
     kept_bytes: int
     freed_bytes: int
     files: list[Collected]
+
+
+class XidSeen(_Model):
+    time: str = Field(description="ISO 8601, UTC: when crashlab serve read it")
+    host: str
+    xid: int
+    device: str = Field(description="what the line's parentheses name: the PCI address")
+    text: str = Field(description="the line from NVRM: Xid on")
+    run_dir: str | None = Field(description="the serve run that read it")
+
+
+class IncidentShown(_Model):
+    """One incident: crashes of one server's ranks, or of the servers of one deployment, within
+    the window of its first failure, with the Xid lines around it."""
+
+    id: str = Field(description="inc- and 12 hex digits, stable once its first failure is recorded")
+    first_failure: str = Field(description="ISO 8601, UTC")
+    hosts: list[str]
+    crashes: list[Crash] = Field(description="first failure first; each server's ranks FAULT "
+                                             "first, COLLATERAL after")
+    xids: list[XidSeen] = Field(description="in time order")
+    notes: list[str] = Field(description="why each crash and Xid line is part of it")
+
+
+class IncidentList(_Model):
+    """What ``crashlab list --incidents --json`` prints."""
+
+    schema_version: Literal[1] = 1
+    tool: Tool
+    index: str = Field(description="where the index is (a password shown as ***)")
+    window_s: float = Field(description="--incident-window")
+    incidents: list[IncidentShown] = Field(description="newest first (by first failure)")
+
+
+Shown.model_rebuild()

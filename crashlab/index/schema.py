@@ -68,6 +68,28 @@ MIGRATIONS: tuple[Migration, ...] = (
             gone_at DOUBLE PRECISION,
             PRIMARY KEY (crash_id, path))""",
     )),
+    Migration(2, "incidents: first failures, server roles, Xid lines; coarse signatures", (
+        # the crash's first failure (a FAULT dump is finished long after its fault); a crash
+        # recorded before it was kept is taken to have failed when it was recorded as crashing
+        "ALTER TABLE crashes ADD COLUMN first_failure_at DOUBLE PRECISION",
+        "UPDATE crashes SET first_failure_at = crashed_at",
+        # the server's part in a PD-disaggregated deployment (prefill, decode, plain), beside
+        # role, which is the crashed process's (scheduler, detokenizer)
+        "ALTER TABLE crashes ADD COLUMN server_role TEXT",
+        "CREATE INDEX crashes_by_first_failure ON crashes (first_failure_at)",
+        "ALTER TABLE signatures ADD COLUMN coarse TEXT",
+        "CREATE INDEX signatures_by_coarse ON signatures (coarse)",
+        """CREATE TABLE xid_lines (
+            id {auto_id},
+            xid_key TEXT NOT NULL UNIQUE,
+            host TEXT NOT NULL,
+            seen_at DOUBLE PRECISION NOT NULL,
+            xid INTEGER NOT NULL,
+            device TEXT NOT NULL,
+            text TEXT NOT NULL,
+            run_dir TEXT)""",
+        "CREATE INDEX xid_lines_by_host ON xid_lines (host, seen_at)",
+    )),
 )
 
 #: The newest schema this crashlab knows; an index migrated further is refused, not guessed at.

@@ -10,6 +10,7 @@ tally never disagrees with the crash rows.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from .backends import Backend, connect
 from .location import first_line
 
 if TYPE_CHECKING:  # the pydantic records cost crashlab list's start-up; read where they are made
+    from ..incidents import Crash as GroupedCrash, XidLine
     from .records import Crash, NewCrash, Signature, Tally
 
 #: A crash as listed (records.Crash, ``crashlab schema crash-list``): each field in the order it
@@ -35,12 +37,15 @@ LISTED = (("id", "c.id", ""), ("signature", "c.signature_hash", ""), ("title", "
           ("run_dir", "c.run_dir", ""), ("source", "c.source", ""),
           ("incarnation", "c.incarnation", ""), ("pid", "c.pid", ""), ("rank", "c.rank", ""),
           ("role", "c.role", ""), ("label", "c.label", ""), ("deployment", "c.deployment", ""),
-          ("summary", "c.summary", ""), ("total_bytes", "c.total_bytes", ""))
+          ("summary", "c.summary", ""), ("total_bytes", "c.total_bytes", ""),
+          ("first_failure_at", "c.first_failure_at", "time"), ("server_role", "c.server_role", ""))
 _LISTED_BY_NAME = {field[0]: field for field in LISTED}
 _FIELD_NAMES = tuple(_LISTED_BY_NAME)
 _JSON_FIELDS = tuple(name for name, _, holds in LISTED if holds == "json")
 #: Rows read per round trip while listing.
 BATCH = 2000
+#: How many ids one ``IN (...)`` names (SQLite allows 32,766 parameters).
+_IDS_AT_ONCE = 500
 #: What ``crashlab show SIGNATURE`` counts crashes by.
 BREAKDOWN = ("host", "gpus", "driver", "sglang", "torch")
 
@@ -54,7 +59,7 @@ def iso(seconds: float) -> str:
 @dataclass
 class Filters:
     since: float | None = None
-    signature: str | None = None  # a hash or its prefix
+    signature: str | None = None  # a hash or a coarse key, or a prefix of one
     host: str | None = None
     limit: int | None = None
 
@@ -122,14 +127,17 @@ class Index:
             row = db.execute(
                 "INSERT INTO crashes (crash_key, signature_hash, signature_version, crashed_at, "
                 "recorded_at, recorded_by, host, gpus, driver, sglang, torch, versions, run_dir, "
-                "source, incarnation, pid, rank, role, label, deployment, summary, total_bytes) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "source, incarnation, pid, rank, role, label, deployment, summary, total_bytes, "
+                "first_failure_at, server_role) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT (crash_key) DO NOTHING RETURNING id",
                 (crash.key, sig.hash, sig.version, crash.crashed_at, now, crash.recorded_by,
                  crash.host, crash.gpus, crash.driver, crash.sglang, crash.torch,
                  json.dumps(crash.versions, sort_keys=True), crash.run_dir, crash.source,
                  crash.incarnation, crash.pid, crash.rank, crash.role, crash.label,
-                 crash.deployment, crash.summary, sum(f.size_bytes for f in crash.files))
+                 crash.deployment, crash.summary, sum(f.size_bytes for f in crash.files),
+                 crash.crashed_at if crash.first_failure_at is None else crash.first_failure_at,
+                 crash.server_role)
             ).fetchone()
             if row is None:
                 found = db.execute("SELECT id FROM crashes WHERE crash_key = ?", (crash.key,))
@@ -140,15 +148,28 @@ class Index:
                            "VALUES (?, ?, ?, ?)", (crash_id, item.path, item.kind, item.size_bytes))
             db.execute(
                 "INSERT INTO signatures (hash, version, kind, title, search, body, first_seen, "
-                "last_seen, crash_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1) "
+                "last_seen, crash_count, coarse) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, ?) "
                 "ON CONFLICT (hash) DO UPDATE SET crash_count = signatures.crash_count + 1, "
+                "coarse = COALESCE(signatures.coarse, excluded.coarse), "
                 "first_seen = CASE WHEN excluded.first_seen < signatures.first_seen "
                 "THEN excluded.first_seen ELSE signatures.first_seen END, "
                 "last_seen = CASE WHEN excluded.last_seen > signatures.last_seen "
                 "THEN excluded.last_seen ELSE signatures.last_seen END",
                 (sig.hash, sig.version, sig.kind, sig.title, sig.search, sig.model_dump_json(),
-                 crash.crashed_at, crash.crashed_at))
+                 crash.crashed_at, crash.crashed_at, sig.coarse))
         return crash_id, True
+
+    def record_xid(self, line: XidLine) -> bool:
+        """Whether it was new. The key is the host, the run that read it, its time and text:
+        recorded again (crashlab report after serve), it is found, not doubled."""
+        key = hashlib.sha256("\0".join((line.host, line.run_dir or "", line.time.isoformat(),
+                                          line.text)).encode()).hexdigest()
+        with self.backend.transaction():
+            return self.backend.execute(
+                "INSERT INTO xid_lines (xid_key, host, seen_at, xid, device, text, run_dir) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (xid_key) DO NOTHING RETURNING id",
+                (key, line.host, line.time.timestamp(), line.xid, line.device, line.text,
+                 line.run_dir)).fetchone() is not None
 
     def mark_gone(self, crash_id: int, path: str) -> None:
         with self.backend.transaction():
@@ -168,17 +189,24 @@ class Index:
         where, params = self._where_and_order(filters)
         return self._rows(where, params, fields, as_json)
 
-    def _where_and_order(self, filters: Filters) -> tuple[str, list]:
+    def where(self, filters: Filters) -> tuple[list[str], list]:
+        """The SQL conditions on crashes c that FILTERS (less its limit) make, and their values."""
         where, params = ["1 = 1"], []
         if filters.since is not None:
             where.append("c.crashed_at >= ?")
             params.append(filters.since)
         if filters.signature:
-            where.append("c.signature_hash = ?")
-            params.append(self.signature_hash(filters.signature))
+            column, value = self.signature_key(filters.signature)
+            where.append("c.signature_hash = ?" if column == "hash" else
+                         "c.signature_hash IN (SELECT hash FROM signatures WHERE coarse = ?)")
+            params.append(value)
         if filters.host:
             where.append("c.host = ?")
             params.append(filters.host)
+        return where, params
+
+    def _where_and_order(self, filters: Filters) -> tuple[str, list]:
+        where, params = self.where(filters)
         limit = ""
         if filters.limit is not None:
             limit = " LIMIT ?"
@@ -212,26 +240,40 @@ class Index:
         return _crash(found[0]).model_copy(update={"files": [
             CrashFile(path=p, kind=k, size_bytes=s, gone=g is not None) for p, k, s, g in files]})
 
+    def signature_key(self, prefix: str) -> tuple[str, str]:
+        """("hash", the one signature whose hash starts with PREFIX) or ("coarse", the one coarse
+        key that does); BadInput when none or several do."""
+        pattern = (prefix.lower().replace("%", "").replace("_", "") + "%",)
+        found = [("hash", row[0]) for row in self.backend.execute(
+            "SELECT hash FROM signatures WHERE hash LIKE ? ORDER BY hash LIMIT 2", pattern)]
+        found += [("coarse", row[0]) for row in self.backend.execute(
+            "SELECT DISTINCT coarse FROM signatures WHERE coarse LIKE ? ORDER BY coarse LIMIT 2",
+            pattern)]
+        if not found:
+            raise BadInput(f"no signature {prefix} in the index {self.address}")
+        if len(found) > 1:
+            raise BadInput(f"signature {prefix} is ambiguous ({found[0][1]}, {found[1][1]}, ...): "
+                           "give more of it")
+        return found[0]
+
     def signature_hash(self, prefix: str) -> str:
         """The one signature whose hash starts with PREFIX; BadInput when none or several do."""
-        rows = self.backend.execute("SELECT hash FROM signatures WHERE hash LIKE ? ORDER BY hash "
-                                    "LIMIT 2", (prefix.lower().replace("%", "") + "%",)).fetchall()
-        if not rows:
-            raise BadInput(f"no signature {prefix} in the index {self.address}")
-        if len(rows) > 1:
-            raise BadInput(f"signature {prefix} is ambiguous ({rows[0][0]}, {rows[1][0]}, ...): "
-                           "give more of it")
-        return rows[0][0]
+        column, value = self.signature_key(prefix)
+        if column != "hash":
+            raise BadInput(f"{prefix} is a coarse key, not a signature: crashlab show {value} "
+                           "lists the signatures under it")
+        return value
 
     def signature(self, hash_: str) -> Signature:
-        from .records import Signature
-
         row = self.backend.execute(
-            "SELECT hash, version, kind, title, search, first_seen, last_seen, crash_count, body "
-            "FROM signatures WHERE hash = ?", (hash_,)).fetchone()
-        return Signature(hash=row[0], version=row[1], kind=row[2], title=row[3], search=row[4],
-                         first_seen=iso(row[5]), last_seen=iso(row[6]), count=row[7],
-                         body=json.loads(row[8]))
+            f"SELECT {_SIGNATURE_COLUMNS} FROM signatures WHERE hash = ?", (hash_,)).fetchone()
+        return _signature(row)
+
+    def signatures_under(self, coarse: str) -> list[Signature]:
+        """The signatures of one coarse key, most crashes first."""
+        return [_signature(row) for row in self.backend.execute(
+            f"SELECT {_SIGNATURE_COLUMNS} FROM signatures WHERE coarse = ? "
+            "ORDER BY crash_count DESC, hash", (coarse,))]
 
     def breakdown(self, hash_: str) -> dict[str, list[Tally]]:
         """Crashes of one signature per host, GPU, driver and version, most first, each value
@@ -245,6 +287,42 @@ class Index:
                     f"ORDER BY count(*) DESC, {column}", (hash_,)).fetchall()]
                 for column in BREAKDOWN}
 
+    def grouping_records(self, where: list[str], params: list) -> list[GroupedCrash]:
+        """What crashlab.incidents groups, of the crashes (c) that WHERE's conditions (joined by
+        AND) select, in no order. A crash read from a coredump alone (no run) is a server of its
+        own, named by its file."""
+        from ..incidents import Crash as GroupedCrash
+
+        return [GroupedCrash(time=_aware(at), host=host or "unknown host", run_dir=run_dir,
+                             first_line=summary, incarnation=incarnation or 1,
+                             deployment=deployment, role=server_role, rank=rank, label=label,
+                             signature=signature, crash_id=crash_id)
+                for at, host, run_dir, summary, incarnation, deployment, server_role, rank, label,
+                signature, crash_id in self.backend.execute(
+                    "SELECT c.first_failure_at, c.host, COALESCE(c.run_dir, c.source), c.summary, "
+                    "c.incarnation, c.deployment, c.server_role, c.rank, c.label, "
+                    f"c.signature_hash, c.id FROM crashes c WHERE {' AND '.join(where)}",
+                    tuple(params))]
+
+    def crashes_by_id(self, ids: list[int]) -> dict[int, Crash]:
+        found = {}
+        for start in range(0, len(ids), _IDS_AT_ONCE):
+            chunk = ids[start:start + _IDS_AT_ONCE]
+            found.update((row[0], _crash(row)) for batch in self._rows(
+                f"c.id IN ({', '.join('?' * len(chunk))})", chunk, _FIELD_NAMES, False)
+                for row in batch)
+        return found
+
+    def xid_lines(self, start: float, end: float) -> list[XidLine]:
+        """The Xid lines read from START to END (seconds since the epoch), in time order."""
+        from ..incidents import XidLine
+
+        return [XidLine(time=_aware(at), host=host, xid=xid, text=text, device=device,
+                        run_dir=run_dir)
+                for host, at, xid, device, text, run_dir in self.backend.execute(
+                    "SELECT host, seen_at, xid, device, text, run_dir FROM xid_lines "
+                    "WHERE seen_at >= ? AND seen_at <= ? ORDER BY seen_at, id", (start, end))]
+
     def dumps(self) -> list[tuple[int, str, str, int]]:
         """Every coredump the index knows and has not deleted: (crash id, signature, path, size),
         each signature's first crashes first."""
@@ -252,6 +330,18 @@ class Index:
             "SELECT c.id, c.signature_hash, f.path, f.size_bytes FROM crash_files f "
             "JOIN crashes c ON c.id = f.crash_id WHERE f.kind = 'coredump' AND f.gone_at IS NULL "
             "ORDER BY c.signature_hash, c.crashed_at, c.id, f.path").fetchall()
+
+
+_SIGNATURE_COLUMNS = "hash, version, kind, title, search, first_seen, last_seen, crash_count, " \
+                     "body, coarse"
+
+
+def _signature(row) -> Signature:
+    from .records import Signature
+
+    return Signature(hash=row[0], version=row[1], kind=row[2], title=row[3], search=row[4],
+                     first_seen=iso(row[5]), last_seen=iso(row[6]), count=row[7],
+                     body=json.loads(row[8]), coarse=row[9])
 
 
 def _crash(row: tuple) -> Crash:
@@ -262,3 +352,7 @@ def _crash(row: tuple) -> Crash:
     for name in _JSON_FIELDS:
         values[name] = json.loads(values[name])
     return Crash(**values)
+
+
+def _aware(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, timezone.utc)

@@ -1,5 +1,6 @@
 """Terminal views of the index: ``crashlab list`` (one line per crash, like coredumpctl list),
-``crashlab show`` (a crash's facts and report, or a signature's tally) and ``crashlab gc``.
+``list --incidents`` (a block per incident), ``crashlab show`` (a crash's facts, incident and
+report, a signature's tally, or the signatures of a coarse key) and ``crashlab gc``.
 Every value came from a report or a log, so every one is printed as plain text, never markup."""
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from ..escape import escape
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from .records import Collection, Crash, Shown
+    from .records import Collection, Crash, IncidentShown, Shown, XidSeen
 
 #: ``crashlab list``'s columns: each heading and the listed field (store.LISTED) under it.
 LIST_COLUMNS = (("ID", "id"), ("TIME (UTC)", "crashed_at"), ("HOST", "host"),
@@ -47,6 +48,55 @@ def _shown(values: tuple[str | None, ...], empty: str = "") -> list[str]:
     return texts if "".join(texts).isprintable() else list(map(escape, texts))
 
 
+def _member(crash: Crash) -> str:
+    """One crash of an incident on one line: when it first failed, where, which server and
+    rank, its label and signature."""
+    who = " ".join(part for part in (crash.server_role, crash.rank) if part) or "-"
+    return (f"crash {crash.id}  {_when(crash.first_failure_at or crash.crashed_at)}  "
+            f"{crash.host or '-'}  {who}  {crash.label or '-'}  {crash.signature}  {crash.title}")
+
+
+def _xid(xid: XidSeen) -> str:
+    return f"xid {xid.xid}  {_when(xid.time)}  {xid.host}  {xid.text}"
+
+
+def incident_list(incidents: list[IncidentShown], console: Console) -> None:
+    for number, incident in enumerate(incidents):
+        if number:
+            console.print()
+        console.print(line((f"incident {incident.id}", "bold"),
+                           f"  first failure {_when(incident.first_failure)}  "
+                           f"{len(incident.crashes)} crash(es), {len(incident.xids)} Xid line(s) "
+                           f"on {', '.join(incident.hosts)}"), soft_wrap=True)
+        for crash in incident.crashes:
+            console.print(line("  ", _member(crash)), soft_wrap=True)
+        for xid in incident.xids:
+            console.print(line("  ", _xid(xid)), soft_wrap=True)
+        for note in incident.notes:
+            console.print(line(("  note ", "dim"), note), soft_wrap=True)
+
+
+def _incident(view: Shown, console: Console) -> None:
+    incident = view.incident
+    if incident is None:
+        return
+    _field(console, "incident", f"{incident.id} (first failure {_when(incident.first_failure)}, "
+                                f"{len(incident.crashes)} crash(es) on {', '.join(incident.hosts)})")
+    for crash in incident.crashes:
+        if crash.id != view.crash.id:
+            _field(console, "with", _member(crash))
+    for xid in incident.xids:
+        _field(console, "with", _xid(xid))
+
+
+def _signatures(view: Shown, console: Console) -> None:
+    _field(console, "coarse key", f"{view.coarse}: the same signature without its site, "
+                                  f"{len(view.signatures)} signature(s) under it")
+    for signature in view.signatures:
+        _field(console, "signature", f"{signature.hash} {signature.count} crash(es), last "
+                                     f"{_when(signature.last_seen)}: {signature.title}")
+
+
 def _facts(crash: Crash) -> list[tuple[str, str | None]]:
     versions = ", ".join(f"{name} {version}" for name, version in sorted(crash.versions.items())
                          if name in ("sglang", "torch", "flashinfer-python", "sgl-kernel",
@@ -66,11 +116,15 @@ def _field(console: Console, name: str, value: str) -> None:
 
 def shown(view: Shown, console: Console) -> None:
     signature = view.signature
+    if view.kind == "coarse":
+        _signatures(view, console)
+        return
     if view.kind == "crash":
         for name, value in _facts(view.crash):
             if value:
                 _field(console, name, value)
         _field(console, "signature", f"{signature.hash} {signature.title}")
+        _incident(view, console)
         for item in view.crash.files:
             _field(console, "file", f"{item.path} ({item.size_bytes} bytes)"
                                     f"{' gone (crashlab gc)' if item.gone else ''}")
@@ -81,6 +135,8 @@ def shown(view: Shown, console: Console) -> None:
     _field(console, "crashes", f"{signature.count}, first {_when(signature.first_seen)}, "
                                f"last {_when(signature.last_seen)}")
     _field(console, "search", signature.search)
+    if signature.coarse:
+        _field(console, "coarse key", signature.coarse)
     for note in signature.body.get("notes") or []:
         _field(console, "note", str(note))
     for column, tallies in view.by.items():

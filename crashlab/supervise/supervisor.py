@@ -260,7 +260,7 @@ class Supervisor:
         from ..index import capture
         from ..index.recording import record_all
 
-        record_all(lambda: capture.from_run_dir(self.run_dir, "serve", self.options.deployment),
+        record_all(lambda: capture.from_run_dir(self.run_dir, "serve"),
                    self.options.db, Path(self.options.runs_dir), self.notify)
 
     def _conclude(self, outcome: Outcome) -> None:
