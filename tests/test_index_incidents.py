@@ -11,6 +11,7 @@ COLLATERAL rank's dump finished at t=1100, and a server on node3 at t=5000.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import datetime, timezone
 
 import pytest
@@ -72,6 +73,21 @@ def test_crashes_are_grouped_into_incidents_newest_first_with_their_xid_lines(in
         hosted = listing(index, Filters(host="node2"), 120.0).incidents
         assert [[c.rank for c in i.crashes] for i in hosted] == [["TP0", "TP1"]]
         assert hosted[0].xids[0].xid == 79  # the Xid line is on node2
+
+
+def test_one_kernel_line_read_by_two_runs_of_a_host_is_one_xid_line(index_address):
+    with Index(index_address) as index:
+        _record_deployment(index)
+        second_reader = replace(XID, run_dir="/runs/other-on-node2",
+                                time=datetime.fromtimestamp(1041.5, timezone.utc))
+        repeated = replace(XID, time=datetime.fromtimestamp(1090, timezone.utc))
+        assert index.record_xid(second_reader) and index.record_xid(repeated)
+        found = index.xid_lines(0, 10_000)
+        # the second run's reading of the same line is left out; the driver's repeat stays
+        assert [(x.time.timestamp(), x.run_dir) for x in found] == [
+            (1040.0, "/runs/decode"), (1090.0, "/runs/decode")]
+        [pd] = [i for i in listing(index, Filters(), window=120.0).incidents if len(i.crashes) == 3]
+        assert len(pd.xids) == 2
 
 
 def test_show_names_the_incident_of_a_crash(index_address):

@@ -314,14 +314,20 @@ class Index:
         return found
 
     def xid_lines(self, start: float, end: float) -> list[XidLine]:
-        """The Xid lines read from START to END (seconds since the epoch), in time order."""
+        """The Xid lines read from START to END (seconds since the epoch), in time order; one
+        kernel line read by several serve runs of one host is one line (the first reader's)."""
         from ..incidents import XidLine
 
-        return [XidLine(time=_aware(at), host=host, xid=xid, text=text, device=device,
-                        run_dir=run_dir)
-                for host, at, xid, device, text, run_dir in self.backend.execute(
-                    "SELECT host, seen_at, xid, device, text, run_dir FROM xid_lines "
-                    "WHERE seen_at >= ? AND seen_at <= ? ORDER BY seen_at, id", (start, end))]
+        lines, last_read = [], {}
+        for host, at, xid, device, text, run_dir in self.backend.execute(
+                "SELECT host, seen_at, xid, device, text, run_dir FROM xid_lines "
+                "WHERE seen_at >= ? AND seen_at <= ? ORDER BY seen_at, id", (start, end)):
+            earlier = last_read.get((host, text))
+            last_read[host, text] = at
+            if earlier is None or at - earlier > SAME_XID_LINE_S:
+                lines.append(XidLine(time=_aware(at), host=host, xid=xid, text=text,
+                                     device=device, run_dir=run_dir))
+        return lines
 
     def dumps(self) -> list[tuple[int, str, str, int]]:
         """Every coredump the index knows and has not deleted: (crash id, signature, path, size),
@@ -331,6 +337,11 @@ class Index:
             "JOIN crashes c ON c.id = f.crash_id WHERE f.kind = 'coredump' AND f.gone_at IS NULL "
             "ORDER BY c.signature_hash, c.crashed_at, c.id, f.path").fetchall()
 
+
+#: Two runs on one host read each kernel line as it comes, each stamping it with the time it
+#: read it; the same text within this many seconds is one line of the kernel log. (A driver
+#: repeating an Xid, as for an Xid storm, prints it again at another time, kept.)
+SAME_XID_LINE_S = 5.0
 
 _SIGNATURE_COLUMNS = "hash, version, kind, title, search, first_seen, last_seen, crash_count, " \
                      "body, coarse"
