@@ -11,6 +11,7 @@ COLLATERAL rank's dump finished at t=1100, and a server on node3 at t=5000.
 from __future__ import annotations
 
 import json
+import random
 from dataclasses import replace
 from datetime import datetime, timezone
 
@@ -181,3 +182,53 @@ def test_list_incidents_on_the_command_line(index_address):
     assert [row.split()[:3] for row in shown if row.startswith("with")] == [
         ["with", "crash", "2"], ["with", "crash", "3"], ["with", "xid", "79"]]
     assert run_cli("list", "--incidents", "--host", "node9", "--db", index_address).returncode == 1
+
+
+def _fleet(index: Index, seed: int, dense: bool) -> None:
+    """A constructed fleet over 3.5 days: a PD deployment across two hosts, two unlabelled hosts
+    whose servers crash in bursts with quiet hours between, and (DENSE) one whose servers crash
+    every 100 s without a gap a 120 s window could settle on; TP-2 servers whose COLLATERAL dump
+    is finished up to 90 s after the FAULT, and Xid lines near some first failures."""
+    rng = random.Random(seed)
+    sig = signature("eeee00000005")
+    hosts = [("pd-1", "node1"), ("pd-1", "node2"), (None, "node3"), (None, "node4")]
+    at, server = 0.0, 0
+    while at < 300_000:
+        at += rng.choice([15, 40, 80, 110, 200, 3_000])
+        deployment, host = rng.choice(hosts)
+        server += 1
+        run = f"/runs/s{server}"
+        common = dict(host=host, run_dir=run, deployment=deployment, incarnation=1,
+                      server_role="decode" if host == "node2" else "plain")
+        index.record(crash(f"s{server}-fault", sig, at + 60, label="FAULT", rank="TP0",
+                           first_failure_at=at, **common))
+        index.record(crash(f"s{server}-coll", sig, at + rng.uniform(1, 90), label="COLLATERAL",
+                           rank="TP1", **common))
+        if rng.random() < 0.3:
+            index.record_xid(replace(XID, host=host, run_dir=run,
+                                     time=datetime.fromtimestamp(at + rng.uniform(-100, 100), timezone.utc)))
+    for number in range(3_100 if dense else 0):  # to past the last burst
+        index.record(crash(f"d{number}", sig, number * 100.0, host="node5", run_dir=f"/runs/d{number}"))
+
+
+@pytest.mark.parametrize("seed,dense", [(1, False), (2, False), (3, True)])
+def test_the_newest_incidents_are_those_grouping_every_crash_makes(index_address, seed, dense,
+                                                                     monkeypatch):
+    with Index(index_address) as index:
+        _fleet(index, seed, dense)
+        total = len(index.grouping_records(["1 = 1"], []))
+        read = []
+        grouping_records = index.grouping_records
+        monkeypatch.setattr(index, "grouping_records",
+                            lambda *args: read.append(len(found := grouping_records(*args))) or found)
+        everything = listing(index, Filters(), window=120.0).incidents
+        for limit in (1, 7, 50):
+            read.clear()
+            newest = listing(index, Filters(limit=limit), window=120.0).incidents
+            assert [i.model_dump() for i in newest] == [i.model_dump() for i in everything[:limit]]
+            # a recent span of the crashes settles the newest incidents; crashing without a
+            # gap (DENSE) never settles, and every crash is grouped
+            assert (read[-1] == total) is dense
+        host = listing(index, Filters(host="node3", limit=5), window=120.0).incidents
+        assert [i.model_dump() for i in host] == [
+            i.model_dump() for i in listing(index, Filters(host="node3"), window=120.0).incidents[:5]]

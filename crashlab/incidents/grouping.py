@@ -72,7 +72,7 @@ def group(crashes: list[Crash], xids: list[XidLine] = (),
     open_by_deployment: dict[tuple, Incident] = {}
     for ranks in servers:
         first = ranks[0]
-        key = _deployment(first)
+        key = deployment_key(first)
         incident = open_by_deployment.get(key)
         if incident is not None and first.time - incident.first_failure.time <= span:
             _join(incident, ranks, window)
@@ -94,7 +94,8 @@ def _ranks(crashes: list[Crash]) -> list[Crash]:
     return sorted(crashes, key=lambda c: c.time)
 
 
-def _deployment(crash: Crash) -> tuple:
+def deployment_key(crash: Crash) -> tuple:
+    """Which deployment a crash's server belongs to: its label, or its host without one."""
     return ("label", crash.deployment) if crash.deployment else ("host", crash.host)
 
 

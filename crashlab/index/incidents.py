@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from .. import __version__
 from ..incidents import Crash as GroupedCrash, Incident, group
+from ..incidents.grouping import deployment_key
 from .records import Crash, IncidentList, IncidentShown, Tool, XidSeen
 from .store import Filters, Index, iso
 
@@ -16,10 +17,68 @@ def listing(index: Index, filters: Filters, window: float) -> IncidentList:
     """The incidents of the crashes FILTERS select (grouped among themselves), newest first;
     FILTERS' limit counts incidents."""
     where, params = index.where(filters)
-    found = _grouped(index, index.grouping_records(where, params), window)
+    if filters.limit:
+        found = _newest(index, where, params, window, filters.limit)
+    else:
+        found = _grouped(index, index.grouping_records(where, params), window)
     return IncidentList(tool=Tool(version=__version__), index=index.address, window_s=window,
                         incidents=_shown(index, list(reversed(found[-filters.limit:]
                                                               if filters.limit else found))))
+
+
+#: The first span of time ``_newest`` groups, in windows; it grows fourfold until it settles.
+FIRST_SPAN_WINDOWS = 64
+
+
+def _newest(index: Index, where: list[str], params: list, window: float,
+            limit: int) -> list[Incident]:
+    """The newest LIMIT incidents (at least), earliest first, as grouping every selected crash
+    would make them, from the crashes of a recent span only: where an incident starts depends
+    on the crashes before it, so the span grows until LIMIT of its incidents are settled
+    (_settled), or covers every crash."""
+    selected = " AND ".join(where)
+    oldest, newest = index.backend.execute(
+        f"SELECT min(c.first_failure_at), max(c.first_failure_at) FROM crashes c WHERE {selected}",
+        tuple(params)).fetchone()
+    span = FIRST_SPAN_WINDOWS * window
+    while oldest is not None and newest - span > oldest:
+        since = newest - span
+        records = index.grouping_records(  # whole servers: their ranks' times differ
+            [f"({selected})", "COALESCE(c.run_dir, c.source) IN (SELECT COALESCE(c.run_dir, "
+             f"c.source) FROM crashes c WHERE {selected} AND c.first_failure_at >= ?)"],
+            [*params, *params, since])
+        settled = _settled(_grouped(index, records, window), since, window)
+        if len(settled) >= limit:
+            return settled
+        span *= 4
+    return _grouped(index, index.grouping_records(where, params), window)
+
+
+def _settled(incidents: list[Incident], since: float, window: float) -> list[Incident]:
+    """The incidents (earliest first) of servers that first failed from SINCE on that grouping
+    every crash would make the same, Xid lines included.
+
+    In one deployment, a server that first failed more than a window after the one before it
+    starts an incident whatever came earlier (windows are anchored at an incident's first
+    failure); its incident and the later ones are exact. Before that gap, the servers that failed
+    before SINCE, unread, could have anchored other windows. So every incident anchored after
+    the last unsettled one of any deployment is exact, and those anchored two windows after it
+    also get the same Xid lines (one attaches to the nearest first failure within a window).
+    """
+    servers: dict[tuple, dict[tuple, float]] = {}  # deployment -> server -> its first failure
+    for incident in incidents:
+        for crash in incident.members:
+            servers.setdefault(deployment_key(crash), {}).setdefault(
+                crash.server, crash.time.timestamp())
+    unsettled_until = since
+    for times in servers.values():
+        read = sorted(t for t in times.values() if t >= since)
+        gap = next((later for earlier, later in zip(read, read[1:]) if later - earlier > window),
+                   None)
+        unsettled_until = max(unsettled_until, max(times.values()) if gap is None
+                              else max(t for t in times.values() if t < gap))
+    return [incident for incident in incidents
+            if incident.first_failure.time.timestamp() > unsettled_until + 2 * window]
 
 
 def incident_of(index: Index, crash: Crash, window: float) -> IncidentShown | None:
