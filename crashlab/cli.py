@@ -18,7 +18,7 @@ import click
 from .version import __version__
 from .errors import EXIT_BAD_INPUT, EXIT_FOUND, EXIT_NOTHING, BadInput, EnvironmentProblem
 from .guard import GuardedGroup, say
-from .incidents.grouping import DEFAULT_WINDOW as DEFAULT_INCIDENT_WINDOW
+from .incidents.window import DEFAULT_WINDOW as DEFAULT_INCIDENT_WINDOW
 
 # The modules behind each command (rich included) are imported inside it: --help should not pay
 # for pydantic, pyelftools and rich, inspect for pexpect, requests and the supervisor, nor replay

@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
-from ..incidents.grouping import DEFAULT_WINDOW
+from ..incidents.window import DEFAULT_WINDOW
 from ..report.run import RunReport
 from ..index.location import shown
 from .environment import CoredumpMode
