@@ -609,6 +609,16 @@ def _list_incidents(since, signature, host, limit, window, as_json, db, runs_dir
     _list_on_terminal(found.incidents, shown_at_most, incident_list, "incidents ")
 
 
+def _index_result(result, as_json: bool, view) -> None:
+    """What show and gc found: its JSON, or its terminal view (rich only then)."""
+    if as_json:
+        click.echo(result.model_dump_json(indent=2))
+        return
+    from .console import ViewConsole
+
+    view(result, ViewConsole())
+
+
 @main.command(subject="crash")
 @click.argument("what", metavar="ID|SIGNATURE")
 @_incident_window_option
@@ -632,15 +642,11 @@ def show(what: str, incident_window: float, as_json: bool, db: str | None,
     from .index.commands import show as show_one
     from .index.location import resolve
 
-    with Index(resolve(db, runs_dir)) as index:
-        shown = show_one(index, what, incident_window)
-    if as_json:
-        click.echo(shown.model_dump_json(indent=2))
-        return
-    from .console import ViewConsole
-    from .index.views import shown as render
+    from .index.views import shown
 
-    render(shown, ViewConsole())
+    with Index(resolve(db, runs_dir)) as index:
+        found = show_one(index, what, incident_window)
+    _index_result(found, as_json, shown)
 
 
 @main.command()
@@ -672,15 +678,11 @@ def gc(keep: int, max_size: str | None, dry_run: bool, as_json: bool, db: str | 
 
     policy = Retention(keep_per_signature=keep,
                        max_bytes=parse_size(max_size) if max_size else None)
-    with Index(resolve(db, runs_dir)) as index:
-        result = collect(index, policy, dry_run)
-    if as_json:
-        click.echo(result.model_dump_json(indent=2))
-        return
-    from .console import ViewConsole
     from .index.views import collection
 
-    collection(result, ViewConsole())
+    with Index(resolve(db, runs_dir)) as index:
+        result = collect(index, policy, dry_run)
+    _index_result(result, as_json, collection)
 
 
 @main.command(name="dump-now", subject="run")
