@@ -32,3 +32,10 @@ def shown(size: int) -> str:
         if size >= factor and (unit != "kB" or size >= 10**4):
             return f"{size / factor:.1f} {unit}"
     return f"{size} bytes"
+
+
+def with_bytes(size: int) -> str:
+    """``26214400`` -> ``26.2 MB (26,214,400 bytes)``: readable at a glance, exact for a script
+    or a comparison with ``ls -l``; under 10 kB the bytes alone."""
+    readable = shown(size)
+    return readable if readable.endswith("bytes") else f"{readable} ({size:,} bytes)"
