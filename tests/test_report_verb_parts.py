@@ -7,19 +7,26 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import shlex
 import shutil
+import signal
+import subprocess
+import sysconfig
 import tarfile
 import time
 from pathlib import Path
 
 import pytest
+import requests
 
 from crashlab.errors import BadInput
+from crashlab.issue import relaunch
 from crashlab.issue.sizes import parse_size
 from crashlab.issue.tarball import END, BudgetedTarball
 from crashlab.replay import loader, writer
 from crashlab.report.anonymize import Anonymizer
-from tests.conftest import ROOT, run_cli
+from tests.conftest import ROOT, free_port, run_cli
+from tests.serve_harness import environment, wait_for
 from tests.test_report_verb import bundle_members
 
 FAULT_CORE = ROOT / "fixtures" / "synthetic" / "moe_align_out_of_range.nvcudmp"
@@ -61,7 +68,10 @@ def test_a_request_dump_alone_gets_a_replay_command_from_its_launch_and_loads_ag
     assert summary["requests"] == len(loaded.requests) and summary["layout"] == loaded.layout
     assert summary["replay"].startswith(f"crashlab replay {summary['member']} --url http://127.0.0.1:30000 "
                                         "--restart-cmd ")
-    assert "launch_server.py --model-path /tmp/crashlab-model" in summary["replay"]
+    # SGLang recorded .../site-packages/sglang/launch_server.py first: its interpreter runs the module
+    assert ("/opt/sglang-venv/bin/python3.11 -m sglang.launch_server --model-path /tmp/crashlab-model"
+            in summary["replay"])
+    assert issue["launch"].startswith("/opt/sglang-venv/bin/python3.11 -m sglang.launch_server --model-path")
     members = bundle_members(next((tmp_path / "out").glob("*.tar.gz")))
     body = members["report.md"].decode()
     assert "Minimised reproducer" in body and summary["minimized"] in members
@@ -73,6 +83,50 @@ def test_a_request_dump_alone_gets_a_replay_command_from_its_launch_and_loads_ag
         requests = json.loads(listed.stdout)["requests"]
         assert len(requests) == count
         assert [r["text"] for r in requests] == [r.text for r in loaded.requests[:count]]  # not anonymised
+
+
+def test_the_launch_a_request_dump_recorded_is_written_as_a_command_that_runs(tmp_path):
+    """SGLang records ``" ".join(sys.argv)``: the module's file first, which a shell cannot run
+    (exit 126). The report's command is run here, against the stand-in sglang (tests/standin, not
+    SGLang), until it answers /health."""
+    port = free_port()
+    site = sysconfig.get_paths()["purelib"]  # the recorded file is in this interpreter's site folder
+    loaded = loader.load(REAL_DUMP)
+    loaded._root = {**loaded._root, "launch_command": (
+        f"{site}/sglang/launch_server.py --model-path stand-in/model --host 127.0.0.1 --port {port} "
+        "--api-key PlainKey-778899-zq")}
+    dump = tmp_path / "crash_dump.pkl"
+    writer.write_subset(loaded, loaded.requests, dump)
+    done = run_cli("report", dump, "--out", tmp_path / "out", "--json")
+    assert done.returncode == 0, done.stderr
+    launch = json.loads(done.stdout)["launch"]
+    assert "launch_server.py" not in launch and "PlainKey" not in launch
+    body = next((tmp_path / "out").glob("*.md")).read_text()
+    assert f"```\n{launch}\n```" in body
+    log = tmp_path / "server.log"
+    with open(log, "wb") as out:
+        server = subprocess.Popen(["bash", "-c", launch], stdout=out, stderr=subprocess.STDOUT,
+                                  start_new_session=True, env=environment())
+    try:
+        wait_for(lambda: server.poll() is not None or b"ready to roll" in log.read_bytes(),
+                 "the server to start or exit")
+        assert server.poll() is None, log.read_text()  # 126: not executable, 127: not found
+        assert requests.get(f"http://127.0.0.1:{port}/health", timeout=10).status_code == 200
+    finally:
+        os.killpg(server.pid, signal.SIGKILL)  # the server and its ranks
+        server.wait()
+
+
+@pytest.mark.parametrize("recorded, runnable", [
+    ("/usr/lib/python3/dist-packages/sglang/launch_server.py --port 1",
+     "/usr/bin/python3 -m sglang.launch_server --port 1"),
+    ("/home/u/sglang/python/sglang/launch_server.py --port 1", "python3 -m sglang.launch_server --port 1"),
+    ("/srv/serve.py --port 1", "python3 /srv/serve.py --port 1"),
+    ("python3 -m sglang.launch_server --port 1", "python3 -m sglang.launch_server --port 1"),
+    ("sglang serve --port 1", "sglang serve --port 1"),
+])
+def test_a_recorded_launch_runs_through_its_interpreter(recorded, runnable):
+    assert shlex.join(relaunch.runnable(shlex.split(recorded))) == runnable
 
 
 @pytest.mark.parametrize("args, message", [

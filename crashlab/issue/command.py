@@ -21,7 +21,7 @@ from ..report.run import RunReport
 from ..report.run_views import title as one_line
 from ..supervise import files
 from ..version import __version__
-from . import body, members
+from . import body, members, relaunch
 from .environment import ReportEnvironment, environment
 from .inputs import DumpInput, Inputs, read
 from .model import IssueReport, LeftOut, Member, RequestDumpSummary
@@ -51,7 +51,8 @@ class Made:
 
 
 def _launch_of(inputs: Inputs) -> tuple[list[str], dict[str, str]]:
-    """(the launch command, its environment) as the inputs recorded them (secrets masked)."""
+    """(the launch command, its environment) as the inputs recorded them (secrets masked): the
+    run's as serve launched it, else a request dump's, made runnable."""
     for run in inputs.runs:
         launch = run.launch()
         environment = launch.get("environment")
@@ -62,7 +63,7 @@ def _launch_of(inputs: Inputs) -> tuple[list[str], dict[str, str]]:
                 argv = shlex.split(dump.dump.launch_command)
             except ValueError:
                 argv = dump.dump.launch_command.split()
-            return argv, {str(k): str(v) for k, v in (dump.dump.server_args or {}).items()}
+            return relaunch.runnable(argv), {str(k): str(v) for k, v in (dump.dump.server_args or {}).items()}
     return [], {}
 
 
@@ -224,7 +225,7 @@ def _pack(inputs: Inputs, options: ReportOptions, privacy: Privacy,
             bundle=privacy.text(str(bundle_path)), max_bytes=options.max_bytes, compression="gzip",
             members=added, left_out=left_out,
             request_dumps=_request_dumps(inputs.all_dumps, names, bundled, launch, privacy),
-            environment_origin=found_environment.origin)
+            environment_origin=found_environment.origin, launch=shlex.join(launch) if launch else None)
         text, cuts = body.render(body.Facts(
             title=issue.title, launch=launch or None, runs=runs, cores=direct,
             primary=_clean_triage(faults[0].report, privacy) if faults else None,

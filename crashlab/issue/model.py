@@ -72,3 +72,7 @@ class IssueReport(_Model):
     left_out: list[LeftOut] = Field(default_factory=list)
     request_dumps: list[RequestDumpSummary] = Field(default_factory=list)
     environment_origin: str
+    launch: str | None = Field(None, description="the command that starts the server, shell-quoted, "
+                               "secrets masked: the launch line serve kept, else the one a request "
+                               "dump recorded, made runnable (its interpreter with -m "
+                               "sglang.launch_server); null when neither is known")
