@@ -407,8 +407,9 @@ def report(inputs: tuple[str, ...], out: Path | None, max_size: str, anonymize: 
       crashlab report core_1754_node_12345.nvcudmp crash_dump_2026-11-23_20-08-06.pkl
       crashlab report RUN --anonymize --max-size 10MB --out /tmp/issue
     """
+    from .issue import local
     from .issue.command import ReportOptions, make
-    from .issue.sizes import parse_size
+    from .issue.sizes import parse_size, with_bytes
 
     made = make(ReportOptions(inputs=list(inputs), out=out, max_bytes=parse_size(max_size),
                               anonymize=anonymize))
@@ -417,8 +418,10 @@ def report(inputs: tuple[str, ...], out: Path | None, max_size: str, anonymize: 
     else:
         click.echo(made.body, nl=False)
     say(f"body: {made.issue.body}")
-    say(f"bundle: {made.issue.bundle} ({made.issue.bundle_bytes} bytes, {len(made.issue.left_out)} "
-        "files left out)")
+    say(f"bundle: {made.issue.bundle}: {with_bytes(made.issue.bundle_bytes)}, "
+        f"{len(made.issue.left_out)} files left out")
+    for reason in made.lacking:
+        say(local.message(reason))
     from .index import capture
     from .index.recording import record_all
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 import requests
 
+from crashlab.issue.sizes import with_bytes
 from tests.conftest import run_cli
 from tests.schema_check import errors
 from tests.serve_harness import FAST, Serve, environment, free_port, sglang, survivors
@@ -43,8 +44,10 @@ def _crashed_run(tmp_path: Path, *extra: str, env: dict[str, str] | None = None,
 
 @pytest.fixture(scope="module")
 def gpu_run(tmp_path_factory) -> Path:
-    """A run of two ranks: a FAULT coredump, a COLLATERAL one, a request dump."""
-    return _crashed_run(tmp_path_factory.mktemp("serve"), "--tp-size", "2")
+    """A run of two ranks: a FAULT coredump, a COLLATERAL one, a request dump; serve found no
+    cuda-gdb to triage them with."""
+    return _crashed_run(tmp_path_factory.mktemp("serve"), "--tp-size", "2",
+                        env={**environment(crash="gpu-fault"), "CRASHLAB_CUDA_GDB": "/nonexistent/cuda-gdb"})
 
 
 def bundle_members(path: Path) -> dict[str, bytes]:
@@ -61,7 +64,8 @@ def test_a_crashed_run_becomes_one_body_and_one_bundle_with_every_piece(gpu_run,
     [bundle] = tmp_path.glob("crashlab-report-*.tar.gz")
     assert body_file.read_text() == body and len(body) <= LIMIT
     stderr = done.stderr.decode()
-    assert f"body: {body_file}" in stderr and f"bundle: {bundle}" in stderr
+    assert f"body: {body_file}" in stderr
+    assert f"bundle: {bundle}: {with_bytes(bundle.stat().st_size)}, 0 files left out" in stderr
     for heading in ("### Describe the bug", "### Reproduction", "### Environment", "### Triage",
                     "### Logs", "### Attachment"):
         assert f"\n{heading}\n" in "\n" + body
@@ -70,6 +74,10 @@ def test_a_crashed_run_becomes_one_body_and_one_bundle_with_every_piece(gpu_run,
     assert "Warp Out-of-range Address" in body and "moe_align.cu:24" in body
     assert "--restart-cmd" in body and "-m sglang.launch_server" in body
     assert "<details><summary>Log findings of incarnation 1</summary>" in body
+    # serve's triage had no debugger: said once on the terminal, not in the issue
+    assert "cuda-gdb" in (gpu_run / "report.json").read_text()
+    assert "/nonexistent/cuda-gdb" not in body and "debugger view" not in body
+    assert stderr.count("/nonexistent/cuda-gdb") == 1
 
     members = bundle_members(bundle)
     assert members["report.md"].decode() == body

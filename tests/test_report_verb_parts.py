@@ -48,6 +48,23 @@ def test_a_coredump_alone_gets_its_triage_and_the_environment_of_now(tmp_path):
     assert json.loads(members["environment.json"])["python"]["version"]
 
 
+#: A debugger that cannot be run on the machine making the report.
+NO_DEBUGGER = {"CRASHLAB_CUDA_GDB": "/nonexistent/cuda-gdb"}
+
+
+def test_what_the_reporting_machine_lacks_is_said_on_the_terminal_not_in_the_issue(tmp_path):
+    done = run_cli("report", FAULT_CORE, "--out", tmp_path, env=NO_DEBUGGER)
+    assert done.returncode == 0, done.stderr
+    body, stderr = done.stdout.decode(), done.stderr.decode()
+    assert "/nonexistent/cuda-gdb" not in body and "Debugger:" not in body and "debugger" not in body
+    [said] = [line for line in stderr.splitlines() if "/nonexistent/cuda-gdb" in line]
+    assert said.startswith("crashlab: no debugger view in the report")
+    # the bundle's triage still says what happened
+    triage = json.loads(bundle_members(next(tmp_path.glob("*.tar.gz")))[
+        "triage/moe_align_out_of_range.nvcudmp.json"])
+    assert triage["debugger"]["status"] == "unavailable"
+
+
 def test_a_coredump_without_exception_is_written_and_exits_1(tmp_path):
     done = run_cli("report", HANG_CORE, "--out", tmp_path)
     assert done.returncode == 1, done.stderr

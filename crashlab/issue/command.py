@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import shlex
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..errors import BadInput, EnvironmentProblem
@@ -21,7 +21,7 @@ from ..report.run import RunReport
 from ..report.run_views import title as one_line
 from ..supervise import files
 from ..version import __version__
-from . import body, members, relaunch
+from . import body, local, members, relaunch
 from .environment import ReportEnvironment, environment
 from .inputs import DumpInput, Inputs, read
 from .model import IssueReport, LeftOut, Member, RequestDumpSummary
@@ -48,6 +48,8 @@ class Made:
     body: str
     #: what was read, for the crash index to record
     inputs: Inputs | None = None
+    #: what the machine that made the triage could not do, for the terminal (crashlab.issue.local)
+    lacking: list[str] = field(default_factory=list)
 
 
 def _launch_of(inputs: Inputs) -> tuple[list[str], dict[str, str]]:
@@ -211,11 +213,14 @@ def _pack(inputs: Inputs, options: ReportOptions, privacy: Privacy,
             added.append(Member(name=candidate.name, kind=candidate.kind, size_bytes=candidate.size,
                                 compressed_bytes=compressed, source=privacy.text(str(candidate.source))))
     launch = privacy.argv(_launch_of(inputs)[0])
-    runs = [_clean_run(run.report, privacy) for run in inputs.runs if run.report is not None]
-    direct = [(names[core.path], _clean_triage(core.report, privacy))
+    lacking: set[str] = set()
+    runs = [local.run(_clean_run(run.report, privacy), lacking)
+            for run in inputs.runs if run.report is not None]
+    direct = [(names[core.path], local.triage(_clean_triage(core.report, privacy), lacking))
               for core in inputs.cores if core.report is not None]
     faults = [core for core in inputs.all_cores if core.report is not None and core.report.found
               and core.label in (None, "FAULT")]
+    primary = local.triage(_clean_triage(faults[0].report, privacy), lacking) if faults else None
     while True:
         bundled = {member.name for member in added}
         issue = IssueReport(
@@ -228,14 +233,14 @@ def _pack(inputs: Inputs, options: ReportOptions, privacy: Privacy,
             environment_origin=found_environment.origin, launch=shlex.join(launch) if launch else None)
         text, cuts = body.render(body.Facts(
             title=issue.title, launch=launch or None, runs=runs, cores=direct,
-            primary=_clean_triage(faults[0].report, privacy) if faults else None,
+            primary=primary,
             environment=found_environment, issue=issue, notes=_notes(inputs)))
         issue.shortened, issue.body_chars = cuts, len(text)
         text = privacy.redactor.serialized(text)
         document = privacy.redactor.serialized(issue.model_dump_json(indent=2)).encode() + b"\n"
         if tarball.add("report.md", text.encode()) is not None:
             if tarball.add("report.json", document) is not None:
-                return Made(issue, text)
+                return Made(issue, text, lacking=sorted(lacking))
             tarball.drop_last()
         if not added:
             raise BadInput(f"--max-size {shown(options.max_bytes)}: too small for the report "
