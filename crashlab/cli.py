@@ -382,11 +382,14 @@ def doctor(as_json: bool, runs_dir: Path, python: str | None, cmake_cache: Path 
 @click.option("--anonymize", is_flag=True,
               help="Also replace host and user names, home folders, IP addresses, and the "
                    "requests' texts and token ids (lengths, sampling parameters and timing kept).")
+@click.option("--this-machine", is_flag=True,
+              help="Also describe the machine the report is made on, labelled as such (by "
+                   "default the environment is the crashed machine's: the run's and the coredump's).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print a JSON summary instead of the body (schema: crashlab schema report-bundle).")
 @_db_option
 def report(inputs: tuple[str, ...], out: Path | None, max_size: str, anonymize: bool,
-           as_json: bool, db: str | None) -> None:
+           this_machine: bool, as_json: bool, db: str | None) -> None:
     """Write an upstream issue: a Markdown body and one .tar.gz to attach beside it.
 
     INPUTS are serve run directories, CUDA coredumps and SGLang request dumps, in any mix. The
@@ -412,7 +415,7 @@ def report(inputs: tuple[str, ...], out: Path | None, max_size: str, anonymize: 
     from .issue.sizes import parse_size, with_bytes
 
     made = make(ReportOptions(inputs=list(inputs), out=out, max_bytes=parse_size(max_size),
-                              anonymize=anonymize))
+                              anonymize=anonymize, this_machine=this_machine))
     if as_json:
         click.echo(made.issue.model_dump_json(indent=2))
     else:

@@ -70,7 +70,12 @@ def test_a_crashed_run_becomes_one_body_and_one_bundle_with_every_piece(gpu_run,
                     "### Logs", "### Attachment"):
         assert f"\n{heading}\n" in "\n" + body
     assert "moe_align_block_size" in body and "SIGABRT" in body
-    assert "Captured by crashlab serve when the server was launched" in body
+    environment = body[body.index("### Environment"):body.index("### Triage")]
+    assert ("The crashed machine, from the run's environment.json (captured by crashlab serve when the "
+            "server was launched, ") in environment
+    assert "The crashed machine, from the coredump `cores/core." in environment
+    assert "- GPU 0: NVIDIA H100 80GB HBM3 (sm_90, 132 SMs)" in environment
+    assert "This machine" not in environment
     assert "Warp Out-of-range Address" in body and "moe_align.cu:24" in body
     assert "--restart-cmd" in body and "-m sglang.launch_server" in body
     assert "<details><summary>Log findings of incarnation 1</summary>" in body
@@ -129,13 +134,14 @@ def test_a_run_of_a_newer_crashlab_is_read_without_the_fields_this_one_does_not_
     done = run_cli("report", run, "--out", tmp_path / "out", "--json")
     assert done.returncode == 0, done.stderr
     issue = json.loads(done.stdout)
-    assert issue["environment_origin"].startswith("captured by crashlab serve when the server was launched")
+    assert issue["environment_origin"].startswith(
+        "from the run's environment.json, captured by crashlab serve when the server was launched")
     with tarfile.open(tmp_path / "out" / Path(issue["bundle"]).name, "r:gz") as bundle:
         texts = [bundle.extractfile(m).read() for m in bundle.getmembers() if m.isfile()]
     assert texts and not any(b"LATER-FIELD" in text for text in texts)
 
 
-def test_an_environment_json_of_another_schema_version_gives_way_to_one_captured_now(gpu_run, tmp_path):
+def test_an_environment_json_of_another_schema_version_leaves_the_coredumps_facts(gpu_run, tmp_path):
     run = tmp_path / gpu_run.name
     shutil.copytree(gpu_run, run, ignore=shutil.ignore_patterns("pipes"))  # fifos
     saved = json.loads((run / "environment.json").read_text())
@@ -143,11 +149,12 @@ def test_an_environment_json_of_another_schema_version_gives_way_to_one_captured
     done = run_cli("report", run, "--out", tmp_path / "out", "--json")
     assert done.returncode == 0, done.stderr
     issue = json.loads(done.stdout)
-    assert issue["environment_origin"].startswith(
-        "captured by crashlab report now, on the machine the report was made on (the run's "
-        "environment.json is not an environment crashlab wrote")
+    assert issue["environment_origin"].startswith("from the coredump cores/core.")
     body = (tmp_path / "out" / Path(issue["body"]).name).read_text()
-    assert "_Captured by crashlab report now" in body
+    assert ("_The crashed machine's environment is not known: the run's environment.json is not an "
+            "environment crashlab wrote") in body
+    assert "- GPU 0: NVIDIA H100 80GB HBM3 (sm_90, 132 SMs)" in body
+    assert not any(member["kind"] == "environment" for member in issue["members"])
 
 
 def test_a_budget_too_small_for_the_report_itself_is_bad_input(gpu_run, tmp_path):

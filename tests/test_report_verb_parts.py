@@ -34,18 +34,40 @@ HANG_CORE = ROOT / "fixtures" / "synthetic" / "hang_no_exception.nvcudmp"
 REAL_DUMP = ROOT / "fixtures" / "sglang_dumps" / "real" / "crash_dump_real_0.5.23.pkl"
 
 
-def test_a_coredump_alone_gets_its_triage_and_the_environment_of_now(tmp_path):
-    done = run_cli("report", FAULT_CORE, "--out", tmp_path)
+def test_a_coredump_alone_describes_the_machine_that_crashed_from_its_own_tables(tmp_path):
+    """This machine has no GPU and no torch; the dump was written on an H100 (driver 580.65)."""
+    done = run_cli("report", FAULT_CORE, "--out", tmp_path, "--json")
     assert done.returncode == 0, done.stderr
-    body = done.stdout.decode()
-    assert "moe_align_block_size" in body and "moe_align.cu:24" in body
-    assert "Captured by crashlab report now" in body
-    assert "nothing to replay" in body and "launch command is not known" in body
+    issue = json.loads(done.stdout)
     members = bundle_members(next(tmp_path.glob("*.tar.gz")))
+    body = members["report.md"].decode()
+    assert "moe_align_block_size" in body and "moe_align.cu:24" in body
+    assert "nothing to replay" in body and "launch command is not known" in body
+    environment = body[body.index("### Environment"):body.index("### Triage")]
+    assert "The crashed machine, from the coredump `cores/moe_align_out_of_range.nvcudmp`:" in environment
+    assert "- NVIDIA driver: 580.65\n- Driver CUDA version: 13.0\n" in environment
+    assert "- GPU 0: NVIDIA H100 80GB HBM3 (sm_90, 132 SMs)" in environment
+    assert "not known: no run directory was given" in environment
+    for this_machine in ("GPUs: none found", "torch: absent", "Python executable", "NVCC"):
+        assert this_machine not in environment
+    assert issue["environment_origin"].startswith("from the coredump cores/moe_align_out_of_range.nvcudmp")
     assert members["cores/moe_align_out_of_range.nvcudmp"] == FAULT_CORE.read_bytes()
     triage = json.loads(members["triage/moe_align_out_of_range.nvcudmp.json"])
     assert triage["faults"][0]["exception"]["display"] == "Warp Out-of-range Address"
-    assert json.loads(members["environment.json"])["python"]["version"]
+    assert not any("environment.json" in name for name in members)
+
+
+def test_this_machine_is_described_only_when_asked_and_labelled_as_such(tmp_path):
+    done = run_cli("report", FAULT_CORE, "--out", tmp_path, "--this-machine")
+    assert done.returncode == 0, done.stderr
+    body = done.stdout.decode()
+    environment = body[body.index("### Environment"):body.index("### Triage")]
+    label = ("This machine, where the report was made (not the one that crashed), asked for with "
+             "`--this-machine`:\n\n```\nPython: ")
+    assert label in environment and "- GPU 0: NVIDIA H100 80GB HBM3" in environment
+    members = bundle_members(next(tmp_path.glob("*.tar.gz")))
+    assert json.loads(members["this-machine.environment.json"])["python"]["version"]
+    assert "environment.json" not in members
 
 
 #: A debugger that cannot be run on the machine making the report.

@@ -143,11 +143,7 @@ def _replay(dump: RequestDumpSummary) -> list[str]:
 
 
 def _environment(facts: Facts, detail: _Detail) -> list[str]:
-    found = facts.environment
-    if not detail.full_environment:
-        found = replace(found, environment=found.environment.model_copy(
-            update={"topology": None, "variables": {}}))
-    return [report_environment.markdown(found)]
+    return [report_environment.markdown(facts.environment, full=detail.full_environment)]
 
 
 def _triage(facts: Facts, detail: _Detail, room: int) -> str:

@@ -23,7 +23,7 @@ from ..supervise import files
 from ..version import __version__
 from . import body, local, members, relaunch
 from .environment import ReportEnvironment, environment
-from .inputs import DumpInput, Inputs, read
+from .inputs import CoreInput, DumpInput, Inputs, read
 from .model import IssueReport, LeftOut, Member, RequestDumpSummary
 from .privacy import Privacy
 from .sizes import shown
@@ -40,6 +40,8 @@ class ReportOptions:
     out: Path | None = None
     max_bytes: int = DEFAULT_MAX_BYTES
     anonymize: bool = False
+    #: add the environment of the machine the report is made on, labelled as such
+    this_machine: bool = False
 
 
 @dataclass(frozen=True)
@@ -136,19 +138,37 @@ def _notes(inputs: Inputs) -> list[str]:
     return notes
 
 
+def _faults(inputs: Inputs) -> list[CoreInput]:
+    """The coredumps that show the crash: FAULT dumps of a run, or given directly with a fault."""
+    return [core for core in inputs.all_cores if core.report is not None and core.report.found
+            and core.label in (None, "FAULT")]
+
+
+def _described_core(inputs: Inputs) -> CoreInput | None:
+    """The coredump whose tables describe the crashed machine: the first that shows the crash,
+    else the first read."""
+    read_ones = [core for core in inputs.all_cores if core.report is not None]
+    return next(iter(_faults(inputs) + read_ones), None)
+
+
 def make(options: ReportOptions) -> Made:
     inputs = read(options.inputs)
     privacy = _privacy(inputs, options.anonymize)
-    found_environment = environment(inputs.runs[0].path if inputs.runs else None, privacy)
     out = (options.out or Path.cwd()).resolve()
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as problem:
         raise EnvironmentProblem(f"--out {out}: cannot be created ({problem.strerror})") from None
     candidates, names = members.candidates(inputs, privacy)
-    candidates.insert(0, members.Candidate(
-        "environment.json", "environment", 0, Path("environment.json"),
-        privacy.document(found_environment.environment.model_dump(mode="json"))))
+    core = _described_core(inputs)
+    found_environment = environment(
+        inputs.runs[0].path if inputs.runs else None, privacy,
+        (names[core.path], _clean_triage(core.report, privacy)) if core else None, options.this_machine)
+    for name, described in (("environment.json", found_environment.environment),
+                            ("this-machine.environment.json", found_environment.this_machine)):
+        if described is not None:
+            candidates.insert(0, members.Candidate(name, "environment", 0, Path(name),
+                                                   privacy.document(described.model_dump(mode="json"))))
     body_path = bundle_path = tarball = None
     try:
         body_path, bundle_path = _reserve(out)
@@ -218,8 +238,7 @@ def _pack(inputs: Inputs, options: ReportOptions, privacy: Privacy,
             for run in inputs.runs if run.report is not None]
     direct = [(names[core.path], local.triage(_clean_triage(core.report, privacy), lacking))
               for core in inputs.cores if core.report is not None]
-    faults = [core for core in inputs.all_cores if core.report is not None and core.report.found
-              and core.label in (None, "FAULT")]
+    faults = _faults(inputs)
     primary = local.triage(_clean_triage(faults[0].report, privacy), lacking) if faults else None
     while True:
         bundled = {member.name for member in added}
