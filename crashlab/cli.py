@@ -420,6 +420,7 @@ def report(inputs: tuple[str, ...], out: Path | None, max_size: str, anonymize: 
         click.echo(made.issue.model_dump_json(indent=2))
     else:
         click.echo(made.body, nl=False)
+    say(f"title: {made.issue.title}")
     say(f"body: {made.issue.body}")
     say(f"bundle: {made.issue.bundle}: {with_bytes(made.issue.bundle_bytes)}, "
         f"{len(made.issue.left_out)} files left out")

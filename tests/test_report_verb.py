@@ -157,6 +157,29 @@ def test_an_environment_json_of_another_schema_version_leaves_the_coredumps_fact
     assert not any(member["kind"] == "environment" for member in issue["members"])
 
 
+def test_the_title_leads_with_the_signature_and_the_crashed_machines_versions(gpu_run, tmp_path):
+    """The crashed machine as serve would have seen it on a GPU node (the stand-in run has no
+    sglang or torch installed and no driver): its environment.json gives the versions."""
+    run = tmp_path / gpu_run.name
+    shutil.copytree(gpu_run, run, ignore=shutil.ignore_patterns("pipes"))  # fifos
+    saved = json.loads((run / "environment.json").read_text())
+    saved["packages"] = [{"name": "sglang", "status": "installed", "version": "0.5.6.post2"}]
+    saved["torch"] = {"version": "2.9.1+cu130", "cuda": "13.0"}
+    saved["driver"] = {"version": "580.65.06", "cuda_version": "13.0"}
+    (run / "environment.json").write_text(json.dumps(saved))
+    done = run_cli("report", run, "--out", tmp_path / "out", "--json")
+    assert done.returncode == 0, done.stderr
+    title = json.loads(done.stdout)["title"]
+    # the signature whole, then the versions that fit; no pid, no consequence
+    assert title == ("[Bug] Warp Out-of-range Address in moe_align_block_size at moe_align.cu:24 "
+                     "(sglang 0.5.6.post2, torch 2.9.1+cu130)")
+    assert len(title) <= 120
+    assert f"crashlab: title: {title}\n" in done.stderr.decode()
+    body = next((tmp_path / "out").glob("*.md")).read_text()
+    assert body.startswith("### Describe the bug\n\n**\\[Bug\\] Warp Out-of-range Address in "
+                           "moe_align_block_size at moe_align.cu:24 (sglang 0.5.6.post2, torch")
+
+
 def test_a_budget_too_small_for_the_report_itself_is_bad_input(gpu_run, tmp_path):
     done = run_cli("report", gpu_run, "--out", tmp_path, "--max-size", "2k")
     assert done.returncode == 2 and done.stdout == b""

@@ -20,7 +20,7 @@ import pytest
 import requests
 
 from crashlab.errors import BadInput
-from crashlab.issue import relaunch
+from crashlab.issue import relaunch, title
 from crashlab.issue.sizes import parse_size
 from crashlab.issue.tarball import END, BudgetedTarball
 from crashlab.replay import loader, writer
@@ -166,6 +166,26 @@ def test_the_launch_a_request_dump_recorded_is_written_as_a_command_that_runs(tm
 ])
 def test_a_recorded_launch_runs_through_its_interpreter(recorded, runnable):
     assert shlex.join(relaunch.runnable(shlex.split(recorded))) == runnable
+
+
+VERSIONS = ["sglang 0.5.6.post2", "torch 2.9.1+cu130", "driver 580.65.06", "CUDA 13.0"]
+
+
+@pytest.mark.parametrize("headline, expected", [
+    ("Warp Illegal Address in k at a.cu:1",
+     "[Bug] Warp Illegal Address in k at a.cu:1 (sglang 0.5.6.post2, torch 2.9.1+cu130, driver 580.65.06, "
+     "CUDA 13.0)"),
+    ("RuntimeError: CUDA error: an illegal memory access was encountered in scheduler at tp_worker.py:123 "
+     "and more",
+     "[Bug] RuntimeError: CUDA error: an illegal memory access was encountered in… (sglang 0.5.6.post2, "
+     "torch 2.9.1+cu130)"),
+    ("x" * 300, "[Bug] " + "x" * 73 + "… (sglang 0.5.6.post2, torch 2.9.1+cu130)"),
+    ("two\nlines\x1b[31m", "[Bug] two lines\\x1b[31m (sglang 0.5.6.post2, torch 2.9.1+cu130, driver "
+                          "580.65.06, CUDA 13.0)"),
+])
+def test_a_title_is_one_line_of_at_most_120_characters_cut_at_a_word(headline, expected):
+    made = title.make(headline, VERSIONS)
+    assert made == expected and len(made) <= 120
 
 
 @pytest.mark.parametrize("args, message", [

@@ -18,10 +18,9 @@ from pathlib import Path
 from ..errors import BadInput, EnvironmentProblem
 from ..report.model import Tool, TriageReport
 from ..report.run import RunReport
-from ..report.run_views import title as one_line
 from ..supervise import files
 from ..version import __version__
-from . import body, local, members, relaunch
+from . import body, local, members, relaunch, title
 from .environment import ReportEnvironment, environment
 from .inputs import CoreInput, DumpInput, Inputs, read
 from .model import IssueReport, LeftOut, Member, RequestDumpSummary
@@ -111,6 +110,16 @@ def _request_dumps(dumps: list[DumpInput], names: dict[Path, str], bundled: set[
             replay=_replay_command(member or privacy.text(str(dump.path)), launch),
             minimized=minimized if minimized in bundled else None))
     return found
+
+
+def _headline(inputs: Inputs) -> str:
+    """What the title leads with: the crash's signature title (the run's, else that of the
+    coredump that shows the crash, else of any coredump), else the summary."""
+    signatures = [run.report.signature for run in inputs.runs if run.report is not None]
+    signatures += [core.report.signature for core in _faults(inputs) + inputs.all_cores
+                   if core.report is not None]
+    found = next((signature for signature in signatures if signature is not None), None)
+    return found.title if found is not None else _summary(inputs)
 
 
 def _summary(inputs: Inputs) -> str:
@@ -243,7 +252,8 @@ def _pack(inputs: Inputs, options: ReportOptions, privacy: Privacy,
     while True:
         bundled = {member.name for member in added}
         issue = IssueReport(
-            tool=Tool(version=__version__), title="[Bug] " + one_line(privacy.text(_summary(inputs))),
+            tool=Tool(version=__version__),
+            title=title.make(privacy.text(_headline(inputs)), found_environment.versions()),
             inputs=[privacy.text(name) for name in options.inputs], found=inputs.found,
             anonymized=privacy.anonymized, body=privacy.text(str(body_path)), body_chars=0,
             bundle=privacy.text(str(bundle_path)), max_bytes=options.max_bytes, compression="gzip",
