@@ -23,6 +23,7 @@ from crashlab.issue.sizes import with_bytes
 from tests.conftest import run_cli
 from tests.schema_check import errors
 from tests.serve_harness import FAST, Serve, environment, free_port, sglang, survivors
+from tests.test_report_markdown import BROKEN_NUMBER, header_cells
 from tests.test_views_hostile import GITHUB_REFERENCE, _github_html
 
 LIMIT = 65_536
@@ -101,6 +102,17 @@ def test_a_crashed_run_becomes_one_body_and_one_bundle_with_every_piece(gpu_run,
     originals = sorted((gpu_run / "incarnation-1" / "cores").glob("core.*"))
     assert sorted(members[c] for c in cores) == sorted(p.read_bytes() for p in originals)
     assert bundle.stat().st_size < 25 * 10**6
+
+
+def test_the_body_shows_times_as_they_are_and_every_table_has_a_header(gpu_run, tmp_path):
+    done = run_cli("report", gpu_run, "--out", tmp_path)
+    assert done.returncode == 0, done.stderr
+    body = done.stdout.decode()
+    started = json.loads((gpu_run / "report.json").read_text())["incidents"][0]["started_at"]
+    assert started[11:19] in body and started[11:19] in _github_html(body)  # 20:57:44, not 20:<!-- -->57:44
+    assert not BROKEN_NUMBER.search(body)
+    headers = header_cells(body)
+    assert len(headers) >= 6 and all(cell.strip() for cell in headers), headers
 
 
 def test_a_small_budget_leaves_the_largest_out_and_the_body_says_where_they_are(gpu_run, tmp_path):
