@@ -82,8 +82,9 @@ def render(facts: Facts, limit: int = LIMIT) -> tuple[str, list[str]]:
 
 def _parts(facts: Facts, detail: _Detail) -> list:
     out: list = ["### Describe the bug", "", f"**{inline(facts.title)}**", ""]
-    out += _fault_lines(facts.primary)
-    out += [f"- {inline(note)}" for note in facts.notes] + [""]
+    items = _fault_lines(facts.primary) + [f"- {inline(note)}" for note in facts.notes]
+    if items:
+        out += [*items, ""]
     if detail.cuts:
         out += [f"_Shortened to fit GitHub's limit: left out {inline('; '.join(detail.cuts))}._", ""]
     out += ["### Reproduction", ""] + _reproduction(facts)
