@@ -398,7 +398,8 @@ def report(inputs: tuple[str, ...], out: Path | None, max_size: str, anonymize: 
     crash index (the one beside the first run's runs directory by default). The bundle holds report.md,
     report.json, the environment, log excerpts, each coredump's triage, and the dumps and request
     pickles that fit under --max-size; the body lists what was left out and where it is.
-    Secrets are masked everywhere. The body goes to stdout, the two paths to stderr.
+    Secrets are masked everywhere. The body goes to stdout; the title, the two paths and what
+    the triaging machine lacked (no cuda-gdb: not news for upstream) to stderr.
 
     Exit codes: 0 written, the inputs show a crash; 1 written, they show none (a run that ended
     cleanly); 2 bad input (also a --max-size too small for the report itself); 3 the output
