@@ -382,11 +382,14 @@ def doctor(as_json: bool, runs_dir: Path, python: str | None, cmake_cache: Path 
 @click.option("--anonymize", is_flag=True,
               help="Also replace host and user names, home folders, IP addresses, and the "
                    "requests' texts and token ids (lengths, sampling parameters and timing kept).")
+@click.option("--this-machine", is_flag=True,
+              help="Also describe the machine the report is made on, labelled as such (by "
+                   "default the environment is the crashed machine's: the run's and the coredump's).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print a JSON summary instead of the body (schema: crashlab schema report-bundle).")
 @_db_option
 def report(inputs: tuple[str, ...], out: Path | None, max_size: str, anonymize: bool,
-           as_json: bool, db: str | None) -> None:
+           this_machine: bool, as_json: bool, db: str | None) -> None:
     """Write an upstream issue: a Markdown body and one .tar.gz to attach beside it.
 
     INPUTS are serve run directories, CUDA coredumps and SGLang request dumps, in any mix. The
@@ -395,7 +398,8 @@ def report(inputs: tuple[str, ...], out: Path | None, max_size: str, anonymize: 
     crash index (the one beside the first run's runs directory by default). The bundle holds report.md,
     report.json, the environment, log excerpts, each coredump's triage, and the dumps and request
     pickles that fit under --max-size; the body lists what was left out and where it is.
-    Secrets are masked everywhere. The body goes to stdout, the two paths to stderr.
+    Secrets are masked everywhere. The body goes to stdout; the title, the two paths and what
+    the triaging machine lacked (no cuda-gdb: not news for upstream) to stderr.
 
     Exit codes: 0 written, the inputs show a crash; 1 written, they show none (a run that ended
     cleanly); 2 bad input (also a --max-size too small for the report itself); 3 the output
@@ -407,18 +411,22 @@ def report(inputs: tuple[str, ...], out: Path | None, max_size: str, anonymize: 
       crashlab report core_1754_node_12345.nvcudmp crash_dump_2026-11-23_20-08-06.pkl
       crashlab report RUN --anonymize --max-size 10MB --out /tmp/issue
     """
+    from .issue import local
     from .issue.command import ReportOptions, make
-    from .issue.sizes import parse_size
+    from .issue.sizes import parse_size, with_bytes
 
     made = make(ReportOptions(inputs=list(inputs), out=out, max_bytes=parse_size(max_size),
-                              anonymize=anonymize))
+                              anonymize=anonymize, this_machine=this_machine))
     if as_json:
         click.echo(made.issue.model_dump_json(indent=2))
     else:
         click.echo(made.body, nl=False)
+    say(f"title: {made.issue.title}")
     say(f"body: {made.issue.body}")
-    say(f"bundle: {made.issue.bundle} ({made.issue.bundle_bytes} bytes, {len(made.issue.left_out)} "
-        "files left out)")
+    say(f"bundle: {made.issue.bundle}: {with_bytes(made.issue.bundle_bytes)}, "
+        f"{len(made.issue.left_out)} files left out")
+    for reason in made.lacking:
+        say(local.message(reason))
     from .index import capture
     from .index.recording import record_all
 

@@ -19,9 +19,11 @@ from pathlib import Path
 import pytest
 import requests
 
+from crashlab.issue.sizes import with_bytes
 from tests.conftest import run_cli
 from tests.schema_check import errors
 from tests.serve_harness import FAST, Serve, environment, free_port, sglang, survivors
+from tests.test_report_markdown import BROKEN_NUMBER, header_cells
 from tests.test_views_hostile import GITHUB_REFERENCE, _github_html
 
 LIMIT = 65_536
@@ -43,8 +45,10 @@ def _crashed_run(tmp_path: Path, *extra: str, env: dict[str, str] | None = None,
 
 @pytest.fixture(scope="module")
 def gpu_run(tmp_path_factory) -> Path:
-    """A run of two ranks: a FAULT coredump, a COLLATERAL one, a request dump."""
-    return _crashed_run(tmp_path_factory.mktemp("serve"), "--tp-size", "2")
+    """A run of two ranks: a FAULT coredump, a COLLATERAL one, a request dump; serve found no
+    cuda-gdb to triage them with."""
+    return _crashed_run(tmp_path_factory.mktemp("serve"), "--tp-size", "2",
+                        env={**environment(crash="gpu-fault"), "CRASHLAB_CUDA_GDB": "/nonexistent/cuda-gdb"})
 
 
 def bundle_members(path: Path) -> dict[str, bytes]:
@@ -61,15 +65,25 @@ def test_a_crashed_run_becomes_one_body_and_one_bundle_with_every_piece(gpu_run,
     [bundle] = tmp_path.glob("crashlab-report-*.tar.gz")
     assert body_file.read_text() == body and len(body) <= LIMIT
     stderr = done.stderr.decode()
-    assert f"body: {body_file}" in stderr and f"bundle: {bundle}" in stderr
+    assert f"body: {body_file}" in stderr
+    assert f"bundle: {bundle}: {with_bytes(bundle.stat().st_size)}, 0 files left out" in stderr
     for heading in ("### Describe the bug", "### Reproduction", "### Environment", "### Triage",
                     "### Logs", "### Attachment"):
         assert f"\n{heading}\n" in "\n" + body
     assert "moe_align_block_size" in body and "SIGABRT" in body
-    assert "Captured by crashlab serve when the server was launched" in body
+    environment = body[body.index("### Environment"):body.index("### Triage")]
+    assert ("The crashed machine, from the run's environment.json (captured by crashlab serve when the "
+            "server was launched, ") in environment
+    assert "The crashed machine, from the coredump `cores/core." in environment
+    assert "- GPU 0: NVIDIA H100 80GB HBM3 (sm_90, 132 SMs)" in environment
+    assert "This machine" not in environment
     assert "Warp Out-of-range Address" in body and "moe_align.cu:24" in body
     assert "--restart-cmd" in body and "-m sglang.launch_server" in body
     assert "<details><summary>Log findings of incarnation 1</summary>" in body
+    # serve's triage had no debugger: said once on the terminal, not in the issue
+    assert "cuda-gdb" in (gpu_run / "report.json").read_text()
+    assert "/nonexistent/cuda-gdb" not in body and "debugger view" not in body
+    assert stderr.count("/nonexistent/cuda-gdb") == 1
 
     members = bundle_members(bundle)
     assert members["report.md"].decode() == body
@@ -88,6 +102,17 @@ def test_a_crashed_run_becomes_one_body_and_one_bundle_with_every_piece(gpu_run,
     originals = sorted((gpu_run / "incarnation-1" / "cores").glob("core.*"))
     assert sorted(members[c] for c in cores) == sorted(p.read_bytes() for p in originals)
     assert bundle.stat().st_size < 25 * 10**6
+
+
+def test_the_body_shows_times_as_they_are_and_every_table_has_a_header(gpu_run, tmp_path):
+    done = run_cli("report", gpu_run, "--out", tmp_path)
+    assert done.returncode == 0, done.stderr
+    body = done.stdout.decode()
+    started = json.loads((gpu_run / "report.json").read_text())["incidents"][0]["started_at"]
+    assert started[11:19] in body and started[11:19] in _github_html(body)  # 20:57:44, not 20:<!-- -->57:44
+    assert not BROKEN_NUMBER.search(body)
+    headers = header_cells(body)
+    assert len(headers) >= 6 and all(cell.strip() for cell in headers), headers
 
 
 def test_a_small_budget_leaves_the_largest_out_and_the_body_says_where_they_are(gpu_run, tmp_path):
@@ -121,13 +146,14 @@ def test_a_run_of_a_newer_crashlab_is_read_without_the_fields_this_one_does_not_
     done = run_cli("report", run, "--out", tmp_path / "out", "--json")
     assert done.returncode == 0, done.stderr
     issue = json.loads(done.stdout)
-    assert issue["environment_origin"].startswith("captured by crashlab serve when the server was launched")
+    assert issue["environment_origin"].startswith(
+        "from the run's environment.json, captured by crashlab serve when the server was launched")
     with tarfile.open(tmp_path / "out" / Path(issue["bundle"]).name, "r:gz") as bundle:
         texts = [bundle.extractfile(m).read() for m in bundle.getmembers() if m.isfile()]
     assert texts and not any(b"LATER-FIELD" in text for text in texts)
 
 
-def test_an_environment_json_of_another_schema_version_gives_way_to_one_captured_now(gpu_run, tmp_path):
+def test_an_environment_json_of_another_schema_version_leaves_the_coredumps_facts(gpu_run, tmp_path):
     run = tmp_path / gpu_run.name
     shutil.copytree(gpu_run, run, ignore=shutil.ignore_patterns("pipes"))  # fifos
     saved = json.loads((run / "environment.json").read_text())
@@ -135,11 +161,35 @@ def test_an_environment_json_of_another_schema_version_gives_way_to_one_captured
     done = run_cli("report", run, "--out", tmp_path / "out", "--json")
     assert done.returncode == 0, done.stderr
     issue = json.loads(done.stdout)
-    assert issue["environment_origin"].startswith(
-        "captured by crashlab report now, on the machine the report was made on (the run's "
-        "environment.json is not an environment crashlab wrote")
+    assert issue["environment_origin"].startswith("from the coredump cores/core.")
     body = (tmp_path / "out" / Path(issue["body"]).name).read_text()
-    assert "_Captured by crashlab report now" in body
+    assert ("_The crashed machine's environment is not known: the run's environment.json is not an "
+            "environment crashlab wrote") in body
+    assert "- GPU 0: NVIDIA H100 80GB HBM3 (sm_90, 132 SMs)" in body
+    assert not any(member["kind"] == "environment" for member in issue["members"])
+
+
+def test_the_title_leads_with_the_signature_and_the_crashed_machines_versions(gpu_run, tmp_path):
+    """The crashed machine as serve would have seen it on a GPU node (the stand-in run has no
+    sglang or torch installed and no driver): its environment.json gives the versions."""
+    run = tmp_path / gpu_run.name
+    shutil.copytree(gpu_run, run, ignore=shutil.ignore_patterns("pipes"))  # fifos
+    saved = json.loads((run / "environment.json").read_text())
+    saved["packages"] = [{"name": "sglang", "status": "installed", "version": "0.5.6.post2"}]
+    saved["torch"] = {"version": "2.9.1+cu130", "cuda": "13.0"}
+    saved["driver"] = {"version": "580.65.06", "cuda_version": "13.0"}
+    (run / "environment.json").write_text(json.dumps(saved))
+    done = run_cli("report", run, "--out", tmp_path / "out", "--json")
+    assert done.returncode == 0, done.stderr
+    title = json.loads(done.stdout)["title"]
+    # the signature whole, then the versions that fit; no pid, no consequence
+    assert title == ("[Bug] Warp Out-of-range Address in moe_align_block_size at moe_align.cu:24 "
+                     "(sglang 0.5.6.post2, torch 2.9.1+cu130)")
+    assert len(title) <= 120
+    assert f"crashlab: title: {title}\n" in done.stderr.decode()
+    body = next((tmp_path / "out").glob("*.md")).read_text()
+    assert body.startswith("### Describe the bug\n\n**\\[Bug\\] Warp Out-of-range Address in "
+                           "moe_align_block_size at moe_align.cu:24 (sglang 0.5.6.post2, torch")
 
 
 def test_a_budget_too_small_for_the_report_itself_is_bad_input(gpu_run, tmp_path):

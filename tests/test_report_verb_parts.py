@@ -7,19 +7,26 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import shlex
 import shutil
+import signal
+import subprocess
+import sysconfig
 import tarfile
 import time
 from pathlib import Path
 
 import pytest
+import requests
 
 from crashlab.errors import BadInput
+from crashlab.issue import relaunch, title
 from crashlab.issue.sizes import parse_size
 from crashlab.issue.tarball import END, BudgetedTarball
 from crashlab.replay import loader, writer
 from crashlab.report.anonymize import Anonymizer
-from tests.conftest import ROOT, run_cli
+from tests.conftest import ROOT, free_port, run_cli
+from tests.serve_harness import environment, wait_for
 from tests.test_report_verb import bundle_members
 
 FAULT_CORE = ROOT / "fixtures" / "synthetic" / "moe_align_out_of_range.nvcudmp"
@@ -27,18 +34,57 @@ HANG_CORE = ROOT / "fixtures" / "synthetic" / "hang_no_exception.nvcudmp"
 REAL_DUMP = ROOT / "fixtures" / "sglang_dumps" / "real" / "crash_dump_real_0.5.23.pkl"
 
 
-def test_a_coredump_alone_gets_its_triage_and_the_environment_of_now(tmp_path):
-    done = run_cli("report", FAULT_CORE, "--out", tmp_path)
+def test_a_coredump_alone_describes_the_machine_that_crashed_from_its_own_tables(tmp_path):
+    """This machine has no GPU and no torch; the dump was written on an H100 (driver 580.65)."""
+    done = run_cli("report", FAULT_CORE, "--out", tmp_path, "--json")
     assert done.returncode == 0, done.stderr
-    body = done.stdout.decode()
-    assert "moe_align_block_size" in body and "moe_align.cu:24" in body
-    assert "Captured by crashlab report now" in body
-    assert "nothing to replay" in body and "launch command is not known" in body
+    issue = json.loads(done.stdout)
     members = bundle_members(next(tmp_path.glob("*.tar.gz")))
+    body = members["report.md"].decode()
+    assert "moe_align_block_size" in body and "moe_align.cu:24" in body
+    assert "nothing to replay" in body and "launch command is not known" in body
+    environment = body[body.index("### Environment"):body.index("### Triage")]
+    assert "The crashed machine, from the coredump `cores/moe_align_out_of_range.nvcudmp`:" in environment
+    assert "- NVIDIA driver: 580.65\n- Driver CUDA version: 13.0\n" in environment
+    assert "- GPU 0: NVIDIA H100 80GB HBM3 (sm_90, 132 SMs)" in environment
+    assert "not known: no run directory was given" in environment
+    for this_machine in ("GPUs: none found", "torch: absent", "Python executable", "NVCC"):
+        assert this_machine not in environment
+    assert issue["environment_origin"].startswith("from the coredump cores/moe_align_out_of_range.nvcudmp")
     assert members["cores/moe_align_out_of_range.nvcudmp"] == FAULT_CORE.read_bytes()
     triage = json.loads(members["triage/moe_align_out_of_range.nvcudmp.json"])
     assert triage["faults"][0]["exception"]["display"] == "Warp Out-of-range Address"
-    assert json.loads(members["environment.json"])["python"]["version"]
+    assert not any("environment.json" in name for name in members)
+
+
+def test_this_machine_is_described_only_when_asked_and_labelled_as_such(tmp_path):
+    done = run_cli("report", FAULT_CORE, "--out", tmp_path, "--this-machine")
+    assert done.returncode == 0, done.stderr
+    body = done.stdout.decode()
+    environment = body[body.index("### Environment"):body.index("### Triage")]
+    label = ("This machine, where the report was made (not the one that crashed), asked for with "
+             "`--this-machine`:\n\n```\nPython: ")
+    assert label in environment and "- GPU 0: NVIDIA H100 80GB HBM3" in environment
+    members = bundle_members(next(tmp_path.glob("*.tar.gz")))
+    assert json.loads(members["this-machine.environment.json"])["python"]["version"]
+    assert "environment.json" not in members
+
+
+#: A debugger that cannot be run on the machine making the report.
+NO_DEBUGGER = {"CRASHLAB_CUDA_GDB": "/nonexistent/cuda-gdb"}
+
+
+def test_what_the_reporting_machine_lacks_is_said_on_the_terminal_not_in_the_issue(tmp_path):
+    done = run_cli("report", FAULT_CORE, "--out", tmp_path, env=NO_DEBUGGER)
+    assert done.returncode == 0, done.stderr
+    body, stderr = done.stdout.decode(), done.stderr.decode()
+    assert "/nonexistent/cuda-gdb" not in body and "Debugger:" not in body and "debugger" not in body
+    [said] = [line for line in stderr.splitlines() if "/nonexistent/cuda-gdb" in line]
+    assert said.startswith("crashlab: no debugger view in the report")
+    # the bundle's triage still says what happened
+    triage = json.loads(bundle_members(next(tmp_path.glob("*.tar.gz")))[
+        "triage/moe_align_out_of_range.nvcudmp.json"])
+    assert triage["debugger"]["status"] == "unavailable"
 
 
 def test_a_coredump_without_exception_is_written_and_exits_1(tmp_path):
@@ -61,7 +107,10 @@ def test_a_request_dump_alone_gets_a_replay_command_from_its_launch_and_loads_ag
     assert summary["requests"] == len(loaded.requests) and summary["layout"] == loaded.layout
     assert summary["replay"].startswith(f"crashlab replay {summary['member']} --url http://127.0.0.1:30000 "
                                         "--restart-cmd ")
-    assert "launch_server.py --model-path /tmp/crashlab-model" in summary["replay"]
+    # SGLang recorded .../site-packages/sglang/launch_server.py first: its interpreter runs the module
+    assert ("/opt/sglang-venv/bin/python3.11 -m sglang.launch_server --model-path /tmp/crashlab-model"
+            in summary["replay"])
+    assert issue["launch"].startswith("/opt/sglang-venv/bin/python3.11 -m sglang.launch_server --model-path")
     members = bundle_members(next((tmp_path / "out").glob("*.tar.gz")))
     body = members["report.md"].decode()
     assert "Minimised reproducer" in body and summary["minimized"] in members
@@ -73,6 +122,70 @@ def test_a_request_dump_alone_gets_a_replay_command_from_its_launch_and_loads_ag
         requests = json.loads(listed.stdout)["requests"]
         assert len(requests) == count
         assert [r["text"] for r in requests] == [r.text for r in loaded.requests[:count]]  # not anonymised
+
+
+def test_the_launch_a_request_dump_recorded_is_written_as_a_command_that_runs(tmp_path):
+    """SGLang records ``" ".join(sys.argv)``: the module's file first, which a shell cannot run
+    (exit 126). The report's command is run here, against the stand-in sglang (tests/standin, not
+    SGLang), until it answers /health."""
+    port = free_port()
+    site = sysconfig.get_paths()["purelib"]  # the recorded file is in this interpreter's site folder
+    loaded = loader.load(REAL_DUMP)
+    loaded._root = {**loaded._root, "launch_command": (
+        f"{site}/sglang/launch_server.py --model-path stand-in/model --host 127.0.0.1 --port {port} "
+        "--api-key PlainKey-778899-zq")}
+    dump = tmp_path / "crash_dump.pkl"
+    writer.write_subset(loaded, loaded.requests, dump)
+    done = run_cli("report", dump, "--out", tmp_path / "out", "--json")
+    assert done.returncode == 0, done.stderr
+    launch = json.loads(done.stdout)["launch"]
+    assert "launch_server.py" not in launch and "PlainKey" not in launch
+    body = next((tmp_path / "out").glob("*.md")).read_text()
+    assert f"```\n{launch}\n```" in body
+    log = tmp_path / "server.log"
+    with open(log, "wb") as out:
+        server = subprocess.Popen(["bash", "-c", launch], stdout=out, stderr=subprocess.STDOUT,
+                                  start_new_session=True, env=environment())
+    try:
+        wait_for(lambda: server.poll() is not None or b"ready to roll" in log.read_bytes(),
+                 "the server to start or exit")
+        assert server.poll() is None, log.read_text()  # 126: not executable, 127: not found
+        assert requests.get(f"http://127.0.0.1:{port}/health", timeout=10).status_code == 200
+    finally:
+        os.killpg(server.pid, signal.SIGKILL)  # the server and its ranks
+        server.wait()
+
+
+@pytest.mark.parametrize("recorded, runnable", [
+    ("/usr/lib/python3/dist-packages/sglang/launch_server.py --port 1",
+     "/usr/bin/python3 -m sglang.launch_server --port 1"),
+    ("/home/u/sglang/python/sglang/launch_server.py --port 1", "python3 -m sglang.launch_server --port 1"),
+    ("/srv/serve.py --port 1", "python3 /srv/serve.py --port 1"),
+    ("python3 -m sglang.launch_server --port 1", "python3 -m sglang.launch_server --port 1"),
+    ("sglang serve --port 1", "sglang serve --port 1"),
+])
+def test_a_recorded_launch_runs_through_its_interpreter(recorded, runnable):
+    assert shlex.join(relaunch.runnable(shlex.split(recorded))) == runnable
+
+
+VERSIONS = ["sglang 0.5.6.post2", "torch 2.9.1+cu130", "driver 580.65.06", "CUDA 13.0"]
+
+
+@pytest.mark.parametrize("headline, expected", [
+    ("Warp Illegal Address in k at a.cu:1",
+     "[Bug] Warp Illegal Address in k at a.cu:1 (sglang 0.5.6.post2, torch 2.9.1+cu130, driver 580.65.06, "
+     "CUDA 13.0)"),
+    ("RuntimeError: CUDA error: an illegal memory access was encountered in scheduler at tp_worker.py:123 "
+     "and more",
+     "[Bug] RuntimeError: CUDA error: an illegal memory access was encountered in… (sglang 0.5.6.post2, "
+     "torch 2.9.1+cu130)"),
+    ("x" * 300, "[Bug] " + "x" * 73 + "… (sglang 0.5.6.post2, torch 2.9.1+cu130)"),
+    ("two\nlines\x1b[31m", "[Bug] two lines\\x1b[31m (sglang 0.5.6.post2, torch 2.9.1+cu130, driver "
+                          "580.65.06, CUDA 13.0)"),
+])
+def test_a_title_is_one_line_of_at_most_120_characters_cut_at_a_word(headline, expected):
+    made = title.make(headline, VERSIONS)
+    assert made == expected and len(made) <= 120
 
 
 @pytest.mark.parametrize("args, message", [

@@ -393,8 +393,9 @@ def test_replay_listing_shows_any_text_as_itself(tmp_path_factory, rid, prompt, 
 
 # -- GitHub's own links: mentions, issue references, emoji, autolinks -------------------------------
 #: What GitHub makes a mention, an issue reference or an emoji of in a text node of the rendered
-#: HTML (a superset of its patterns: any name after ``@``, any digit after ``#`` or ``GH-``).
-GITHUB_REFERENCE = re.compile(r"@[A-Za-z0-9]|#\d|(?i:gh)-\d|:[\w+-]+:")
+#: HTML (a superset of its patterns: any name after ``@``, any digit after ``#`` or ``GH-``, any
+#: shortcode of gemoji's grammar: a letter in it, or one of the four without: 100, 1234, +1, -1).
+GITHUB_REFERENCE = re.compile(r"@[A-Za-z0-9]|#\d|(?i:gh)-\d|:(?:[0-9A-Za-z_+-]*[A-Za-z][0-9A-Za-z_+-]*|100|1234|[+-]1):")
 GITHUBISH = st.lists(st.one_of(
     st.sampled_from(["@", "octocat", "org/team", "#", "12", "owner/repo#7", "GH-", "gh-3", ":", "tada", "+1",
                      "//", "https", "http://", "ftp", "www.", "WWW.", "example.com", "a.b", "mailto:", "xmpp:",

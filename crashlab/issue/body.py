@@ -82,8 +82,9 @@ def render(facts: Facts, limit: int = LIMIT) -> tuple[str, list[str]]:
 
 def _parts(facts: Facts, detail: _Detail) -> list:
     out: list = ["### Describe the bug", "", f"**{inline(facts.title)}**", ""]
-    out += _fault_lines(facts.primary)
-    out += [f"- {inline(note)}" for note in facts.notes] + [""]
+    items = _fault_lines(facts.primary) + [f"- {inline(note)}" for note in facts.notes]
+    if items:
+        out += [*items, ""]
     if detail.cuts:
         out += [f"_Shortened to fit GitHub's limit: left out {inline('; '.join(detail.cuts))}._", ""]
     out += ["### Reproduction", ""] + _reproduction(facts)
@@ -143,11 +144,7 @@ def _replay(dump: RequestDumpSummary) -> list[str]:
 
 
 def _environment(facts: Facts, detail: _Detail) -> list[str]:
-    found = facts.environment
-    if not detail.full_environment:
-        found = replace(found, environment=found.environment.model_copy(
-            update={"topology": None, "variables": {}}))
-    return [report_environment.markdown(found)]
+    return [report_environment.markdown(facts.environment, full=detail.full_environment)]
 
 
 def _triage(facts: Facts, detail: _Detail, room: int) -> str:

@@ -12,18 +12,17 @@ from __future__ import annotations
 import os
 import shlex
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..errors import BadInput, EnvironmentProblem
 from ..report.model import Tool, TriageReport
 from ..report.run import RunReport
-from ..report.run_views import title as one_line
 from ..supervise import files
 from ..version import __version__
-from . import body, members
+from . import body, local, members, relaunch, title
 from .environment import ReportEnvironment, environment
-from .inputs import DumpInput, Inputs, read
+from .inputs import CoreInput, DumpInput, Inputs, read
 from .model import IssueReport, LeftOut, Member, RequestDumpSummary
 from .privacy import Privacy
 from .sizes import shown
@@ -40,6 +39,8 @@ class ReportOptions:
     out: Path | None = None
     max_bytes: int = DEFAULT_MAX_BYTES
     anonymize: bool = False
+    #: add the environment of the machine the report is made on, labelled as such
+    this_machine: bool = False
 
 
 @dataclass(frozen=True)
@@ -48,10 +49,13 @@ class Made:
     body: str
     #: what was read, for the crash index to record
     inputs: Inputs | None = None
+    #: what the machine that made the triage could not do, for the terminal (crashlab.issue.local)
+    lacking: list[str] = field(default_factory=list)
 
 
 def _launch_of(inputs: Inputs) -> tuple[list[str], dict[str, str]]:
-    """(the launch command, its environment) as the inputs recorded them (secrets masked)."""
+    """(the launch command, its environment) as the inputs recorded them (secrets masked): the
+    run's as serve launched it, else a request dump's, made runnable."""
     for run in inputs.runs:
         launch = run.launch()
         environment = launch.get("environment")
@@ -62,7 +66,7 @@ def _launch_of(inputs: Inputs) -> tuple[list[str], dict[str, str]]:
                 argv = shlex.split(dump.dump.launch_command)
             except ValueError:
                 argv = dump.dump.launch_command.split()
-            return argv, {str(k): str(v) for k, v in (dump.dump.server_args or {}).items()}
+            return relaunch.runnable(argv), {str(k): str(v) for k, v in (dump.dump.server_args or {}).items()}
     return [], {}
 
 
@@ -108,6 +112,16 @@ def _request_dumps(dumps: list[DumpInput], names: dict[Path, str], bundled: set[
     return found
 
 
+def _headline(inputs: Inputs) -> str:
+    """What the title leads with: the crash's signature title (the run's, else that of the
+    coredump that shows the crash, else of any coredump), else the summary."""
+    signatures = [run.report.signature for run in inputs.runs if run.report is not None]
+    signatures += [core.report.signature for core in _faults(inputs) + inputs.all_cores
+                   if core.report is not None]
+    found = next((signature for signature in signatures if signature is not None), None)
+    return found.title if found is not None else _summary(inputs)
+
+
 def _summary(inputs: Inputs) -> str:
     for run in inputs.runs:
         if run.report is not None:
@@ -133,19 +147,37 @@ def _notes(inputs: Inputs) -> list[str]:
     return notes
 
 
+def _faults(inputs: Inputs) -> list[CoreInput]:
+    """The coredumps that show the crash: FAULT dumps of a run, or given directly with a fault."""
+    return [core for core in inputs.all_cores if core.report is not None and core.report.found
+            and core.label in (None, "FAULT")]
+
+
+def _described_core(inputs: Inputs) -> CoreInput | None:
+    """The coredump whose tables describe the crashed machine: the first that shows the crash,
+    else the first read."""
+    read_ones = [core for core in inputs.all_cores if core.report is not None]
+    return next(iter(_faults(inputs) + read_ones), None)
+
+
 def make(options: ReportOptions) -> Made:
     inputs = read(options.inputs)
     privacy = _privacy(inputs, options.anonymize)
-    found_environment = environment(inputs.runs[0].path if inputs.runs else None, privacy)
     out = (options.out or Path.cwd()).resolve()
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as problem:
         raise EnvironmentProblem(f"--out {out}: cannot be created ({problem.strerror})") from None
     candidates, names = members.candidates(inputs, privacy)
-    candidates.insert(0, members.Candidate(
-        "environment.json", "environment", 0, Path("environment.json"),
-        privacy.document(found_environment.environment.model_dump(mode="json"))))
+    core = _described_core(inputs)
+    found_environment = environment(
+        inputs.runs[0].path if inputs.runs else None, privacy,
+        (names[core.path], _clean_triage(core.report, privacy)) if core else None, options.this_machine)
+    for name, described in (("environment.json", found_environment.environment),
+                            ("this-machine.environment.json", found_environment.this_machine)):
+        if described is not None:
+            candidates.insert(0, members.Candidate(name, "environment", 0, Path(name),
+                                                   privacy.document(described.model_dump(mode="json"))))
     body_path = bundle_path = tarball = None
     try:
         body_path, bundle_path = _reserve(out)
@@ -210,31 +242,34 @@ def _pack(inputs: Inputs, options: ReportOptions, privacy: Privacy,
             added.append(Member(name=candidate.name, kind=candidate.kind, size_bytes=candidate.size,
                                 compressed_bytes=compressed, source=privacy.text(str(candidate.source))))
     launch = privacy.argv(_launch_of(inputs)[0])
-    runs = [_clean_run(run.report, privacy) for run in inputs.runs if run.report is not None]
-    direct = [(names[core.path], _clean_triage(core.report, privacy))
+    lacking: set[str] = set()
+    runs = [local.run(_clean_run(run.report, privacy), lacking)
+            for run in inputs.runs if run.report is not None]
+    direct = [(names[core.path], local.triage(_clean_triage(core.report, privacy), lacking))
               for core in inputs.cores if core.report is not None]
-    faults = [core for core in inputs.all_cores if core.report is not None and core.report.found
-              and core.label in (None, "FAULT")]
+    faults = _faults(inputs)
+    primary = local.triage(_clean_triage(faults[0].report, privacy), lacking) if faults else None
     while True:
         bundled = {member.name for member in added}
         issue = IssueReport(
-            tool=Tool(version=__version__), title="[Bug] " + one_line(privacy.text(_summary(inputs))),
+            tool=Tool(version=__version__),
+            title=title.make(privacy.text(_headline(inputs)), found_environment.versions()),
             inputs=[privacy.text(name) for name in options.inputs], found=inputs.found,
             anonymized=privacy.anonymized, body=privacy.text(str(body_path)), body_chars=0,
             bundle=privacy.text(str(bundle_path)), max_bytes=options.max_bytes, compression="gzip",
             members=added, left_out=left_out,
             request_dumps=_request_dumps(inputs.all_dumps, names, bundled, launch, privacy),
-            environment_origin=found_environment.origin)
+            environment_origin=found_environment.origin, launch=shlex.join(launch) if launch else None)
         text, cuts = body.render(body.Facts(
             title=issue.title, launch=launch or None, runs=runs, cores=direct,
-            primary=_clean_triage(faults[0].report, privacy) if faults else None,
+            primary=primary,
             environment=found_environment, issue=issue, notes=_notes(inputs)))
         issue.shortened, issue.body_chars = cuts, len(text)
         text = privacy.redactor.serialized(text)
         document = privacy.redactor.serialized(issue.model_dump_json(indent=2)).encode() + b"\n"
         if tarball.add("report.md", text.encode()) is not None:
             if tarball.add("report.json", document) is not None:
-                return Made(issue, text)
+                return Made(issue, text, lacking=sorted(lacking))
             tarball.drop_last()
         if not added:
             raise BadInput(f"--max-size {shown(options.max_bytes)}: too small for the report "

@@ -71,4 +71,10 @@ class IssueReport(_Model):
                                   "report.json, in the bundle's order")
     left_out: list[LeftOut] = Field(default_factory=list)
     request_dumps: list[RequestDumpSummary] = Field(default_factory=list)
-    environment_origin: str
+    environment_origin: str = Field(description="where the Environment section's facts of the "
+                                    "crashed machine came from (the run's environment.json, a "
+                                    "coredump's tables), or 'not known: ' and why")
+    launch: str | None = Field(None, description="the command that starts the server, shell-quoted, "
+                               "secrets masked: the launch line serve kept, else the one a request "
+                               "dump recorded, made runnable (its interpreter with -m "
+                               "sglang.launch_server); null when neither is known")

@@ -17,6 +17,9 @@ from ..signature.model import CrashSignature
 from .model import Fault, TriageReport
 
 GITHUB_LIMIT = 65_536
+#: The head of a two-column table of facts: a header row of its own (an empty one renders as a
+#: blank bar above the table, and a screen reader reads nothing for its columns).
+FIELD_TABLE = ("| field | value |", "|---|---|")
 
 
 @dataclass(frozen=True)
@@ -110,7 +113,7 @@ def _fault(fault: Fault, number: int, primary: bool, detail: _Detail) -> list[st
     rows += [("Resident warp", inline(line)) for line in text.candidate_lines(fault)]
     rows += [("Note", inline(note)) for note in fault.notes]
     out = [f"{'#' * (detail.heading + 1)} Fault {number}: {inline(fault.exception.display)}", "",
-           "| | |", "|---|---|"]
+           *FIELD_TABLE]
     out += [f"| {k} | {cell(v)} |" for k, v in rows]
     out.append("")
     show_sass = detail.secondary_sass or primary
@@ -224,5 +227,5 @@ def _dump(report: TriageReport) -> list[str]:
                      f"{d.memory_bytes} bytes (not read)"),
         ("Devices", inline(devices)),
     ]
-    return ["<details><summary>Dump</summary>", "", "| | |", "|---|---|",
+    return ["<details><summary>Dump</summary>", "", *FIELD_TABLE,
             *[f"| {k} | {cell(v)} |" for k, v in rows], "", "</details>", ""]

@@ -33,11 +33,15 @@ _SPECIAL = re.compile(r"[\\`*_\[\]<>&~$#]")
 #: also keeps four spaces after a list marker from making a code block.
 _LINE_START = re.compile(r"^(?:([-+])(?=[ ]|$)|([-=])(?=[-= ]*$)|(\d{1,9})([.)])(?=[ ]|$))")
 _BACKTICKS = re.compile(r"`+")
+#: The name of an emoji GitHub could show for ``:name:``: its shortcodes (gemoji's aliases) are
+#: ``[a-z0-9_+-]`` with a letter in each but four, ``100``, ``1234``, ``+1`` and ``-1``. So a
+#: time (``20:57:44``) or a number between colons is not one, and is left as it is.
+_SHORTCODE = r"(?:[0-9_+-]*[A-Za-z][0-9A-Za-z_+-]*|100|1234|[+-]1):"
 #: Where GitHub or cmark-gfm would start a link, at the character a break goes after: every
 #: ``@`` (mentions, e-mail addresses: cmark-gfm links ``a@.b``), ``#`` before a digit and ``GH``
-#: before ``-digit`` (issue references), ``:`` before ``name:`` (emoji) or ``//`` (URLs), the
-#: first ``w`` of ``www.``.
-_GITHUB_LINK = re.compile(r"@|#(?=\d)|(?i:gh)(?=-\d)|:(?=[\w+-]+:|//)|(?i:w)(?=ww\.)")
+#: before ``-digit`` (issue references), ``:`` before a shortcode and ``:`` (emoji) or ``//``
+#: (URLs), the first ``w`` of ``www.``.
+_GITHUB_LINK = re.compile(rf"@|#(?=\d)|(?i:gh)(?=-\d)|:(?={_SHORTCODE}|//)|(?i:w)(?=ww\.)")
 #: Renders as nothing, and splits the text around it.
 _BREAK = "<!-- -->"
 #: What Markdown reads inside inline HTML (a ``<sub>`` in a paragraph), written as entities there.

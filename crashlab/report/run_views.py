@@ -122,7 +122,7 @@ def _incident(incident: Incident, embedded: DumpTriage | None, alone: bool, find
     rows += [("Replay", code(command)) for command in incident.replay_commands]
     rows += [("Note", inline(note)) for note in incident.notes]
     out: list = [f"#### Incarnation {incident.incarnation}: {inline(incident.kind)}", "",
-                 "| | |", "|---|---|"]
+                 *dump_markdown.FIELD_TABLE]
     out += [f"| {k} | {cell(v)} |" for k, v in rows] + [""]
     out += ["**Coredumps**", ""] + _dumps(incident.dumps)
     if embedded is not None:
