@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from ..console import line
 from ..escape import escape
+from ..issue.sizes import with_bytes
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -19,6 +20,12 @@ if TYPE_CHECKING:
 LIST_COLUMNS = (("ID", "id"), ("TIME (UTC)", "crashed_at"), ("HOST", "host"),
                 ("SIGNATURE", "signature"), ("LABEL", "label"), ("TITLE", "title"))
 LIST_FIELDS = tuple(field for _, field in LIST_COLUMNS)
+
+
+def heading(address: str, console: Console) -> None:
+    """The first line of every view: which index it read (the default depends on no folder,
+    but CRASHLAB_DB, --db and an old index beside the runs directory all change it)."""
+    console.print(line((f"index: {address}", "dim")), soft_wrap=True)
 
 
 def _when(iso: str) -> str:
@@ -126,8 +133,7 @@ def shown(view: Shown, console: Console) -> None:
         _field(console, "signature", f"{signature.hash} {signature.title}")
         _incident(view, console)
         for item in view.crash.files:
-            _field(console, "file", f"{item.path} ({item.size_bytes} bytes)"
-                                    f"{' gone (crashlab gc)' if item.gone else ''}")
+            _field(console, "file", f"{item.path} ({with_bytes(item.size_bytes)}){_fate(item)}")
         _report(view, console)
         return
     _field(console, "signature", f"{signature.hash} (version {signature.version}, {signature.kind})")
@@ -143,6 +149,14 @@ def shown(view: Shown, console: Console) -> None:
         counted = ", ".join(f"{t.value or 'unknown'}: {t.count} (first {_when(t.first_seen)})"
                             for t in tallies)
         _field(console, f"by {column}", counted)
+
+
+def _fate(item) -> str:
+    """What crashlab gc did or may do with a crash's file."""
+    if item.gone:
+        return " deleted by crashlab gc" if item.owned else \
+            " forgotten by crashlab gc (recorded by reference, left on disk)"
+    return "" if item.owned else " recorded by reference (gc never deletes it)"
 
 
 def _report(view: Shown, console: Console) -> None:
@@ -163,12 +177,13 @@ def _report(view: Shown, console: Console) -> None:
 
 
 def collection(result: Collection, console: Console) -> None:
-    verb = "would delete" if result.dry_run else "deleted"
+    words = {"deleted": "would delete" if result.dry_run else "deleted",
+             "forgotten": "would forget" if result.dry_run else "forgot", "missing": "missing"}
     for item in result.files:
         if item.action != "kept":
-            word = verb if item.action == "deleted" else "missing"
-            console.print(line(f"{word} {item.path} ({item.size_bytes} bytes, crash {item.crash}, "
-                               f"{item.why})"), soft_wrap=True)
+            console.print(line(f"{words[item.action]} {item.path} "
+                               f"({with_bytes(item.size_bytes)}, crash {item.crash}, {item.why})"),
+                          soft_wrap=True)
     kept = sum(1 for item in result.files if item.action == "kept")
-    console.print(line(f"{verb} {result.freed_bytes} bytes; kept {kept} dump(s), "
-                       f"{result.kept_bytes} bytes"), soft_wrap=True)
+    console.print(line(f"{words['deleted']} {with_bytes(result.freed_bytes)}; kept {kept} "
+                       f"dump(s), {with_bytes(result.kept_bytes)}"), soft_wrap=True)
