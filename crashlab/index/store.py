@@ -311,19 +311,21 @@ class Index:
 
     def grouping_records(self, where: list[str], params: list) -> list[GroupedCrash]:
         """What crashlab.incidents groups, of the crashes (c) that WHERE's conditions (joined by
-        AND) select, in no order. A crash read from a coredump alone (no run) is a server of its
-        own, named by its file."""
+        AND) select, in no order. A crash read from a coredump alone (no run) was recorded by
+        hand, and is named by its file."""
         from ..incidents import Crash as GroupedCrash
 
-        return [GroupedCrash(time=_aware(at), host=host or "unknown host", run_dir=run_dir,
+        return [GroupedCrash(time=_aware(at), host=host or "unknown host", run_dir=run_dir or source,
                              first_line=summary, incarnation=incarnation or 1,
                              deployment=deployment, role=server_role, rank=rank, label=label,
-                             signature=signature, crash_id=crash_id)
-                for at, host, run_dir, summary, incarnation, deployment, server_role, rank, label,
-                signature, crash_id in self.backend.execute(
-                    "SELECT c.first_failure_at, c.host, COALESCE(c.run_dir, c.source), c.summary, "
+                             signature=signature, crash_id=crash_id,
+                             by_hand=recorded_by if run_dir is None and recorded_by != "serve"
+                             else None)
+                for at, host, run_dir, source, summary, incarnation, deployment, server_role, rank,
+                label, signature, crash_id, recorded_by in self.backend.execute(
+                    "SELECT c.first_failure_at, c.host, c.run_dir, c.source, c.summary, "
                     "c.incarnation, c.deployment, c.server_role, c.rank, c.label, "
-                    f"c.signature_hash, c.id FROM crashes c WHERE {' AND '.join(where)}",
+                    f"c.signature_hash, c.id, c.recorded_by FROM crashes c WHERE {' AND '.join(where)}",
                     tuple(params))]
 
     def crashes_by_id(self, ids: list[int]) -> dict[int, Crash]:
