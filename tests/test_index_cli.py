@@ -279,5 +279,5 @@ def test_gc_never_deletes_a_dump_recorded_by_reference_only_the_copy_it_took(ind
     for mode in (["--keep", "1"], ["--keep", "0"], ["--keep", "0", "--json"]):
         assert run_cli("gc", *mode, "--db", index_address).returncode == 0
         assert all(dump.exists() for dump in dumps), mode
-    shown = run_cli("show", "1", "--db", index_address).stdout.decode()
+    shown = " ".join(run_cli("show", "1", "--db", index_address).stdout.decode().split())
     assert "forgotten by crashlab gc (recorded by reference, left on disk)" in shown
