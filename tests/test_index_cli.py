@@ -222,7 +222,8 @@ def test_gc_deletes_beyond_the_retention_and_says_what(tmp_path):
     assert shown["crash"]["files"][0]["gone"] is True
 
 
-def test_a_gpu_fault_on_two_ranks_is_recorded_per_dump_with_rank_and_label(tmp_path):
+def test_a_gpu_fault_on_two_ranks_is_recorded_per_dump_with_rank_and_label(tmp_path,
+                                                                         xdg_data_home):
     """The stand-in SGLang server (tests/standin) faults on one of two tensor-parallel ranks and
     both write a (synthetic) coredump: one FAULT and one COLLATERAL crash, each with its rank."""
     import requests
@@ -236,14 +237,14 @@ def test_a_gpu_fault_on_two_ranks_is_recorded_per_dump_with_rank_and_label(tmp_p
     requests.post(f"http://127.0.0.1:{port}/generate", timeout=10,
                   json={"text": "Hello", "sampling_params": {"max_new_tokens": 3}})
     assert serve.finish() == 0, serve.stderr()
-    crashes = _crashes(str(tmp_path / "crashlab-index.sqlite"))
+    default = xdg_data_home / "crashlab" / "index.sqlite"
+    crashes = _crashes(str(default))
     labels = sorted((c.label, c.role, c.rank) for c in crashes)
     assert [label for label, _, _ in labels] == ["COLLATERAL", "FAULT"], labels
     assert all(role == "scheduler" and rank for _, role, rank in labels), labels
     fault = next(c for c in crashes if c.label == "FAULT")
     assert "moe_align_block_size" in fault.title
-    shown = json.loads(run_cli("show", str(fault.id), "--json", "--db",
-                               tmp_path / "crashlab-index.sqlite").stdout)
+    shown = json.loads(run_cli("show", str(fault.id), "--json", "--db", default).stdout)
     assert [f["kind"] for f in shown["crash"]["files"]].count("coredump") == 1
     assert shown["report"]["source"]["kind"] == "run"
 
