@@ -269,6 +269,9 @@ def test_gc_never_deletes_a_dump_recorded_by_reference_only_the_copy_it_took(ind
                   if f.owned]
     assert copy.startswith(str(xdg_data_home if index_address.startswith("postgresql")
                                else tmp_path)) and "crashlab-copies" in copy
+    again = run_cli("inspect", dumps[0], "--no-sass", "--record", "--copy", "--db", index_address)
+    assert "already recorded as crash 1" in again.stderr.decode()
+    assert os.listdir(os.path.dirname(copy)) == [os.path.basename(copy)]  # no stray copy
     for mode in (["--keep", "0", "--dry-run"], ["--keep", "0", "--dry-run", "--json"]):
         assert run_cli("gc", *mode, "--db", index_address).returncode == 0
         assert all(dump.exists() for dump in dumps) and os.path.exists(copy), mode
