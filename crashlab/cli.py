@@ -17,7 +17,7 @@ import click
 
 from .version import __version__
 from .errors import EXIT_BAD_INPUT, EXIT_FOUND, EXIT_NOTHING, BadInput, EnvironmentProblem
-from .guard import GuardedGroup, say
+from .guard import GuardedGroup, fail, say
 from .incidents.window import DEFAULT_WINDOW as DEFAULT_INCIDENT_WINDOW
 
 # The modules behind each command (rich included) are imported inside it: --help should not pay
@@ -34,8 +34,9 @@ def _db_option(command):
     return click.option(
         "--db", metavar="FILE|URL",
         help="The crash index: a SQLite file, or postgresql://user@host/db for a fleet "
-             "[default: env CRASHLAB_DB, else crashlab-index.sqlite beside the runs "
-             "directory].")(command)
+             "[default: env CRASHLAB_DB, else ${XDG_DATA_HOME:-~/.local/share}/crashlab/"
+             "index.sqlite; an index an older crashlab made beside the runs directory, "
+             "crashlab-index.sqlite, is used while it is there].")(command)
 
 
 def _incident_window_option(command):
@@ -50,8 +51,8 @@ def _incident_window_option(command):
 def _runs_dir_option(command):
     return click.option("--runs-dir", type=click.Path(path_type=Path),
                         default=Path("crashlab-runs"), show_default=True,
-                        help="The runs directory; the default index is the "
-                             "crashlab-index.sqlite beside it.")(command)
+                        help="The runs directory; an index an older crashlab made beside "
+                             "it (crashlab-index.sqlite) is used while it is there.")(command)
 
 
 @click.group(cls=GuardedGroup, invoke_without_command=True, no_args_is_help=False,
@@ -84,10 +85,16 @@ def main(ctx: click.Context) -> None:
                    "Without cuda-gdb the report is the same, its debugger section says why it is "
                    "empty, and the exit code does not change.")
 @click.option("--record", is_flag=True,
-              help="Also record the crash in the crash index (see crashlab list).")
+              help="Also record the crash in the crash index (see crashlab list), by reference: "
+                   "the dump stays yours, and crashlab gc never deletes it (past the retention "
+                   "the index forgets it).")
+@click.option("--copy", is_flag=True,
+              help="With --record: the index keeps a copy of the dump in its own folder "
+                   "(crashlab-copies beside the index file); gc may delete that copy, never "
+                   "the original.")
 @_db_option
 def inspect(core: str, as_json: bool, as_markdown: bool, no_sass: bool, context: int,
-            debugger: bool, record: bool, db: str | None) -> None:
+            debugger: bool, record: bool, copy: bool, db: str | None) -> None:
     """Explain a CUDA GPU coredump: faulting kernel, exception, block, thread, PC, SASS, source.
 
     CORE is a .nvcudmp file, gzip-compressed or not, or - for standard input. No GPU and no
@@ -100,6 +107,7 @@ def inspect(core: str, as_json: bool, as_markdown: bool, no_sass: bool, context:
       crashlab inspect core.nvcudmp --json | jq '.faults[0].kernel'
       crashlab inspect core.nvcudmp --debugger
       crashlab inspect core.nvcudmp --record --db postgresql://crashlab@db.internal/crashes
+      crashlab inspect /scratch/core.nvcudmp --record --copy
     """
     from .api import inspect as inspect_core
     from .console import ViewConsole
@@ -107,11 +115,14 @@ def inspect(core: str, as_json: bool, as_markdown: bool, no_sass: bool, context:
 
     if as_json and as_markdown:
         raise BadInput("choose one of --json and --markdown")
+    for given, name in ((db, "--db"), (copy, "--copy")):
+        if given and not record:
+            raise BadInput(f"{name} is for --record: add --record to record the crash")
     report = inspect_core(core, sass=not no_sass, context=context, debugger=debugger)
     if report.debugger is not None and report.debugger.status in ("unavailable", "failed"):
         say(f"--debugger: {report.debugger.reason}; the native report stands")
     if record:
-        _record_core(core, report, db)
+        _record_core(core, report, db, copy)
     if as_json:
         click.echo(report.model_dump_json(indent=2))
     elif as_markdown:
@@ -121,15 +132,23 @@ def inspect(core: str, as_json: bool, as_markdown: bool, no_sass: bool, context:
     sys.exit(EXIT_FOUND if report.found else EXIT_NOTHING)
 
 
-def _record_core(core: str, report, db: str | None) -> None:
-    from .index import capture
+def _record_core(core: str, report, db: str | None, copy: bool) -> None:
+    """Record the dump by reference, or (COPY) the copy the index takes of it; a copy taken for
+    a crash recorded before (or not recorded at all) is not left behind."""
+    from .index import capture, copies
+    from .index.location import resolve
     from .index.recording import record_all
 
     if core == "-":
         say("warning: --record: a dump read from standard input is not recorded (no file to keep)")
         return
-    record_all(lambda: [capture.from_coredump(Path(core), report, "inspect")], db,
-               Path("crashlab-runs"), say)
+    address = resolve(db, Path("crashlab-runs"), say)
+    kept, made = copies.take(Path(core), address) if copy else (None, False)
+    new = record_all(lambda: [capture.from_coredump(Path(core), report, "inspect", kept)],
+                     address, Path("crashlab-runs"), say, announce=say)
+    if made and not new:
+        kept.unlink()
+        say("--copy: no copy kept (the crash was recorded before, or not at all)")
 
 
 #: crashlab schema WHICH -> the model of that JSON, imported only when asked for.
@@ -560,11 +579,8 @@ def list_command(since, signature, host, limit, incidents, incident_window, as_j
     if incidents:
         _list_incidents(since, signature, host, limit, incident_window, as_json, db, runs_dir)
         return
-    from .index.location import resolve
-    from .index.store import Index
-
     filters, shown_at_most = _list_filters(since, signature, host, limit, as_json)
-    with Index(resolve(db, runs_dir)) as index:
+    with _read_index(db, runs_dir, signature) as index:
         if as_json:
             from .index.streamed import write_crash_list
 
@@ -573,7 +589,7 @@ def list_command(since, signature, host, limit, incidents, incident_window, as_j
         from .index.views import LIST_FIELDS, crash_list
 
         rows = [row for batch in index.listed(filters, LIST_FIELDS) for row in batch]
-    _list_on_terminal(rows, shown_at_most, crash_list, "")
+    _list_on_terminal(rows, shown_at_most, crash_list, "", index.address)
 
 
 #: crashlab list on a terminal, without --limit: the newest this many
@@ -591,10 +607,32 @@ def _list_filters(since, signature, host, limit, as_json):
                    limit=shown_at_most if limit or as_json else shown_at_most + 1), shown_at_most
 
 
-def _list_on_terminal(found: list, shown_at_most: int, view, what: str) -> None:
-    from .console import ViewConsole
+def _read_index(db: str | None, runs_dir: Path, signature: str | None = None):
+    """The index list, show and gc read: never created by them (a missing one is exit 1). A
+    --signature it does not know found nothing: exit 1 too."""
+    from .index.location import resolve
+    from .index.store import Index, UnknownSignature
 
-    view(found[:shown_at_most], ViewConsole())
+    index = Index(resolve(db, runs_dir, say), create=False)
+    try:
+        if signature:
+            index.signature_key(signature)
+    except UnknownSignature as exc:
+        index.close()
+        fail(str(exc), EXIT_NOTHING)
+    except BaseException:
+        index.close()
+        raise
+    return index
+
+
+def _list_on_terminal(found: list, shown_at_most: int, view, what: str, address: str) -> None:
+    from .console import ViewConsole
+    from .index.views import heading
+
+    console = ViewConsole()
+    heading(address, console)
+    view(found[:shown_at_most], console)
     if len(found) > shown_at_most:
         say(f"the newest {shown_at_most} {what}shown; --limit N for more, --json for all")
     sys.exit(EXIT_FOUND if found else EXIT_NOTHING)
@@ -603,18 +641,16 @@ def _list_on_terminal(found: list, shown_at_most: int, view, what: str) -> None:
 def _list_incidents(since, signature, host, limit, window, as_json, db, runs_dir) -> None:
     """crashlab list --incidents: the filtered crashes grouped, a block per incident."""
     from .index.incidents import listing
-    from .index.location import resolve
-    from .index.store import Index
 
     filters, shown_at_most = _list_filters(since, signature, host, limit, as_json)
-    with Index(resolve(db, runs_dir)) as index:
+    with _read_index(db, runs_dir, signature) as index:
         found = listing(index, filters, window)
     if as_json:
         click.echo(found.model_dump_json(indent=2))
         return
     from .index.views import incident_list
 
-    _list_on_terminal(found.incidents, shown_at_most, incident_list, "incidents ")
+    _list_on_terminal(found.incidents, shown_at_most, incident_list, "incidents ", found.index)
 
 
 def _index_result(result, as_json: bool, view) -> None:
@@ -623,8 +659,11 @@ def _index_result(result, as_json: bool, view) -> None:
         click.echo(result.model_dump_json(indent=2))
         return
     from .console import ViewConsole
+    from .index.views import heading
 
-    view(result, ViewConsole())
+    console = ViewConsole()
+    heading(result.index, console)
+    view(result, console)
 
 
 @main.command(subject="crash")
@@ -646,13 +685,10 @@ def show(what: str, incident_window: float, as_json: bool, db: str | None,
       crashlab show 42
       crashlab show 3fa2c1d0e9b7
     """
-    from .index import Index
     from .index.commands import show as show_one
-    from .index.location import resolve
-
     from .index.views import shown
 
-    with Index(resolve(db, runs_dir)) as index:
+    with _read_index(db, runs_dir) as index:
         found = show_one(index, what, incident_window)
     _index_result(found, as_json, shown)
 
@@ -673,14 +709,17 @@ def gc(keep: int, max_size: str | None, dry_run: bool, as_json: bool, db: str | 
     """Delete the coredumps of known crashes beyond the retention, and mark them gone in the
     index (their crash records stay).
 
+    gc deletes only files crashlab made: those in serve's run directories and the copies
+    inspect --record --copy took. A dump recorded by reference (inspect --record, report on
+    your own file) is never deleted: past the retention the index forgets it and it stays on
+    disk.
+
     \b
     Examples:
       crashlab gc --dry-run
       crashlab gc --keep 1 --max-size 100GB
     """
-    from .index import Index
     from .index.commands import collect
-    from .index.location import resolve
     from .index.retention import Retention
     from .issue.sizes import parse_size
 
@@ -688,7 +727,7 @@ def gc(keep: int, max_size: str | None, dry_run: bool, as_json: bool, db: str | 
                        max_bytes=parse_size(max_size) if max_size else None)
     from .index.views import collection
 
-    with Index(resolve(db, runs_dir)) as index:
+    with _read_index(db, runs_dir) as index:
         result = collect(index, policy, dry_run)
     _index_result(result, as_json, collection)
 

@@ -19,6 +19,15 @@ ROOT = Path(__file__).resolve().parent.parent
 STANDIN = ROOT / "tests" / "standin"
 
 
+@pytest.fixture(autouse=True)
+def xdg_data_home(tmp_path_factory, monkeypatch) -> Path:
+    """Each test's own XDG data folder: crashlab's default index (and the copies it takes) never
+    land in the real home, and no test sees another's."""
+    folder = tmp_path_factory.mktemp("xdg-data")
+    monkeypatch.setenv("XDG_DATA_HOME", str(folder))
+    return folder
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 nobody listens on (for stand-in servers)."""
     import socket

@@ -40,11 +40,12 @@ def signature(hash_: str, title: str | None = None, coarse: str | None = None) -
 
 
 def crash(key: str, sig: Signature, at: float, host: str = "node1", files=(),
-          summary: str | None = None, **more) -> NewCrash:
+          summary: str | None = None, owned: bool = True, **more) -> NewCrash:
+    """A crash serve recorded; its FILES (path, size) crashlab's own unless OWNED is false."""
     return NewCrash(key=key, signature=sig, crashed_at=at, recorded_by="serve", source=f"/runs/{key}",
                     summary=summary or f"crash {key}", host=host,
-                    files=[CrashFile(path=str(p), kind="coredump", size_bytes=s) for p, s in files],
-                    **more)
+                    files=[CrashFile(path=str(p), kind="coredump", size_bytes=s, owned=owned)
+                           for p, s in files], **more)
 
 
 @pytest.fixture(scope="session")

@@ -154,3 +154,46 @@ def test_an_opener_of_a_new_index_waits_while_another_migrates_it(index_address)
         assert writer.poll() is None  # waiting, not racing ahead of the migration
     migrating.close()
     assert writer.wait(timeout=60) == 0, writer.stderr.read()
+
+
+def test_an_index_made_before_migration_3_owns_only_its_run_directories_files(index_address,
+                                                                               monkeypatch, tmp_path):
+    """Files recorded before ownership was kept: those inside the crash's run directory (serve
+    made it) are crashlab's; a dump recorded by reference is not, and gc leaves it on disk."""
+    from crashlab.index import schema
+
+    run_dir, mine = tmp_path / "runs" / "run-1", tmp_path / "mine"
+    run_dir.mkdir(parents=True)
+    mine.mkdir()
+    served, by_hand = run_dir / "core.1.nvcudmp", mine / "core.2.nvcudmp"
+    twin = tmp_path / "runs" / "run-10" / "core.nvcudmp"  # a prefix of the run's path, not inside
+    for path in (served, by_hand):
+        path.write_bytes(b"x" * 10)
+    with monkeypatch.context() as old:  # the crashlab that knew migrations 1 and 2
+        old.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:2])
+        old.setattr(schema, "LATEST", 2)
+        with Index(index_address) as index, index.backend.transaction():  # its INSERTs
+            db = index.backend
+            db.execute("INSERT INTO signatures (hash, version, kind, title, search, body, "
+                       "first_seen, last_seen, crash_count) VALUES (?, 1, 'gpu-fault', 't', 's', "
+                       "'{}', 10, 11, 2)", (A.hash,))
+            for number, (key, where, files) in enumerate(
+                    [("served", str(run_dir), [served, twin]), ("by-hand", None, [by_hand])], 1):
+                db.execute("INSERT INTO crashes (id, crash_key, signature_hash, signature_version, "
+                           "crashed_at, recorded_at, recorded_by, versions, run_dir, source, "
+                           "summary, total_bytes, first_failure_at) VALUES (?, ?, ?, 1, ?, ?, "
+                           "'serve', '{}', ?, ?, 's', 10, ?)",
+                           (number, key, A.hash, 9.0 + number, 9.0 + number, where,
+                            where or str(by_hand), 9.0 + number))
+                for path in files:
+                    db.execute("INSERT INTO crash_files (crash_id, path, kind, size_bytes) "
+                               "VALUES (?, ?, 'coredump', 10)", (number, str(path)))
+    with Index(index_address) as index:
+        assert index.schema_version() == LATEST
+        assert [(f.path, f.owned) for f in index.crash(1).files] == \
+            [(str(served), True), (str(twin), False)]
+        assert [f.owned for f in index.crash(2).files] == [False]
+        done = collect(index, retention.Retention(keep_per_signature=0), dry_run=False)
+    assert {i.path: i.action for i in done.files} == {
+        str(served): "deleted", str(by_hand): "forgotten", str(twin): "missing"}
+    assert not served.exists() and by_hand.exists()

@@ -4,6 +4,7 @@ record; list, show and gc read it; on a SQLite file and on a real PostgreSQL ser
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import pytest
@@ -31,26 +32,69 @@ def _crashes(address: str):
 DEFAULT_PLACE = {"CRASHLAB_DB": ""}
 
 
-def test_serve_records_its_crash_beside_the_runs_directory_and_report_finds_it_there(tmp_path):
+def test_serve_records_its_crash_in_the_data_folder_and_report_finds_it_there(tmp_path,
+                                                                              xdg_data_home):
     runs = tmp_path / "runs"
     done = _serve(runs, "--deployment", "pd-east", env=DEFAULT_PLACE)
     assert done.returncode == 0, done.stderr.decode()
-    [recorded] = _crashes(str(tmp_path / "crashlab-index.sqlite"))
+    default = xdg_data_home / "crashlab" / "index.sqlite"
+    assert not (tmp_path / "crashlab-index.sqlite").exists()  # not beside the runs directory
+    [recorded] = _crashes(str(default))
     [run_dir] = runs.iterdir()
     assert (recorded.recorded_by, recorded.run_dir, recorded.deployment, recorded.incarnation) == \
         ("serve", str(run_dir), "pd-east", 1)
     assert recorded.title == "SIGSEGV in server" and recorded.role == "server" and recorded.pid
-    listed = run_cli("list", "--runs-dir", runs, env=DEFAULT_PLACE)
+    listed = run_cli("list", env=DEFAULT_PLACE)  # from any folder, with any --runs-dir
     assert listed.returncode == 0
-    assert recorded.signature in listed.stdout.decode().splitlines()[1]
+    assert listed.stdout.decode().splitlines()[0] == f"index: {default}"
+    assert recorded.signature in listed.stdout.decode().splitlines()[2]
     # the same crash, met again by crashlab report: found, not doubled
     reported = run_cli("report", run_dir, "--out", tmp_path / "issue", env=DEFAULT_PLACE)
     assert reported.returncode == 0, reported.stderr.decode()
     assert "warning" not in reported.stderr.decode()
-    assert [c.id for c in _crashes(str(tmp_path / "crashlab-index.sqlite"))] == [recorded.id]
-    shown = json.loads(run_cli("show", recorded.signature[:6], "--json", "--runs-dir", runs,
-                               env=DEFAULT_PLACE).stdout)
+    assert [c.id for c in _crashes(str(default))] == [recorded.id]
+    shown = json.loads(run_cli("show", recorded.signature[:6], "--json", env=DEFAULT_PLACE).stdout)
     assert shown["signature"]["count"] == 1 and shown["by"]["host"][0]["count"] == 1
+    assert shown["index"] == str(default)
+
+
+def test_an_index_an_older_crashlab_made_beside_the_runs_directory_stays_in_use(tmp_path,
+                                                                                xdg_data_home):
+    old = tmp_path / "crashlab-index.sqlite"
+    with Index(str(old)) as index:
+        index.record(crash("r1", signature("0123456789ab"), 5.0))
+    listed = run_cli("list", "--runs-dir", tmp_path / "runs", env=DEFAULT_PLACE)
+    assert listed.returncode == 0
+    assert listed.stdout.decode().splitlines()[0] == f"index: {old}"
+    [notice] = listed.stderr.decode().splitlines()
+    assert str(old) in notice and str(xdg_data_home / "crashlab" / "index.sqlite") in notice
+    done = _serve(tmp_path / "runs", env=DEFAULT_PLACE)  # records there too, saying so
+    assert done.returncode == 0 and "old default place" in done.stderr.decode()
+    assert len(_crashes(str(old))) == 2
+    assert not (xdg_data_home / "crashlab").exists()
+
+
+@pytest.mark.parametrize("args", [["list"], ["list", "--incidents"], ["list", "--json"],
+                                  ["show", "1"], ["gc", "--keep", "0"]])
+def test_read_only_verbs_never_create_an_index(tmp_path, xdg_data_home, args):
+    for where, env in [(["--db", tmp_path / "typo.sqlite"], {}), ([], DEFAULT_PLACE)]:
+        done = run_cli(*args, *where, env=env)
+        missing = tmp_path / "typo.sqlite" if where else xdg_data_home / "crashlab" / "index.sqlite"
+        assert (done.returncode, done.stdout) == (1, b""), done.stderr.decode()
+        assert done.stderr.decode().splitlines() == [
+            f"crashlab: no crash index at {missing} (serve, inspect --record and report create it)"]
+    assert list(tmp_path.iterdir()) == [] and list(xdg_data_home.iterdir()) == []
+
+
+def test_read_only_verbs_leave_an_empty_postgresql_database_empty(postgres):
+    address = postgres.create_database("index_not_made")
+    done = run_cli("list", "--db", address)
+    assert done.returncode == 1 and "no crash index at postgresql://" in done.stderr.decode()
+    import psycopg
+
+    with psycopg.connect(address) as connection:
+        assert connection.execute("SELECT count(*) FROM information_schema.tables "
+                                  "WHERE table_schema = 'public'").fetchone()[0] == 0
 
 
 def test_serve_records_in_the_index_crashlab_db_names(index_address, tmp_path):
@@ -70,12 +114,23 @@ def test_an_index_that_cannot_be_written_costs_one_warning_not_the_run(tmp_path)
 
 
 def test_inspect_records_only_when_asked_and_once(index_address):
-    assert run_cli("inspect", CORE, "--no-sass", "--db", index_address).returncode == 0
+    Index(index_address).close()
+    for option in ("--db", "--copy"):
+        alone = run_cli("inspect", CORE, "--no-sass", option, *(
+            [index_address] if option == "--db" else []))
+        assert alone.returncode == 2 and alone.stdout == b""
+        assert alone.stderr.decode().splitlines() == [
+            f"crashlab: {option} is for --record: add --record to record the crash"]
     assert _crashes(index_address) == []
+    said = []
     for _ in range(2):
         done = run_cli("inspect", CORE, "--no-sass", "--record", "--db", index_address)
-        assert done.returncode == 0 and done.stderr == b"", done.stderr.decode()
+        assert done.returncode == 0
+        said += done.stderr.decode().splitlines()
     [recorded] = _crashes(index_address)
+    shown_address = json.loads(run_cli("list", "--json", "--db", index_address).stdout)["index"]
+    assert said == [f"crashlab: recorded as crash {recorded.id} in {shown_address}",
+                    f"crashlab: already recorded as crash {recorded.id} in {shown_address}"]
     assert recorded.recorded_by == "inspect" and recorded.source == str(CORE)
     assert "moe_align_block_size" in recorded.title
     shown = run_cli("show", str(recorded.id), "--db", index_address)
@@ -94,12 +149,17 @@ def test_list_json_lists_every_crash_and_the_terminal_the_newest(index_address):
                                  "--db", index_address).stdout)
     assert [c["source"] for c in limited["crashes"]] == [f"/runs/r{n}" for n in (58, 56, 54, 52, 50)]
     terminal = run_cli("list", "--db", index_address)
-    assert len(terminal.stdout.decode().splitlines()) == 1 + 50
+    assert len(terminal.stdout.decode().splitlines()) == 2 + 50
     assert "newest 50 shown" in terminal.stderr.decode()
     since = json.loads(run_cli("list", "--json", "--since", "1970-01-01T00:17:30",
                                "--db", index_address).stdout)
     assert len(since["crashes"]) == 60 - 50
     assert run_cli("list", "--since", "1h", "--db", index_address).returncode == 1  # none that new
+    for extra in ([], ["--incidents"]):
+        unknown = run_cli("list", *extra, "--signature", "abcabc", "--db", index_address)
+        assert (unknown.returncode, unknown.stdout) == (1, b"")
+        assert len(unknown.stderr.decode().splitlines()) == 1
+        assert "no signature abcabc in the index" in unknown.stderr.decode()
 
 
 def test_outside_text_is_printed_as_itself(index_address):
@@ -114,6 +174,7 @@ def test_outside_text_is_printed_as_itself(index_address):
 
 def test_the_password_of_the_index_never_shows(postgres, tmp_path):
     address = postgres.create_database("index_password")
+    Index(address).close()
     listed = run_cli("list", "--json", "--db", address)
     assert json.loads(listed.stdout)["index"].startswith("postgresql://crashlab:***@")
     wrong = address.replace(PASSWORD, "not-the-" + PASSWORD)
@@ -135,6 +196,7 @@ def test_the_password_of_the_index_never_shows(postgres, tmp_path):
     (["gc", "--max-size", "lots"], "--max-size 'lots': not a size"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, args, fragment):
+    Index(str(tmp_path / "index.sqlite")).close()
     done = run_cli(*args, "--db", tmp_path / "index.sqlite")
     lines = done.stderr.decode().splitlines()
     assert done.returncode == 2 and len(lines) == 1 and fragment in lines[0], lines
@@ -151,6 +213,7 @@ def test_gc_deletes_beyond_the_retention_and_says_what(tmp_path):
     planned = run_cli("gc", "--keep", "1", "--dry-run", "--db", address)
     assert planned.returncode == 0 and all(d.exists() for d in dumps)
     assert planned.stdout.decode().splitlines() == [
+        f"index: {address}",
         f"would delete {dumps[1]} (1000 bytes, crash 2, dump 2 of its signature (keeping 1))",
         "would delete 1000 bytes; kept 1 dump(s), 1000 bytes"]
     done = json.loads(run_cli("gc", "--keep", "1", "--json", "--db", address).stdout)
@@ -159,7 +222,8 @@ def test_gc_deletes_beyond_the_retention_and_says_what(tmp_path):
     assert shown["crash"]["files"][0]["gone"] is True
 
 
-def test_a_gpu_fault_on_two_ranks_is_recorded_per_dump_with_rank_and_label(tmp_path):
+def test_a_gpu_fault_on_two_ranks_is_recorded_per_dump_with_rank_and_label(tmp_path,
+                                                                         xdg_data_home):
     """The stand-in SGLang server (tests/standin) faults on one of two tensor-parallel ranks and
     both write a (synthetic) coredump: one FAULT and one COLLATERAL crash, each with its rank."""
     import requests
@@ -173,13 +237,51 @@ def test_a_gpu_fault_on_two_ranks_is_recorded_per_dump_with_rank_and_label(tmp_p
     requests.post(f"http://127.0.0.1:{port}/generate", timeout=10,
                   json={"text": "Hello", "sampling_params": {"max_new_tokens": 3}})
     assert serve.finish() == 0, serve.stderr()
-    crashes = _crashes(str(tmp_path / "crashlab-index.sqlite"))
+    default = xdg_data_home / "crashlab" / "index.sqlite"
+    crashes = _crashes(str(default))
     labels = sorted((c.label, c.role, c.rank) for c in crashes)
     assert [label for label, _, _ in labels] == ["COLLATERAL", "FAULT"], labels
     assert all(role == "scheduler" and rank for _, role, rank in labels), labels
     fault = next(c for c in crashes if c.label == "FAULT")
     assert "moe_align_block_size" in fault.title
-    shown = json.loads(run_cli("show", str(fault.id), "--json", "--db",
-                               tmp_path / "crashlab-index.sqlite").stdout)
+    shown = json.loads(run_cli("show", str(fault.id), "--json", "--db", default).stdout)
     assert [f["kind"] for f in shown["crash"]["files"]].count("coredump") == 1
     assert shown["report"]["source"]["kind"] == "run"
+
+
+def test_gc_never_deletes_a_dump_recorded_by_reference_only_the_copy_it_took(index_address,
+                                                                              tmp_path, xdg_data_home):
+    """The user's dumps, recorded by inspect --record outside any runs directory, survive every
+    mode of gc; past the retention they are forgotten. A dump handed over with --copy: its copy
+    (in the index's folder) is crashlab's to delete, the original stays."""
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    dumps = [mine / f"copy{n}.nvcudmp" for n in range(3)]
+    for number, dump in enumerate(dumps):
+        dump.write_bytes(CORE.read_bytes())
+        os.utime(dump, (1000.0 + number, 1000.0 + number))  # three crashes of one signature
+    for dump in dumps[:2]:
+        assert run_cli("inspect", dump, "--no-sass", "--record", "--db", index_address).returncode == 0
+    copied = run_cli("inspect", dumps[2], "--no-sass", "--record", "--copy", "--db", index_address)
+    assert copied.returncode == 0, copied.stderr.decode()
+    with Index(index_address) as index:
+        [copy] = [f.path for c in index.crashes(Filters()) for f in index.crash(c.id).files
+                  if f.owned]
+    assert copy.startswith(str(xdg_data_home if index_address.startswith("postgresql")
+                               else tmp_path)) and "crashlab-copies" in copy
+    again = run_cli("inspect", dumps[0], "--no-sass", "--record", "--copy", "--db", index_address)
+    assert "already recorded as crash 1" in again.stderr.decode()
+    assert os.listdir(os.path.dirname(copy)) == [os.path.basename(copy)]  # no stray copy
+    for mode in (["--keep", "0", "--dry-run"], ["--keep", "0", "--dry-run", "--json"]):
+        assert run_cli("gc", *mode, "--db", index_address).returncode == 0
+        assert all(dump.exists() for dump in dumps) and os.path.exists(copy), mode
+    first = json.loads(run_cli("gc", "--keep", "1", "--max-size", "1", "--json",
+                               "--db", index_address).stdout)
+    assert {item["path"]: item["action"] for item in first["files"]} == {
+        str(dumps[0]): "forgotten", str(dumps[1]): "forgotten", copy: "deleted"}
+    assert all(dump.exists() for dump in dumps) and not os.path.exists(copy)
+    for mode in (["--keep", "1"], ["--keep", "0"], ["--keep", "0", "--json"]):
+        assert run_cli("gc", *mode, "--db", index_address).returncode == 0
+        assert all(dump.exists() for dump in dumps), mode
+    shown = " ".join(run_cli("show", "1", "--db", index_address).stdout.decode().split())
+    assert "forgotten by crashlab gc (recorded by reference, left on disk)" in shown

@@ -144,7 +144,7 @@ def test_an_index_made_before_migration_2_is_migrated_in_place(index_address, mo
                     "'node1', '{}', '/runs/old', 'an old crash', 0, 'scheduler', 'FAULT')",
                     (FAULT.hash,))
     with Index(index_address) as index:
-        assert index.schema_version() == 2
+        assert index.schema_version() == schema.LATEST
         [old] = index.crashes(Filters())
         assert (old.source, old.role, old.label, old.server_role) == \
             ("/runs/old", "scheduler", "FAULT", None)
@@ -168,9 +168,10 @@ def test_list_incidents_on_the_command_line(index_address):
     assert listed["window_s"] == 120.0 and len(listed["incidents"]) == 3
     text = run_cli("list", "--incidents", "--db", index_address)
     assert text.returncode == 0, text.stderr.decode()
-    lines = text.stdout.decode().splitlines()
+    heading, *lines = text.stdout.decode().splitlines()
+    assert heading == f"index: {listed['index']}"
     assert lines[0].startswith("incident inc-") and "node[1]" in lines[0]
-    assert "[red]x[/red] :smile:" in lines[1] and "[bold]not markup[/bold]" in lines[2]
+    assert "[red]x[/red] :smile:" in lines[1] and "on node[1]: first failure" in lines[2]
     pd = lines[len(lines) - lines[::-1].index(""):]  # the last block
     assert pd[0].startswith("incident inc-") and "3 crash(es), 1 Xid line(s) on node1, node2" in pd[0]
     assert [row.split()[5:7] for row in pd[1:4]] == [["prefill", "TP0"], ["decode", "TP0"],
@@ -232,3 +233,40 @@ def test_the_newest_incidents_are_those_grouping_every_crash_makes(index_address
         host = listing(index, Filters(host="node3", limit=5), window=120.0).incidents
         assert [i.model_dump() for i in host] == [
             i.model_dump() for i in listing(index, Filters(host="node3"), window=120.0).incidents[:5]]
+
+
+def test_dumps_recorded_by_hand_are_incidents_of_their_own_labelled_so(index_address, tmp_path):
+    """Two dumps inspected by hand and two serve runs (a Python SIGSEGV, an AttributeError) on
+    one host within the window: each hand-recorded dump is its own incident, named as what it
+    is; the serve runs join by the host-window rule, the note saying why, not their summaries."""
+    import os
+    import socket
+    import time
+
+    from tests.test_index_cli import CORE
+
+    now = time.time()
+    dumps = [tmp_path / f"by-hand-{n}.nvcudmp" for n in range(2)]
+    for number, dump in enumerate(dumps):
+        dump.write_bytes(CORE.read_bytes())
+        os.utime(dump, (now + number, now + number))
+        assert run_cli("inspect", dump, "--no-sass", "--record", "--db", index_address).returncode == 0
+    host = socket.gethostname()
+    with Index(index_address) as index:
+        for number, summary in enumerate(["SIGSEGV in server", "AttributeError: 'NoneType' "
+                                          "object has no attribute 'shape'"]):
+            index.record(crash(f"run{number}", signature(f"ffff0000000{number}"), now + 10 * number,
+                               host=host, run_dir=f"/runs/run{number}", incarnation=1,
+                               summary=summary))
+    listed = json.loads(run_cli("list", "--incidents", "--json", "--db", index_address).stdout)
+    groups = sorted(([c["source"] for c in i["crashes"]], i["notes"]) for i in listed["incidents"])
+    assert [sources for sources, _ in groups] == [["/runs/run0", "/runs/run1"], *[
+        [str(dump)] for dump in dumps]]
+    for dump, (_, notes) in zip(dumps, groups[1:]):
+        assert notes == [f"recorded by hand: inspect {dump} on {host}: first failure at "
+                         f"{datetime.fromtimestamp(dump.stat().st_mtime, timezone.utc).isoformat()}"]
+    joined = groups[0][1][1]
+    assert f"joined: no --deployment label, same host {host}, first failure 10.0 s after" in joined
+    assert "AttributeError" not in joined and "SIGSEGV" not in " ".join(groups[0][1])
+    text = run_cli("list", "--incidents", "--db", index_address).stdout.decode()
+    assert text.count("note recorded by hand: inspect") == 2

@@ -93,7 +93,8 @@ def test_the_terminal_view_aligns_escaped_cells_and_shows_what_the_json_holds(in
     _record_varied(index_address)
     done = run_cli("list", "--db", index_address)
     assert done.returncode == 0, done.stderr.decode()
-    heading, *rows = done.stdout.decode().splitlines()
+    index, heading, *rows = done.stdout.decode().splitlines()
+    assert index == f"index: {_streamed(index_address)[0]['index']}"
     starts = [heading.index(name) for name in ("TIME", "HOST", "SIGNATURE", "LABEL", "TITLE")]
     crashes = _streamed(index_address)[0]["crashes"]
     escaped = escape(HOSTILE)

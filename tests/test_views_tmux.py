@@ -97,3 +97,61 @@ def test_faulting_instruction_is_on_one_line(screen):
         pytest.skip("a dump without a fault has no faulting instruction")
     faulting = next(i for i in faults[0]["sass"]["instructions"] if i["faulting"])
     assert any(faulting["text"] in line for line in shown.lines)
+
+
+# -- the crash index's views: list, list --incidents, show, gc ---------------------------------
+
+LONG_TITLE = ("AttributeError: 'NoneType' object has no attribute 'shape' in "
+              "sglang.srt.layers.moe.fused_moe_triton.fused_moe.invoke_fused_moe_kernel at "
+              "fused_moe.py:1234")
+INDEX_VIEWS = {"list": ["list"], "incidents": ["list", "--incidents"], "crash": ["show", "1"],
+               "signature": ["show", "abcdef"], "gc": ["gc", "--keep", "0", "--dry-run"]}
+
+
+@pytest.fixture(scope="module")
+def crash_index(tmp_path_factory) -> tuple[str, str, str]:
+    """An index of long names: a dump inspected by hand deep in a folder, and two servers of
+    one deployment whose runs sit in long paths, with a long title; every text the views print
+    of them, and the dump's one-line summary."""
+    from crashlab.index import Index
+    from tests.index_fixtures import crash, signature
+
+    deep = tmp_path_factory.mktemp("views") / "a_rather_long_folder_name" / "another_one_below_it"
+    deep.mkdir(parents=True)
+    address = str(deep.parent / "index.sqlite")
+    dump = deep / "core_1754_node_12345_moe_align_block_size.nvcudmp"
+    dump.write_bytes((ROOT / "fixtures/synthetic/moe_align_out_of_range.nvcudmp").read_bytes())
+    assert run_cli("inspect", dump, "--no-sass", "--record", "--db", address).returncode == 0
+    texts = [str(dump), LONG_TITLE]
+    with Index(address) as index:
+        for number, role in enumerate(["prefill", "decode"]):
+            run = deep / f"run-2026-11-23T20-15-07-{role}-server-of-the-deployment"
+            run.mkdir()
+            (run / "core.nvcudmp").write_bytes(b"x" * 20_000)
+            index.record(crash(f"{role}-run", signature("abcdef012345", LONG_TITLE),
+                               10_000.0 + 30 * number, host="gpu-node-0042.cluster.internal",
+                               run_dir=str(run), deployment="pd-east-1", server_role=role,
+                               rank="DP0 TP3", label="FAULT", files=[(run / "core.nvcudmp", 20_000)]))
+            texts.append(str(run))
+    listed = json.loads(run_cli("list", "--incidents", "--json", "--db", address).stdout)
+    texts += [note for incident in listed["incidents"] for note in incident["notes"]]
+    return address, "\n".join(texts), _report(str(dump))["summary"]
+
+
+@pytest.mark.parametrize("view", INDEX_VIEWS)
+def test_the_index_views_fit_80_columns_and_never_break_a_word(crash_index, view):
+    address, texts, summary = crash_index
+    shown = tmux_terminal.run_in_pane([*INDEX_VIEWS[view], "--db", address], 80, ROOT)
+    assert shown.exit_code == 0, shown.lines
+    assert shown.lines[0].startswith("index: /")
+    # show's report of a dump is inspect's view, whose summary is one line for grep
+    too_wide = [line for line in shown.lines if cell_len(line) > 80 and line != summary]
+    assert not too_wide, f"{len(too_wide)} line(s) wider than 80 columns: {too_wide[:3]}"
+    # a word cut in two ends one line and starts the next: together they are in a text printed
+    broken = [(line, below) for line, below in zip(shown.lines, shown.lines[1:])
+              if (tail := WORD_END.search(line)) and (head := WORD_START.match(below.lstrip()))
+              and tail[0] + head[0] in texts]
+    assert not broken, f"a word broken across lines in {view}: {broken[:3]}"
+
+
+WORD_END, WORD_START = re.compile(r"[\w-]+$"), re.compile(r"[\w-]+")

@@ -9,7 +9,10 @@ Two steps, as a person reading the logs would take them:
   ``--deployment`` label (across hosts: a prefill server and a decode server of a
   PD-disaggregated SGLang on different nodes); servers without a label are one deployment per
   host. A labelled server and an unlabelled one are never grouped: the label says which
-  deployment a server belongs to, and its absence says nothing.
+  deployment a server belongs to, and its absence says nothing. A dump recorded by hand
+  (``inspect --record``, ``report`` on a loose file) without a label is an incident of its own:
+  nothing says which server wrote it, or when it failed (its file's time is when it was
+  written or copied).
 The window is anchored at the incident's first failure, not chained from crash to crash: an
 incident spans at most one window, so a server failing every minute does not make one endless
 incident.
@@ -86,18 +89,24 @@ def _ranks(crashes: list[Crash]) -> list[Crash]:
 
 
 def deployment_key(crash: Crash) -> tuple:
-    """Which deployment a crash's server belongs to: its label, or its host without one."""
-    return ("label", crash.deployment) if crash.deployment else ("host", crash.host)
+    """Which deployment a crash's server belongs to: its label, or its host without one; a dump
+    recorded by hand without a label, none but its own."""
+    if crash.deployment:
+        return "label", crash.deployment
+    return ("alone", crash.server) if crash.by_hand else ("host", crash.host)
 
 
 def _describe(crash: Crash) -> str:
+    if crash.by_hand:
+        return f"recorded by hand: {crash.by_hand} {crash.run_dir} on {crash.host}"
     role = f"{crash.role} server" if crash.role and crash.role != "plain" else "server"
     return f"{role} {crash.run_dir} (incarnation {crash.incarnation}) on {crash.host}"
 
 
 def _server_note(ranks: list[Crash]) -> str:
+    """What the incident's crashes of one server are; their summaries are on their own lines."""
     first = ranks[0]
-    note = f"{_describe(first)}: first failure at {first.time.isoformat()}: {first.first_line}"
+    note = f"{_describe(first)}: first failure at {first.time.isoformat()}"
     labelled = [c for c in ranks if c.label]
     if len(ranks) > 1 and labelled:
         parts = [f"{c.label} {c.rank or '?'}" for c in ranks if c.label]

@@ -33,6 +33,9 @@ class Crash:
     label: DumpLabel | None = None
     signature: str | None = None  # the crash signature's hash, where one was computed
     crash_id: int | None = None  # the crash index's id, for a crash read from the index
+    #: the verb that recorded a dump by hand (inspect --record, report on a loose file); None
+    #: for a crash of a run crashlab serve supervised. Its run_dir is the dump's path.
+    by_hand: str | None = None
 
     @property
     def server(self) -> tuple[str, str, int]:

@@ -69,7 +69,9 @@ def from_run(run_dir: Path, report: RunReport, recorded_by: str) -> list[NewCras
         first = _first_failure(incident)
         shared = dict(facts, recorded_by=recorded_by, source=str(run_dir), run_dir=str(run_dir),
                       incarnation=incident.incarnation, **_deployment_facts(report.deployment))
-        extras = [CrashFile(path=str(run_dir / r.path), kind=r.kind, size_bytes=r.size_bytes)
+        # a run directory is serve's: crashlab made every file in it, and gc may delete them
+        extras = [CrashFile(path=str(run_dir / r.path), kind=r.kind, size_bytes=r.size_bytes,
+                            owned=True)
                   for r in incident.request_dumps]
         if not incident.dumps:
             crashed = min(_failed(incident), key=lambda p: _epoch(p.ended_at), default=None)
@@ -81,7 +83,7 @@ def from_run(run_dir: Path, report: RunReport, recorded_by: str) -> list[NewCras
             process = dump.writer(incident.processes)
             signature = compute(dump.report if dump.report is not None else incident)
             files = [CrashFile(path=str(run_dir / dump.path), kind="coredump",
-                               size_bytes=dump.size_bytes)] + (extras if number == 0 else [])
+                               size_bytes=dump.size_bytes, owned=True)] + (extras if number == 0 else [])
             written = _epoch(dump.written_at)
             crashes.append(NewCrash(
                 key=f"{key}:{dump.path}", signature=signature, crashed_at=written,
@@ -124,19 +126,24 @@ def from_run_dir(run_dir: Path, recorded_by: str) -> list[NewCrash | XidLine]:
     return from_run(run_dir, parse(RunReport, path.read_bytes()), recorded_by)
 
 
-def from_coredump(path: Path, report: TriageReport, recorded_by: str) -> NewCrash:
+def from_coredump(path: Path, report: TriageReport, recorded_by: str,
+                  copy: Path | None = None) -> NewCrash:
     """A coredump read on its own (crashlab inspect --record, crashlab report CORE): known by its
-    contents' place and size, with what the dump itself says of its GPUs and driver."""
+    contents' place and size, with what the dump itself says of its GPUs and driver. The file is
+    the user's, recorded by reference (gc never deletes it); with COPY (inspect --record --copy)
+    the crash's file is that copy, which the index took and owns."""
     path = Path(path).absolute()
+    kept = copy.absolute() if copy is not None else path
     stat = path.stat()
     gpus = sorted({d.name for d in report.devices if d.name})
     return NewCrash(
         key=f"{socket.gethostname()}:{path}:{stat.st_size}:{stat.st_mtime_ns}",
         signature=compute(report), crashed_at=stat.st_mtime, recorded_by=recorded_by,
-        source=str(path), summary=report.summary, host=socket.gethostname(),
+        source=str(kept), summary=report.summary, host=socket.gethostname(),
         gpus=", ".join(gpus) or None, driver=report.dump.driver_version,
         pid=dump_pid(path.name),
-        files=[CrashFile(path=str(path), kind="coredump", size_bytes=stat.st_size)])
+        files=[CrashFile(path=str(kept), kind="coredump", size_bytes=stat.st_size,
+                         owned=copy is not None)])
 
 
 def from_report_inputs(inputs) -> list[NewCrash | XidLine]:

@@ -1,26 +1,61 @@
-"""Where the crash index lives: ``--db``, else CRASHLAB_DB, else one SQLite file beside the runs
-directory, and how its address is shown (never with its password)."""
+"""Where the crash index lives: ``--db``, else CRASHLAB_DB, else one SQLite file in the user's
+XDG data folder (the same whatever the working directory), and how its address is shown (never
+with its password).
+
+An index at the place older crashlabs used (``crashlab-index.sqlite`` beside the runs
+directory) is kept in use, with one line saying so and how to move it: crashes recorded there
+are not abandoned by an upgrade.
+"""
 
 from __future__ import annotations
 
 import os
 import re
 from pathlib import Path
+from typing import Callable
 
 #: The environment variable that points every verb (and every node) at one index.
 ENV_VAR = "CRASHLAB_DB"
-#: The default index's file name, in the folder that holds the runs directory: a runs directory
-#: holds only run directories, and `crashlab gc` may empty it, so the index stays out of it.
-DEFAULT_NAME = "crashlab-index.sqlite"
+#: The index's file name, in crashlab's XDG data folder.
+DEFAULT_NAME = "index.sqlite"
+#: The file name older crashlabs gave the index, in the folder that holds the runs directory.
+OLD_DEFAULT_NAME = "crashlab-index.sqlite"
+#: The folder beside a SQLite index where ``inspect --record --copy`` keeps its copies.
+COPIES_FOLDER = "crashlab-copies"
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 
-def resolve(db: str | None, runs_dir: Path) -> str:
-    """The index's address: a postgresql:// URL, or the path of a SQLite file."""
+def data_folder() -> Path:
+    """crashlab's folder under ``${XDG_DATA_HOME:-~/.local/share}``."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "crashlab"
+
+
+def default_index() -> Path:
+    return data_folder() / DEFAULT_NAME
+
+
+def resolve(db: str | None, runs_dir: Path, notice: Callable[[str], None] | None = None) -> str:
+    """The index's address: a postgresql:// URL, or the path of a SQLite file. NOTICE hears
+    (once) that an index at the old default place is used instead of the new one."""
     chosen = db or os.environ.get(ENV_VAR) or ""
     if chosen:
         return chosen
-    return str(Path(runs_dir).absolute().parent / DEFAULT_NAME)
+    old = Path(runs_dir).absolute().parent / OLD_DEFAULT_NAME
+    if old.is_file():
+        if notice is not None:
+            notice(f"using the index at the old default place {old}; crashlab's default is now "
+                   f"{default_index()}: move it there (with its -wal file, crashlab not running) "
+                   f"or name it with --db or {ENV_VAR}")
+        return str(old)
+    return str(default_index())
+
+
+def copies_folder(address: str) -> Path:
+    """Where the index keeps the dumps handed over to it: beside a SQLite index; in crashlab's
+    data folder for a PostgreSQL one (a copy is a file on the node that took it)."""
+    return (data_folder() if is_postgres(address) else Path(address).absolute().parent) \
+        / COPIES_FOLDER
 
 
 def is_postgres(address: str) -> bool:

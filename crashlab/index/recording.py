@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Iterable
 
-from .location import first_line, resolve, shown
+from .location import default_index, first_line, resolve, shown
 from ..incidents import XidLine
 from .records import NewCrash
 from .store import Index
@@ -16,22 +16,30 @@ Records = Iterable[NewCrash | XidLine]
 
 
 def record_all(crashes: Records | Callable[[], Records], db: str | None, runs_dir: Path,
-               warn: Callable[[str], None]) -> int:
+               warn: Callable[[str], None],
+               announce: Callable[[str], None] | None = None) -> int:
     """Record the crashes and Xid lines (or what the callable makes: building them reads files
     and computes signatures, which may fail too); the number of crashes newly recorded. Any
-    failure is one warning."""
-    address = resolve(db, runs_dir)
+    failure is one warning. ANNOUNCE, where given, hears each crash's id and the index:
+    "recorded as crash N in PATH" or "already recorded as crash N in PATH"."""
+    address = resolve(db, runs_dir, warn)
     try:
         made = list(crashes() if callable(crashes) else crashes)
         if not made:
             return 0
+        if address == str(default_index()):  # the one folder crashlab makes for its index
+            default_index().parent.mkdir(parents=True, exist_ok=True)
         with Index(address) as index:
             new = 0
             for item in made:
                 if isinstance(item, XidLine):
                     index.record_xid(item)
-                else:
-                    new += index.record(item)[1]
+                    continue
+                crash_id, added = index.record(item)
+                new += added
+                if announce is not None:
+                    announce(f"{'recorded' if added else 'already recorded'} as crash "
+                             f"{crash_id} in {index.address}")
             return new
     except Exception as exc:  # noqa: BLE001 - the verb's own result must stand whatever happens
         warn(f"warning: the crash was not recorded in the index {shown(address)}: "

@@ -23,7 +23,11 @@ class CrashFile(_Model):
     path: str = Field(description="absolute, on the host that recorded it")
     kind: str = Field(description="coredump, request-dump, report")
     size_bytes: int
-    gone: bool = Field(False, description="deleted by crashlab gc")
+    gone: bool = Field(False, description="deleted (a file crashlab owns) or forgotten (one it "
+                                          "does not) by crashlab gc")
+    owned: bool = Field(False, description="crashlab made it (a run directory's file, a copy "
+                                           "taken by inspect --record --copy): gc may delete it; "
+                                           "a file recorded by reference gc only forgets")
 
 
 @dataclass
@@ -146,9 +150,11 @@ class Collected(_Model):
     signature: str
     path: str
     size_bytes: int
-    action: Literal["kept", "deleted", "missing"] = Field(
-        description="kept: within the retention; deleted (or, with --dry-run, to delete); "
-                    "missing: already gone from the disk, marked gone")
+    action: Literal["kept", "deleted", "forgotten", "missing"] = Field(
+        description="kept: within the retention; deleted (or, with --dry-run, to delete): past "
+                    "it, a file crashlab owns; forgotten: past it, a file recorded by reference, "
+                    "dropped from the index and left on disk; missing: already gone from the "
+                    "disk, marked gone")
     why: str
 
 

@@ -90,6 +90,15 @@ MIGRATIONS: tuple[Migration, ...] = (
             run_dir TEXT)""",
         "CREATE INDEX xid_lines_by_host ON xid_lines (host, seen_at)",
     )),
+    Migration(3, "which crash files crashlab owns (gc deletes only those)", (
+        # 1: crashlab made the file (a run directory's, a copy it took); 0: recorded by
+        # reference (inspect --record, report on a user's file), which gc only forgets
+        "ALTER TABLE crash_files ADD COLUMN owned INTEGER NOT NULL DEFAULT 0",
+        # before it was kept, only serve's run directories held files crashlab made
+        """UPDATE crash_files SET owned = 1 WHERE EXISTS (
+            SELECT 1 FROM crashes c WHERE c.id = crash_files.crash_id AND c.run_dir IS NOT NULL
+            AND substr(crash_files.path, 1, length(c.run_dir) + 1) = c.run_dir || '/')""",
+    )),
 )
 
 #: The newest schema this crashlab knows; an index migrated further is refused, not guessed at.

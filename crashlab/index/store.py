@@ -14,13 +14,14 @@ import hashlib
 import json
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Iterator
 
-from ..errors import BadInput
+from ..errors import EXIT_NOTHING, BadInput, CrashlabError
 from . import schema
 from .backends import Backend, connect
-from .location import first_line
+from .location import first_line, is_postgres
 
 if TYPE_CHECKING:  # the pydantic records cost crashlab list's start-up; read where they are made
     from ..incidents import Crash as GroupedCrash, XidLine
@@ -64,13 +65,32 @@ class Filters:
     limit: int | None = None
 
 
-class Index:
-    """An open index; opening it applies the migrations it lacks."""
+class NoIndex(CrashlabError):
+    """A verb that only reads the index found none (exit 1: nothing found)."""
+
+    exit_code = EXIT_NOTHING
 
     def __init__(self, address: str):
+        super().__init__(f"no crash index at {address} (serve, inspect --record and report "
+                         "create it)")
+
+
+class UnknownSignature(BadInput):
+    """No signature or coarse key starts so: bad input for show; nothing found for list."""
+
+
+class Index:
+    """An open index; opening it applies the migrations it lacks. Only a verb that records
+    CREATEs one: list, show and gc on a missing index leave no file behind."""
+
+    def __init__(self, address: str, create: bool = True):
+        if not create and not is_postgres(address) and not Path(address).is_file():
+            raise NoIndex(address)
         self.backend: Backend = connect(address)
         self.address = self.backend.address
         try:
+            if not create and self._current() is None:
+                raise NoIndex(self.address)
             self._migrate()
         except self.backend.errors as exc:
             self.backend.close()
@@ -144,8 +164,9 @@ class Index:
                 return found.fetchone()[0], False
             crash_id = row[0]
             for item in crash.files:
-                db.execute("INSERT INTO crash_files (crash_id, path, kind, size_bytes) "
-                           "VALUES (?, ?, ?, ?)", (crash_id, item.path, item.kind, item.size_bytes))
+                db.execute("INSERT INTO crash_files (crash_id, path, kind, size_bytes, owned) "
+                           "VALUES (?, ?, ?, ?, ?)",
+                           (crash_id, item.path, item.kind, item.size_bytes, int(item.owned)))
             db.execute(
                 "INSERT INTO signatures (hash, version, kind, title, search, body, first_seen, "
                 "last_seen, crash_count, coarse) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, ?) "
@@ -235,10 +256,11 @@ class Index:
         if not found:
             return None
         files = self.backend.execute(
-            "SELECT path, kind, size_bytes, gone_at FROM crash_files WHERE crash_id = ? "
+            "SELECT path, kind, size_bytes, gone_at, owned FROM crash_files WHERE crash_id = ? "
             "ORDER BY path", (crash_id,)).fetchall()
         return _crash(found[0]).model_copy(update={"files": [
-            CrashFile(path=p, kind=k, size_bytes=s, gone=g is not None) for p, k, s, g in files]})
+            CrashFile(path=p, kind=k, size_bytes=s, gone=g is not None, owned=bool(o))
+            for p, k, s, g, o in files]})
 
     def signature_key(self, prefix: str) -> tuple[str, str]:
         """("hash", the one signature whose hash starts with PREFIX) or ("coarse", the one coarse
@@ -250,7 +272,7 @@ class Index:
             "SELECT DISTINCT coarse FROM signatures WHERE coarse LIKE ? ORDER BY coarse LIMIT 2",
             pattern)]
         if not found:
-            raise BadInput(f"no signature {prefix} in the index {self.address}")
+            raise UnknownSignature(f"no signature {prefix} in the index {self.address}")
         if len(found) > 1:
             raise BadInput(f"signature {prefix} is ambiguous ({found[0][1]}, {found[1][1]}, ...): "
                            "give more of it")
@@ -289,19 +311,21 @@ class Index:
 
     def grouping_records(self, where: list[str], params: list) -> list[GroupedCrash]:
         """What crashlab.incidents groups, of the crashes (c) that WHERE's conditions (joined by
-        AND) select, in no order. A crash read from a coredump alone (no run) is a server of its
-        own, named by its file."""
+        AND) select, in no order. A crash read from a coredump alone (no run) was recorded by
+        hand, and is named by its file."""
         from ..incidents import Crash as GroupedCrash
 
-        return [GroupedCrash(time=_aware(at), host=host or "unknown host", run_dir=run_dir,
+        return [GroupedCrash(time=_aware(at), host=host or "unknown host", run_dir=run_dir or source,
                              first_line=summary, incarnation=incarnation or 1,
                              deployment=deployment, role=server_role, rank=rank, label=label,
-                             signature=signature, crash_id=crash_id)
-                for at, host, run_dir, summary, incarnation, deployment, server_role, rank, label,
-                signature, crash_id in self.backend.execute(
-                    "SELECT c.first_failure_at, c.host, COALESCE(c.run_dir, c.source), c.summary, "
+                             signature=signature, crash_id=crash_id,
+                             by_hand=recorded_by if run_dir is None and recorded_by != "serve"
+                             else None)
+                for at, host, run_dir, source, summary, incarnation, deployment, server_role, rank,
+                label, signature, crash_id, recorded_by in self.backend.execute(
+                    "SELECT c.first_failure_at, c.host, c.run_dir, c.source, c.summary, "
                     "c.incarnation, c.deployment, c.server_role, c.rank, c.label, "
-                    f"c.signature_hash, c.id FROM crashes c WHERE {' AND '.join(where)}",
+                    f"c.signature_hash, c.id, c.recorded_by FROM crashes c WHERE {' AND '.join(where)}",
                     tuple(params))]
 
     def crashes_by_id(self, ids: list[int]) -> dict[int, Crash]:
@@ -329,11 +353,12 @@ class Index:
                                      device=device, run_dir=run_dir))
         return lines
 
-    def dumps(self) -> list[tuple[int, str, str, int]]:
-        """Every coredump the index knows and has not deleted: (crash id, signature, path, size),
-        each signature's first crashes first."""
+    def dumps(self) -> list[tuple[int, str, str, int, int]]:
+        """Every coredump the index knows and has not deleted or forgotten: (crash id,
+        signature, path, size, owned: 1 where crashlab made the file), each signature's first
+        crashes first."""
         return self.backend.execute(
-            "SELECT c.id, c.signature_hash, f.path, f.size_bytes FROM crash_files f "
+            "SELECT c.id, c.signature_hash, f.path, f.size_bytes, f.owned FROM crash_files f "
             "JOIN crashes c ON c.id = f.crash_id WHERE f.kind = 'coredump' AND f.gone_at IS NULL "
             "ORDER BY c.signature_hash, c.crashed_at, c.id, f.path").fetchall()
 

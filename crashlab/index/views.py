@@ -1,14 +1,25 @@
 """Terminal views of the index: ``crashlab list`` (one line per crash, like coredumpctl list),
 ``list --incidents`` (a block per incident), ``crashlab show`` (a crash's facts, incident and
 report, a signature's tally, or the signatures of a coarse key) and ``crashlab gc``.
-Every value came from a report or a log, so every one is printed as plain text, never markup."""
+Every value came from a report or a log, so every one is printed as plain text, never markup.
+
+Each line fits the console: a longer one goes on below its first, indented under the value it
+continues, broken where ``crashlab inspect`` breaks its names (after a space, ``/``, ``,``, ``::``) or
+inside a Python module path (after a ``.`` before a name), never inside a word or an
+identifier.
+``crashlab list`` into a pipe keeps a crash per line, for grep."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import re
+
+from rich.cells import cell_len
+
 from ..console import line
 from ..escape import escape
+from ..issue.sizes import with_bytes
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -19,6 +30,45 @@ if TYPE_CHECKING:
 LIST_COLUMNS = (("ID", "id"), ("TIME (UTC)", "crashed_at"), ("HOST", "host"),
                 ("SIGNATURE", "signature"), ("LABEL", "label"), ("TITLE", "title"))
 LIST_FIELDS = tuple(field for _, field in LIST_COLUMNS)
+
+
+#: Where a line may end: crashlab.report.text's points, and the dots of ``sglang.srt.layers``
+#: (a Python exception's place), not those of ``1.5`` or ``fused_moe.py``'s suffix alone.
+_BREAK = re.compile(r"(?:::|[,(</]|\.(?=[A-Za-z_][\w]*\.)|\s)+")
+
+
+def fitted(text: str, width: int, indent: int) -> list[str]:
+    """TEXT (escaped) as lines at most WIDTH cells wide, each after the first indented by INDENT
+    spaces, broken at break_points; a piece wider than a line is cut, the last resort."""
+    text = escape(text)
+    indent = indent if width - indent >= 30 else 4  # too little room under the value
+    lines, current = [], ""
+    starts = [0, *(m.end() for m in _BREAK.finditer(text) if 0 < m.end() < len(text)),
+              len(text)]
+    for piece in (text[a:b] for a, b in zip(starts, starts[1:])):
+        if cell_len((current + piece).rstrip()) <= width:
+            current += piece
+            continue
+        if current.strip():
+            lines.append(current.rstrip())
+            current = " " * indent + piece.lstrip()
+        else:
+            current += piece.lstrip()
+        while cell_len(current.rstrip()) > width:
+            lines.append(current[:width])
+            current = " " * indent + current[width:]
+    return [*lines, current.rstrip()]
+
+
+def _say(console: Console, text: str, indent: int, style: str = "") -> None:
+    for row in fitted(text, console.width, indent):
+        console.print(line((row, style)), soft_wrap=True)
+
+
+def heading(address: str, console: Console) -> None:
+    """The first line of every view: which index it read (the default depends on no folder,
+    but CRASHLAB_DB, --db and an old index beside the runs directory all change it)."""
+    _say(console, f"index: {address}", 7, "dim")
 
 
 def _when(iso: str) -> str:
@@ -36,9 +86,17 @@ def crash_list(crashes: list[tuple], console: Console) -> None:
     heading = [name for name, _ in LIST_COLUMNS]
     widths = [max([len(name), *map(len, column)]) for name, column in zip(heading, columns)]
     template = "  ".join(f"%-{width}s" for width in widths[:-1]) + "  %s"
-    console.print(line(((template % tuple(heading)).rstrip(), "bold")), soft_wrap=True)
-    if crashes:
-        console.file.write("\n".join([(template % row).rstrip() for row in zip(*columns)]) + "\n")
+    rows = [(template % row).rstrip() for row in zip(*columns)]
+    title_at = sum(widths[:-1]) + 2 * (len(widths) - 1)
+    headings = [(template % tuple(heading)).rstrip()]
+    if console.is_terminal:  # a title too long goes on below, under the titles; a pipe gets
+        # a crash per line, for grep
+        headings = fitted(headings[0], console.width, title_at)
+        rows = [part for row in rows for part in fitted(row, console.width, title_at)]
+    for part in headings:
+        console.print(line((part, "bold")), soft_wrap=True)
+    if rows:
+        console.file.write("\n".join(rows) + "\n")
 
 
 def _shown(values: tuple[str | None, ...], empty: str = "") -> list[str]:
@@ -64,16 +122,15 @@ def incident_list(incidents: list[IncidentShown], console: Console) -> None:
     for number, incident in enumerate(incidents):
         if number:
             console.print()
-        console.print(line((f"incident {incident.id}", "bold"),
-                           f"  first failure {_when(incident.first_failure)}  "
-                           f"{len(incident.crashes)} crash(es), {len(incident.xids)} Xid line(s) "
-                           f"on {', '.join(incident.hosts)}"), soft_wrap=True)
+        _say(console, f"incident {incident.id}  first failure {_when(incident.first_failure)}  "
+                      f"{len(incident.crashes)} crash(es), {len(incident.xids)} Xid line(s) "
+                      f"on {', '.join(incident.hosts)}", 2, "bold")
         for crash in incident.crashes:
-            console.print(line("  ", _member(crash)), soft_wrap=True)
+            _say(console, f"  {_member(crash)}", 4)
         for xid in incident.xids:
-            console.print(line("  ", _xid(xid)), soft_wrap=True)
+            _say(console, f"  {_xid(xid)}", 4)
         for note in incident.notes:
-            console.print(line(("  note ", "dim"), note), soft_wrap=True)
+            _say(console, f"  note {note}", 7)
 
 
 def _incident(view: Shown, console: Console) -> None:
@@ -111,7 +168,11 @@ def _facts(crash: Crash) -> list[tuple[str, str | None]]:
 
 
 def _field(console: Console, name: str, value: str) -> None:
-    console.print(line((f"{name:<12}", "bold"), value), soft_wrap=True)
+    """NAME, and VALUE beside it, continued under itself."""
+    first, *more = fitted(f"{name:<12}{value}", console.width, 12)
+    console.print(line((first[:12], "bold"), first[12:]), soft_wrap=True)
+    for row in more:
+        console.print(line(row), soft_wrap=True)
 
 
 def shown(view: Shown, console: Console) -> None:
@@ -126,8 +187,7 @@ def shown(view: Shown, console: Console) -> None:
         _field(console, "signature", f"{signature.hash} {signature.title}")
         _incident(view, console)
         for item in view.crash.files:
-            _field(console, "file", f"{item.path} ({item.size_bytes} bytes)"
-                                    f"{' gone (crashlab gc)' if item.gone else ''}")
+            _field(console, "file", f"{item.path} ({with_bytes(item.size_bytes)}){_fate(item)}")
         _report(view, console)
         return
     _field(console, "signature", f"{signature.hash} (version {signature.version}, {signature.kind})")
@@ -145,6 +205,14 @@ def shown(view: Shown, console: Console) -> None:
         _field(console, f"by {column}", counted)
 
 
+def _fate(item) -> str:
+    """What crashlab gc did or may do with a crash's file."""
+    if item.gone:
+        return " deleted by crashlab gc" if item.owned else \
+            " forgotten by crashlab gc (recorded by reference, left on disk)"
+    return "" if item.owned else " recorded by reference (gc never deletes it)"
+
+
 def _report(view: Shown, console: Console) -> None:
     if view.report is None:
         console.print(line(("report: no longer readable at the crash's source", "dim")))
@@ -157,18 +225,18 @@ def _report(view: Shown, console: Console) -> None:
     console.print()
     if view.report.get("source", {}).get("kind") == "run":
         for text in run_views.summary_lines(parse(RunReport, view.report)):
-            console.print(line(text), soft_wrap=True)
+            _say(console, text, 2)
         return
     terminal.render(parse(TriageReport, view.report), console)
 
 
 def collection(result: Collection, console: Console) -> None:
-    verb = "would delete" if result.dry_run else "deleted"
+    words = {"deleted": "would delete" if result.dry_run else "deleted",
+             "forgotten": "would forget" if result.dry_run else "forgot", "missing": "missing"}
     for item in result.files:
         if item.action != "kept":
-            word = verb if item.action == "deleted" else "missing"
-            console.print(line(f"{word} {item.path} ({item.size_bytes} bytes, crash {item.crash}, "
-                               f"{item.why})"), soft_wrap=True)
+            _say(console, f"{words[item.action]} {item.path} ({with_bytes(item.size_bytes)}, "
+                          f"crash {item.crash}, {item.why})", 2)
     kept = sum(1 for item in result.files if item.action == "kept")
-    console.print(line(f"{verb} {result.freed_bytes} bytes; kept {kept} dump(s), "
-                       f"{result.kept_bytes} bytes"), soft_wrap=True)
+    _say(console, f"{words['deleted']} {with_bytes(result.freed_bytes)}; kept {kept} dump(s), "
+                  f"{with_bytes(result.kept_bytes)}", 2)
