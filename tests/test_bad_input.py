@@ -252,3 +252,25 @@ def test_cli_usage_errors_are_one_line_and_exit_2(good, args):
     assert done.returncode == 2
     lines = done.stderr.decode().splitlines()
     assert len(lines) == 1 and lines[0].startswith("crashlab: "), done.stderr
+
+
+@pytest.mark.parametrize("version", ["0.5.6.post2", "0.5.12", "0.5.23"])
+def test_a_cut_crash_dump_is_partial_or_one_line(tmp_path, version):
+    """replay --list of a crash dump cut anywhere: exit 0 with the partial line on stderr, or
+    exit 2 with one line; never a traceback."""
+    from tests.replay_support import FIXTURES
+
+    data = (FIXTURES / "real" / f"crash_dump_real_{version}.pkl").read_bytes()
+    outcomes = set()
+    for cut in (1, len(data) // 3, len(data) * 3 // 4, len(data) * 99 // 100, len(data) - 1):
+        path = tmp_path / f"cut-{cut}.pkl"
+        path.write_bytes(data[:cut])
+        done = run_cli("replay", path, "--list")
+        lines = done.stderr.decode().splitlines()
+        assert len(lines) == 1 and "Traceback" not in done.stderr.decode(), done.stderr
+        if done.returncode == 0:
+            assert lines[0].startswith(f"{path}: partial: ")
+        else:
+            assert done.returncode == 2 and lines[0].startswith("crashlab: ") and not done.stdout
+        outcomes.add(done.returncode)
+    assert outcomes == {0, 2}

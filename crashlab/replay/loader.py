@@ -96,24 +96,31 @@ def load(path: str | os.PathLike, on_request: Callable[[Request], None] | None =
 
     with _mapped(path, name) as (data, release), _no_cycle_collection():
         _check_start(data, name)
-        size = len(data)
-        partial = None
-        try:
-            root = unpickler.loads(data, name, on_record=record_read, release=release)
-        except Truncated as cut:
-            root, partial = salvaged(cut, name)
-        bounds.check(root, size, name)
-        try:
-            dump = crash_dump_from(root, name, size, seen)
-        except ValueError as problem:
-            raise BadInput(f"{name}: not an SGLang crash dump: {problem}") from None
-        if partial is not None:
-            dump.partial = partial
-            dump.warnings.insert(0, partial.line())
-            if not partial.requests_complete:  # the keys that tell the layouts apart come later
-                dump.layout = "cut short: which SGLang writer is unknown (its keys after " \
-                    "'requests' are missing)"
-        return dump
+        return decoded(data, name, record_read, release, seen)
+
+
+def decoded(data, name: str, on_record=None, release=None,
+            seen: dict[int, Request] | None = None) -> CrashDump:
+    """The typed dump in ``data`` (a pickle's bytes; ``name`` is what messages call it); a cut
+    pickle's requests are salvaged (salvage.py). ``seen``: the Requests ``on_record`` made."""
+    size = len(data)
+    partial = None
+    try:
+        root = unpickler.loads(data, name, on_record=on_record, release=release)
+    except Truncated as cut:
+        root, partial = salvaged(cut, name)
+    bounds.check(root, size, name)
+    try:
+        dump = crash_dump_from(root, name, size, seen)
+    except ValueError as problem:
+        raise BadInput(f"{name}: not an SGLang crash dump: {problem}") from None
+    if partial is not None:
+        dump.partial = partial
+        dump.warnings.insert(0, partial.line())
+        if not partial.requests_complete:  # the keys that tell the layouts apart come later
+            dump.layout = "cut short: which SGLang writer is unknown (its keys after " \
+                "'requests' are missing)"
+    return dump
 
 
 @contextmanager
