@@ -63,6 +63,24 @@ def load_bytes(data: bytes):
     return loader.decoded(data, "fuzz")
 
 
+def loaded_or_refused(data: bytes):
+    """The dump (rendered once) or None for a one-line refusal; the allocation is bounded."""
+    tracemalloc.start()
+    try:
+        try:
+            dump = load_bytes(data)
+        except BadInput as refused:
+            assert "\n" not in str(refused)
+            dump = None
+        else:
+            dump.model_dump_json()  # whatever loaded must render
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < MEMORY_FACTOR * len(data) + MEMORY_SLACK
+    return dump
+
+
 @settings(max_examples=1500, derandomize=True, deadline=None, database=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(name=st.sampled_from(SEEDS), changes=st.lists(mutation, min_size=1, max_size=6))
@@ -70,18 +88,7 @@ def test_mutated_dumps_load_or_are_refused(name, changes):
     data = bytearray(seed(name))
     for change in changes:
         data = mutate(data, change)
-    tracemalloc.start()
-    try:
-        try:
-            dump = load_bytes(bytes(data))
-        except BadInput as refused:
-            assert "\n" not in str(refused)
-        else:
-            dump.model_dump_json()  # whatever loaded must render
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert peak < MEMORY_FACTOR * len(data) + MEMORY_SLACK
+    loaded_or_refused(bytes(data))
 
 
 @settings(max_examples=400, derandomize=True, deadline=None, database=None,
@@ -95,20 +102,9 @@ def test_cut_dumps_are_salvaged_or_refused(name, at, changes):
     for change in changes:
         data = mutate(data, change)
     del data[at % max(len(data), 1):]
-    tracemalloc.start()
-    try:
-        try:
-            dump = load_bytes(bytes(data))
-        except BadInput as refused:
-            assert "\n" not in str(refused)
-        else:
-            if dump.partial is not None:
-                assert dump.partial.requests_read == len(dump.requests) > 0
-                assert dump.warnings[0] == dump.partial.line()
-            else:
-                assert changes  # an untouched seed cut short is always partial
-            dump.model_dump_json()
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert peak < MEMORY_FACTOR * len(data) + MEMORY_SLACK
+    dump = loaded_or_refused(bytes(data))
+    if dump is not None and dump.partial is not None:
+        assert dump.partial.requests_read == len(dump.requests) > 0
+        assert dump.warnings[0] == dump.partial.line()
+    elif dump is not None:
+        assert changes  # an untouched seed cut short is always partial
