@@ -197,8 +197,8 @@ def test_strtab_offset_out_of_range(tmp_path, good):
 @pytest.mark.parametrize(
     "field,value,fragment",
     [
-        ("shoff", 1 << 50, "outside the file"),
-        ("shoff", 0, "outside the file"),
+        ("shoff", 1 << 50, "before its section header table"),
+        ("shoff", 0, "e_shoff 0"),
         ("shentsize", 40, "section header size"),
         ("shstrndx", 0xFFF0, "out of range"),
     ],
@@ -213,7 +213,7 @@ def test_extended_count_that_lies(tmp_path, good):
         set_header(data, "shnum", 0)
         set_section(data, 0, "size", 1 << 40)
 
-    _refused(patched(good.path, tmp_path / "x.nvcudmp", lie), "runs past the end")
+    _refused(patched(good.path, tmp_path / "x.nvcudmp", lie), "inside its section header table")
 
 
 def test_core_without_device_table(tmp_path, good):
@@ -252,3 +252,25 @@ def test_cli_usage_errors_are_one_line_and_exit_2(good, args):
     assert done.returncode == 2
     lines = done.stderr.decode().splitlines()
     assert len(lines) == 1 and lines[0].startswith("crashlab: "), done.stderr
+
+
+@pytest.mark.parametrize("version", ["0.5.6.post2", "0.5.12", "0.5.23"])
+def test_a_cut_crash_dump_is_partial_or_one_line(tmp_path, version):
+    """replay --list of a crash dump cut anywhere: exit 0 with the partial line on stderr, or
+    exit 2 with one line; never a traceback."""
+    from tests.replay_support import FIXTURES
+
+    data = (FIXTURES / "real" / f"crash_dump_real_{version}.pkl").read_bytes()
+    outcomes = set()
+    for cut in (1, len(data) // 3, len(data) * 3 // 4, len(data) * 99 // 100, len(data) - 1):
+        path = tmp_path / f"cut-{cut}.pkl"
+        path.write_bytes(data[:cut])
+        done = run_cli("replay", path, "--list")
+        lines = done.stderr.decode().splitlines()
+        assert len(lines) == 1 and "Traceback" not in done.stderr.decode(), done.stderr
+        if done.returncode == 0:
+            assert lines[0].startswith(f"{path}: partial: ")
+        else:
+            assert done.returncode == 2 and lines[0].startswith("crashlab: ") and not done.stdout
+        outcomes.add(done.returncode)
+    assert outcomes == {0, 2}

@@ -118,3 +118,27 @@ def test_mutation_helpers_touch_what_they_say():
     _apply(data, ("field", 3, "entsize", 77))
     assert read_section(data, 3, "entsize") == 77
     assert section_header_offset(data, 3) > 0
+
+
+@settings(max_examples=60, deadline=5000, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(which=st.sampled_from(["fault", "hang"]), at=st.integers(0, 1 << 30),
+       changes=st.lists(mutation, max_size=2))
+def test_cut_dumps_say_what_is_missing(tmp_path, which, at, changes):
+    """A dump cut at any offset (after up to two other mutations) is refused in one line; cut
+    before the end of its section header table, the line says the table is cut."""
+    data = bytearray(seed(which))
+    for change in changes:
+        data = _apply(data, change)
+    del data[at % max(len(data), 1):]
+    path = tmp_path / "cut.nvcudmp"
+    path.write_bytes(data)
+    try:
+        crashlab.inspect(path, sass=False)
+    except BadInput as refusal:
+        message = str(refusal)
+        assert "\n" not in message
+        if not changes and len(data) >= 64:
+            assert "cut short at" in message and "section header table" in message, message
+    else:
+        assert changes  # an untouched dump cut short is never read as whole

@@ -16,10 +16,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from crashlab.errors import BadInput
-from crashlab.replay import bounds, records, unpickler
+from crashlab.replay import loader
 from tests.replay_support import FIXTURES
 
 SEEDS = ["crash_dump_0.5.6.pkl", "crash_dump_0.5.12.pkl", "crash_dump_0.5.23.pkl"]
+REAL_SEEDS = [f"real/crash_dump_real_{version}.pkl" for version in ("0.5.6.post2", "0.5.12", "0.5.23")]
 OPCODES = sorted(op.code.encode("latin-1") for op in code2op.values())
 EDGES = [0, 1, 255, 256, 65535, 1 << 31, (1 << 32) - 1, 1 << 40, (1 << 64) - 1]
 MEMORY_FACTOR = 16
@@ -59,12 +60,25 @@ def mutate(data: bytearray, change) -> bytearray:
 
 def load_bytes(data: bytes):
     """What loader.load does after reading the file (in memory, to measure allocation)."""
-    root = unpickler.loads(data, "fuzz")
-    bounds.check(root, len(data), "fuzz")
+    return loader.decoded(data, "fuzz")
+
+
+def loaded_or_refused(data: bytes):
+    """The dump (rendered once) or None for a one-line refusal; the allocation is bounded."""
+    tracemalloc.start()
     try:
-        return records.crash_dump_from(root, "fuzz", len(data))
-    except ValueError as problem:
-        raise BadInput(str(problem)) from None
+        try:
+            dump = load_bytes(data)
+        except BadInput as refused:
+            assert "\n" not in str(refused)
+            dump = None
+        else:
+            dump.model_dump_json()  # whatever loaded must render
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < MEMORY_FACTOR * len(data) + MEMORY_SLACK
+    return dump
 
 
 @settings(max_examples=1500, derandomize=True, deadline=None, database=None,
@@ -74,15 +88,23 @@ def test_mutated_dumps_load_or_are_refused(name, changes):
     data = bytearray(seed(name))
     for change in changes:
         data = mutate(data, change)
-    tracemalloc.start()
-    try:
-        try:
-            dump = load_bytes(bytes(data))
-        except BadInput as refused:
-            assert "\n" not in str(refused)
-        else:
-            dump.model_dump_json()  # whatever loaded must render
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert peak < MEMORY_FACTOR * len(data) + MEMORY_SLACK
+    loaded_or_refused(bytes(data))
+
+
+@settings(max_examples=400, derandomize=True, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(name=st.sampled_from(SEEDS + REAL_SEEDS), at=st.integers(0, 1 << 20),
+       changes=st.lists(mutation, max_size=2))
+def test_cut_dumps_are_salvaged_or_refused(name, at, changes):
+    """A file cut at any offset (after up to two other mutations): its whole requests, marked
+    partial and said in the first warning, or one refusal; memory bounded as for any file."""
+    data = bytearray(seed(name))
+    for change in changes:
+        data = mutate(data, change)
+    del data[at % max(len(data), 1):]
+    dump = loaded_or_refused(bytes(data))
+    if dump is not None and dump.partial is not None:
+        assert dump.partial.requests_read == len(dump.requests) > 0
+        assert dump.warnings[0] == dump.partial.line()
+    elif dump is not None:
+        assert changes  # an untouched seed cut short is always partial

@@ -202,17 +202,15 @@ class ElfImage:
             raise CoreFormatError(
                 f"{where}: section header size is {header['shentsize']}, expected {entry}"
             )
-        if start == 0 or start > size - entry:
-            raise CoreFormatError(
-                f"{where}: section header table at {start:#x} is outside the file "
-                f"({size} bytes); truncated?"
-            )
+        if start == 0:
+            raise CoreFormatError(f"{where}: the ELF header gives no section header table (e_shoff 0)")
+        if start > size - entry:
+            raise CoreFormatError(_cut_table(where, size, start, header["shnum"] or None, 0))
         count, names = self._extended_numbering(start, header["shnum"], header["shstrndx"])
-        if count == 0 or start + count * entry > size:
-            raise CoreFormatError(
-                f"{where}: section header table ({count} entries at {start:#x}) runs past the "
-                f"end of the file ({size} bytes); truncated?"
-            )
+        if count == 0:
+            raise CoreFormatError(f"{where}: the section header table at {start:#x} has no entries")
+        if start + count * entry > size:
+            raise CoreFormatError(_cut_table(where, size, start, count, (size - start) // entry))
         if names >= count:
             raise CoreFormatError(f"{where}: section name table index {names} out of range")
         return start, count, names
@@ -309,6 +307,27 @@ class ElfImage:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _cut_table(where: str, size: int, start: int, count: int | None, whole: int) -> str:
+    """What is lost when a dump ends before or inside its section header table (a writer killed,
+    a full disk): the table is written last, so the sections' bytes before it may be intact,
+    but only the table says where each section lies, its row size, and which device, SM, CTA,
+    warp or lane row it hangs from. Section names are no substitute (they are not unique), and
+    rows of one table type cannot be told apart by their shape from another SM's or warp's, so
+    no fault is located by scanning: the refusal says exactly what is missing instead."""
+    entries = f"{count:,} entries" if count else "its entry count is in the missing part"
+    if whole:
+        where_cut = (f"inside its section header table: {whole:,} of the {count:,} entries at "
+                     f"{start:#x} are there, the rest and the section name table they index "
+                     "are missing")
+    else:
+        where_cut = f"before its section header table (at {start:#x}, {entries})"
+    return (f"{where}: cut short at {size:,} bytes (or its e_shoff is damaged), {where_cut}; "
+            "without the whole table nothing says where "
+            "the device, SM, CTA, warp and lane tables lie or which row each belongs to, so the "
+            "fault (exception, PC, thread, kernel) cannot be located soundly (cuda-gdb cannot "
+            "open such a file either)")
 
 
 def copy_within_room(reader, target, directory: str, source: str) -> int:

@@ -24,9 +24,12 @@ from .runner import minimize, replay
 def run(options: ReplayOptions) -> int:
     if options.target is None and not options.as_json:
         lister = views.RequestLister(ViewConsole())
-        lister.summary(load(options.dump, on_request=lister.row))
+        dump = load(options.dump, on_request=lister.row)
+        lister.summary(dump)
+        _say_partial(dump)
         return EXIT_FOUND
     dump = load(options.dump)
+    _say_partial(dump)
     gc.freeze()  # the dump lives as long as this process: the cycle collector can skip it
     if options.target is None:
         for line in views.dump_json_lines(dump):
@@ -41,6 +44,12 @@ def run(options: ReplayOptions) -> int:
         views.render_result(result, ViewConsole())
     found = bool(result.minimization.minimal) if result.minimization else result.reproduced
     return EXIT_FOUND if found else EXIT_NOTHING
+
+
+def _say_partial(dump: CrashDump) -> None:
+    """A dump cut short is used as far as it was read, and the terminal says so."""
+    if dump.partial is not None:
+        click.echo(f"{dump.path}: {dump.partial.line()}", err=True)
 
 
 def _replayed(dump: CrashDump, options: ReplayOptions) -> ReplayResult:

@@ -13,7 +13,9 @@ from pydantic import ValidationError
 from ..errors import BadInput
 from ..escape import printable
 from . import bounds, unpickler
+from .opcodes import Truncated
 from .records import CrashDump, Request, crash_dump_from, request_from
+from .salvage import salvaged
 
 _GZIP = b"\x1f\x8b"
 _PROTO = 0x80
@@ -76,6 +78,9 @@ def load(path: str | os.PathLike, on_request: Callable[[Request], None] | None =
     dump's listing starts at once); the dump itself is returned at the end, sorted by arrival.
     Raises crashlab.errors.BadInput (exit 2) for a missing, unreadable, hostile, damaged or
     non-SGLang file; the message is one line and names the offending global or byte offset.
+    A file cut short (its writer killed, its disk full) gives the requests read whole before
+    the cut, with ``partial`` set and its line first in the warnings; cut before the first
+    whole request, it is refused.
     """
     name = printable(os.fspath(path), 500)
     seen: dict[int, Request] = {}
@@ -91,13 +96,31 @@ def load(path: str | os.PathLike, on_request: Callable[[Request], None] | None =
 
     with _mapped(path, name) as (data, release), _no_cycle_collection():
         _check_start(data, name)
-        size = len(data)
-        root = unpickler.loads(data, name, on_record=record_read, release=release)
-        bounds.check(root, size, name)
-        try:
-            return crash_dump_from(root, name, size, seen)
-        except ValueError as problem:
-            raise BadInput(f"{name}: not an SGLang crash dump: {problem}") from None
+        return decoded(data, name, record_read, release, seen)
+
+
+def decoded(data, name: str, on_record=None, release=None,
+            seen: dict[int, Request] | None = None) -> CrashDump:
+    """The typed dump in ``data`` (a pickle's bytes; ``name`` is what messages call it); a cut
+    pickle's requests are salvaged (salvage.py). ``seen``: the Requests ``on_record`` made."""
+    size = len(data)
+    partial = None
+    try:
+        root = unpickler.loads(data, name, on_record=on_record, release=release)
+    except Truncated as cut:
+        root, partial = salvaged(cut, name)
+    bounds.check(root, size, name)
+    try:
+        dump = crash_dump_from(root, name, size, seen)
+    except ValueError as problem:
+        raise BadInput(f"{name}: not an SGLang crash dump: {problem}") from None
+    if partial is not None:
+        dump.partial = partial
+        dump.warnings.insert(0, partial.line())
+        if not partial.requests_complete:  # the keys that tell the layouts apart come later
+            dump.layout = "cut short: which SGLang writer is unknown (its keys after " \
+                "'requests' are missing)"
+    return dump
 
 
 @contextmanager

@@ -28,6 +28,17 @@ class PickleRefused(BadInput):
     """A pickle crashlab will not read: hostile, damaged, or not a crash dump."""
 
 
+class Truncated(PickleRefused):
+    """The data ran out before STOP, with every byte before the cut read as valid pickle: the
+    file was cut (a writer killed, a full disk). Holds what was read, for the loader to salvage
+    the complete requests from; ``bytes_missing`` is a lower bound where a FRAME declared more
+    bytes than the file has, else None."""
+
+    def __init__(self, message: str, stack: list, marks: list[int], bytes_missing: int | None):
+        super().__init__(message)
+        self.stack, self.marks, self.bytes_missing = stack, marks, bytes_missing
+
+
 class Opcodes:
     """One read of ``data``: its position, stack, marks and memo, and an ``op_`` method for
     each supported opcode that the interpreter loop does not inline."""
@@ -42,6 +53,8 @@ class Opcodes:
         self.marks: list[int] = []
         self.memo: dict[int, object] = {}
         self.on_record = on_record
+        self.frame_end: int | None = None  # where the last FRAME said its bytes end
+        self.frame_overrun: PickleRefused | None = None
 
     # -- failing ----------------------------------------------------------------------------
     def refuse(self, why: str, at: int | None = None) -> PickleRefused:
@@ -49,12 +62,28 @@ class Opcodes:
         return PickleRefused(f"{self.source}: refused to load this pickle: {why} "
                              f"(at byte {where}); nothing in it was run")
 
+    def cut(self, why: str, reading_at: int, at: int | None = None) -> PickleRefused:
+        """The refusal for a read past the last byte at ``reading_at``: Truncated (salvageable)
+        unless the read began inside a frame that ends within the file. A pickler never lets an
+        opcode straddle the end of its frame, so that read runs past where its own bytes end:
+        a forged length, not a cut."""
+        end = len(self.data)
+        refusal = self.refuse(why, at)
+        if self.frame_end is not None and reading_at < self.frame_end <= end:
+            return refusal
+        missing = self.frame_end - end if self.frame_end is not None and self.frame_end > end \
+            else None
+        return Truncated(str(refusal), self.stack, self.marks, missing)
+
     # -- reading ----------------------------------------------------------------------------
     def take(self, count: int, what: str) -> bytes:
         start = self.pos
-        if count < 0 or start + count > len(self.data):
+        if count < 0:
             raise self.refuse(f"{what} declares {count:,} bytes but only "
                               f"{len(self.data) - start:,} remain (truncated or forged)")
+        if start + count > len(self.data):
+            raise self.cut(f"{what} declares {count:,} bytes but only "
+                           f"{len(self.data) - start:,} remain (truncated or forged)", start)
         self.pos = start + count
         return self.data[start:self.pos]
 
@@ -64,6 +93,9 @@ class Opcodes:
 
     def line(self, what: str) -> str:
         end = self.data.find(b"\n", self.pos, self.pos + _MAX_LINE)
+        if end < 0 and len(self.data) - self.pos < _MAX_LINE:
+            raise self.cut(f"{what} has no end of line before the end of the file (truncated)",
+                           self.pos)
         if end < 0:
             raise self.refuse(f"{what} has no end of line within {_MAX_LINE} bytes")
         text = self.take(end + 1 - self.pos, what)[:-1]
@@ -110,15 +142,21 @@ class Opcodes:
             raise self.refuse(f"pickle protocol {version} is newer than any Python writes")
 
     def op_frame(self):
+        """A frame longer than the rest of the file is read on: a cut file ends inside its
+        last frame. Unless the data then runs out (Truncated), the overrun is the refusal."""
         size = self.unpack("<Q", "FRAME")
-        if size > len(self.data) - self.pos:
-            raise self.refuse(f"FRAME declares {size:,} bytes but only "
-                              f"{len(self.data) - self.pos:,} remain (truncated or forged)")
+        self.frame_end = self.pos + size
+        if size > len(self.data) - self.pos and self.frame_overrun is None:
+            self.frame_overrun = self.refuse(f"FRAME declares {size:,} bytes but only "
+                                             f"{len(self.data) - self.pos:,} remain "
+                                             "(truncated or forged)")
         if self.release is not None and self.pos - self.released > _RELEASE_EVERY:
             self.release(self.pos)  # every byte before a frame was read (the memo holds copies)
             self.released = self.pos
 
     def op_stop(self):
+        if self.frame_overrun is not None:
+            raise self.frame_overrun
         return True
 
     def op_long1(self):

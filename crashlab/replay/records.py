@@ -109,6 +109,31 @@ class Request(_Model):
         return self.sampling_params.get("temperature") == 0
 
 
+class Partial(_Model):
+    """What is known of a dump file that was cut short (salvage.py)."""
+
+    requests_read: int = Field(description="whole requests read before the cut")
+    ends_inside: int | None = Field(None, description="the request (from 1, in the dump's order) "
+                                    "the file ends inside; null when it ends between two")
+    requests_complete: bool = Field(False, description="whether the requests list was read to "
+                                    "its end (the cut came after it)")
+    bytes_missing_at_least: int | None = Field(None, description="bytes the file's last FRAME "
+                                               "declared beyond its end; null when unknown")
+
+    def line(self) -> str:
+        """The one-line warning: how many requests, and where the file ends."""
+        if self.requests_complete:
+            where = "the file ends after the requests list"
+        elif self.ends_inside is not None:
+            where = f"the file ends inside request {self.ends_inside}"
+        else:
+            where = f"the file ends after request {self.requests_read}"
+        missing = (f", at least {self.bytes_missing_at_least:,} bytes missing"
+                   if self.bytes_missing_at_least else "")
+        count = f"{self.requests_read} request{'' if self.requests_read == 1 else 's'}"
+        return f"partial: {count}, {where}{missing}"
+
+
 class CrashDump(_Model):
     path: str
     size_bytes: int
@@ -121,6 +146,8 @@ class CrashDump(_Model):
     resolved_config: Any = None
     requests: list[Request]
     warnings: list[str] = Field(default_factory=list)
+    partial: Partial | None = Field(None, description="set when the file was cut short and only "
+                                    "the requests read whole before the cut are listed")
 
     _root: Any = PrivateAttr(default=None)
 

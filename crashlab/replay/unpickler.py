@@ -31,7 +31,7 @@ import re
 import struct
 
 from .intruns import run as int_run
-from .opcodes import SUPPORTED, Opcodes, unsupported
+from .opcodes import SUPPORTED, Opcodes, PickleRefused, Truncated, unsupported
 
 # Opcode bytes the fast paths look ahead for (the loop in PickleInterpreter.run spells its own inline).
 _MEMOIZE, _BINPUT, _LONG_BINPUT = 0x94, 0x71, 0x72
@@ -143,8 +143,8 @@ class PickleInterpreter(Opcodes):
                         return self.pop()
                     pos = self.pos
         except (IndexError, struct.error):  # only reads past the last byte raise these
-            raise self.refuse("the pickle ends in the middle of an opcode or before its STOP "
-                              "(truncated)", at=end) from None
+            raise self.cut("the pickle ends in the middle of an opcode or before its STOP "
+                           "(truncated)", pos, at=end) from None
 
     def constant_fields(self, pos: int, wide: bool) -> int:
         """A run of (BINGET or LONG_BINGET name, None/True/False) pairs, most of a dataclass's
@@ -228,9 +228,15 @@ def loads(data: bytes | mmap.mmap, source: str = "<pickle>", on_record=None, rel
     ``on_record`` is called with every (request, output, created, finished) tuple as soon as it
     is read, for views that stream a long dump; ``release(offset)``, now and then, says that no
     byte before ``offset`` will be read again (the loader unmaps them).
+    A pickle cut short raises ``Truncated`` with what was read; a FRAME that declared more
+    bytes than the file holds is the refusal of a pickle that does not end where its data runs out.
     """
     machine = PickleInterpreter(data, source, on_record, release)
     try:
         return machine.run()
+    except PickleRefused as refusal:
+        if machine.frame_overrun is None or isinstance(refusal, Truncated):
+            raise
+        raise machine.frame_overrun from None
     finally:  # the handlers refer back to the machine: without this the file's bytes wait for gc
         machine.handlers.clear()
