@@ -227,8 +227,10 @@ def _print_minimization(m: Minimization, console: Console) -> None:
                             f" {len(m.minimal)} of {m.original} requests (indices "
                             f"{m.minimal[:20]}{' …' if len(m.minimal) > 20 else ''}), written to ",
                             str(m.output)), soft_wrap=True)
-    console.print(plain(f"trials used: {m.trials} (budget {m.budget}"
-                        f"{', exhausted' if m.budget_exhausted else ''})"))
+    elapsed = "" if m.elapsed_s is None else f" in {m.elapsed_s:,.1f} s"
+    left = f"; {m.budget_left}" if m.budget_left else ""
+    console.print(plain(f"trials used: {m.trials}{elapsed} (budget {m.budget}"
+                        f"{', exhausted' if m.budget_exhausted else ''}{left})"))
 
 
 def _print_closing(result: ReplayResult, console: Console) -> None:
