@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..console import line, plain
+from ..issue.sizes import with_bytes
 from ..notation import dim, marker, short_source
 from . import text
 from .model import Fault, Kernel, TriageReport
@@ -293,6 +294,6 @@ def _dump_line(report: TriageReport) -> str:
     d = report.dump
     flags = ", ".join(d.generation_flags) or "none"
     driver = f"driver {d.driver_version} (CUDA {d.cuda_version})" if d.driver_version else "driver unknown"
-    return (f"{report.source.path}: {report.source.size_bytes} bytes"
+    return (f"{report.source.path}: {with_bytes(report.source.size_bytes)}"
             f"{' gzip' if report.source.compressed else ''}, {d.section_count} sections, "
             f"{driver}, flags {flags}, ELF ABI {d.abi_version}")
