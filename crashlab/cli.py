@@ -165,19 +165,29 @@ SCHEMAS = {"triage": "crashlab.report.model:TriageReport", "run": "crashlab.repo
            "incident-list": "crashlab.index.records:IncidentList"}
 
 
-@main.command()
+#: What each schema describes, for schema --help; a key of SCHEMAS without one is still listed.
+SCHEMA_ABOUT = {"triage": "what inspect --json prints; the default", "run": "serve's report.json",
+                "replay": "what replay --json prints with --url",
+                "listing": "what replay --json prints without --url: the dump's requests",
+                "environment": "what env --json prints; serve's environment.json",
+                "doctor": "what doctor --json prints",
+                "report-bundle": "what report --json prints; report.json in its bundle",
+                "signature": "the crash signature the reports carry and the crash index keeps",
+                "crash-list": "what list --json prints", "crash-show": "what show --json prints",
+                "crash-gc": "what gc --json prints",
+                "incident-list": "what list --incidents --json prints"}
+
+
+def _schema_help() -> str:
+    """schema's help, its WHICH made from SCHEMAS so that a schema added there is listed."""
+    which = "; ".join(f"{key} ({SCHEMA_ABOUT[key]})" if key in SCHEMA_ABOUT else key
+                      for key in SCHEMAS)
+    return f"Print the JSON Schema of a report.\n\nWHICH is one of: {which}."
+
+
+@main.command(help=_schema_help())
 @click.argument("which", type=click.Choice(list(SCHEMAS)), default="triage")
 def schema(which: str) -> None:
-    """Print the JSON Schema of a report.
-
-    WHICH is triage (what inspect --json prints; the default), run (serve's report.json),
-    replay (what replay --json prints with --url), listing (what replay --json prints
-    without --url: the dump's requests), environment (what env --json prints; serve's
-    environment.json), report-bundle (what report --json prints; report.json in its bundle),
-    signature (the crash signature the reports carry and the crash index keeps), crash-list,
-    crash-show and crash-gc (what list, show and gc --json print), incident-list (what
-    list --incidents --json prints).
-    """
     from .report.schema import json_schema
 
     module, name = SCHEMAS[which].split(":")
@@ -264,8 +274,10 @@ def debug(core: str, host_core: str | None, exe: str | None, print_only: bool) -
               help="Shrink the dump to a minimal reproducing set (needs --restart-cmd).")
 @click.option("--budget", default="50", show_default=True,
               help="--minimize trials (40) or wall time (30m).")
-@click.option("--output", "-o", type=click.Path(dir_okay=False),
+@click.option("--out", "-o", "output", type=click.Path(dir_okay=False),
               help="Where --minimize writes the minimal dump [default: DUMP with .min.pkl].")
+@click.option("--output", "output_alias", type=click.Path(dir_okay=False), hidden=True,
+              help="--out's former name, kept for scripts that use it.")
 @click.option("--late-threshold", type=click.FloatRange(min=0), default=50.0, show_default=True,
               help="Milliseconds: an attempt whose p99 send lateness exceeds this did not keep "
                    "its schedule (said in the result).")
@@ -284,7 +296,7 @@ def debug(core: str, host_core: str | None, exe: str | None, print_only: bool) -
               help="Run --restart-cmd under compute-sanitizer (memcheck, coredumps on) and/or "
                    "SGLang's debug switches; --harden alone is all. Put it after DUMP.")
 def replay(**options) -> None:
-    """Load an SGLang crash dump safely, replay it against a server, minimise it.
+    """Load an SGLang crash dump safely, replay it against a server, minimize it.
 
     DUMP is a crash_dump_<time>.pkl from SGLang's --crash-dump-folder (0.5.6 to 0.5.23). It is
     read without importing sglang and without running anything it names. Exit codes: 0 the
@@ -304,7 +316,8 @@ def replay(**options) -> None:
     from .replay.command import run
     from .replay.options import ReplayOptions
 
-    sys.exit(run(ReplayOptions.from_command_line(**options)))
+    alias = options.pop("output_alias")
+    sys.exit(run(ReplayOptions.from_command_line(**{**options, "output": options["output"] or alias})))
 
 
 @main.command()
@@ -394,8 +407,10 @@ def doctor(as_json: bool, runs_dir: Path, python: str | None, cmake_cache: Path 
 
 @main.command(subject="inputs")
 @click.argument("inputs", nargs=-1, type=click.Path())
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+@click.option("--out", "-o", type=click.Path(file_okay=False, path_type=Path),
               help="Folder for the body and the bundle [default: the current folder].")
+@click.option("--output", "output_alias", type=click.Path(file_okay=False, path_type=Path),
+              hidden=True, help="--out under replay's former name, for scripts that use it.")
 @click.option("--max-size", default="25MB", show_default=True,
               help="Largest bundle (GitHub takes attachments up to 25 MB): e.g. 10MB, 500k.")
 @click.option("--anonymize", is_flag=True,
@@ -407,8 +422,8 @@ def doctor(as_json: bool, runs_dir: Path, python: str | None, cmake_cache: Path 
 @click.option("--json", "as_json", is_flag=True,
               help="Print a JSON summary instead of the body (schema: crashlab schema report-bundle).")
 @_db_option
-def report(inputs: tuple[str, ...], out: Path | None, max_size: str, anonymize: bool,
-           this_machine: bool, as_json: bool, db: str | None) -> None:
+def report(inputs: tuple[str, ...], out: Path | None, output_alias: Path | None, max_size: str,
+           anonymize: bool, this_machine: bool, as_json: bool, db: str | None) -> None:
     """Write an upstream issue: a Markdown body and one .tar.gz to attach beside it.
 
     INPUTS are serve run directories, CUDA coredumps and SGLang request dumps, in any mix. The
@@ -434,7 +449,7 @@ def report(inputs: tuple[str, ...], out: Path | None, max_size: str, anonymize: 
     from .issue.command import ReportOptions, make
     from .issue.sizes import parse_size, with_bytes
 
-    made = make(ReportOptions(inputs=list(inputs), out=out, max_bytes=parse_size(max_size),
+    made = make(ReportOptions(inputs=list(inputs), out=out or output_alias, max_bytes=parse_size(max_size),
                               anonymize=anonymize, this_machine=this_machine))
     if as_json:
         click.echo(made.issue.model_dump_json(indent=2))

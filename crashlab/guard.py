@@ -82,6 +82,11 @@ class GuardedCommand(_OneLineUsage, click.Command):
         super().__init__(*args, **kwargs)
         self.subject = subject
 
+    def get_short_help_str(self, limit: int = 45) -> str:
+        """The docstring's whole first sentence: ``crashlab --help`` lists every verb with its
+        line uncut (click would end it in "..." at 45 characters); the list wraps instead."""
+        return super().get_short_help_str(limit=sys.maxsize)
+
     def invoke(self, ctx: click.Context):
         subject = ctx.params.get(self.subject) if self.subject else ctx.info_name
         return guarded(str(subject), lambda: super(GuardedCommand, self).invoke(ctx))

@@ -198,3 +198,45 @@ def test_debug_checks_the_core_before_the_tool(tmp_path):
         _one_line(run_cli("debug", *args, env=env), 2)
         _one_line(run_cli("debug", *args, "--print", env=env), 2)
     _one_line(run_cli("debug", CORE, env=env), 3, "cuda-gdb not found")
+
+
+def _verbs_help_texts() -> dict[str, str]:
+    texts = {"crashlab": run_cli("--help").stdout.decode()}
+    texts.update({verb: run_cli(verb, "--help").stdout.decode() for verb in main.commands})
+    return texts
+
+
+def _cut(line: str) -> bool:
+    """click's cut: "...", right after a word; not the usage's ``[ARGS]...`` nor an example's
+    `` ...`` standing for arguments."""
+    line = line.strip()
+    return line.endswith("...") and not line.startswith("Usage:") and not line.endswith(" ...")
+
+
+def test_no_help_text_is_cut_short():
+    """click ends a verb's line in crashlab --help with "..." past 45 characters: every line is
+    whole, and so is every verb's own help."""
+    texts = _verbs_help_texts()
+    cut = {where: [line for line in text.splitlines() if _cut(line)] for where, text in texts.items()}
+    assert {where: lines for where, lines in cut.items() if lines} == {}
+    listed = " ".join(texts["crashlab"].split("Commands:", 1)[1].split())
+    assert all(f" {verb} " in f" {listed}" for verb in main.commands)
+    # a first sentence past 45 characters, there whole
+    assert "Run a server under watch; when it crashes, keep every artifact and triage it." in listed
+
+
+def test_schema_help_names_every_schema_it_accepts():
+    text = " ".join(run_cli("schema", "--help").stdout.decode().split("WHICH is", 1)[1].split())
+    assert [key for key in SCHEMAS if f" {key} (" not in text] == []
+
+
+@pytest.mark.parametrize("option", ["--out", "-o", "--output"])
+def test_report_writes_where_out_or_its_aliases_say(tmp_path, option):
+    """report and replay name the place they write --out (-o); --output, replay's former name,
+    works on both, unlisted."""
+    folder = tmp_path / "issue"
+    done = run_cli("report", CORE, option, folder, "--db", tmp_path / "index.sqlite")
+    assert done.returncode == 0, done.stderr
+    assert sorted(path.suffix for path in folder.iterdir()) == [".gz", ".md"]
+    shown = run_cli("report", "--help").stdout + run_cli("replay", "--help").stdout
+    assert b"--output" not in shown and b"-o, --out" in shown

@@ -149,8 +149,10 @@ def test_disagreement_is_shown_with_both_values(planted_dump, standin):
     console = Console(record=True, width=200)
     terminal.render(report, console)
     shown = console.export_text()
-    assert "block DISAGREE (native (1,0,0), debugger (2,0,0))" in shown
-    assert "exception DISAGREE (native Warp Illegal Address, debugger Warp Misaligned Address)" in shown
+    rows = {row.split()[0]: " ".join(row.split()[1:]) for row in shown.splitlines()[1:] if row.startswith("    ")}
+    assert rows["block"] == "differs: ours (1,0,0), cuda-gdb (2,0,0)"  # a line per field
+    assert rows["exception"] == "differs: ours Warp Illegal Address, cuda-gdb Warp Misaligned Address"
+    assert rows["kernel"] == rows["pc"] == "agrees"
     body = markdown.render(report)
     assert "**block disagrees**: native `(1,0,0)`, debugger `(2,0,0)`" in body
 

@@ -7,6 +7,7 @@ file), observed by the real crashlab CLI in its own process.
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -225,13 +226,13 @@ def test_bad_command_lines_get_one_line_and_exit_2(args, message):
     assert result.returncode == 2 and len(lines) == 1 and message in lines[0], lines
 
 
-def _minimize(tmp_path, dump, *options, budget="100"):
+def _minimize(tmp_path, dump, *options, budget="100", out_option="-o"):
     port = free_port()
     out = tmp_path / "min.pkl"
     command = server_command(port, *options)
     result, data = _replay(dump, "--url", f"http://127.0.0.1:{port}", "--minimize",
                            "--restart-cmd", command, "--budget", budget, "--max-rate", "2000",
-                           "-o", out)
+                           out_option, out)
     return result, data, out
 
 
@@ -248,10 +249,12 @@ def test_minimize_finds_the_culprits(tmp_path, culprits):
     assert len(trials) == minimization["trials"]
 
 
-def test_minimize_tries_the_in_flight_requests_first(tmp_path):
+@pytest.mark.parametrize("out_option", ["--out", "--output"])
+def test_minimize_tries_the_in_flight_requests_first(tmp_path, out_option):
+    """--out is where report and replay write; --output, replay's former name, still works."""
     dump = synthetic(tmp_path, 16, "--in-flight", "2")
-    result, data, _ = _minimize(tmp_path, dump, "--die-on", "1015")
-    assert result.returncode == 0
+    result, data, out = _minimize(tmp_path, dump, "--die-on", "1015", out_option=out_option)
+    assert result.returncode == 0 and data["minimization"]["output"] == str(out)
     # all 16, the 2 in flight, then ddmin over those 2: [14] passes, [15] fails
     assert data["minimization"]["minimal"] == [15] and data["minimization"]["trials"] == 4
 
@@ -264,6 +267,11 @@ def test_minimize_within_a_budget_keeps_a_reproducing_set(tmp_path):
     assert minimization["budget_exhausted"] and minimization["trials"] == 3
     assert 5 in minimization["minimal"] and len(minimization["minimal"]) < 16
     assert len(replay.load(out).requests) == len(minimization["minimal"])
+    # a person watching sees, after each trial, the time spent and what is left of the budget
+    trials = [line for line in result.stderr.decode().splitlines() if line.startswith("trial ")]
+    assert [re.search(r"s elapsed, (\d+ of 3 trials left)\)$", line)[1] for line in trials] == [
+        "2 of 3 trials left", "1 of 3 trials left", "0 of 3 trials left"]
+    assert minimization["budget_left"] == "0 of 3 trials left" and minimization["elapsed_s"] > 0
 
 
 def test_minimize_of_a_dump_that_does_not_reproduce(tmp_path):

@@ -113,7 +113,7 @@ def test_a_request_dump_alone_gets_a_replay_command_from_its_launch_and_loads_ag
     assert issue["launch"].startswith("/opt/sglang-venv/bin/python3.11 -m sglang.launch_server --model-path")
     members = bundle_members(next((tmp_path / "out").glob("*.tar.gz")))
     body = members["report.md"].decode()
-    assert "Minimised reproducer" in body and summary["minimized"] in members
+    assert "Minimized reproducer" in body and summary["minimized"] in members
     for name, count in ((summary["member"], len(loaded.requests)), (summary["minimized"], 2)):
         extracted = tmp_path / Path(name).name
         extracted.write_bytes(members[name])
@@ -346,7 +346,7 @@ def test_reports_made_in_the_same_second_into_one_folder_keep_each_their_own_fil
     assert body.read_text() == bundle_members(bundle)["report.md"].decode()
 
 
-def test_a_damaged_minimised_reproducer_is_left_out_and_the_report_still_made(tmp_path):
+def test_a_damaged_minimized_reproducer_is_left_out_and_the_report_still_made(tmp_path):
     dump = tmp_path / "in" / REAL_DUMP.name
     dump.parent.mkdir()
     shutil.copy(REAL_DUMP, dump)

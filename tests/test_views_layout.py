@@ -216,3 +216,16 @@ def test_code_addresses_and_sources_follow_one_rule():
     assert text.source_chain(chain) == "/opt/cuda/include/atomic.hpp:107 <- kernels/moe.cu:24"
     assert text.source_chain(chain, room=60) == text.source_chain(chain)
     assert text.source_chain(chain, room=40) == text.short_source(chain) == "atomic.hpp:107 <- moe.cu:24"
+
+
+def test_sizes_are_in_human_units_beside_the_bytes():
+    """inspect's dump line and its Markdown File row: ``131.8 kB (131,776 bytes)``, readable at a
+    glance and exact beside ``ls -l``."""
+    from crashlab.issue.sizes import with_bytes
+
+    path = MOE
+    size = with_bytes(path.stat().st_size)
+    assert size.endswith(f"({path.stat().st_size:,} bytes)")
+    shown = run_cli("inspect", path, "--no-sass").stdout.decode()
+    body = run_cli("inspect", path, "--no-sass", "--markdown").stdout.decode()
+    assert f": {size}, " in " ".join(shown.split()) and f"`, {size} |" in body

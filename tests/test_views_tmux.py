@@ -155,3 +155,74 @@ def test_the_index_views_fit_80_columns_and_never_break_a_word(crash_index, view
 
 
 WORD_END, WORD_START = re.compile(r"[\w-]+$"), re.compile(r"[\w-]+")
+
+
+# replay's views and inspect --debugger's, in the same panes: every line fits, no word is cut.
+
+REPLAY_DUMP = ROOT / "fixtures" / "sglang_dumps" / "crash_dump_0.5.23.pkl"
+#: A pattern longer than 80 columns with the expected crash's prefix: its words must stay whole.
+LONG_PATTERN = ("illegal memory access in moe_align_block_size_kernel while fused_moe_triton "
+                "dispatched the expert_parallel_group")
+
+
+def _lines_fit(lines: list[str], columns: int) -> None:
+    too_wide = [line for line in lines if cell_len(line) > columns]
+    assert not too_wide, f"{len(too_wide)} line(s) wider than {columns} columns: {too_wide[:3]}"
+
+
+def _words_whole(lines: list[str], *texts: str) -> None:
+    shown = set(IDENTIFIER.findall("\n".join(lines)))
+    cut = [word for text in texts for word in IDENTIFIER.findall(text) if word not in shown]
+    assert not cut, f"cut in the view: {cut[:5]}"
+
+
+@pytest.mark.parametrize("columns", [80, 160])
+def test_replay_list_fits_the_terminal(columns):
+    listing = json.loads(run_cli("replay", REPLAY_DUMP, "--list", "--json").stdout)
+    shown = tmux_terminal.run_in_pane(["replay", REPLAY_DUMP, "--list"], columns, ROOT)
+    assert shown.exit_code == 0
+    _lines_fit(shown.lines, columns)
+    prompts = [r["text"] for r in listing["requests"]  # as typed, short enough to be shown whole
+               if r["input_ids"] is None and isinstance(r["text"], str) and len(r["text"]) <= 40]
+    _words_whole(shown.lines, listing["path"], listing["launch_command"],
+                 listing["server_args"]["model_path"], *prompts)
+    assert f"({listing['size_bytes']:,} bytes)" in " ".join(shown.lines) or \
+        f"{listing['size_bytes']} bytes" in " ".join(shown.lines)
+
+
+@pytest.fixture(scope="module")
+def replay_server(tmp_path_factory):
+    from tests.replay_support import standin
+
+    with standin(tmp_path_factory.mktemp("standin"), "--diverge-on", "The capital") as server:
+        yield server.url
+
+
+@pytest.mark.parametrize("columns", [80, 160])
+def test_replay_result_fits_the_terminal(replay_server, columns):
+    from tests.replay_support import FAST_WATCH
+
+    shown = tmux_terminal.run_in_pane(["replay", REPLAY_DUMP, "--url", replay_server, *FAST_WATCH,
+                                       "--expect", LONG_PATTERN], columns, ROOT)
+    assert shown.exit_code == 1  # no crash: the stand-in only diverges
+    _lines_fit(shown.lines, columns)
+    _words_whole(shown.lines, LONG_PATTERN, "trace_decode_token_ids unexpected keyword argument")
+    assert any("output_ids differ" in line for line in shown.lines)  # the divergence table
+
+
+@pytest.mark.parametrize("columns", [80, 160])
+def test_debugger_agreement_is_a_line_per_field(real_cuda_gdb, monkeypatch, columns):
+    monkeypatch.setenv("CRASHLAB_CUDA_GDB", real_cuda_gdb)
+    dump = "fixtures/synthetic/moe_align_out_of_range.nvcudmp"
+    shown = tmux_terminal.run_in_pane(["inspect", dump, "--debugger"], columns, ROOT)
+    report = json.loads(run_cli("inspect", dump, "--json", "--debugger",
+                                env={"CRASHLAB_CUDA_GDB": real_cuda_gdb}).stdout)
+    assert shown.exit_code == 0 and report["debugger"]["status"] == "ok"
+    _lines_fit(shown.lines[1:], columns)
+    verdicts = {"agree": "agrees", "disagree": "differs: ours", "unknown": "not compared"}
+    fields = shown.lines[shown.lines.index("  fault 1:") + 1:]
+    for agreement in report["debugger"]["faults"][0]["agreement"]:
+        row = [line.split() for line in fields if line.split()[:1] == [agreement["field"]]]
+        assert row and " ".join(row[0][1:]).startswith(verdicts[agreement["verdict"]]), agreement
+        if agreement["note"]:
+            _words_whole(shown.lines, agreement["note"])

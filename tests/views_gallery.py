@@ -2,7 +2,7 @@
 
     python -m tests.views_gallery OUT [--run-dir RUN]...
 
-For each bundled example it writes, under OUT:
+For each bundled example (inspect's, and replay --list's in the terminal only) it writes, under OUT:
 - ``NAME.COLS.txt`` and ``NAME.COLS.png``: the terminal view in a real tmux pane 80 and 160
   columns wide (colours kept), drawn by headless Chromium;
 - ``NAME.md.png``: the ``--markdown`` view (and each RUN's report.md) rendered as GitHub renders an
@@ -33,6 +33,10 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = {
     "moe_align": ["inspect", "fixtures/synthetic/moe_align_out_of_range.nvcudmp"],
     "hang": ["inspect", "fixtures/synthetic/hang_no_exception.nvcudmp"],
+}
+#: Views with no --markdown twin: drawn in the terminal only.
+TERMINAL_EXAMPLES = {
+    "replay_list": ["replay", "fixtures/sglang_dumps/crash_dump_0.5.23.pkl", "--list"],
 }
 #: GitHub's issue column is about 900 pixels wide.
 GITHUB_WIDTH = 900
@@ -102,6 +106,9 @@ def main() -> None:
         markdown = subprocess.run([sys.executable, "-m", "crashlab", *args, "--markdown"], cwd=ROOT,
                                   capture_output=True, text=True).stdout
         _markdown_picture(name, markdown, options.out, css)
+    for name, args in TERMINAL_EXAMPLES.items():
+        for columns in (80, 160):
+            _terminal_picture(name, args, columns, options.out)
     for run in options.run_dir:
         _markdown_picture(f"run-{run.name}", (run / "report.md").read_text(), options.out, css)
     print(f"views_gallery: pictures in {options.out}")

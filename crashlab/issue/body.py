@@ -135,10 +135,10 @@ def _replay(dump: RequestDumpSummary) -> list[str]:
            f"crash; {where}) against a fresh server, from the extracted bundle:", "",
            *fenced([dump.replay]), ""]
     if dump.minimized:
-        out += [f"Minimised reproducer: {code(dump.minimized)} (made by "
+        out += [f"Minimized reproducer: {code(dump.minimized)} (made by "
                 f"{code('crashlab replay --minimize')}); replay it the same way.", ""]
     else:
-        out += [f"No minimised reproducer yet: {code('crashlab replay ... --minimize')} with the "
+        out += [f"No minimized reproducer yet: {code('crashlab replay ... --minimize')} with the "
                 f"same {code('--restart-cmd')} makes one.", ""]
     return out
 

@@ -8,7 +8,7 @@ known host or user name, a home folder, a private host name, an IP address, or G
 where prompts live), which leaves it out.
 
 Ranks, most needed first: the triage and the environment; the logs and the run's records; the
-minimised reproducer; the request dumps; the FAULT coredumps; the other coredumps. Within a rank
+minimized reproducer; the request dumps; the FAULT coredumps; the other coredumps. Within a rank
 the smaller goes first, so that the largest and least useful are what a budget leaves out.
 """
 

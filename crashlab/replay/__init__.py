@@ -1,4 +1,4 @@
-"""SGLang crash dumps: safe loading, faithful replay against a server, minimisation.
+"""SGLang crash dumps: safe loading, faithful replay against a server, minimization.
 
 ``crashlab.replay.load(path) -> CrashDump`` reads a dump without importing sglang or running
 anything it names.

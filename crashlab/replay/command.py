@@ -1,4 +1,4 @@
-"""``crashlab replay``'s flow: list the dump, or replay it (or minimise it) and show the result.
+"""``crashlab replay``'s flow: list the dump, or replay it (or minimize it) and show the result.
 
 Returns the command's exit code; what goes wrong is raised for the command's guard to report.
 """
@@ -53,7 +53,7 @@ def _say_partial(dump: CrashDump) -> None:
 
 
 def _replayed(dump: CrashDump, options: ReplayOptions) -> ReplayResult:
-    """The replay, or the minimisation, of ``dump``, with its progress on stderr."""
+    """The replay, or the minimization, of ``dump``, with its progress on stderr."""
     expected, notes = options.expected, []
     if expected is None and not options.any_crash:
         expected, note = from_run_directory(options.dump)
@@ -65,7 +65,8 @@ def _replayed(dump: CrashDump, options: ReplayOptions) -> ReplayResult:
             dump, options.target, options.plan, options.watch, options.minimize, options.output,
             options.repeat,
             on_trial=lambda number, size, crashed: err.print(
-                f"trial {number}: {size} requests -> {'reproduced' if crashed else 'not reproduced'}"),
+                f"trial {number}: {size} requests -> {'reproduced' if crashed else 'not reproduced'}"
+                f" ({options.minimize.elapsed():,.1f} s elapsed, {options.minimize.left()})"),
             fidelity=fidelity, warnings=notes)
     progress = Progress("replay", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                         console=err, transient=True, disable=not err.is_terminal)

@@ -49,6 +49,18 @@ class Budget:
             raise BudgetExhausted()
         self.used += 1
 
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def left(self) -> str:
+        """``46 of 50 trials left`` or ``1,712 of 1,800 s left``: said after each trial, so
+        that a person watching a long minimization knows how much longer it may run."""
+        parts = [f"{self.trials - self.used} of {self.trials} trials left" if self.trials is not None
+                 else "",
+                 f"{max(0.0, self.seconds - self.elapsed()):,.0f} of {self.seconds:,.0f} s left"
+                 if self.seconds is not None else ""]
+        return " and ".join(part for part in parts if part) or "no limit"
+
     def describe(self) -> str:
         parts = [f"{self.trials} trials" if self.trials is not None else "",
                  f"{self.seconds / 60:g} minutes" if self.seconds is not None else ""]

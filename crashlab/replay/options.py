@@ -37,7 +37,7 @@ class ReplayOptions:
     #: seconds of p99 send lateness beyond which an attempt did not keep its schedule
     late_threshold: float
     force_decode: str
-    #: --minimize's budget of trials or time; None: replay, do not minimise
+    #: --minimize's budget of trials or time; None: replay, do not minimize
     minimize: Budget | None
     #: where --minimize writes the minimal dump
     output: str

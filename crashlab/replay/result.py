@@ -1,4 +1,4 @@
-"""ReplayResult: the one object a replay (and a minimisation) ends in; ``--json`` prints it.
+"""ReplayResult: the one object a replay (and a minimization) ends in; ``--json`` prints it.
 DumpListing: what ``--json`` prints without ``--url`` (the dump's requests).
 
 They are separate models from TriageReport: a replay explains no coredump, so it neither fills
@@ -118,7 +118,7 @@ class Pacing(_Model):
 
 class Expectation(_Model):
     """The recorded crash a replay must match to count as reproduced (syzkaller's lesson: a
-    different crash found while minimising is not the bug being minimised)."""
+    different crash found while minimizing is not the bug being minimized)."""
 
     source: str = Field(description="--expect, or the run directory's report.json")
     patterns: list[str] = Field(default_factory=list, description="regular expressions that must "
@@ -153,6 +153,8 @@ class Minimization(_Model):
     trials: int = Field(description="replays run, each on a freshly restarted server")
     budget: str
     budget_exhausted: bool = False
+    budget_left: str | None = Field(None, description="what was left of the budget at the end")
+    elapsed_s: float | None = Field(None, description="wall time the minimization took")
     output: str | None = Field(None, description="the minimal dump written in SGLang's layout")
 
 

@@ -1,10 +1,10 @@
-"""Replay a dump against a server N times, or minimise it: the pipelines under ``crashlab replay``.
+"""Replay a dump against a server N times, or minimize it: the pipelines under ``crashlab replay``.
 
 One attempt = (restart the server, if crashlab manages it) -> watch -> send -> settle -> verdict.
 Without --restart-cmd the server the user started is replayed against as it is; once it has
 crashed, later attempts cannot run and are reported as skipped. The verdict compares the crash
 with the expected one (signature.py), so that a replay that finds another crash says so and the
-minimiser does not shrink toward it; each attempt also says whether it kept its schedule.
+minimizer does not shrink toward it; each attempt also says whether it kept its schedule.
 """
 
 from __future__ import annotations
@@ -328,6 +328,7 @@ def minimize(dump: CrashDump, target: Target, plan: Plan, watch: Watch, budget: 
         minimization=Minimization(original=len(requests), minimal=minimal,
                                   minimal_rids=[requests[index].rid for index in minimal],
                                   trials=budget.used, budget=budget.describe(),
-                                  budget_exhausted=exhausted,
+                                  budget_exhausted=exhausted, budget_left=budget.left(),
+                                  elapsed_s=round(budget.elapsed(), 3),
                                   output=os.fspath(output) if kept else None))
     return result

@@ -1,7 +1,7 @@
 """Crash signatures: which fault a replay's evidence shows, and whether it is the expected one.
 
 "It crashed" is not enough: a replay that dies of a device-side assert while the recorded crash
-was an illegal memory access in another kernel found another bug, and a minimiser that keeps it
+was an illegal memory access in another kernel found another bug, and a minimizer that keeps it
 shrinks toward the wrong reproducer (syzkaller learned this: google/syzkaller#251, #1051).
 A signature here is a fault class (illegal-address, device-assert, ...), a kernel name, and any
 regular expressions the user gave; the verdict compares what the evidence names with it.

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import json
+import textwrap
 from collections.abc import Iterator
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from ..version import __version__
 from ..console import line, plain
 from ..escape import escape, printable
+from ..issue.sizes import with_bytes
 from ..report.model import Tool
+from ..report.terminal import wrapped
 from .records import CrashDump, Request
 from .result import Attempt, DumpListing, Minimization, ReplayResult, RequestOutcome
 
@@ -90,9 +94,15 @@ def _flags(request: Request) -> str:
 
 
 #: One listing line: fixed-width columns, then the prompt and flags (a format string is ten
-#: times cheaper per line than padding each cell, which a 30,000-request dump notices).
+#: times cheaper per line than padding each cell, which a 30,000-request dump notices). Below
+#: ``WIDE`` columns the rid and the state are narrower, so that an 80-column terminal keeps
+#: room for the prompt; the prompt and flags wrap at spaces, under their column.
 _ROW = "{:<6.6} {:<10.10} {:<4.4} {:<24.24} {:<7.7} {:<5.5} {:<12.12} {}"
-_HEADING = _ROW.format("#", "+t s", "kind", "rid", "max new", "temp", "state", "prompt · flags") + "\n"
+_NARROW_ROW = "{:<5.5} {:<8.8} {:<4.4} {:<17.17} {:<5.5} {:<4.4} {:<10.10} {}"
+_HEADINGS = ("#", "+t s", "kind", "rid", "max new", "temp", "state", "prompt · flags")
+_NARROW_HEADINGS = ("#", "+t s", "kind", "rid", "max", "temp", "state", "prompt · flags")
+#: Below this many columns a row takes the narrow layout.
+WIDE = 120
 
 
 class RequestLister:
@@ -100,44 +110,64 @@ class RequestLister:
     once), then the dump's summary. Rows are plain lines written straight to the console's file
     (Rich costs 0.1 ms a line: seconds for a 30,000-request dump), with the dump's text escaped
     (no terminal control sequence from a stranger's file reaches the terminal); the summary is
-    escaped Rich text. Nothing from the dump is ever read as markup."""
+    escaped Rich text that wraps as inspect's does. Nothing from the dump is ever read as markup."""
 
     def __init__(self, console: Console):
         self.console = console
         self.first_created: float | None = None
         self.count = 0
+        wide = console.width >= WIDE
+        self.row_format = _ROW if wide else _NARROW_ROW
+        #: a longer rid ends in "…" inside its column, never cut silently
+        self.rid_room = (24 if wide else 17) - 1
+        heading = self.row_format.format(*(_HEADINGS if wide else _NARROW_HEADINGS))
+        self.heading = heading + "\n"
+        #: columns before the prompt, and the room the prompt and flags have
+        self.indent = len(heading) - len(_HEADINGS[-1])
+        self.room = max(console.width - self.indent, 20)
 
     def row(self, request: Request) -> None:
         write = self.console.file.write
         if self.first_created is None:  # the heading waits for a row: a refused file prints none
-            write(_HEADING)
+            write(self.heading)
             self.first_created = request.created
         params, done = request.sampling_params, request.output
         state = "in flight" if request.in_flight else \
             escape(f"{done.finish_reason or ''} {done.completion_tokens or ''}".strip())
         flags = _flags(request)
-        write(_ROW.format(str(self.count), f"{request.created - self.first_created:+.3f}",
-                          request.kind[:3], printable(str(request.rid), 24),
-                          escape(str(params.get("max_new_tokens", ""))),
-                          escape(str(params.get("temperature", ""))), state,
-                          printable(f"{_prompt(request)} · {flags}" if flags else _prompt(request))
-                          ).rstrip() + "\n")
+        described = printable(f"{_prompt(request)} · {flags}" if flags else _prompt(request))
+        first, *rest = (textwrap.wrap(described, self.room, break_on_hyphens=False)
+                        if len(described) > self.room else [described])
+        write(self.row_format.format(str(self.count), f"{request.created - self.first_created:+.3f}",
+                                     request.kind[:3], printable(str(request.rid), self.rid_room),
+                                     escape(str(params.get("max_new_tokens", ""))),
+                                     escape(str(params.get("temperature", ""))), state, first
+                                     ).rstrip() + "\n")
+        for more in rest:
+            write(" " * self.indent + more + "\n")
         self.count += 1
 
     def summary(self, dump: CrashDump) -> None:
-        self.console.print(line((dump.path, "bold"), f": {dump.layout}, {len(dump.requests)} requests, "
-                                f"{len(dump.in_flight)} in flight at the crash (rows above in the "
-                                "dump's order; +t s from the first)"), soft_wrap=True)
+        self._print(line(
+            (dump.path, "bold"), f": {dump.layout}, {len(dump.requests)} requests, "
+            f"{len(dump.in_flight)} in flight at the crash; {with_bytes(dump.size_bytes)} (rows "
+            "above in the dump's order; +t s from the first)"))
         if dump.server_args:
             args = dump.server_args
-            self.console.print(plain(
-                f"server: {args.get('model_path')}  tp={args.get('tp_size')}  "
-                f"port={args.get('port')}  ({dump.server_args_class or 'plain dict'})"),
-                soft_wrap=True)
+            self._print(plain(f"server: {args.get('model_path')}  tp={args.get('tp_size')}  "
+                              f"port={args.get('port')}  ({dump.server_args_class or 'plain dict'})"))
         if dump.launch_command:
-            self.console.print(plain(f"launched as: {dump.launch_command}"), soft_wrap=True)
+            self._print(plain(f"launched as: {dump.launch_command}"))
         for warning in dump.warnings:
-            self.console.print(line(("warning: ", "yellow"), warning), soft_wrap=True)
+            self._print(line(("warning: ", "yellow"), warning))
+
+    def _print(self, text: Text) -> None:
+        """A summary line wraps as inspect's lines do on a terminal; into a pipe it stays one
+        line, as the rows do, for grep."""
+        if self.console.is_terminal:
+            self.console.print(wrapped(text))
+        else:
+            self.console.print(text, soft_wrap=True)
 
 
 _VERDICT_STYLE = {"reproduced": "bold red", "crashed": "bold red", "different crash": "bold yellow",
@@ -164,40 +194,39 @@ def _print_setup(result: ReplayResult, console: Console) -> None:
         e = result.expected
         wanted = [f"class {e.fault_class}" if e.fault_class else "", f"kernel {e.kernel}" if e.kernel else ""]
         wanted += [f"/{pattern}/" for pattern in e.patterns]
-        console.print(line("expected crash: ", ", ".join(filter(None, wanted)), f" (from {e.source})"),
-                      soft_wrap=True)
+        console.print(wrapped(line("expected crash: ", ", ".join(filter(None, wanted)),
+                                   f" (from {e.source})")))
     if result.force_decode:
         f = result.force_decode
-        console.print(line("forced decode: ", (f.used, "bold"),
-                            f" ({f.requests} requests): {f.reason}"), soft_wrap=True)
+        console.print(wrapped(line("forced decode: ", (f.used, "bold"),
+                                   f" ({f.requests} requests): {f.reason}")))
         if f.probe:
-            console.print(line("  probe: ", f.probe), soft_wrap=True)
+            console.print(wrapped(line("  probe: ", f.probe)))
     if result.harden:
         env = " ".join(f"{key}={value}" for key, value in result.harden.env.items())
-        console.print(line("hardened (", result.harden.profile, "): ", env + " " if env else "",
-                            result.harden.command), soft_wrap=True)
+        console.print(wrapped(line("hardened (", result.harden.profile, "): ",
+                                   env + " " if env else "", result.harden.command)))
 
 
 def _print_attempt(attempt: Attempt, console: Console) -> None:
     """One attempt: its verdict and counts, its schedule, what it saw, its failed requests."""
-    console.print(line(f"attempt {attempt.number}: ",
-                        (attempt.verdict, _VERDICT_STYLE[attempt.verdict]),
-                        f" — {attempt.answered} answered, {attempt.failed_after_send} failed after "
-                        f"send, {attempt.never_sent} never sent (of {len(attempt.requests)}); "
-                        f"{attempt.ok} ok, {attempt.divergences} diverged, "
-                        f"{attempt.duration_s:.2f} s"))
+    console.print(wrapped(line(
+        f"attempt {attempt.number}: ", (attempt.verdict, _VERDICT_STYLE[attempt.verdict]),
+        f" — {attempt.answered} answered, {attempt.failed_after_send} failed after send, "
+        f"{attempt.never_sent} never sent (of {len(attempt.requests)}); {attempt.ok} ok, "
+        f"{attempt.divergences} diverged, {attempt.duration_s:.2f} s")))
     if attempt.schedule and attempt.schedule.late_p50_s is not None:
         sched = attempt.schedule
         kept = {True: ("kept", "green"), False: ("NOT KEPT", "bold yellow"),
                 None: ("no schedule", "")}[sched.kept]
-        console.print(line(f"  schedule: late p50 {_ms(sched.late_p50_s)} ms, p99 "
-                            f"{_ms(sched.late_p99_s)} ms, max {_ms(sched.late_max_s)} ms "
-                            f"(threshold p99 {_ms(sched.threshold_s)} ms): ", kept))
+        console.print(wrapped(line(f"  schedule: late p50 {_ms(sched.late_p50_s)} ms, p99 "
+                                   f"{_ms(sched.late_p99_s)} ms, max {_ms(sched.late_max_s)} ms "
+                                   f"(threshold p99 {_ms(sched.threshold_s)} ms): ", kept)))
     if attempt.mismatch:
-        console.print(line("  ", ("mismatch", "yellow"), ": ", attempt.mismatch), soft_wrap=True)
+        console.print(wrapped(line("  ", ("mismatch", "yellow"), ": ", attempt.mismatch)))
     for signal in attempt.signals:
-        console.print(line("  ", (signal.kind, "red"), f" at {signal.at_s:.2f} s: ", signal.detail),
-                      soft_wrap=True)
+        console.print(wrapped(line("  ", (signal.kind, "red"), f" at {signal.at_s:.2f} s: ",
+                                   signal.detail)))
     problems = [o for o in attempt.requests if o.status != "ok" or o.divergence]
     if problems:
         console.print(_problem_table(problems[:_PROBLEM_ROWS]))
@@ -217,29 +246,32 @@ def _problem_table(problems: list[RequestOutcome]) -> Table:
             detail = (f"{d.compared} differ at {d.first_difference}: "
                       f"recorded {d.recorded!r}, replayed {d.replayed!r}")
         table.add_row(str(outcome.index), plain(short_text(str(outcome.rid), 20)),
-                      plain(outcome.status), plain(outcome.delivery), plain(detail))
+                      plain(outcome.status), plain(outcome.delivery), wrapped(plain(detail)))
     return table
 
 
 def _print_minimization(m: Minimization, console: Console) -> None:
     if m.minimal:
-        console.print(line(("minimal reproducer:", "bold"),
-                            f" {len(m.minimal)} of {m.original} requests (indices "
-                            f"{m.minimal[:20]}{' …' if len(m.minimal) > 20 else ''}), written to ",
-                            str(m.output)), soft_wrap=True)
-    console.print(plain(f"trials used: {m.trials} (budget {m.budget}"
-                        f"{', exhausted' if m.budget_exhausted else ''})"))
+        console.print(wrapped(line(("minimal reproducer:", "bold"),
+                                   f" {len(m.minimal)} of {m.original} requests (indices "
+                                   f"{m.minimal[:20]}{' …' if len(m.minimal) > 20 else ''}), "
+                                   "written to ", str(m.output))))
+    elapsed = "" if m.elapsed_s is None else f" in {m.elapsed_s:,.1f} s"
+    left = f"; {m.budget_left}" if m.budget_left else ""
+    console.print(wrapped(plain(f"trials used: {m.trials}{elapsed} (budget {m.budget}"
+                                f"{', exhausted' if m.budget_exhausted else ''}{left})")))
 
 
 def _print_closing(result: ReplayResult, console: Console) -> None:
     """The server's output, the warnings, and the k/N line."""
     if result.server_log:
-        console.print(line("server output: ", result.server_log), soft_wrap=True)
+        console.print(wrapped(line("server output: ", result.server_log)))
     for warning in result.warnings:
-        console.print(line(("warning:", "yellow"), " ", warning), soft_wrap=True)
+        console.print(wrapped(line(("warning:", "yellow"), " ", warning)))
     if result.schedule_kept is False:
-        console.print(line(("warning:", "yellow"), " the schedule was not kept (p99 lateness over "
-                            "--late-threshold): a non-reproduction may be the replay's timing"))
+        console.print(wrapped(line(("warning:", "yellow"), " the schedule was not kept (p99 "
+                                   "lateness over --late-threshold): a non-reproduction may be "
+                                   "the replay's timing")))
     summary = f"reproduced {result.reproductions}/{len(result.attempts)}"
     if len(result.attempts) != result.repeat:
         summary += f" (asked for {result.repeat})"

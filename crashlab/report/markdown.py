@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from ..issue.sizes import with_bytes
 from ..notation import dim, marker, short_source
 from . import text
 from .markdown_escape import cell, code, cut_to, fenced, html, inline, join
@@ -219,12 +220,12 @@ def _dump(report: TriageReport) -> list[str]:
     d = report.dump
     devices = "; ".join(f"{x.index}: {x.name} ({x.sm_type}, {x.num_sms} SMs)" for x in report.devices)
     rows = [
-        ("File", f"{code(report.source.path)} ({report.source.size_bytes} bytes"
-                 f"{', gzip' if report.source.compressed else ''})"),
+        ("File", f"{code(report.source.path)}, {with_bytes(report.source.size_bytes)}"
+                 f"{', gzip' if report.source.compressed else ''}"),
         ("Driver", inline(f"{d.driver_version or '?'} (CUDA {d.cuda_version or '?'})")),
         ("Flags", inline(", ".join(d.generation_flags) or "none recorded")),
         ("Sections", f"{d.section_count}; {d.memory_sections} memory sections, "
-                     f"{d.memory_bytes} bytes (not read)"),
+                     f"{with_bytes(d.memory_bytes)} (not read)"),
         ("Devices", inline(devices)),
     ]
     return ["<details><summary>Dump</summary>", "", *FIELD_TABLE,

@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..console import line, plain
+from ..issue.sizes import with_bytes
 from ..notation import dim, marker, short_source
 from . import text
 from .model import Fault, Kernel, TriageReport
@@ -89,6 +90,11 @@ class _Source:
 
 def _name(value: str, style: str = "") -> _Breakable:
     return _Breakable(plain(value, style=style))
+
+
+def wrapped(value: Text) -> _Breakable:
+    """Rich text that wraps as inspect's names and paths do, for the other verbs' views."""
+    return _Breakable(value)
 
 
 def render(report: TriageReport, console: Console) -> None:
@@ -184,15 +190,28 @@ def _debugger(report: TriageReport, console: Console) -> None:
     if section.load is not None:
         console.print(_name(f"  on load: {text.load_line(section.load)}"))
     for view in section.faults:
-        disagree = any(a.verdict == "disagree" for a in view.agreement)
-        console.print(_name(f"  fault {view.fault + 1}: {text.agreement_line(view.agreement)}",
-                            style="bold red" if disagree else ""))
+        console.print(plain(f"  fault {view.fault + 1}:"))
+        console.print(_agreement(view.agreement))
         for frame in view.backtrace[:4]:
             where = f" at {frame.file}:{frame.line}" if frame.file and frame.line else ""
             console.print(_name(f"    #{frame.level} {text.frame_function(frame)}{frame.launch or ''}{where}",
                                 style="dim"))
     for problem in section.problems:
         console.print(plain(f"  problem ({problem.kind}): {problem.message}", style="yellow"))
+
+
+def _agreement(agreements) -> Table:
+    """One line per field, its verdict beside it: a note wraps under the verdict, and a field
+    where crashlab and cuda-gdb differ stands out in red."""
+    table = Table.grid(padding=(0, 1))
+    table.add_column(no_wrap=True)  # the indent
+    table.add_column(no_wrap=True)
+    table.add_column()
+    for agreement in agreements:
+        style = "bold red" if agreement.verdict == "disagree" else ""
+        table.add_row("   ", plain(agreement.field, style=style),
+                      _name(text.agreement_verdict(agreement), style=style))
+    return table
 
 
 def _other_faults(faults: list[Fault], omitted: int, console: Console, wide: bool) -> None:
@@ -275,6 +294,6 @@ def _dump_line(report: TriageReport) -> str:
     d = report.dump
     flags = ", ".join(d.generation_flags) or "none"
     driver = f"driver {d.driver_version} (CUDA {d.cuda_version})" if d.driver_version else "driver unknown"
-    return (f"{report.source.path}: {report.source.size_bytes} bytes"
+    return (f"{report.source.path}: {with_bytes(report.source.size_bytes)}"
             f"{' gzip' if report.source.compressed else ''}, {d.section_count} sections, "
             f"{driver}, flags {flags}, ELF ABI {d.abi_version}")

@@ -233,18 +233,15 @@ def predicate_line(values: dict[str, bool] | None) -> str:
     return " ".join(f"{name}={int(v)}" for name, v in values.items())
 
 
-def agreement_line(agreements) -> str:
-    """``kernel agree · block DISAGREE (native (1,0,0), debugger (0,0,0)) · ...``: both values
-    of a disagreement are always shown."""
-    parts = []
-    for a in agreements:
-        if a.verdict == "agree":
-            parts.append(f"{a.field} agree")
-        elif a.verdict == "disagree":
-            parts.append(f"{a.field} DISAGREE (native {a.native}, debugger {a.debugger})")
-        else:
-            parts.append(f"{a.field} unknown" + (f" ({a.note})" if a.note else ""))
-    return " · ".join(parts)
+def agreement_verdict(agreement) -> str:
+    """``agrees``, ``differs: ours (1,0,0), cuda-gdb (0,0,0)`` (both values of a disagreement,
+    always) or ``not compared: why``; a note on an agreement or a difference follows it."""
+    note = agreement.note
+    if agreement.verdict == "unknown":
+        return "not compared" + (f": {note}" if note else "")
+    verdict = ("agrees" if agreement.verdict == "agree" else
+               f"differs: ours {agreement.native}, cuda-gdb {agreement.debugger}")
+    return verdict + (f"; {note}" if note else "")
 
 
 def debugger_status(section) -> str:
