@@ -346,6 +346,8 @@ def test_a_request_dump_in_the_users_own_folder_is_adopted(tmp_path):
 @pytest.mark.parametrize("args,message", [
     ((), "needs a command"),
     (("--", "no-such-program-anywhere"), "command not found"),
+    (("--health-url", "notaurl", "--", sys.executable, "-c", "pass"), "needs a scheme and a host"),
+    (("--health-url", "http://", "--", sys.executable, "-c", "pass"), "needs a scheme and a host"),
 ])
 def test_a_bad_command_line_is_one_line_and_exit_2(tmp_path, args, message):
     done = run_cli("serve", "--runs-dir", tmp_path / "runs", *args)

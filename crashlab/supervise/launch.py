@@ -13,6 +13,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from ..errors import BadInput
 from ..launchline import option_value
@@ -45,6 +46,16 @@ def health_url(argv: list[str], sglang: bool) -> str | None:
     if ":" in host:
         host = f"[{host}]"
     return f"http://{host}:{port or SGLANG_DEFAULT_PORT}/health"
+
+
+def check_health_url(url: str | None) -> None:
+    """A --health-url must be one requests can poll: http(s), a host; caught before the run."""
+    if url is None:
+        return
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise BadInput(f"--health-url {url!r} is not a URL: it needs a scheme and a host, "
+                       "e.g. http://127.0.0.1:30000/health")
 
 
 def base_url(url: str) -> str:

@@ -64,6 +64,7 @@ class Supervisor:
         self._stops: list[int] = []
         # validate the command before any directory is made for it
         launch.plan(options.command, Path("requests"), self.cwd)
+        launch.check_health_url(options.health_url)
         self.run_dir = rundir.create(Path(options.runs_dir))
         this_process = psutil.Process()
         now = timestamps.now()
