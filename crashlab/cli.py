@@ -504,7 +504,7 @@ def serve(runs_dir, coredump, user_dumps, health_url, health_interval, health_ti
       crashlab serve --deployment pd-1 -- python -m sglang.launch_server \\
           --disaggregation-mode prefill ...
     """
-    from .report.run_views import summary_lines
+    from .report.run_views import report_line
     from .supervise import CoredumpMode, ServeOptions, Supervisor
     from .supervise.stopsignals import forwarded_stops
 
@@ -520,9 +520,8 @@ def serve(runs_dir, coredump, user_dumps, health_url, health_interval, health_ti
     # without crashlab in between: forwarded to its whole process group
     with forwarded_stops(supervisor.request_stop):
         outcome = supervisor.run()
-    if outcome.report is not None:
-        for line in summary_lines(outcome.report):
-            say(line)
+    if outcome.report is not None:  # each incident's lines were printed when it was triaged
+        say(report_line(outcome.report))
     else:
         say(f"{outcome.result}: nothing to triage (manifest: {outcome.run_dir}/manifest.json)")
     sys.exit(outcome.exit_code)

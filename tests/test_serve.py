@@ -288,6 +288,24 @@ def test_restart_on_crash_gives_each_incarnation_its_folder(tmp_path):
     assert "restarting in 0.1 s (1 of 1)" in serve.stderr
 
 
+def test_each_crash_is_recorded_and_printed_before_the_restart_and_only_once(tmp_path):
+    marker, db = tmp_path / "crashed-once", tmp_path / "index.sqlite"
+    script = (f"import os, pathlib, time\nm = pathlib.Path({str(marker)!r})\n"
+              "if not m.exists():\n    m.touch()\n    os.abort()\ntime.sleep(600)\n")
+    serve = Serve(tmp_path, [sys.executable, "-c", script], "--restart", "on-crash",
+                  "--restart-delay", "0.1", "--db", str(db), env=environment())
+    serve.wait_manifest(lambda m: len(m["incarnations"]) == 2
+                        and m["incarnations"][1]["status"] == "running", "the second incarnation")
+    listed = json.loads(run_cli("list", "--json", "--db", db).stdout)
+    assert [c["source"] for c in listed["crashes"]] == [str(serve.run_dir)]
+    assert "incarnation 1: crash:" in serve.stderr
+    serve.signal(signal.SIGTERM)
+    finished(serve, 0)
+    assert serve.stderr.count("incarnation 1: crash:") == 1
+    assert serve.stderr.count("report: ") == 1
+    assert len(json.loads(run_cli("list", "--json", "--db", db).stdout)["crashes"]) == 1
+
+
 def test_no_line_is_lost_in_a_flood_and_faults_keep_their_line_numbers(tmp_path):
     lines = 200_000
     script = ("import sys\nw = sys.stdout.write\nfor i in range(1, %d):\n"

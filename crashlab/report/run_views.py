@@ -171,13 +171,21 @@ def incidents(report: RunReport, limit: int, findings: bool = True) -> str:
 
 def summary_lines(report: RunReport) -> list[str]:
     """What ``crashlab serve`` prints at the end: the fault, where the report is, replay."""
-    lines = []
-    for incident in report.incidents:
-        lines.append(f"incarnation {incident.incarnation}: {incident.kind}: {incident.summary}")
-        if incident.signature is not None:
-            lines.append(f"  signature {incident.signature.short}")
-        for dump in incident.dumps:
-            lines.append(f"  {dump.label:<10} {dump.path}: {'; '.join(dump.reasons)}")
-        lines += [f"  replay: {command}" for command in incident.replay_commands]
-    lines.append(f"report: {report.source.path}/report.md (JSON: {report.source.path}/report.json)")
+    lines = [line for incident in report.incidents for line in incident_lines(incident)]
+    lines.append(report_line(report))
     return lines
+
+
+def incident_lines(incident: Incident) -> list[str]:
+    """One incident's lines, which serve prints as soon as it is triaged (before a restart)."""
+    lines = [f"incarnation {incident.incarnation}: {incident.kind}: {incident.summary}"]
+    if incident.signature is not None:
+        lines.append(f"  signature {incident.signature.short}")
+    for dump in incident.dumps:
+        lines.append(f"  {dump.label:<10} {dump.path}: {'; '.join(dump.reasons)}")
+    lines += [f"  replay: {command}" for command in incident.replay_commands]
+    return lines
+
+
+def report_line(report: RunReport) -> str:
+    return f"report: {report.source.path}/report.md (JSON: {report.source.path}/report.json)"

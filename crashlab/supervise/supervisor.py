@@ -12,7 +12,8 @@ The order of an ending is the point of the whole thing:
 3. whatever is left of the tree gets the stop signal, then SIGKILL after --grace;
 4. the output pipes are drained to their end, the last dumps and request dumps are collected
    and synced, every file is hashed;
-5. the incident is triaged into report.json / report.md;
+5. the incident is triaged into report.json / report.md, recorded in the crash index and
+   printed (its summary, signature, dumps, replay line), before any restart;
 6. with --restart on-crash, a new incarnation starts after a doubling delay.
 """
 
@@ -31,6 +32,7 @@ import psutil
 from .. import __version__
 from ..errors import CrashlabError
 from ..launchline import disaggregation_role
+from ..report import run_views
 from ..report.redact import Redactor
 from ..report.run import FileRecord, Incident
 from . import collect, files, incident, launch, rundir, runreport, timestamps
@@ -244,15 +246,22 @@ class Supervisor:
                                                  self.redactor.text))
             runreport.write(self.run_dir, self.store, self.redactor, self.incidents)
         self.store.save(timestamps.now())
+        if kind is not None:
+            self._announce(self.incidents[-1])
         return kind
+
+    def _announce(self, latest: Incident) -> None:
+        """Record the crash in the index and print its lines now, not when the supervisor
+        stops: a server restarted for days must not leave ``crashlab list`` blind."""
+        self._record()
+        for line in run_views.incident_lines(latest):
+            self.notify(line)
 
     def _finish(self) -> RunOutcome:
         outcome = runreport.outcome(self.run_dir, self.store.manifest, self.incidents)
         self._conclude(outcome)
         report = runreport.build(self.run_dir, self.store.manifest, self.incidents) \
             if self.incidents else None
-        if report is not None:
-            self._record()
         return RunOutcome(self.run_dir, outcome.exit_code, outcome.result, report)
 
     def _record(self) -> None:
