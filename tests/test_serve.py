@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -304,6 +305,16 @@ def test_each_crash_is_recorded_and_printed_before_the_restart_and_only_once(tmp
     assert serve.stderr.count("incarnation 1: crash:") == 1
     assert serve.stderr.count("report: ") == 1
     assert len(json.loads(run_cli("list", "--json", "--db", db).stdout)["crashes"]) == 1
+
+
+def test_a_finished_run_directory_keeps_no_named_pipe_and_copies(tmp_path):
+    script = ("import os, socket\nos.mkfifo(os.environ['CUDA_COREDUMP_PIPE'].replace('%h', "
+              "socket.gethostname()).replace('%p', str(os.getpid())))\nraise SystemExit(3)\n")
+    serve = Serve(tmp_path, [sys.executable, "-c", script], "--user-dumps", env=environment())
+    finished(serve, 0)
+    assert not any(path.is_fifo() for path in serve.run_dir.rglob("*"))
+    shutil.copytree(serve.run_dir, tmp_path / "copied")
+    assert (tmp_path / "copied" / "report.json").exists()
 
 
 def test_no_line_is_lost_in_a_flood_and_faults_keep_their_line_numbers(tmp_path):

@@ -84,3 +84,15 @@ def sha256(path: Path) -> str:
         while chunk := f.read(_CHUNK):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def remove_fifos(folder: Path) -> list[Path]:
+    """Delete the named pipes under FOLDER (the driver's user-trigger pipes): they are dead once
+    the server ended, and a run directory holding one cannot be copied off a node
+    (``shutil.copytree`` and ``cp -r`` block or fail on them)."""
+    removed = []
+    for path in sorted(folder.rglob("*")):
+        if path.is_fifo():
+            path.unlink(missing_ok=True)
+            removed.append(path)
+    return removed

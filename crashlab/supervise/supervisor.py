@@ -10,8 +10,9 @@ The order of an ending is the point of the whole thing:
 2. while a coredump is being written (driver progress lines, a file open or growing) or SGLang
    is in its own pre-crash sequence, crashlab waits, up to --dump-timeout, instead of killing;
 3. whatever is left of the tree gets the stop signal, then SIGKILL after --grace;
-4. the output pipes are drained to their end, the last dumps and request dumps are collected
-   and synced, every file is hashed;
+4. the output pipes are drained to their end, the driver's named pipes removed (a run
+   directory must copy), the last dumps and request dumps are collected and synced, every
+   file is hashed;
 5. the incident is triaged into report.json / report.md, recorded in the crash index and
    printed (its summary, signature, dumps, replay line), before any restart;
 6. with --restart on-crash, a new incarnation starts after a doubling delay.
@@ -204,6 +205,7 @@ class Supervisor:
                         "ended (a process outside the tree holds it); the log may be cut")
         kernel_log.close()
         watch.poll_tree()
+        files.remove_fifos(incarnation.dirs.path)
         watch.add_dumps(watch.collector.collect_remaining())
         request_dumps = self._collect_request_dumps(incarnation)
         logs = [collect.record(self.run_dir, tee.log_path, "log") for tee in tees]
