@@ -703,12 +703,13 @@ def dump_now_command(run: Path, timeout: float) -> None:
     codes: 0 dumps collected; 1 triggered but none collected in time; 2 not such a run;
     3 no live pipe (the server has not initialised CUDA, or has ended).
     """
+    from .issue.sizes import with_bytes
     from .supervise import dump_now
 
     result = dump_now(run, timeout)
     say(f"triggered {len(result.triggered)} pipe(s)")
     for record in result.collected:
-        say(f"collected {run / record.path} ({record.size_bytes} bytes); "
+        say(f"collected {run / record.path} ({with_bytes(record.size_bytes)}); "
              f"crashlab inspect {run / record.path}")
     if not result.collected:
         say(f"no dump was collected within {timeout:g} s")

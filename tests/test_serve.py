@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from crashlab.issue.sizes import with_bytes
 from tests.serve_harness import (FAST, FAULT_DUMP, GENERATE_PROMPT, HANG_DUMP, Serve, environment,
                                  free_port, post_generate, process, sglang, survivors, wait_for)
 from tests.conftest import run_cli
@@ -182,6 +183,7 @@ def test_a_gpu_fault_on_one_rank_gives_a_fault_dump_and_a_collateral_dump(tmp_pa
     markdown = (serve.run_dir / "report.md").read_text()
     assert len(markdown) <= 65_536 and "moe_align_block_size" in markdown
     assert "FAULT" in serve.stderr and "COLLATERAL" in serve.stderr
+    assert f"({with_bytes(FAULT_DUMP.stat().st_size)})" in serve.stderr  # 131.8 kB (131,776 bytes)
 
 
 def test_a_stop_while_the_driver_writes_a_dump_waits_for_it(tmp_path):
@@ -235,7 +237,7 @@ def test_a_hang_is_captured_with_dump_now_and_sigterm_gets_the_request_dump(tmp_
                         "the health check to fail")
     done = run_cli("dump-now", serve.run_dir, "--timeout", "60")
     assert done.returncode == 0, done.stderr
-    assert b"collected" in done.stderr
+    assert f"({with_bytes(HANG_DUMP.stat().st_size)})" in done.stderr.decode()
     serve.signal(signal.SIGTERM)
     manifest = finished(serve, 0)
     assert manifest["environment"]["CUDA_ENABLE_USER_TRIGGERED_COREDUMP"]["set_by"] == "crashlab"
