@@ -78,6 +78,15 @@ def adopt(source: Path, destination: Path) -> None:
     fsync_dir(destination.parent)
 
 
+def free_name(path: Path) -> Path:
+    """PATH, or PATH.2, PATH.3, ...: the first that does not exist, so nothing is overwritten."""
+    candidate, number = path, 1
+    while candidate.exists():
+        number += 1
+        candidate = path.with_name(f"{path.name}.{number}")
+    return candidate
+
+
 def sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as f:
