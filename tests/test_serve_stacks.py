@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from crashlab.gdb.hostcore import native_stack
+from crashlab.gdb.hostcore import executable_in, native_stack
 from crashlab.report.hoststacks import faulthandler_stacks
 
 CRASHER = """\
@@ -84,12 +84,16 @@ def test_gdb_reads_the_native_stack_of_the_real_core(crashed):
     if not cores:
         pattern = Path("/proc/sys/kernel/core_pattern").read_text().strip()
         pytest.skip(f"kernel.core_pattern {pattern!r} keeps no core in the process's folder")
-    stack = native_stack(cores[0], os.path.realpath(sys.executable), shown_as="core")
-    assert stack.unavailable_reason is None and stack.core == "core"
-    assert stack.signal.startswith("SIGSEGV")
-    functions = [frame.function for frame in stack.frames]
-    assert "<signal handler called>" in functions
-    assert any(name and "kill" in name for name in functions)
+    real = os.path.realpath(sys.executable)
+    # the core names the interpreter itself; a shim or a retitled process's name would not do
+    assert os.path.samefile(executable_in(cores[0]), real)
+    for given in (real, None, "sglang::scheduler_TP0"):
+        stack = native_stack(cores[0], given, shown_as="core")
+        assert stack.unavailable_reason is None and stack.core == "core"
+        assert stack.signal.startswith("SIGSEGV")
+        functions = [frame.function for frame in stack.frames]
+        assert "<signal handler called>" in functions
+        assert any(name and "kill" in name for name in functions)
 
 
 def test_a_missing_gdb_or_an_unreadable_core_is_a_reason(tmp_path):
@@ -100,3 +104,7 @@ def test_a_missing_gdb_or_an_unreadable_core_is_a_reason(tmp_path):
         (tmp_path / "core").write_bytes(b"not a core\n")
         unreadable = native_stack(tmp_path / "core", sys.executable)
         assert unreadable.frames == [] and unreadable.unavailable_reason
+        assert executable_in(tmp_path / "core") is None
+        assert executable_in(Path(os.path.realpath(sys.executable))) is None  # not a core
+        nameless = native_stack(tmp_path / "core", None)
+        assert nameless.frames == [] and "names no executable" in nameless.unavailable_reason

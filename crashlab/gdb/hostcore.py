@@ -3,13 +3,22 @@
 gdb loads ``EXECUTABLE CORE`` and selects the thread that took the signal, so ``bt`` shows the
 crashing thread. Every step has a deadline (the driver interrupts, then kills, a gdb that does
 not come back); what stops it is returned as a reason, never raised.
+
+gdb needs the executable to unwind (``gdb -c core`` alone shows ``?? ()``), and a process's
+command line does not name it reliably: SGLang's ranks retitle themselves
+(``sglang::scheduler_TP0``), ``python3`` may be a pyenv shim script. The core names it: its
+NT_FILE note lists the files mapped into the process, the executable at the lowest address.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from pathlib import Path
+
+from elftools.common.exceptions import ELFError
+from elftools.elf.elffile import ELFFile
 
 from ..report.hoststacks import NativeStack
 from . import parse
@@ -20,12 +29,42 @@ LOAD_TIMEOUT = 60.0
 BT_TIMEOUT = 30.0
 #: frames kept: a runaway recursion is not read to its end
 MAX_FRAMES = 64
+#: a note segment larger than this is not a real core's (NT_FILE of a big server is ~1 MB)
+MAX_NOTE_BYTES = 64 << 20
 _TERMINATED = re.compile(r"Program terminated with signal (?P<signal>[A-Z0-9]+, [^.\n]+)")
 
 
-def native_stack(core: Path, executable: str, *, gdb: str | None = None,
+def executable_in(core: Path) -> str | None:
+    """The program that dumped CORE, from its NT_FILE note, if it still exists here."""
+    try:
+        with open(core, "rb") as f:
+            elf = ELFFile(f)
+            if elf["e_type"] != "ET_CORE":
+                return None
+            for segment in elf.iter_segments():
+                if segment["p_type"] != "PT_NOTE" or segment["p_filesz"] > MAX_NOTE_BYTES:
+                    continue
+                for note in segment.iter_notes():
+                    if note["n_type"] == "NT_FILE":
+                        return _lowest_mapping(note["n_desc"])
+    except (OSError, ELFError, ValueError, KeyError, IndexError, TypeError):
+        return None
+    return None
+
+
+def _lowest_mapping(files) -> str | None:
+    entries = sorted(zip(files["Elf_Nt_File_Entry"], files["filename"]),
+                     key=lambda pair: pair[0]["vm_start"])
+    if not entries:
+        return None
+    path = os.fsdecode(entries[0][1])
+    return path if os.path.isfile(path) else None
+
+
+def native_stack(core: Path, executable: str | None = None, *, gdb: str | None = None,
                  shown_as: str | None = None) -> NativeStack:
-    """``bt`` of CORE's crashing thread, EXECUTABLE being the program that dumped it.
+    """``bt`` of CORE's crashing thread. EXECUTABLE is the program that dumped it; by default
+    (or where it does not exist) the one the core names.
 
     SHOWN_AS is the core's path as the report names it (relative to the run directory).
     """
@@ -33,6 +72,12 @@ def native_stack(core: Path, executable: str, *, gdb: str | None = None,
     stack = NativeStack(core=shown_as or str(core))
     if program is None:
         stack.unavailable_reason = "GNU gdb not found on PATH: the host core was kept, not read"
+        return stack
+    if executable is None or not os.path.isfile(executable):
+        executable = executable_in(core)
+    if executable is None:
+        stack.unavailable_reason = ("the core names no executable that exists here: gdb cannot "
+                                    "unwind it without one")
         return stack
     with Debugger(program, args=[executable, str(core)], start_timeout=LOAD_TIMEOUT) as debugger:
         loaded = debugger.start()
