@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import resource
 import shutil
 import signal
 import subprocess
@@ -16,7 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from crashlab.env import hostcore
+from crashlab.env.checks import capture
 from crashlab.issue.sizes import with_bytes
+from tests.doctor_machine import Tree
 from tests.serve_harness import (FAST, FAULT_DUMP, GENERATE_PROMPT, HANG_DUMP, Serve, environment,
                                  free_port, post_generate, process, sglang, survivors, wait_for)
 from tests.conftest import run_cli
@@ -93,8 +97,11 @@ def test_a_sigsegv_after_a_request_is_triaged_and_every_channel_is_masked(tmp_pa
     assert API_KEY in (serve.incarnation / "stderr.log").read_text()  # planted; the evidence, as is
     written = {path.name for path in serve.run_dir.rglob("*") if path.is_file()}
     assert {"manifest.json", "report.json", "report.md", "server_info.json", "launch.json"} <= written
+    # the logs and a host core are the evidence as it is (a core is the process's memory)
+    evidence = {f["path"] for f in manifest["files"] if f["kind"] == "host-core"}
     for path in serve.run_dir.rglob("*"):
-        if path.is_file() and path.name not in ("stdout.log", "stderr.log"):
+        if path.is_file() and path.name not in ("stdout.log", "stderr.log") \
+                and str(path.relative_to(serve.run_dir)) not in evidence:
             assert API_KEY.encode() not in path.read_bytes(), path
             assert HF_TOKEN.encode() not in path.read_bytes(), path
     assert "server_args=ServerArgs(" in serve.stderr and "api_key='***'" in serve.stderr  # echoed
@@ -317,6 +324,66 @@ def test_a_finished_run_directory_keeps_no_named_pipe_and_copies(tmp_path):
     assert not any(path.is_fifo() for path in serve.run_dir.rglob("*"))
     shutil.copytree(serve.run_dir, tmp_path / "copied")
     assert (tmp_path / "copied" / "report.json").exists()
+
+
+SEGFAULTER = "import os, signal\n\ndef inner():\n    os.kill(os.getpid(), signal.SIGSEGV)\n\ninner()\n"
+
+
+def _segfaulter(tmp_path: Path, preexec_fn=None, **env: str) -> Serve:
+    """A Python that SIGSEGVs under serve, both run in TMP_PATH (where a plain core_pattern
+    puts the core); PYTHONFAULTHANDLER as ENV says (absent unless given)."""
+    (tmp_path / "segfaulter.py").write_text(SEGFAULTER)
+    environ = {k: v for k, v in environment().items() if k != "PYTHONFAULTHANDLER"} | env
+    return Serve(tmp_path, [sys.executable, str(tmp_path / "segfaulter.py")], "--no-debugger",
+                 env=environ, cwd=tmp_path, preexec_fn=preexec_fn)
+
+
+def _plain_core_pattern() -> bool:
+    where = hostcore.read_destination()
+    return where is not None and where.program is None and where.problem() is None
+
+
+@pytest.mark.skipif(not _plain_core_pattern() or hostcore.hard_limit() == "0"
+                    or shutil.which("gdb") is None,
+                    reason="needs a plain kernel.core_pattern, a hard core limit above 0 and GNU gdb")
+def test_a_host_segfault_leaves_its_core_its_native_and_its_python_stack(tmp_path):
+    serve = _segfaulter(tmp_path)
+    manifest = finished(serve, 0)
+    assert manifest["environment"]["PYTHONFAULTHANDLER"]["set_by"] == "crashlab"
+    incident = serve.report()["incidents"][0]
+    [native] = incident["native_stacks"]
+    assert native["unavailable_reason"] is None and native["signal"].startswith("SIGSEGV")
+    assert (serve.run_dir / native["core"]).is_file() and native["frames"]
+    assert [f for f in manifest["files"] if f["kind"] == "host-core"][0]["path"] == native["core"]
+    assert not list(tmp_path.glob("core*"))  # moved in, not left behind
+    [python] = incident["python_stacks"]
+    assert python["error"] == "Segmentation fault"
+    assert [(f["function"], f["line"]) for f in python["frames"]] == [("inner", 4), ("<module>", 6)]
+    markdown = (serve.run_dir / "report.md").read_text()
+    assert "**Native stack**" in markdown and "**Python stack**" in markdown
+
+
+def _no_core_at_all() -> None:
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def test_the_users_faulthandler_value_is_kept_and_a_hard_limit_of_0_is_said(tmp_path):
+    serve = _segfaulter(tmp_path, _no_core_at_all, PYTHONFAULTHANDLER="")
+    manifest = finished(serve, 0)
+    kept = manifest["environment"]["PYTHONFAULTHANDLER"]
+    assert (kept["value"], kept["set_by"], kept["crashlab_value"]) == ("", "user", "1")
+    problem = hostcore.limit_problem("0")
+    assert serve.stderr.count(f"no host core: {problem}") == 1
+    incident = serve.report()["incidents"][0]
+    assert [s["unavailable_reason"] for s in incident["native_stacks"]] == [
+        f"pid {manifest['incarnations'][0]['pid']}: {problem}"]
+    assert incident["python_stacks"] == []  # faulthandler off, as the user said
+    # doctor, for the same limits, says the same thing is missing
+    tree = Tree(tmp_path / "machine")
+    tree.proc_file("self/limits", "Limit                     Soft Limit           Hard Limit"
+                   "           Units\nMax core file size        0                    0"
+                   "                    bytes\n")
+    assert problem in capture.core_ulimit(tree.machine()).message
 
 
 def test_no_line_is_lost_in_a_flood_and_faults_keep_their_line_numbers(tmp_path):

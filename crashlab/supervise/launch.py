@@ -9,6 +9,7 @@ told otherwise.
 
 from __future__ import annotations
 
+import resource
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -85,6 +86,13 @@ def plan(argv: list[str], requests_dir: Path, cwd: Path) -> LaunchPlan:
     return LaunchPlan([*argv, CRASH_DUMP_FLAG, str(requests_dir)], True, requests_dir, True)
 
 
+def _core_limit_to_hard() -> None:
+    """In the child only, before exec: the soft core limit up to the hard one, so that a host
+    crash leaves a core (crashlab's own limit stays as it was). One syscall, no lock taken."""
+    hard = resource.getrlimit(resource.RLIMIT_CORE)[1]
+    resource.setrlimit(resource.RLIMIT_CORE, (hard, hard))
+
+
 def start(argv: list[str], env: dict[str, str], cwd: Path) -> subprocess.Popen:
     """Start the server in a session of its own, its output on pipes crashlab reads.
 
@@ -94,7 +102,7 @@ def start(argv: list[str], env: dict[str, str], cwd: Path) -> subprocess.Popen:
     try:
         return subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                start_new_session=True)
+                                start_new_session=True, preexec_fn=_core_limit_to_hard)
     except PermissionError as exc:
         raise BadInput(f"{argv[0]}: cannot be executed ({exc.strerror})") from None
     except FileNotFoundError:

@@ -36,7 +36,9 @@ from ..launchline import disaggregation_role
 from ..report import run_views
 from ..report.redact import Redactor
 from ..report.run import FileRecord, Incident
-from . import collect, files, incident, launch, rundir, runreport, timestamps
+from ..env import hostcore
+from ..report.hoststacks import NativeStack, PythonStack
+from . import collect, files, hostcrash, incident, launch, rundir, runreport, timestamps
 from .health import HealthWatch
 from .envcapture import write_environment
 from .incarnation import LiveIncarnation
@@ -54,6 +56,8 @@ TREE_EVERY = 0.25
 SAVE_EVERY = 0.5
 PIPE_DRAIN_WAIT = 10.0
 MAX_RESTART_DELAY = 300.0
+#: what a host crash left: faulthandler's Python stacks, and per crashed process its core's bt
+HostStacks = tuple[list[PythonStack], list[NativeStack]]
 
 class Supervisor:
     def __init__(self, options: ServeOptions, notify: Notify | None = None):
@@ -80,6 +84,8 @@ class Supervisor:
             role=disaggregation_role(options.command) if launch.is_sglang(options.command) else None,
             environment={}), self.redactor)
         self.incidents: list[Incident] = []
+        #: why a host crash of the server leaves no core (its hard limit 0), decided as doctor does
+        self.core_limit_problem = hostcore.limit_problem(hostcore.hard_limit())
 
     # -- called from a signal handler: flags only, the loop acts on them ---------------------
     def request_stop(self, signum: int) -> None:
@@ -129,6 +135,10 @@ class Supervisor:
         self.store.add_files([collect.record(self.run_dir, incarnation.dirs.launch, "launch")])
         self._status("running")
 
+        if self.core_limit_problem is not None:
+            self.notify(f"no host core: {self.core_limit_problem}")
+            with self.store.edit():
+                incarnation.record.warnings.append(f"no host core: {self.core_limit_problem}")
         process = launch.start(incarnation.plan.argv, incarnation.env, self.cwd)
         tees = [StreamTee(pipe, incarnation.dirs.log(stream),
                           getattr(sys, stream).buffer if self.options.echo else None,
@@ -218,7 +228,16 @@ class Supervisor:
             incarnation.record.warnings += problems
         dumps = [f for f in self.store.manifest.files
                  if f.kind == "coredump" and f.path.startswith(incarnation.record.directory + "/")]
-        return self._triage(incarnation, dumps, request_dumps)
+        return self._triage(incarnation, dumps, request_dumps, self._host_stacks(incarnation, tees))
+
+    def _host_stacks(self, incarnation: LiveIncarnation, tees: list[StreamTee]) -> HostStacks:
+        started = datetime.fromisoformat(incarnation.record.started_at).timestamp()
+        native = hostcrash.native_stacks(incarnation.record.processes, self.core_limit_problem,
+                                         self.cwd, started, incarnation.dirs.cores, self.run_dir)
+        cores = [self.run_dir / stack.core for stack in native if stack.core]
+        if cores:
+            self.store.add_files([collect.record(self.run_dir, core, "host-core") for core in cores])
+        return hostcrash.python_stacks([tee.log_path for tee in tees]), native
 
     def _collect_request_dumps(self, incarnation: LiveIncarnation) -> list[FileRecord]:
         elsewhere = list(incarnation.mentioned_request_dumps)
@@ -230,7 +249,7 @@ class Supervisor:
                                              started, socket.gethostname())
 
     def _triage(self, incarnation: LiveIncarnation, dumps: list[FileRecord],
-                request_dumps: list[FileRecord]) -> str | None:
+                request_dumps: list[FileRecord], host_stacks: HostStacks) -> str | None:
         triaged = []
         if dumps:
             self._status("triaging")
@@ -246,6 +265,7 @@ class Supervisor:
             self.incidents.append(incident.build(self.run_dir, record, kind, triaged,
                                                  request_dumps, self.options.debugger,
                                                  self.redactor.text))
+            self.incidents[-1].python_stacks, self.incidents[-1].native_stacks = host_stacks
             runreport.write(self.run_dir, self.store, self.redactor, self.incidents)
         self.store.save(timestamps.now())
         if kind is not None:
