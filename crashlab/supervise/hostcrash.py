@@ -8,7 +8,6 @@ and read with gdb. Where there is none, the incident says why.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 from ..env import hostcore
@@ -49,14 +48,6 @@ def native_stacks(processes: list[ProcessRecord], limit_problem: str | None, cwd
         if core is None:
             stacks.append(NativeStack(unavailable_reason=f"pid {process.pid}: {found.note}"))
             continue
-        executable = _executable(process)
-        shown = str(core.relative_to(run_dir))
-        stacks.append(native_stack(core, executable, shown_as=shown) if executable else
-                      NativeStack(core=shown, unavailable_reason="the crashed program is not on "
-                                                                 "PATH: gdb needs it to read the core"))
+        # the executable the core names: a retitled SGLang rank's cmdline names none
+        stacks.append(native_stack(core, None, shown_as=str(core.relative_to(run_dir))))
     return stacks
-
-
-def _executable(process: ProcessRecord) -> str | None:
-    words = process.cmdline.split()
-    return shutil.which(words[0]) if words else None
