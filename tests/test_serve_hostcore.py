@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from crashlab.env.hostcore import destination, read_destination, uses_pid
+from crashlab.gdb.hostcore import dumped_pid
 from crashlab.supervise.hostcore import collect_core
 
 
@@ -35,21 +36,19 @@ def test_the_real_core_of_a_sigsegv_is_moved_into_the_run_directory(tmp_path):
     cwd, run = tmp_path / "server", tmp_path / "run" / "cores"
     cwd.mkdir()
     started = time.time()
-    crashed = subprocess.run([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), "
-                              "signal.SIGSEGV)"], cwd=cwd, preexec_fn=_cores_on)
-    assert crashed.returncode == -signal.SIGSEGV
+    crasher = subprocess.Popen([sys.executable, "-c", "import os, signal; os.kill(os.getpid(), "
+                                "signal.SIGSEGV)"], cwd=cwd, preexec_fn=_cores_on)
+    assert crasher.wait() == -signal.SIGSEGV
     [left] = list(cwd.iterdir())
     digest = _digest(left)
-    found = collect_core(where, crashed_pid(left), cwd, started, run, uses_pid=uses_pid())
+    assert dumped_pid(left) == crasher.pid
+    # a plain "core" names no pid: another process's crash is not taken for this one
+    other = collect_core(where, crasher.pid + 1, cwd, started, run, uses_pid=uses_pid())
+    assert other.path is None and f"no core of pid {crasher.pid + 1}" in other.note and left.exists()
+    found = collect_core(where, crasher.pid, cwd, started, run, uses_pid=uses_pid())
     assert found.path is not None and found.path.parent == run, found.note
     assert _digest(found.path) == digest and not left.exists()
     assert str(left) in found.note
-
-
-def crashed_pid(core: Path) -> int:
-    """The pid a core's name carries (core.PID), else any: a plain 'core' has none to match."""
-    suffix = core.name.rsplit(".", 1)[-1]
-    return int(suffix) if suffix.isdigit() else 0
 
 
 def test_a_pattern_with_specifiers_across_filesystems_is_copied_synced_and_renamed(tmp_path):
@@ -76,7 +75,7 @@ def test_a_core_from_before_the_incarnation_or_of_another_pid_is_not_taken(tmp_p
     os.utime(old, (time.time() - 3600, time.time() - 3600))
     found = collect_core(destination("core"), 7, tmp_path, time.time() - 60, tmp_path / "cores",
                          uses_pid=True)
-    assert found.path is None and "no core matching" in found.note and old.exists()
+    assert found.path is None and "no core of pid 7 matching" in found.note and old.exists()
     missing = collect_core(destination("/no/such/folder/core.%p"), 7, tmp_path, 0, tmp_path / "c",
                            uses_pid=False)
     assert missing.path is None and "/no/such/folder does not exist" in missing.note

@@ -36,6 +36,18 @@ _TERMINATED = re.compile(r"Program terminated with signal (?P<signal>[A-Z0-9]+, 
 
 def executable_in(core: Path) -> str | None:
     """The program that dumped CORE, from its NT_FILE note, if it still exists here."""
+    files = _note(core, "NT_FILE")
+    return _lowest_mapping(files) if files is not None else None
+
+
+def dumped_pid(core: Path) -> int | None:
+    """The pid of the process that dumped CORE (its NT_PRPSINFO note), None if unreadable."""
+    info = _note(core, "NT_PRPSINFO")
+    return info["pr_pid"] if info is not None else None
+
+
+def _note(core: Path, kind: str):
+    """The parsed descriptor of CORE's first note of KIND; None if CORE is not a readable core."""
     try:
         with open(core, "rb") as f:
             elf = ELFFile(f)
@@ -45,8 +57,8 @@ def executable_in(core: Path) -> str | None:
                 if segment["p_type"] != "PT_NOTE" or segment["p_filesz"] > MAX_NOTE_BYTES:
                     continue
                 for note in segment.iter_notes():
-                    if note["n_type"] == "NT_FILE":
-                        return _lowest_mapping(note["n_desc"])
+                    if note["n_type"] == kind:
+                        return note["n_desc"]
     except (OSError, ELFError, ValueError, KeyError, IndexError, TypeError):
         return None
     return None

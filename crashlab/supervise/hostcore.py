@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..env.hostcore import Destination
+from ..gdb.hostcore import dumped_pid
 from . import files
 
 #: how long systemd-coredump may take to store a core (it compresses it) before crashlab says so
@@ -45,9 +46,11 @@ def collect_core(where: Destination | None, pid: int, cwd: Path, since: float, i
         return HostCore(None, problem)
     pattern = where.glob(pid, cwd, uses_pid)
     found = [Path(path) for path in glob.glob(pattern)
-             if os.path.isfile(path) and os.stat(path).st_mtime >= since]
+             if os.path.isfile(path) and os.stat(path).st_mtime >= since
+             and dumped_pid(Path(path)) in (pid, None)]  # a plain "core" may be another's
     if not found:
-        return HostCore(None, f"no core matching {pattern} was written ({where.where()})")
+        return HostCore(None, f"no core of pid {pid} matching {pattern} was written "
+                              f"({where.where()})")
     source = max(found, key=lambda path: path.stat().st_mtime)
     into.mkdir(parents=True, exist_ok=True)
     destination = files.free_name(into / source.name)
