@@ -538,7 +538,7 @@ def serve(runs_dir, coredump, user_dumps, health_url, health_interval, health_ti
       crashlab serve --deployment pd-1 -- python -m sglang.launch_server \\
           --disaggregation-mode prefill ...
     """
-    from .report.run_views import summary_lines
+    from .report.run_views import report_line
     from .supervise import CoredumpMode, ServeOptions, Supervisor
     from .supervise.stopsignals import forwarded_stops
 
@@ -554,9 +554,8 @@ def serve(runs_dir, coredump, user_dumps, health_url, health_interval, health_ti
     # without crashlab in between: forwarded to its whole process group
     with forwarded_stops(supervisor.request_stop):
         outcome = supervisor.run()
-    if outcome.report is not None:
-        for line in summary_lines(outcome.report):
-            say(line)
+    if outcome.report is not None:  # each incident's lines were printed when it was triaged
+        say(report_line(outcome.report))
     else:
         say(f"{outcome.result}: nothing to triage (manifest: {outcome.run_dir}/manifest.json)")
     sys.exit(outcome.exit_code)
@@ -758,12 +757,13 @@ def dump_now_command(run: Path, timeout: float) -> None:
     codes: 0 dumps collected; 1 triggered but none collected in time; 2 not such a run;
     3 no live pipe (the server has not initialised CUDA, or has ended).
     """
+    from .issue.sizes import with_bytes
     from .supervise import dump_now
 
     result = dump_now(run, timeout)
     say(f"triggered {len(result.triggered)} pipe(s)")
     for record in result.collected:
-        say(f"collected {run / record.path} ({record.size_bytes} bytes); "
+        say(f"collected {run / record.path} ({with_bytes(record.size_bytes)}); "
              f"crashlab inspect {run / record.path}")
     if not result.collected:
         say(f"no dump was collected within {timeout:g} s")

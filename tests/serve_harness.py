@@ -54,16 +54,19 @@ class Serve:
     """One ``crashlab serve`` process."""
 
     def __init__(self, tmp_path: Path, command: list[str], *options: str, env: dict[str, str],
-                 entry: tuple[str, ...] = ("crashlab", "serve")):
+                 entry: tuple[str, ...] = ("crashlab", "serve"), cwd: Path = ROOT,
+                 preexec_fn=None):
         """ENTRY: the module run and its arguments before the options (tests.serve_entry for
-        serve's Python entry)."""
+        serve's Python entry); CWD: where serve (and so the server) runs; PREEXEC_FN: run in
+        crashlab's process before it starts (its limits, say)."""
         self.runs = tmp_path / "runs"
         self.out = tmp_path / "crashlab.stdout"
         self.err = tmp_path / "crashlab.stderr"
         with open(self.out, "wb") as out, open(self.err, "wb") as err:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", *entry, "--runs-dir", str(self.runs), *options,
-                 "--", *command], stdout=out, stderr=err, env=env, cwd=ROOT)
+                 "--", *command], stdout=out, stderr=err, env=env, cwd=cwd,
+                preexec_fn=preexec_fn)
         self._run_dir: Path | None = None
 
     @property

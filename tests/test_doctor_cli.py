@@ -21,12 +21,13 @@ from tests.doctor_machine import Tree
 from tests.schema_check import errors
 
 
-def _doctor(tmp_path, *args, env=None, ulimit="unlimited"):
-    """The real command with a core limit of its own (the shell's is the machine's business)."""
+def _doctor(tmp_path, *args, env=None, ulimit="unlimited", hard=False):
+    """The real command with a core limit of its own (the shell's is the machine's business);
+    HARD: the hard limit too."""
     environment = {key: value for key, value in os.environ.items()
                    if not key.startswith("CUDA_") and key != "CRASHLAB_DEBUG"}
     environment.update(env or {})
-    command = f"ulimit -S -c {ulimit}; exec \"$0\" -m crashlab doctor \"$@\""
+    command = f"ulimit -{'H' if hard else 'S'} -c {ulimit}; exec \"$0\" -m crashlab doctor \"$@\""
     return subprocess.run(["sh", "-c", command, sys.executable, "--runs-dir", str(tmp_path), *args],
                           capture_output=True, text=True, env=environment, cwd=ROOT, timeout=120)
 
@@ -50,11 +51,11 @@ def test_a_machine_with_nothing_to_fix_exits_0(tmp_path):
 
 
 def test_the_terminal_view_prints_each_finding_with_its_fix(tmp_path):
-    done = _doctor(tmp_path, ulimit="0")
+    done = _doctor(tmp_path, ulimit="0", hard=True)  # a soft 0 alone serve raises: no finding
     assert done.returncode == 1
     lines = done.stdout.splitlines()
     row = next(i for i, text in enumerate(lines) if text.startswith("finding") and "core-ulimit" in text)
-    assert "fix: ulimit -c unlimited" in lines[row + 1]
+    assert "fix: raise the hard limit as root" in next(text for text in lines[row + 1:] if "fix:" in text)
     assert "finding" in lines[-1] and "skipped" in lines[-1]
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -15,6 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from crashlab.env import hostcore
+from crashlab.env.checks import capture
+from crashlab.issue.sizes import with_bytes
+from tests.doctor_machine import Tree
 from tests.serve_harness import (FAST, FAULT_DUMP, GENERATE_PROMPT, HANG_DUMP, Serve, environment,
                                  free_port, post_generate, process, sglang, survivors, wait_for)
 from tests.conftest import run_cli
@@ -91,8 +97,11 @@ def test_a_sigsegv_after_a_request_is_triaged_and_every_channel_is_masked(tmp_pa
     assert API_KEY in (serve.incarnation / "stderr.log").read_text()  # planted; the evidence, as is
     written = {path.name for path in serve.run_dir.rglob("*") if path.is_file()}
     assert {"manifest.json", "report.json", "report.md", "server_info.json", "launch.json"} <= written
+    # the logs and a host core are the evidence as it is (a core is the process's memory)
+    evidence = {f["path"] for f in manifest["files"] if f["kind"] == "host-core"}
     for path in serve.run_dir.rglob("*"):
-        if path.is_file() and path.name not in ("stdout.log", "stderr.log"):
+        if path.is_file() and path.name not in ("stdout.log", "stderr.log") \
+                and str(path.relative_to(serve.run_dir)) not in evidence:
             assert API_KEY.encode() not in path.read_bytes(), path
             assert HF_TOKEN.encode() not in path.read_bytes(), path
     assert "server_args=ServerArgs(" in serve.stderr and "api_key='***'" in serve.stderr  # echoed
@@ -181,6 +190,7 @@ def test_a_gpu_fault_on_one_rank_gives_a_fault_dump_and_a_collateral_dump(tmp_pa
     markdown = (serve.run_dir / "report.md").read_text()
     assert len(markdown) <= 65_536 and "moe_align_block_size" in markdown
     assert "FAULT" in serve.stderr and "COLLATERAL" in serve.stderr
+    assert f"({with_bytes(FAULT_DUMP.stat().st_size)})" in serve.stderr  # 131.8 kB (131,776 bytes)
 
 
 def test_a_stop_while_the_driver_writes_a_dump_waits_for_it(tmp_path):
@@ -234,7 +244,7 @@ def test_a_hang_is_captured_with_dump_now_and_sigterm_gets_the_request_dump(tmp_
                         "the health check to fail")
     done = run_cli("dump-now", serve.run_dir, "--timeout", "60")
     assert done.returncode == 0, done.stderr
-    assert b"collected" in done.stderr
+    assert f"({with_bytes(HANG_DUMP.stat().st_size)})" in done.stderr.decode()
     serve.signal(signal.SIGTERM)
     manifest = finished(serve, 0)
     assert manifest["environment"]["CUDA_ENABLE_USER_TRIGGERED_COREDUMP"]["set_by"] == "crashlab"
@@ -286,6 +296,94 @@ def test_restart_on_crash_gives_each_incarnation_its_folder(tmp_path):
         assert "crashing on cue" in (serve.run_dir / f"incarnation-{number}" / "stderr.log").read_text()
     assert len(serve.report()["incidents"]) == 2
     assert "restarting in 0.1 s (1 of 1)" in serve.stderr
+
+
+def test_each_crash_is_recorded_and_printed_before_the_restart_and_only_once(tmp_path):
+    marker, db = tmp_path / "crashed-once", tmp_path / "index.sqlite"
+    script = (f"import os, pathlib, time\nm = pathlib.Path({str(marker)!r})\n"
+              "if not m.exists():\n    m.touch()\n    os.abort()\ntime.sleep(600)\n")
+    serve = Serve(tmp_path, [sys.executable, "-c", script], "--restart", "on-crash",
+                  "--restart-delay", "0.1", "--db", str(db), env=environment())
+    serve.wait_manifest(lambda m: len(m["incarnations"]) == 2
+                        and m["incarnations"][1]["status"] == "running", "the second incarnation")
+    listed = json.loads(run_cli("list", "--json", "--db", db).stdout)
+    assert [c["source"] for c in listed["crashes"]] == [str(serve.run_dir)]
+    assert "incarnation 1: crash:" in serve.stderr
+    serve.signal(signal.SIGTERM)
+    finished(serve, 0)
+    assert serve.stderr.count("incarnation 1: crash:") == 1
+    assert serve.stderr.count("report: ") == 1
+    assert len(json.loads(run_cli("list", "--json", "--db", db).stdout)["crashes"]) == 1
+
+
+def test_a_finished_run_directory_keeps_no_named_pipe_and_copies(tmp_path):
+    script = ("import os, socket\nos.mkfifo(os.environ['CUDA_COREDUMP_PIPE'].replace('%h', "
+              "socket.gethostname()).replace('%p', str(os.getpid())))\nraise SystemExit(3)\n")
+    serve = Serve(tmp_path, [sys.executable, "-c", script], "--user-dumps", env=environment())
+    finished(serve, 0)
+    assert not any(path.is_fifo() for path in serve.run_dir.rglob("*"))
+    shutil.copytree(serve.run_dir, tmp_path / "copied")
+    assert (tmp_path / "copied" / "report.json").exists()
+
+
+SEGFAULTER = "import os, signal\n\ndef inner():\n    os.kill(os.getpid(), signal.SIGSEGV)\n\ninner()\n"
+
+
+def _segfaulter(tmp_path: Path, preexec_fn=None, **env: str) -> Serve:
+    """A Python that SIGSEGVs under serve, both run in TMP_PATH (where a plain core_pattern
+    puts the core); PYTHONFAULTHANDLER as ENV says (absent unless given)."""
+    (tmp_path / "segfaulter.py").write_text(SEGFAULTER)
+    environ = {k: v for k, v in environment().items() if k != "PYTHONFAULTHANDLER"} | env
+    return Serve(tmp_path, [sys.executable, str(tmp_path / "segfaulter.py")], "--no-debugger",
+                 env=environ, cwd=tmp_path, preexec_fn=preexec_fn)
+
+
+def _plain_core_pattern() -> bool:
+    where = hostcore.read_destination()
+    return where is not None and where.program is None and where.problem() is None
+
+
+@pytest.mark.skipif(not _plain_core_pattern() or hostcore.hard_limit() == "0"
+                    or shutil.which("gdb") is None,
+                    reason="needs a plain kernel.core_pattern, a hard core limit above 0 and GNU gdb")
+def test_a_host_segfault_leaves_its_core_its_native_and_its_python_stack(tmp_path):
+    serve = _segfaulter(tmp_path)
+    manifest = finished(serve, 0)
+    assert manifest["environment"]["PYTHONFAULTHANDLER"]["set_by"] == "crashlab"
+    incident = serve.report()["incidents"][0]
+    [native] = incident["native_stacks"]
+    assert native["unavailable_reason"] is None and native["signal"].startswith("SIGSEGV")
+    assert (serve.run_dir / native["core"]).is_file() and native["frames"]
+    assert [f for f in manifest["files"] if f["kind"] == "host-core"][0]["path"] == native["core"]
+    assert not list(tmp_path.glob("core*"))  # moved in, not left behind
+    [python] = incident["python_stacks"]
+    assert python["error"] == "Segmentation fault"
+    assert [(f["function"], f["line"]) for f in python["frames"]] == [("inner", 4), ("<module>", 6)]
+    markdown = (serve.run_dir / "report.md").read_text()
+    assert "**Native stack**" in markdown and "**Python stack**" in markdown
+
+
+def _no_core_at_all() -> None:
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def test_the_users_faulthandler_value_is_kept_and_a_hard_limit_of_0_is_said(tmp_path):
+    serve = _segfaulter(tmp_path, _no_core_at_all, PYTHONFAULTHANDLER="")
+    manifest = finished(serve, 0)
+    kept = manifest["environment"]["PYTHONFAULTHANDLER"]
+    assert (kept["value"], kept["set_by"], kept["crashlab_value"]) == ("", "user", "1")
+    problem = hostcore.limit_problem("0")
+    assert serve.stderr.count(f"no host core: {problem}") == 1
+    incident = serve.report()["incidents"][0]
+    assert [s["unavailable_reason"] for s in incident["native_stacks"]] == [
+        f"pid {manifest['incarnations'][0]['pid']}: {problem}"]
+    assert incident["python_stacks"] == []  # faulthandler off, as the user said
+    # doctor, for the same limits, says the same thing is missing
+    tree = Tree(tmp_path / "machine")
+    tree.proc_file("self/limits", "Limit                     Soft Limit           Hard Limit"
+                   "           Units\nMax core file size        0                    0"
+                   "                    bytes\n")
+    assert problem in capture.core_ulimit(tree.machine()).message
 
 
 def test_no_line_is_lost_in_a_flood_and_faults_keep_their_line_numbers(tmp_path):
@@ -346,6 +444,8 @@ def test_a_request_dump_in_the_users_own_folder_is_adopted(tmp_path):
 @pytest.mark.parametrize("args,message", [
     ((), "needs a command"),
     (("--", "no-such-program-anywhere"), "command not found"),
+    (("--health-url", "notaurl", "--", sys.executable, "-c", "pass"), "needs a scheme and a host"),
+    (("--health-url", "http://", "--", sys.executable, "-c", "pass"), "needs a scheme and a host"),
 ])
 def test_a_bad_command_line_is_one_line_and_exit_2(tmp_path, args, message):
     done = run_cli("serve", "--runs-dir", tmp_path / "runs", *args)

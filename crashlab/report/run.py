@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..incidents.records import Role
 from ..signature.model import CrashSignature
+from .hoststacks import NativeStack, PythonStack
 from .model import SCHEMA_VERSION, Source, Tool, TriageReport
 
 
@@ -88,7 +89,7 @@ class Finding(_Model):
 
 class FileRecord(_Model):
     path: str = Field(description="relative to the run directory")
-    kind: Literal["log", "coredump", "request-dump", "server-info", "launch", "report",
+    kind: Literal["log", "coredump", "request-dump", "server-info", "launch", "report", "host-core",
                   "environment"]
     size_bytes: int
     sha256: str = Field(description="of the file as collected (logs: once the server has ended)")
@@ -156,6 +157,12 @@ class Incident(_Model):
     signature: CrashSignature | None = Field(
         None, description="this incident's signature: its first FAULT dump's, else its log's, "
                           "else the collective its COLLATERAL dump waits in")
+    python_stacks: list[PythonStack] = Field(
+        default_factory=list, description="what Python's faulthandler printed into the logs "
+                                          "(PYTHONFAULTHANDLER, which serve sets)")
+    native_stacks: list[NativeStack] = Field(
+        default_factory=list, description="per process killed by a host signal: gdb's bt of "
+                                          "its host core, or why there is no core")
 
 
 class Deployment(_Model):

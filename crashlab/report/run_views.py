@@ -127,7 +127,30 @@ def _incident(incident: Incident, embedded: DumpTriage | None, alone: bool, find
     out += ["**Coredumps**", ""] + _dumps(incident.dumps)
     if embedded is not None:
         out += [f"Triage of {code(embedded.path)}:", "", _DUMP_VIEW]
-    return out + (_findings(incident) if findings else []) + _processes(incident)
+    return out + _host_stacks(incident) + (_findings(incident) if findings else []) \
+        + _processes(incident)
+
+
+def _host_stacks(incident: Incident) -> list[str]:
+    """A host crash's stacks: gdb's bt of each core (or why none) and faulthandler's frames."""
+    out = []
+    for native in incident.native_stacks:
+        title = f"**Native stack** ({code(native.core)})" if native.core else "**Native stack**"
+        out += [title + (f": {inline(native.signal)}" if native.signal else ""), ""]
+        if native.core:
+            out += ["The core is the process's memory, secrets included: share its stack, "
+                    "not the core.", ""]
+        if native.unavailable_reason:
+            out += [f"None: {inline(native.unavailable_reason)}", ""]
+        out += [f"{frame.level}. {code(frame.function or '??')}"
+                + (f" at {code(f'{frame.file}:{frame.line}')}" if frame.file else "")
+                for frame in native.frames] + ([""] if native.frames else [])
+    for stack in incident.python_stacks:
+        thread = f", thread {stack.thread}" if stack.thread else ""
+        out += [f"**Python stack** (faulthandler: {inline(stack.error)}{inline(thread)})", ""]
+        out += [f"- {code(frame.function)} in {code(frame.file)}, line {frame.line or '???'}"
+                for frame in stack.frames] + [""]
+    return out
 
 
 def log_findings(incident: Incident) -> str:
@@ -171,13 +194,21 @@ def incidents(report: RunReport, limit: int, findings: bool = True) -> str:
 
 def summary_lines(report: RunReport) -> list[str]:
     """What ``crashlab serve`` prints at the end: the fault, where the report is, replay."""
-    lines = []
-    for incident in report.incidents:
-        lines.append(f"incarnation {incident.incarnation}: {incident.kind}: {incident.summary}")
-        if incident.signature is not None:
-            lines.append(f"  signature {incident.signature.short}")
-        for dump in incident.dumps:
-            lines.append(f"  {dump.label:<10} {dump.path}: {'; '.join(dump.reasons)}")
-        lines += [f"  replay: {command}" for command in incident.replay_commands]
-    lines.append(f"report: {report.source.path}/report.md (JSON: {report.source.path}/report.json)")
+    lines = [line for incident in report.incidents for line in incident_lines(incident)]
+    lines.append(report_line(report))
     return lines
+
+
+def incident_lines(incident: Incident) -> list[str]:
+    """One incident's lines, which serve prints as soon as it is triaged (before a restart)."""
+    lines = [f"incarnation {incident.incarnation}: {incident.kind}: {incident.summary}"]
+    if incident.signature is not None:
+        lines.append(f"  signature {incident.signature.short}")
+    for dump in incident.dumps:
+        lines.append(f"  {dump.label:<10} {dump.path}: {'; '.join(dump.reasons)}")
+    lines += [f"  replay: {command}" for command in incident.replay_commands]
+    return lines
+
+
+def report_line(report: RunReport) -> str:
+    return f"report: {report.source.path}/report.md (JSON: {report.source.path}/report.json)"

@@ -169,7 +169,7 @@ class DumpCollector:
     def _collect(self, path: str, ours: bool, complete: bool) -> FileRecord:
         source = Path(path)
         name = source.name if complete else source.name + ".partial"
-        destination = _free_name(self.cores / name)
+        destination = files.free_name(self.cores / name)
         if ours:
             files.move_into(source, destination)
         else:
@@ -194,7 +194,7 @@ def collect_request_dumps(run_dir: Path, requests_dir: Path, elsewhere: list[Pat
             continue
         target_dir = requests_dir / host
         target_dir.mkdir(parents=True, exist_ok=True)
-        destination = _free_name(target_dir / path.name)
+        destination = files.free_name(target_dir / path.name)
         files.adopt(path, destination)
         records.append(record(run_dir, destination, "request-dump", origin=str(path)))
     return records
@@ -208,11 +208,3 @@ def record(run_dir: Path, path: Path, kind: str, *, complete: bool = True,
            origin: str | None = None) -> FileRecord:
     return FileRecord(path=str(path.relative_to(run_dir)), kind=kind, size_bytes=path.stat().st_size,
                       sha256=files.sha256(path), complete=complete, origin=origin)
-
-
-def _free_name(path: Path) -> Path:
-    candidate, number = path, 1
-    while candidate.exists():
-        number += 1
-        candidate = path.with_name(f"{path.name}.{number}")
-    return candidate

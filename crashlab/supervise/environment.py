@@ -30,6 +30,9 @@ FILE = "CUDA_COREDUMP_FILE"
 FLAGS = "CUDA_COREDUMP_GENERATION_FLAGS"
 USER_TRIGGER = "CUDA_ENABLE_USER_TRIGGERED_COREDUMP"
 PIPE = "CUDA_COREDUMP_PIPE"
+#: Python prints every thread's stack into stderr.log on SIGSEGV/SIGABRT/SIGBUS/SIGFPE/SIGILL.
+#: A value the user exported, even an empty one (which Python reads as off), is theirs and kept.
+FAULTHANDLER = "PYTHONFAULTHANDLER"
 
 
 class CoredumpMode(str, Enum):
@@ -55,8 +58,9 @@ class Setting:
 def wanted(mode: CoredumpMode, user_dumps: bool, incoming: Path, pipes: Path) -> dict[str, str]:
     """What crashlab would set, before looking at the user's environment."""
     if mode is CoredumpMode.OFF:
-        return {ENABLE: "0"}
+        return {ENABLE: "0", FAULTHANDLER: "1"}
     values = {
+        FAULTHANDLER: "1",
         ENABLE: "1",
         PROGRESS: "1",
         FILE: str(incoming / DUMP_NAME),

@@ -78,9 +78,30 @@ def adopt(source: Path, destination: Path) -> None:
     fsync_dir(destination.parent)
 
 
+def free_name(path: Path) -> Path:
+    """PATH, or PATH.2, PATH.3, ...: the first that does not exist, so nothing is overwritten."""
+    candidate, number = path, 1
+    while candidate.exists():
+        number += 1
+        candidate = path.with_name(f"{path.name}.{number}")
+    return candidate
+
+
 def sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as f:
         while chunk := f.read(_CHUNK):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def remove_fifos(folder: Path) -> list[Path]:
+    """Delete the named pipes under FOLDER (the driver's user-trigger pipes): they are dead once
+    the server ended, and a run directory holding one cannot be copied off a node
+    (``shutil.copytree`` and ``cp -r`` block or fail on them)."""
+    removed = []
+    for path in sorted(folder.rglob("*")):
+        if path.is_fifo():
+            path.unlink(missing_ok=True)
+            removed.append(path)
+    return removed

@@ -9,10 +9,12 @@ told otherwise.
 
 from __future__ import annotations
 
+import resource
 import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from ..errors import BadInput
 from ..launchline import option_value
@@ -47,6 +49,16 @@ def health_url(argv: list[str], sglang: bool) -> str | None:
     return f"http://{host}:{port or SGLANG_DEFAULT_PORT}/health"
 
 
+def check_health_url(url: str | None) -> None:
+    """A --health-url must be one requests can poll: http(s), a host; caught before the run."""
+    if url is None:
+        return
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise BadInput(f"--health-url {url!r} is not a URL: it needs a scheme and a host, "
+                       "e.g. http://127.0.0.1:30000/health")
+
+
 def base_url(url: str) -> str:
     return url.rsplit("/", 1)[0] if url.count("/") > 2 else url
 
@@ -74,6 +86,13 @@ def plan(argv: list[str], requests_dir: Path, cwd: Path) -> LaunchPlan:
     return LaunchPlan([*argv, CRASH_DUMP_FLAG, str(requests_dir)], True, requests_dir, True)
 
 
+def _core_limit_to_hard() -> None:
+    """In the child only, before exec: the soft core limit up to the hard one, so that a host
+    crash leaves a core (crashlab's own limit stays as it was). One syscall, no lock taken."""
+    hard = resource.getrlimit(resource.RLIMIT_CORE)[1]
+    resource.setrlimit(resource.RLIMIT_CORE, (hard, hard))
+
+
 def start(argv: list[str], env: dict[str, str], cwd: Path) -> subprocess.Popen:
     """Start the server in a session of its own, its output on pipes crashlab reads.
 
@@ -83,7 +102,7 @@ def start(argv: list[str], env: dict[str, str], cwd: Path) -> subprocess.Popen:
     try:
         return subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                start_new_session=True)
+                                start_new_session=True, preexec_fn=_core_limit_to_hard)
     except PermissionError as exc:
         raise BadInput(f"{argv[0]}: cannot be executed ({exc.strerror})") from None
     except FileNotFoundError:

@@ -10,9 +10,11 @@ The order of an ending is the point of the whole thing:
 2. while a coredump is being written (driver progress lines, a file open or growing) or SGLang
    is in its own pre-crash sequence, crashlab waits, up to --dump-timeout, instead of killing;
 3. whatever is left of the tree gets the stop signal, then SIGKILL after --grace;
-4. the output pipes are drained to their end, the last dumps and request dumps are collected
-   and synced, every file is hashed;
-5. the incident is triaged into report.json / report.md;
+4. the output pipes are drained to their end, the driver's named pipes removed (a run
+   directory must copy), the last dumps and request dumps are collected and synced, every
+   file is hashed;
+5. the incident is triaged into report.json / report.md, recorded in the crash index and
+   printed (its summary, signature, dumps, replay line), before any restart;
 6. with --restart on-crash, a new incarnation starts after a doubling delay.
 """
 
@@ -31,9 +33,12 @@ import psutil
 from .. import __version__
 from ..errors import CrashlabError
 from ..launchline import disaggregation_role
+from ..report import run_views
 from ..report.redact import Redactor
 from ..report.run import FileRecord, Incident
-from . import collect, files, incident, launch, rundir, runreport, timestamps
+from ..env import hostcore
+from ..report.hoststacks import NativeStack, PythonStack
+from . import collect, files, hostcrash, incident, launch, rundir, runreport, timestamps
 from .health import HealthWatch
 from .envcapture import write_environment
 from .incarnation import LiveIncarnation
@@ -51,6 +56,8 @@ TREE_EVERY = 0.25
 SAVE_EVERY = 0.5
 PIPE_DRAIN_WAIT = 10.0
 MAX_RESTART_DELAY = 300.0
+#: what a host crash left: faulthandler's Python stacks, and per crashed process its core's bt
+HostStacks = tuple[list[PythonStack], list[NativeStack]]
 
 class Supervisor:
     def __init__(self, options: ServeOptions, notify: Notify | None = None):
@@ -64,6 +71,7 @@ class Supervisor:
         self._stops: list[int] = []
         # validate the command before any directory is made for it
         launch.plan(options.command, Path("requests"), self.cwd)
+        launch.check_health_url(options.health_url)
         self.run_dir = rundir.create(Path(options.runs_dir))
         this_process = psutil.Process()
         now = timestamps.now()
@@ -76,6 +84,8 @@ class Supervisor:
             role=disaggregation_role(options.command) if launch.is_sglang(options.command) else None,
             environment={}), self.redactor)
         self.incidents: list[Incident] = []
+        #: why a host crash of the server leaves no core (its hard limit 0), decided as doctor does
+        self.core_limit_problem = hostcore.limit_problem(hostcore.hard_limit())
 
     # -- called from a signal handler: flags only, the loop acts on them ---------------------
     def request_stop(self, signum: int) -> None:
@@ -125,6 +135,10 @@ class Supervisor:
         self.store.add_files([collect.record(self.run_dir, incarnation.dirs.launch, "launch")])
         self._status("running")
 
+        if self.core_limit_problem is not None:
+            self.notify(f"no host core: {self.core_limit_problem}")
+            with self.store.edit():
+                incarnation.record.warnings.append(f"no host core: {self.core_limit_problem}")
         process = launch.start(incarnation.plan.argv, incarnation.env, self.cwd)
         tees = [StreamTee(pipe, incarnation.dirs.log(stream),
                           getattr(sys, stream).buffer if self.options.echo else None,
@@ -201,6 +215,7 @@ class Supervisor:
                         "ended (a process outside the tree holds it); the log may be cut")
         kernel_log.close()
         watch.poll_tree()
+        files.remove_fifos(incarnation.dirs.path)
         watch.add_dumps(watch.collector.collect_remaining())
         request_dumps = self._collect_request_dumps(incarnation)
         logs = [collect.record(self.run_dir, tee.log_path, "log") for tee in tees]
@@ -213,7 +228,16 @@ class Supervisor:
             incarnation.record.warnings += problems
         dumps = [f for f in self.store.manifest.files
                  if f.kind == "coredump" and f.path.startswith(incarnation.record.directory + "/")]
-        return self._triage(incarnation, dumps, request_dumps)
+        return self._triage(incarnation, dumps, request_dumps, self._host_stacks(incarnation, tees))
+
+    def _host_stacks(self, incarnation: LiveIncarnation, tees: list[StreamTee]) -> HostStacks:
+        started = datetime.fromisoformat(incarnation.record.started_at).timestamp()
+        native = hostcrash.native_stacks(incarnation.record.processes, self.core_limit_problem,
+                                         self.cwd, started, incarnation.dirs.cores, self.run_dir)
+        cores = [self.run_dir / stack.core for stack in native if stack.core]
+        if cores:
+            self.store.add_files([collect.record(self.run_dir, core, "host-core") for core in cores])
+        return hostcrash.python_stacks([tee.log_path for tee in tees]), native
 
     def _collect_request_dumps(self, incarnation: LiveIncarnation) -> list[FileRecord]:
         elsewhere = list(incarnation.mentioned_request_dumps)
@@ -225,7 +249,7 @@ class Supervisor:
                                              started, socket.gethostname())
 
     def _triage(self, incarnation: LiveIncarnation, dumps: list[FileRecord],
-                request_dumps: list[FileRecord]) -> str | None:
+                request_dumps: list[FileRecord], host_stacks: HostStacks) -> str | None:
         triaged = []
         if dumps:
             self._status("triaging")
@@ -241,17 +265,25 @@ class Supervisor:
             self.incidents.append(incident.build(self.run_dir, record, kind, triaged,
                                                  request_dumps, self.options.debugger,
                                                  self.redactor.text))
+            self.incidents[-1].python_stacks, self.incidents[-1].native_stacks = host_stacks
             runreport.write(self.run_dir, self.store, self.redactor, self.incidents)
         self.store.save(timestamps.now())
+        if kind is not None:
+            self._announce(self.incidents[-1])
         return kind
+
+    def _announce(self, latest: Incident) -> None:
+        """Record the crash in the index and print its lines now, not when the supervisor
+        stops: a server restarted for days must not leave ``crashlab list`` blind."""
+        self._record()
+        for line in run_views.incident_lines(latest):
+            self.notify(line)
 
     def _finish(self) -> RunOutcome:
         outcome = runreport.outcome(self.run_dir, self.store.manifest, self.incidents)
         self._conclude(outcome)
         report = runreport.build(self.run_dir, self.store.manifest, self.incidents) \
             if self.incidents else None
-        if report is not None:
-            self._record()
         return RunOutcome(self.run_dir, outcome.exit_code, outcome.result, report)
 
     def _record(self) -> None:

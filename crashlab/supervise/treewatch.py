@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..issue.sizes import with_bytes
 from ..report.run import FileRecord
 from .collect import DumpCollector
 from .incarnation import LiveIncarnation
@@ -41,5 +42,5 @@ class TreeWatch:
         if records:
             self.store.add_files(records)
             for record in records:
-                self.notify(f"coredump collected: {record.path} ({record.size_bytes} bytes"
+                self.notify(f"coredump collected: {record.path} ({with_bytes(record.size_bytes)}"
                             f"{'' if record.complete else ', INCOMPLETE'})")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .. import hostcore
 from .base import Machine, finding, ok, registry, skipped
 
 CHECKS, check = registry("capture")
@@ -39,32 +40,25 @@ def core_ulimit(machine: Machine):
     soft, hard = row[len("Max core file size"):].split()[:2]
     if soft != "0":
         return ok(f"ulimit -c is {soft} (hard limit {hard})")
-    fix = ("ulimit -c unlimited in the shell that runs crashlab serve" if hard != "0" else
-           "raise the hard limit as root (limits.conf), or start the container with --ulimit "
-           "core=-1")
-    return finding(f"ulimit -c is 0 (hard limit {hard}): a crashing server leaves no host core "
-                   "(the GPU coredump is not affected)", fix)
+    problem = hostcore.limit_problem(hard)
+    if problem is None:
+        return ok(f"ulimit -c is 0 (hard limit {hard}): crashlab serve raises it for the server; "
+                  "a server started otherwise leaves no host core (ulimit -c unlimited first)")
+    return finding(f"ulimit -c is 0: {problem} (the GPU coredump is not affected)",
+                   "raise the hard limit as root (limits.conf), or start the container with "
+                   "--ulimit core=-1")
 
 
 @check("core-pattern", "where kernel.core_pattern sends host cores, and whether that folder exists")
 def core_pattern(machine: Machine):
-    pattern = (machine.host.read_text(machine.host.proc / "sys" / "kernel" / "core_pattern") or "").strip()
-    if not pattern:
+    where = hostcore.read_destination(machine.host.proc)
+    if where is None:
         return skipped(f"{machine.host.proc}/sys/kernel/core_pattern cannot be read")
-    if pattern.startswith("|"):
-        program = pattern[1:].split()[0] if pattern[1:].split() else "?"
-        where = ("systemd-coredump keeps them: coredumpctl list" if "systemd-coredump" in program
-                 else "apport keeps them: /var/crash" if "apport" in program
-                 else f"{program} receives them")
-        return ok(f"core_pattern pipes cores to {program}; {where} (a pipe handler runs on the "
-                  "host, outside any container)")
-    folder = Path(pattern).parent if pattern.startswith("/") else None
-    if folder is None:
-        return ok(f"core_pattern {pattern!r}: cores land in the crashing process's working directory")
-    if folder.is_dir():
-        return ok(f"core_pattern {pattern!r}: cores land in {folder}")
-    return finding(f"core_pattern {pattern!r}, but {folder} does not exist: the kernel writes no core",
-                   f"mkdir -p {folder} (and make it writable), or set kernel.core_pattern elsewhere")
+    problem = where.problem()
+    if problem is None:
+        return ok(where.where())
+    return finding(problem, f"mkdir -p {where.folder} (and make it writable), or set "
+                            "kernel.core_pattern elsewhere")
 
 
 @check("ptrace", "whether a debugger or py-spy may attach to a running server "

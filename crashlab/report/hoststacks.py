@@ -1,0 +1,106 @@
+"""The host side of a crash: the Python stack faulthandler printed and the native stack of a core.
+
+A server that dies of a host signal (SIGSEGV in an extension, SIGABRT from a C++ assert) leaves
+no GPU coredump; what is left to debug is what Python's faulthandler wrote to stderr before the
+process died (``PYTHONFAULTHANDLER=1``, which serve sets) and the host core, read with gdb.
+
+faulthandler's block, as CPython 3.8-3.13 print it (Python/traceback.c, Modules/faulthandler.c)::
+
+    Fatal Python error: Segmentation fault
+
+    Thread 0x00007f7e0b5c56c0 (most recent call first):
+      File "/usr/lib/python3.11/threading.py", line 982 in run
+
+    Current thread 0x00007f7e0c409b80 (most recent call first):
+      File "/srv/app.py", line 3 in inner
+      File "/srv/app.py", line 7 in <module>
+
+    Extension modules: numpy.core._multiarray_umath, ... (total: 12)
+
+``Stack (most recent call first):`` replaces the thread line when threads are not shown; frames
+beyond 100 are cut with ``  ...``. Several processes writing one stderr (SGLang's ranks) each
+print their own block, so every block is read.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .model import DebuggerFrame
+
+_FATAL = re.compile(r"^Fatal Python error: (?P<error>.+?)\s*$")
+_THREAD = re.compile(r"^(?P<current>Current thread|Thread) (?P<ident>0x[0-9a-fA-F]+) "
+                     r"\(most recent call first\):\s*$")
+_STACK = re.compile(r"^Stack \(most recent call first\):\s*$")
+_FILE = re.compile(r'^\s+File "(?P<file>.*)", line (?P<line>\d+|\?\?\?) in (?P<function>.+?)\s*$')
+#: where faulthandler's output leaves off: none of its own lines start so
+_END = re.compile(r"^(?:Extension modules:|\S)")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PythonFrame(_Model):
+    file: str
+    line: int | None = Field(None, description="None where faulthandler printed ???")
+    function: str
+
+
+class PythonStack(_Model):
+    """One faulthandler block: the crashing thread's frames, innermost first."""
+
+    error: str = Field(description="faulthandler's 'Fatal Python error: ...', e.g. Segmentation fault")
+    thread: str | None = Field(None, description="the crashing thread's id as printed (0x...)")
+    frames: list[PythonFrame] = Field(default_factory=list)
+    other_threads: int = Field(0, description="how many other threads' stacks the block showed")
+
+
+class NativeStack(_Model):
+    """The crashing thread of a host core as gdb's ``bt`` shows it, or why there is none."""
+
+    core: str | None = Field(None, description="the host core, relative to the run directory")
+    frames: list[DebuggerFrame] = Field(default_factory=list)
+    signal: str | None = Field(None, description="gdb's 'terminated with signal SIGSEGV, ...'")
+    unavailable_reason: str | None = None
+
+
+def faulthandler_stacks(text: str) -> list[PythonStack]:
+    """Every faulthandler block in a log, in order; the crashing thread's frames of each."""
+    stacks: list[PythonStack] = []
+    current: PythonStack | None = None
+    reading: list[PythonFrame] | None = None  # the frames of the thread being read, if any
+    for line in text.splitlines():
+        fatal = _FATAL.match(line)
+        if fatal:
+            current = PythonStack(error=fatal["error"])
+            stacks.append(current)
+            reading = None
+            continue
+        if current is None:
+            continue
+        reading = _thread_start(line, current, reading)
+        frame = _FILE.match(line)
+        if frame and reading is not None:
+            reading.append(PythonFrame(file=frame["file"], function=frame["function"],
+                                       line=int(frame["line"]) if frame["line"].isdigit() else None))
+        elif frame is None and line.strip() and _END.match(line) and not _THREAD.match(line) \
+                and not _STACK.match(line):
+            current, reading = None, None  # the block is over: the rest is the server's output
+    return stacks
+
+
+def _thread_start(line: str, stack: PythonStack, reading: list[PythonFrame] | None):
+    """The frame list a thread header opens (the crashing thread's goes into the stack)."""
+    thread = _THREAD.match(line)
+    if thread and thread["current"] == "Current thread":
+        stack.thread = thread["ident"]
+        return stack.frames
+    if thread:
+        stack.other_threads += 1
+        return []
+    if _STACK.match(line):
+        return stack.frames
+    return reading
