@@ -10,9 +10,12 @@ import json
 import re
 
 import pytest
+from rich.console import Console
 
 import crashlab.replay as replay
+from crashlab.replay import views
 from crashlab.replay.oracle import Oracle
+from crashlab.replay.result import ReplayResult
 from crashlab.replay.send import Plan, Sender
 from tests.conftest import run_cli
 from tests.schema_check import errors
@@ -272,6 +275,11 @@ def test_minimize_within_a_budget_keeps_a_reproducing_set(tmp_path):
     assert [re.search(r"s elapsed, (\d+ of 3 trials left)\)$", line)[1] for line in trials] == [
         "2 of 3 trials left", "1 of 3 trials left", "0 of 3 trials left"]
     assert minimization["budget_left"] == "0 of 3 trials left" and minimization["elapsed_s"] > 0
+    # and the result says it too, under the minimal reproducer
+    console = Console(record=True, width=200)
+    views.render_result(ReplayResult.model_validate(data), console)
+    assert re.search(r"^trials used: 3 in [\d.,]+ s \(budget 3 trials, exhausted; 0 of 3 trials left\)$",
+                     console.export_text(), re.MULTILINE)
 
 
 def test_minimize_of_a_dump_that_does_not_reproduce(tmp_path):
