@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from crashlab.index import Filters, Index
+from crashlab.issue.sizes import with_bytes
 from tests.conftest import ROOT, run_cli
 from tests.index_fixtures import crash, signature
 from tests.postgres_server import PASSWORD
@@ -214,8 +215,9 @@ def test_gc_deletes_beyond_the_retention_and_says_what(tmp_path):
     assert planned.returncode == 0 and all(d.exists() for d in dumps)
     assert planned.stdout.decode().splitlines() == [
         f"index: {address}",
-        f"would delete {dumps[1]} (1000 bytes, crash 2, dump 2 of its signature (keeping 1))",
-        "would delete 1000 bytes; kept 1 dump(s), 1000 bytes"]
+        f"would delete {dumps[1]}: 1000 bytes, crash 2, dump 2 of its signature (keeping 1)",
+        "would delete 1 file(s), 1000 bytes; would forget 0 (left on disk); would keep 1 dump(s), "
+        "1000 bytes"]
     done = json.loads(run_cli("gc", "--keep", "1", "--json", "--db", address).stdout)
     assert done["freed_bytes"] == 1000 and [d.exists() for d in dumps] == [True, False]
     shown = json.loads(run_cli("show", "2", "--json", "--db", address).stdout)
@@ -275,6 +277,10 @@ def test_gc_never_deletes_a_dump_recorded_by_reference_only_the_copy_it_took(ind
     for mode in (["--keep", "0", "--dry-run"], ["--keep", "0", "--dry-run", "--json"]):
         assert run_cli("gc", *mode, "--db", index_address).returncode == 0
         assert all(dump.exists() for dump in dumps) and os.path.exists(copy), mode
+    planned = run_cli("gc", "--keep", "0", "--dry-run", "--db", index_address)
+    size = with_bytes(CORE.stat().st_size)
+    assert planned.stdout.decode().splitlines()[-1] == (  # a forgotten file is never counted freed
+        f"would delete 1 file(s), {size}; would forget 2 (left on disk); would keep 0 dump(s), 0 bytes")
     first = json.loads(run_cli("gc", "--keep", "1", "--max-size", "1", "--json",
                                "--db", index_address).stdout)
     assert {item["path"]: item["action"] for item in first["files"]} == {
