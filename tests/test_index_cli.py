@@ -253,18 +253,20 @@ def test_a_gpu_fault_on_two_ranks_is_recorded_per_dump_with_rank_and_label(tmp_p
 
 def test_gc_never_deletes_a_dump_recorded_by_reference_only_the_copy_it_took(index_address,
                                                                               tmp_path, xdg_data_home):
-    """The user's dumps, recorded by inspect --record outside any runs directory, survive every
-    mode of gc; past the retention they are forgotten. A dump handed over with --copy: its copy
+    """The user's dumps, recorded by inspect --record (or report) outside any runs directory,
+    survive every mode of gc; past the retention they are forgotten. A dump handed over with --copy: its copy
     (in the index's folder) is crashlab's to delete, the original stays."""
     mine = tmp_path / "mine"
     mine.mkdir()
-    dumps = [mine / f"copy{n}.nvcudmp" for n in range(3)]
+    dumps = [mine / f"copy{n}.nvcudmp" for n in range(4)]  # four crashes of one signature
     for number, dump in enumerate(dumps):
         dump.write_bytes(CORE.read_bytes())
-        os.utime(dump, (1000.0 + number, 1000.0 + number))  # three crashes of one signature
+        os.utime(dump, (1000.0 + number, 1000.0 + number))
     for dump in dumps[:2]:
         assert run_cli("inspect", dump, "--no-sass", "--record", "--db", index_address).returncode == 0
     copied = run_cli("inspect", dumps[2], "--no-sass", "--record", "--copy", "--db", index_address)
+    reported = run_cli("report", dumps[3], "--out", tmp_path / "issue", env={"CRASHLAB_DB": index_address})
+    assert reported.returncode == 0, reported.stderr.decode()
     assert copied.returncode == 0, copied.stderr.decode()
     with Index(index_address) as index:
         [copy] = [f.path for c in index.crashes(Filters()) for f in index.crash(c.id).files
@@ -280,11 +282,12 @@ def test_gc_never_deletes_a_dump_recorded_by_reference_only_the_copy_it_took(ind
     planned = run_cli("gc", "--keep", "0", "--dry-run", "--db", index_address)
     size = with_bytes(CORE.stat().st_size)
     assert planned.stdout.decode().splitlines()[-1] == (  # a forgotten file is never counted freed
-        f"would delete 1 file(s), {size}; would forget 2 (left on disk); would keep 0 dump(s), 0 bytes")
+        f"would delete 1 file(s), {size}; would forget 3 (left on disk); would keep 0 dump(s), 0 bytes")
     first = json.loads(run_cli("gc", "--keep", "1", "--max-size", "1", "--json",
                                "--db", index_address).stdout)
     assert {item["path"]: item["action"] for item in first["files"]} == {
-        str(dumps[0]): "forgotten", str(dumps[1]): "forgotten", copy: "deleted"}
+        str(dumps[0]): "forgotten", str(dumps[1]): "forgotten", copy: "deleted",
+        str(dumps[3]): "forgotten"}
     assert all(dump.exists() for dump in dumps) and not os.path.exists(copy)
     for mode in (["--keep", "1"], ["--keep", "0"], ["--keep", "0", "--json"]):
         assert run_cli("gc", *mode, "--db", index_address).returncode == 0
