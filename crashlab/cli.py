@@ -147,7 +147,7 @@ def _record_core(core: str, report, db: str | None, copy: bool) -> None:
     new = record_all(lambda: [capture.from_coredump(Path(core), report, "inspect", kept)],
                      address, Path("crashlab-runs"), say, announce=say)
     if made and not new:
-        kept.unlink()
+        copies.drop(kept)
         say("--copy: no copy kept (the crash was recorded before, or not at all)")
 
 

@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from crashlab.index import Filters, Index
+from crashlab.index.location import copies_folder
 from crashlab.issue.sizes import with_bytes
 from tests.conftest import ROOT, run_cli
 from tests.index_fixtures import crash, signature
@@ -132,6 +133,9 @@ def test_inspect_records_only_when_asked_and_once(index_address):
     shown_address = json.loads(run_cli("list", "--json", "--db", index_address).stdout)["index"]
     assert said == [f"crashlab: recorded as crash {recorded.id} in {shown_address}",
                     f"crashlab: already recorded as crash {recorded.id} in {shown_address}"]
+    again = run_cli("inspect", CORE, "--no-sass", "--record", "--copy", "--db", index_address)
+    assert "--copy: no copy kept" in again.stderr.decode()
+    assert not copies_folder(index_address).exists()  # nothing of the copy left behind
     assert recorded.recorded_by == "inspect" and recorded.source == str(CORE)
     assert "moe_align_block_size" in recorded.title
     shown = run_cli("show", str(recorded.id), "--db", index_address)
