@@ -88,6 +88,20 @@ def test_read_only_verbs_never_create_an_index(tmp_path, xdg_data_home, args):
     assert list(tmp_path.iterdir()) == [] and list(xdg_data_home.iterdir()) == []
 
 
+@pytest.mark.parametrize("verb", ["list", "show", "gc", "inspect"])
+def test_the_index_options_help_breaks_no_word_at_80_columns(verb):
+    """Where the index is, what gc may delete, which schema: a path or a name cut in two
+    could not be copied."""
+    import click
+
+    from crashlab.cli import main
+
+    helped = run_cli(verb, "--help", env={"COLUMNS": "80"}).stdout.decode().split()
+    options = [o for o in main.commands[verb].params if isinstance(o, click.Option)
+               and (verb != "inspect" or o.name in ("db", "record", "copy"))]
+    assert options and all(word in helped for o in options for word in o.help.split()), helped
+
+
 def test_read_only_verbs_leave_an_empty_postgresql_database_empty(postgres):
     address = postgres.create_database("index_not_made")
     done = run_cli("list", "--db", address)
