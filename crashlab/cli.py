@@ -34,9 +34,9 @@ def _db_option(command):
     return click.option(
         "--db", metavar="FILE|URL",
         help="The crash index: a SQLite file, or postgresql://user@host/db for a fleet "
-             "[default: env CRASHLAB_DB, else ${XDG_DATA_HOME:-~/.local/share}/crashlab/"
-             "index.sqlite; an index an older crashlab made beside the runs directory, "
-             "crashlab-index.sqlite, is used while it is there].")(command)
+             "[default: env CRASHLAB_DB, else crashlab/index.sqlite in "
+             "${XDG_DATA_HOME:-~/.local/share}, or an older crashlab's index beside the runs "
+             "directory while it is there].")(command)
 
 
 def _incident_window_option(command):
@@ -147,7 +147,7 @@ def _record_core(core: str, report, db: str | None, copy: bool) -> None:
     new = record_all(lambda: [capture.from_coredump(Path(core), report, "inspect", kept)],
                      address, Path("crashlab-runs"), say, announce=say)
     if made and not new:
-        kept.unlink()
+        copies.drop(kept)
         say("--copy: no copy kept (the crash was recorded before, or not at all)")
 
 
@@ -575,8 +575,8 @@ def serve(runs_dir, coredump, user_dumps, health_url, health_interval, health_ti
                    "incidents.")
 @_incident_window_option
 @click.option("--json", "as_json", is_flag=True,
-              help="Print the crashes as JSON (schema: crashlab schema crash-list; with "
-                   "--incidents, incident-list).")
+              help="Print the crashes as JSON (schema: crashlab schema crash-list, or "
+                   "incident-list with --incidents).")
 @_db_option
 @_runs_dir_option
 def list_command(since, signature, host, limit, incidents, incident_window, as_json, db,
@@ -684,7 +684,7 @@ def _index_result(result, as_json: bool, view) -> None:
 @click.argument("what", metavar="ID|SIGNATURE")
 @_incident_window_option
 @click.option("--json", "as_json", is_flag=True,
-              help="Print it as JSON (schema: crashlab schema crash-show).")
+              help="Print it as JSON (its schema: crashlab schema crash-show).")
 @_db_option
 @_runs_dir_option
 def show(what: str, incident_window: float, as_json: bool, db: str | None,

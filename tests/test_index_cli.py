@@ -10,6 +10,8 @@ import sys
 import pytest
 
 from crashlab.index import Filters, Index
+from crashlab.index.location import copies_folder
+from crashlab.issue.sizes import with_bytes
 from tests.conftest import ROOT, run_cli
 from tests.index_fixtures import crash, signature
 from tests.postgres_server import PASSWORD
@@ -86,6 +88,20 @@ def test_read_only_verbs_never_create_an_index(tmp_path, xdg_data_home, args):
     assert list(tmp_path.iterdir()) == [] and list(xdg_data_home.iterdir()) == []
 
 
+@pytest.mark.parametrize("verb", ["list", "show", "gc", "inspect"])
+def test_the_index_options_help_breaks_no_word_at_80_columns(verb):
+    """Where the index is, what gc may delete, which schema: a path or a name cut in two
+    could not be copied."""
+    import click
+
+    from crashlab.cli import main
+
+    helped = run_cli(verb, "--help", env={"COLUMNS": "80"}).stdout.decode().split()
+    options = [o for o in main.commands[verb].params if isinstance(o, click.Option)
+               and (verb != "inspect" or o.name in ("db", "record", "copy"))]
+    assert options and all(word in helped for o in options for word in o.help.split()), helped
+
+
 def test_read_only_verbs_leave_an_empty_postgresql_database_empty(postgres):
     address = postgres.create_database("index_not_made")
     done = run_cli("list", "--db", address)
@@ -131,6 +147,9 @@ def test_inspect_records_only_when_asked_and_once(index_address):
     shown_address = json.loads(run_cli("list", "--json", "--db", index_address).stdout)["index"]
     assert said == [f"crashlab: recorded as crash {recorded.id} in {shown_address}",
                     f"crashlab: already recorded as crash {recorded.id} in {shown_address}"]
+    again = run_cli("inspect", CORE, "--no-sass", "--record", "--copy", "--db", index_address)
+    assert "--copy: no copy kept" in again.stderr.decode()
+    assert not copies_folder(index_address).exists()  # nothing of the copy left behind
     assert recorded.recorded_by == "inspect" and recorded.source == str(CORE)
     assert "moe_align_block_size" in recorded.title
     shown = run_cli("show", str(recorded.id), "--db", index_address)
@@ -214,8 +233,9 @@ def test_gc_deletes_beyond_the_retention_and_says_what(tmp_path):
     assert planned.returncode == 0 and all(d.exists() for d in dumps)
     assert planned.stdout.decode().splitlines() == [
         f"index: {address}",
-        f"would delete {dumps[1]} (1000 bytes, crash 2, dump 2 of its signature (keeping 1))",
-        "would delete 1000 bytes; kept 1 dump(s), 1000 bytes"]
+        f"would delete {dumps[1]}: 1000 bytes, crash 2, dump 2 of its signature (keeping 1)",
+        "would delete 1 file(s), 1000 bytes; would forget 0 (left on disk); would keep 1 dump(s), "
+        "1000 bytes"]
     done = json.loads(run_cli("gc", "--keep", "1", "--json", "--db", address).stdout)
     assert done["freed_bytes"] == 1000 and [d.exists() for d in dumps] == [True, False]
     shown = json.loads(run_cli("show", "2", "--json", "--db", address).stdout)
@@ -251,18 +271,20 @@ def test_a_gpu_fault_on_two_ranks_is_recorded_per_dump_with_rank_and_label(tmp_p
 
 def test_gc_never_deletes_a_dump_recorded_by_reference_only_the_copy_it_took(index_address,
                                                                               tmp_path, xdg_data_home):
-    """The user's dumps, recorded by inspect --record outside any runs directory, survive every
-    mode of gc; past the retention they are forgotten. A dump handed over with --copy: its copy
+    """The user's dumps, recorded by inspect --record (or report) outside any runs directory,
+    survive every mode of gc; past the retention they are forgotten. A dump handed over with --copy: its copy
     (in the index's folder) is crashlab's to delete, the original stays."""
     mine = tmp_path / "mine"
     mine.mkdir()
-    dumps = [mine / f"copy{n}.nvcudmp" for n in range(3)]
+    dumps = [mine / f"copy{n}.nvcudmp" for n in range(4)]  # four crashes of one signature
     for number, dump in enumerate(dumps):
         dump.write_bytes(CORE.read_bytes())
-        os.utime(dump, (1000.0 + number, 1000.0 + number))  # three crashes of one signature
+        os.utime(dump, (1000.0 + number, 1000.0 + number))
     for dump in dumps[:2]:
         assert run_cli("inspect", dump, "--no-sass", "--record", "--db", index_address).returncode == 0
     copied = run_cli("inspect", dumps[2], "--no-sass", "--record", "--copy", "--db", index_address)
+    reported = run_cli("report", dumps[3], "--out", tmp_path / "issue", env={"CRASHLAB_DB": index_address})
+    assert reported.returncode == 0, reported.stderr.decode()
     assert copied.returncode == 0, copied.stderr.decode()
     with Index(index_address) as index:
         [copy] = [f.path for c in index.crashes(Filters()) for f in index.crash(c.id).files
@@ -275,10 +297,15 @@ def test_gc_never_deletes_a_dump_recorded_by_reference_only_the_copy_it_took(ind
     for mode in (["--keep", "0", "--dry-run"], ["--keep", "0", "--dry-run", "--json"]):
         assert run_cli("gc", *mode, "--db", index_address).returncode == 0
         assert all(dump.exists() for dump in dumps) and os.path.exists(copy), mode
+    planned = run_cli("gc", "--keep", "0", "--dry-run", "--db", index_address)
+    size = with_bytes(CORE.stat().st_size)
+    assert planned.stdout.decode().splitlines()[-1] == (  # a forgotten file is never counted freed
+        f"would delete 1 file(s), {size}; would forget 3 (left on disk); would keep 0 dump(s), 0 bytes")
     first = json.loads(run_cli("gc", "--keep", "1", "--max-size", "1", "--json",
                                "--db", index_address).stdout)
     assert {item["path"]: item["action"] for item in first["files"]} == {
-        str(dumps[0]): "forgotten", str(dumps[1]): "forgotten", copy: "deleted"}
+        str(dumps[0]): "forgotten", str(dumps[1]): "forgotten", copy: "deleted",
+        str(dumps[3]): "forgotten"}
     assert all(dump.exists() for dump in dumps) and not os.path.exists(copy)
     for mode in (["--keep", "1"], ["--keep", "0"], ["--keep", "0", "--json"]):
         assert run_cli("gc", *mode, "--db", index_address).returncode == 0

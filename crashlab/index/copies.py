@@ -4,6 +4,7 @@ which crashlab owns, when it is past the retention. The user's file is never tou
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -28,3 +29,11 @@ def take(path: Path, address: str) -> tuple[Path, bool]:
     shutil.copyfile(path, partial)
     os.replace(partial, copy)
     return copy, True
+
+
+def drop(copy: Path) -> None:
+    """Remove a copy the index did not keep, and its folder where that leaves it empty: a dump
+    recorded before gets no copy, and leaves nothing of crashlab's behind."""
+    copy.unlink()
+    with contextlib.suppress(OSError):
+        copy.parent.rmdir()

@@ -187,7 +187,7 @@ def shown(view: Shown, console: Console) -> None:
         _field(console, "signature", f"{signature.hash} {signature.title}")
         _incident(view, console)
         for item in view.crash.files:
-            _field(console, "file", f"{item.path} ({with_bytes(item.size_bytes)}){_fate(item)}")
+            _field(console, "file", f"{item.path}, {with_bytes(item.size_bytes)}{_fate(item)}")
         _report(view, console)
         return
     _field(console, "signature", f"{signature.hash} (version {signature.version}, {signature.kind})")
@@ -208,9 +208,9 @@ def shown(view: Shown, console: Console) -> None:
 def _fate(item) -> str:
     """What crashlab gc did or may do with a crash's file."""
     if item.gone:
-        return " deleted by crashlab gc" if item.owned else \
-            " forgotten by crashlab gc (recorded by reference, left on disk)"
-    return "" if item.owned else " recorded by reference (gc never deletes it)"
+        return ", deleted by crashlab gc" if item.owned else \
+            ", forgotten by crashlab gc (recorded by reference, left on disk)"
+    return "" if item.owned else ", recorded by reference (gc never deletes it)"
 
 
 def _report(view: Shown, console: Console) -> None:
@@ -231,12 +231,17 @@ def _report(view: Shown, console: Console) -> None:
 
 
 def collection(result: Collection, console: Console) -> None:
+    """A line per file gc deletes, forgets or found missing, then the totals: how many files
+    each action took, so that a forgotten file (left on disk) is never counted as freed."""
     words = {"deleted": "would delete" if result.dry_run else "deleted",
-             "forgotten": "would forget" if result.dry_run else "forgot", "missing": "missing"}
+             "forgotten": "would forget" if result.dry_run else "forgot", "missing": "missing",
+             "kept": "would keep" if result.dry_run else "kept"}
     for item in result.files:
         if item.action != "kept":
-            _say(console, f"{words[item.action]} {item.path} ({with_bytes(item.size_bytes)}, "
-                          f"crash {item.crash}, {item.why})", 2)
-    kept = sum(1 for item in result.files if item.action == "kept")
-    _say(console, f"{words['deleted']} {with_bytes(result.freed_bytes)}; kept {kept} dump(s), "
+            _say(console, f"{words[item.action]} {item.path}: {with_bytes(item.size_bytes)}, "
+                          f"crash {item.crash}, {item.why}", 2)
+    count = {action: sum(1 for item in result.files if item.action == action) for action in words}
+    _say(console, f"{words['deleted']} {count['deleted']} file(s), "
+                  f"{with_bytes(result.freed_bytes)}; {words['forgotten']} {count['forgotten']} "
+                  f"(left on disk); {words['kept']} {count['kept']} dump(s), "
                   f"{with_bytes(result.kept_bytes)}", 2)
