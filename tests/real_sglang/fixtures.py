@@ -98,7 +98,6 @@ def crash(kind: str, sglang: Path, work: Path) -> CrashedRun:
             role, signum = KINDS[kind]
             target = server.role_process(serve.proc.pid, role)
             server.background(port)
-            time.sleep(0.5)
             target.send_signal(signum)
         exit_code = serve.finish(timeout=server.START_TIMEOUT)
         return CrashedRun(kind=kind, serve=serve, exit_code=exit_code, start_s=start_s,

@@ -107,21 +107,37 @@ def crash_body(env: Path) -> dict:
 
 
 def background(port: int, prompt: str = "Hello world, this is long", tokens: int = 400) -> threading.Thread:
-    """A long request left running (in flight when the crash comes); its failure is expected."""
+    """A long request left running (in flight when the crash comes); its failure is expected.
+
+    Streamed, and returned once its first tokens came back: the crash is then made while it is
+    surely decoding. A fixed pause did not do that: on an idle machine the tiny model decodes
+    its 400 tokens (near its 512 positions) in about half a second, and the request had
+    finished before a crash made 0.5 s after it was sent."""
+    decoding = threading.Event()
+
     def run() -> None:
+        body = {"text": prompt, "stream": True,
+                "sampling_params": {"max_new_tokens": tokens, "temperature": 0, "ignore_eos": True}}
         try:
-            generate(port, prompt, max_new_tokens=tokens, sampling={"ignore_eos": True})
+            with requests.post(f"{url(port)}/generate", json=body, timeout=120, headers=AUTH,
+                               stream=True) as answer:
+                for line in answer.iter_lines():
+                    if line.startswith(b"data:"):
+                        decoding.set()
         except requests.RequestException:
             pass
+        finally:
+            decoding.set()
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
+    if not decoding.wait(timeout=60):
+        raise AssertionError("the long background request got no token within 60 s")
     return thread
 
 
 def raise_in_scheduler(env: Path, port: int) -> None:
     """The request-triggered crash, sent while another request is still decoding."""
     running = background(port)
-    time.sleep(0.5)
     try:
         requests.post(f"{url(port)}/generate", json=crash_body(env), timeout=60, headers=AUTH)
     except requests.RequestException:
