@@ -37,13 +37,13 @@ def native_stacks(processes: list[ProcessRecord], limit_problem: str | None, cwd
     crashed = [p for p in processes if p.exit is not None and p.exit.signal in CRASH_SIGNALS]
     if not crashed:
         return []
-    where = hostcore.read_destination()
+    where, uses_pid = hostcore.read_destination(), hostcore.uses_pid()
     stacks = []
     for process in crashed:
         if limit_problem is not None:
             stacks.append(NativeStack(unavailable_reason=f"pid {process.pid}: {limit_problem}"))
             continue
-        found = collect_core(where, process.pid, cwd, since, cores, uses_pid=hostcore.uses_pid())
+        found = collect_core(where, process.pid, cwd, since, cores, uses_pid=uses_pid)
         core = found.path
         if core is None:
             stacks.append(NativeStack(unavailable_reason=f"pid {process.pid}: {found.note}"))
