@@ -12,6 +12,7 @@ gives the same chains, so a report and its signature do not depend on nvdisasm b
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import io
 import os
@@ -41,15 +42,28 @@ _SECTION_ADDRESS = SECTION_HEADER.by_name["addr"]
 _SYMBOL_VALUE = SYMBOL.by_name["value"]
 _INSTRUCTION = re.compile(r"^\s*/\*([0-9a-fA-F]+)\*/\s+(.*?)\s*;?\s*(?:/\*[^*]*\*/\s*)?$")
 _LINE_INFO = re.compile(r'//## File "(?P<file>[^"]*)", line (?P<line>\d+)(?P<inlined> inlined at)?')
+_LABEL = re.compile(r"^\s*(\.L_x_\d+):\s*$")
+_GUARD_AND_OPCODE = re.compile(r"^(?:(@!?U?P\w+)\s+)?(\S+)\s*(.*)$")
+_LABEL_USE = re.compile(r"`\((\.L_x_\d+)\)")
 
 
 @dataclass(frozen=True)
 class Instruction:
+    """One SASS instruction. In a function's listing ``address`` and ``target`` are offsets into
+    its text section; in a SassView they are GPU addresses."""
+
     address: int
     text: str
     faulting: bool = False
     current: bool = False
     source: tuple[SourceLine, ...] = ()
+    #: the opcode with its modifiers (``LDG.E.64``), its guard (``@!P1``) and its operands as
+    #: nvdisasm prints them, split at top-level commas (``desc[UR6][R2.64]``, ``R9``)
+    opcode: str = ""
+    predicate: str | None = None
+    operands: tuple[str, ...] = ()
+    #: a branch's target, where nvdisasm names one
+    target: int | None = None
 
 
 @dataclass(frozen=True)
@@ -250,9 +264,31 @@ def nvdisasm_version(path: str) -> str:
     return f"nvdisasm {release.group(2)}" if release else "nvdisasm (version unknown)"
 
 
+def split_operands(text: str) -> tuple[str, ...]:
+    """Operands as nvdisasm prints them, split at the commas outside brackets."""
+    operands, depth, begin = [], 0, 0
+    for at, char in enumerate(text):
+        depth += {"[": 1, "]": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            operands.append(text[begin:at].strip())
+            begin = at + 1
+    last = text[begin:].strip()
+    return tuple(operands + [last] if last else operands)
+
+
+def _decoded(address: int, text: str, chain: tuple[SourceLine, ...]) -> Instruction:
+    match = _GUARD_AND_OPCODE.match(text)
+    guard, opcode, rest = match.groups() if match else (None, text, "")
+    return Instruction(address, text, source=chain, opcode=opcode, predicate=guard,
+                       operands=split_operands(rest))
+
+
 def parse_listing(listing: str) -> list[Instruction]:
-    """Instructions of an ``nvdisasm -c -gi`` listing, each with the inline chain in force."""
+    """Instructions of an ``nvdisasm -c -gi`` listing, each with the inline chain in force and
+    a branch's label resolved to the offset it names."""
     instructions = []
+    labels: dict[str, int] = {}
+    pending: list[str] = []
     chain: list[SourceLine] = []
     closed = True
     for line in listing.splitlines():
@@ -263,10 +299,25 @@ def parse_listing(listing: str) -> list[Instruction]:
             chain.append(SourceLine(info["file"], int(info["line"])))
             closed = info["inlined"] is None
             continue
+        label = _LABEL.match(line)
+        if label:
+            pending.append(label[1])
+            continue
         match = _INSTRUCTION.match(line)
         if match:
-            instructions.append(Instruction(int(match[1], 16), match[2], source=tuple(chain)))
-    return instructions
+            address = int(match[1], 16)
+            labels.update((name, address) for name in pending)
+            pending = []
+            instructions.append(_decoded(address, match[2], tuple(chain)))
+    labels.update((name, instructions[-1].address + 16) for name in pending if instructions)
+    return [_with_target(ins, labels) for ins in instructions]
+
+
+def _with_target(ins: Instruction, labels: dict[str, int]) -> Instruction:
+    used = _LABEL_USE.search(ins.text)
+    if used is None or used[1] not in labels:
+        return ins
+    return dataclasses.replace(ins, target=labels[used[1]])
 
 
 def _rebased_copy(data: bytes, cubin: _Cubin) -> bytes:
@@ -307,6 +358,19 @@ def _run_nvdisasm(finder: CodeFinder, location: CodeLocation, cubin: _Cubin) -> 
         first = (done.stderr.strip().splitlines() or ["no message"])[0]
         return f"nvdisasm failed: {first}"
     return parse_listing(done.stdout)
+
+
+def function_listing(finder: CodeFinder, pc: int,
+                     grid: Grid | None = None) -> tuple[CodeLocation, list[Instruction]] | str:
+    """Every instruction of the function holding ``pc``, addresses and branch targets as
+    offsets into its text section (add ``location.text_address`` for GPU addresses), or why
+    there is no listing."""
+    found = finder.locate(pc, grid)
+    if found is None:
+        return "no relocated cubin in the dump holds this PC"
+    location, cubin = found
+    listing = _listing(finder, location, cubin)
+    return listing if isinstance(listing, str) else (location, listing)
 
 
 def _index_at(listing: list[Instruction], offset: int) -> int | None:

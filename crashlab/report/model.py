@@ -24,6 +24,17 @@ HexAddress = Annotated[str, Field(pattern=r"^0x[0-9a-fA-F]+$")]
 #: What a report was made from.
 SourceKind = Literal["cuda-coredump", "run"]
 #: What kept part of the debugger's view from the report.
+#: The memory space a faulting access went to (``generic`` where the window bases could not tell).
+MemorySpace = Literal["shared", "global", "local", "generic", "constant", "param", "unknown"]
+#: What the explainer concluded about a faulting address, against the bound the dump holds.
+VerdictKind = Literal["out-of-bounds", "inside", "undetermined", "misaligned", "null", "not-a-pointer"]
+#: Where a value of the address came from, at the end of the backward slice.
+RootKind = Literal["param", "special", "load", "constant", "unknown"]
+#: Where a value the explanation shows was read: the dumped registers, recomputed from the
+#: slice, the parameter buffer, or the launch (blockIdx, threadIdx, dimensions) the dump records.
+Provenance = Literal["dump", "recomputed", "parameter buffer", "launch"]
+#: How warps of a dump with no exception stand.
+WaitKind = Literal["barrier-after-exit", "barrier", "polling-memory", "collective-wait", "other"]
 ProblemKind = Literal["not-cuda-gdb", "start-failed", "cannot-read-dump", "format-too-new",
                       "unknown-exception", "timeout", "died", "command-error", "no-focus", "given-up"]
 
@@ -98,6 +109,8 @@ class Kernel(_Model):
     warps_at: list[WarpPosition] = Field(
         default_factory=list, description="where the resident warps stand, most warps first"
     )
+    waits: list[Wait] = Field(default_factory=list, description="a dump with no exception: what "
+                              "the resident warps wait for, one entry per class")
 
 
 class ExceptionInfo(_Model):
@@ -163,6 +176,65 @@ class Param(_Model):
     shown: str = Field(description="the value as the views print it: hex for 8 bytes and pointers, "
                                    "decimal (signed for signed types) for smaller integers, a "
                                    "float for float/double, bytes for structs")
+    suspect: str | None = Field(None, description="why this value is not what its type says (a "
+                                "null, small-integer, packed or misaligned pointer, or one outside "
+                                "every address window the dump knows); null where nothing is seen")
+
+
+class Verdict(_Model):
+    kind: VerdictKind
+    basis: str = Field(description="one sentence: the bound compared with and where the dump "
+                                   "holds it, or why there is none")
+
+
+class Root(_Model):
+    """Where one input of the faulting address came from, at the end of the backward slice."""
+
+    kind: RootKind
+    name: str = Field(description="what a reader calls it: 'param 0 (int const*)', "
+                                  "'threadIdx.x', 'LDG at +0x1d0', '0x400'")
+    param_ordinal: int | None = None
+    value: str | None = Field(None, description="hex, where known")
+    provenance: Provenance | None = None
+    detail: str | None = Field(None, description="for a load: what it read, e.g. 'element 288 "
+                                                 "of param 0'")
+
+
+class Explanation(_Model):
+    """Why a faulting access faulted, read from the dump: its address, memory space, the bound
+    it broke and where its address came from. A recomputed address that contradicts the dumped
+    registers makes trust 'mismatch', and then nothing here is a cause."""
+
+    instruction: str = Field(description="the faulting instruction's text (nvdisasm)")
+    pc: HexAddress
+    access: Literal["load", "store", "atomic", "prefetch"]
+    space: MemorySpace
+    access_bytes: int | None = None
+    address: HexAddress | None = None
+    address_provenance: Provenance | None = None
+    operand: str | None = Field(None, description="the memory operand, as nvdisasm prints it")
+    verdict: Verdict
+    roots: list[Root] = Field(default_factory=list)
+    stops: list[str] = Field(default_factory=list,
+                             description="where the backward slice stopped short, and why")
+    trust: Literal["consistent", "mismatch"]
+    formula: str | None = Field(None, description="one line: address = arg0[i]*4 + 0x400")
+    story: list[str] = Field(default_factory=list, description="the 'why', a few short sentences")
+    compare_with: list[str] = Field(
+        default_factory=list, description="integer parameters to compare the index with: "
+                                          "candidates, never asserted as the bound")
+
+
+class Wait(_Model):
+    """One class of where a hung kernel's warps stand, with its evidence."""
+
+    kind: WaitKind
+    warps: int
+    pcs: list[HexAddress] = Field(default_factory=list)
+    summary: str = Field(description="one line, e.g. '48 warps at BAR.SYNC while 16 exited'")
+    evidence: list[str] = Field(default_factory=list)
+    address: HexAddress | None = Field(None, description="the polled address, where known")
+    root: Root | None = Field(None, description="where the polled address came from")
 
 
 class Params(_Model):
@@ -233,6 +305,13 @@ class Fault(_Model):
     params: Params | None = None
     const_banks: list[ConstBank] = Field(default_factory=list)
     sass: Sass = Field(default_factory=Sass)
+    explanation: Explanation | None = Field(
+        None, description="why the access faulted (crashlab.explain); null where the faulting "
+                          "instruction is not a memory access, nothing could be read, or "
+                          "--no-explain")
+    params_missing: str | None = Field(
+        None, description="why the dump has no parameter buffer for this kernel, and the flag to "
+                          "drop next time")
 
 
 class DebuggerProblem(_Model):
