@@ -239,6 +239,21 @@ class ProcessTree:
                 updated.append(record)
         return updated
 
+    def settle(self, timeout: float, tick: float) -> None:
+        """After the tree was stopped: poll until every process's end is recorded, then record
+        as unknown the end of any that is no longer running but was never seen ending (a zombie
+        reaped by another between two polls), so no process is left with no exit at all."""
+        deadline = time.monotonic() + timeout
+        self.poll()
+        while any(r.exit is None for r in self.records()) and time.monotonic() < deadline:
+            time.sleep(tick)
+            self.poll()
+        living = {proc.pid for proc in self.alive()}
+        for record in self.records():
+            if record.exit is None and record.pid not in living:
+                record.exit = ExitStatus(observed="unknown")
+                record.ended_at = record.ended_at or timestamps.now()
+
     def alive(self) -> list[psutil.Process]:
         living = []
         for proc, record in self._tracked.values():

@@ -16,6 +16,8 @@ from .treewatch import TreeWatch
 
 TICK = 0.1
 KILL_WAIT = 10.0
+#: How long ended processes are polled for their exit statuses once the tree is down.
+SETTLE_WAIT = 2.0
 
 
 class Shutdown:
@@ -110,4 +112,4 @@ class Shutdown:
             while tree.alive() and time.monotonic() < deadline:
                 time.sleep(TICK)
                 tree.poll()
-        tree.poll()
+        tree.settle(SETTLE_WAIT, TICK)
