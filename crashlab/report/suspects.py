@@ -22,7 +22,9 @@ Where the lines are drawn, and why:
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass
+from functools import cached_property
 
 from ..coredump.constants import SectionType
 from ..coredump.core import CoreDump
@@ -50,7 +52,9 @@ POINTEE_BYTES = {
     **dict.fromkeys(("int4", "uint4", "float4", "double2", "long2", "ulong2", "longlong2",
                      "ulonglong2"), 16),
 }
-_MEMORY_KINDS = (SectionType.GLOBAL_MEM, SectionType.MANAGED_MEM, SectionType.SHARED_MEM)
+#: Shared memory sections lie in the shared windows, local ones (one per lane) in the local
+#: windows: the windows stand for them, and a dump of millions of sections is not listed.
+_MEMORY_KINDS = (SectionType.GLOBAL_MEM, SectionType.MANAGED_MEM)
 
 
 @dataclass(frozen=True)
@@ -61,8 +65,24 @@ class KnownMemory:
     ranges: tuple[tuple[int, int], ...]
     global_sections: int
 
+    @cached_property
+    def _starts_and_ends(self) -> tuple[list[int], list[int]]:
+        """The ranges merged where they overlap, sorted: a lookup is one bisection, whatever
+        the number of sections."""
+        starts: list[int] = []
+        ends: list[int] = []
+        for start, end in sorted(self.ranges):
+            if starts and start <= ends[-1]:
+                ends[-1] = max(ends[-1], end)
+            else:
+                starts.append(start)
+                ends.append(end)
+        return starts, ends
+
     def holds(self, address: int) -> bool:
-        return any(start <= address < end for start, end in self.ranges)
+        starts, ends = self._starts_and_ends
+        at = bisect_right(starts, address) - 1
+        return at >= 0 and address < ends[at]
 
     def with_fault(self, fault: model.Fault) -> KnownMemory:
         extra = [(int(b.address, 16), int(b.address, 16) + b.size) for b in fault.const_banks]
