@@ -99,7 +99,7 @@ def test_with_global_memory_a_pointer_outside_every_range_is_named(build):
     report = crashlab.inspect(build(spec).path, sass=False)
     assert _suspects(report) == {1: "outside every address range the dump holds (1 global memory "
                                     "section, the shared and local windows, the constant banks, "
-                                    "the parameter buffer)"}
+                                    "the parameter buffer; host memory mapped for the GPU is not dumped)"}
     shared_window = 0x7E00_0000_0000 + 0x2000  # the builder's context row
     spec = _moe(_u64(shared_window) + _u64(GLOBAL_BASE + GLOBAL_SIZE - 4) + NUMEL,
                 flags=LIGHTWEIGHT & ~SKIP_GLOBAL, global_memory=[(GLOBAL_BASE, GLOBAL_SIZE)])

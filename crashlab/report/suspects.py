@@ -18,6 +18,8 @@ Where the lines are drawn, and why:
   value inside memory the dump holds is never called packed.
 - outside every address window: only where the dump holds global memory (without
   skip_global_memory): otherwise the dump cannot tell where allocations are, and nothing is said.
+  Pinned host memory a kernel reads through its mapped pointer is not in a dump: the reason
+  says so, for such a pointer is flagged too.
 """
 
 from __future__ import annotations
@@ -151,7 +153,8 @@ def suspect(param: model.Param, known: KnownMemory | None) -> str | None:
     if known is not None and not inside:
         return (f"outside every address range the dump holds ("
                 f"{count(known.global_sections, 'global memory section')}, the shared and local "
-                "windows, the constant banks, the parameter buffer)")
+                "windows, the constant banks, the parameter buffer; host memory mapped for the "
+                "GPU is not dumped)")
     return None
 
 
