@@ -15,7 +15,8 @@ import pytest
 import crashlab
 from crashlab.report import markdown, text, why
 from crashlab.report.model import Explanation, Root, Verdict
-from tests.test_views_hostile import _rendered_text, _squeezed
+from crashlab.report.run_views import markdown as run_markdown
+from tests.test_views_hostile import _rendered_text, _squeezed, run_report, triage_report  # noqa: F401 (fixtures)
 from tests.test_views_layout import MOE, assert_reads_at_80, terminal_view
 
 BASIS = ("past the 0x1000 bytes .nv.shared._Z20moe_align_block_sizePKiPii declares, after the "
@@ -123,3 +124,15 @@ def test_an_address_the_dump_cannot_give_is_said_undetermined(moe):
     lines = terminal_view(report.model_copy(update={"faults": [fault]}), 80)
     assert _squeezed("verdictundetermined: the dump holds no register R0 for lane 0") in _squeezed(
         "\n".join(lines))
+
+
+def test_serves_report_md_carries_the_why_of_each_dump(run_report):  # noqa: F811 (the fixture)
+    """serve's report.md (and so `crashlab report`'s body) embeds each dump's Markdown view:
+    the why block comes with it, under the dump's SASS window."""
+    body = run_markdown(run_report)
+    explanation = run_report.incidents[0].dumps[0].report.faults[0].explanation
+    assert body.index("SASS around the faulting PC") < body.index("**why: read from the dump**")
+    seen = _squeezed(_rendered_text(body))
+    for line in why.lines(explanation):
+        if not line.code:
+            assert _squeezed(f"{line.label}: {line.text}") in seen, line
