@@ -116,9 +116,9 @@ def site(cubin: str, where: str) -> Site:
     return Site(callee.start + 0x10, callee, calls[callee.name] + 0x10)
 
 
-def fault_dump(cubin: str, at: Site, path, base: int = CODE_BASE) -> int:
+def fault_dump(cubin: str, at: Site, path, base: int = CODE_BASE, **grid) -> int:
     """A dump of one warp faulting at ``at``, relocated as the driver does (its module loaded at
-    ``base``); returns the PC."""
+    ``base``); returns the PC. ``grid``: more of the grid row (its parameter buffer)."""
     kernel = kernel_of(cubin)
     code = relocate((PRODUCTION / cubin).read_bytes(), base)
     entry = code.addresses[kernel.symbol.section]
@@ -131,7 +131,7 @@ def fault_dump(cubin: str, at: Site, path, base: int = CODE_BASE) -> int:
     warp = Warp(0, lanes, error_pc=pc, broken=1, uniform_registers=[0] * 63, uniform_predicates=[0] * 7)
     device = Device(name=GPUS[kernel.arch], sm_type=kernel.arch,
                     contexts=[Context(0x1000, [Module(MODULE, code.data)])],
-                    grids=[Grid(7, kernel.symbol.name, entry, MODULE, block_dim=(32, 1, 1))],
+                    grids=[Grid(7, kernel.symbol.name, entry, MODULE, block_dim=(32, 1, 1), **grid)],
                     sms=[SM(3, [CTA(7, (1, 0, 0), [warp])])])
     write(Spec([device]), path)
     return pc

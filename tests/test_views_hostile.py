@@ -43,7 +43,7 @@ from crashlab.report.run import (
 )
 from crashlab.report.run_views import markdown as run_markdown
 from crashlab.report.run_views import title as run_title
-from crashlab.report.model import Source, Tool
+from crashlab.report.model import Explanation, Root, Source, Tool, Verdict
 from tests import coredump_builder, scenarios
 from tests.conftest import ROOT, run_cli
 from tests.replay_support import FAST_WATCH, FIXTURES, standin
@@ -274,9 +274,24 @@ def hostile_copy(model, texts: list[str]):
 
 @pytest.fixture(scope="module")
 def triage_report(tmp_path_factory):
+    """The device_function scenario's report, with an explanation, a suspect argument and a
+    missing-buffer reason of every kind of string, so that the fuzz reaches each of them."""
     path = tmp_path_factory.mktemp("views") / "core.nvcudmp"
     coredump_builder.write(scenarios.device_function().spec, path)
-    return crashlab.inspect(path, debugger=True, debugger_program=CUDA_GDB)
+    report = crashlab.inspect(path, debugger=True, debugger_program=CUDA_GDB)
+    fault = report.faults[0]
+    fault.explanation = Explanation(
+        instruction="ST.E desc[UR4][R8.64], R3", pc=fault.pc, access="store", space="global",
+        access_bytes=4, address="0x10", address_provenance="recomputed", operand="[R8.64]",
+        verdict=Verdict(kind="not-a-pointer", basis="the basis"),
+        roots=[Root(kind="param", name="param 0", value="0x10", provenance="parameter buffer",
+                    detail="the detail")],
+        stops=["the stop"], trust="consistent", formula="address = arg0 + 0x10",
+        story=["the story"], compare_with=["the candidate"])
+    if fault.params is not None and fault.params.values:
+        fault.params.values[0].suspect = "the suspicion"
+    fault.params_missing = "the missing buffer"
+    return report
 
 
 @pytest.fixture(scope="module")
@@ -332,10 +347,11 @@ VIEW_SETTINGS = settings(max_examples=25, deadline=None,
 @example(texts=[" x "])
 def test_triage_views_show_any_text_as_itself(triage_report, texts):
     report = hostile_copy(triage_report, texts)
+    explained = _explained_texts(report.faults[0])
     for number, out in enumerate(_terminal_views(lambda console: terminal.render(report, console))):
         # line 1 is the summary whole; trailing spaces are checked on crashlab's own console only
         assert out.splitlines()[0].rstrip() == escape(report.summary).rstrip()
-        _shows(out, *(f"warning: {w}" for w in report.warnings))
+        _shows(out, *(f"warning: {w}" for w in report.warnings), *explained)
         if number == 0:
             _plain_lines(out)
     body = markdown.render(report)
@@ -344,7 +360,15 @@ def test_triage_views_show_any_text_as_itself(triage_report, texts):
     seen = _rendered_text(body)
     _shows(seen, report.summary)
     if "cut here" not in body:
-        _shows(seen, *report.warnings)
+        _shows(seen, *report.warnings, *explained)
+
+
+def _explained_texts(fault) -> list[str]:
+    """The outside strings of a fault's explanation, suspects and missing-buffer reason that the
+    views print as they are (instruction text is named by text.instruction: left out)."""
+    e = fault.explanation
+    return [e.verdict.basis, *e.stops, *e.story, *e.compare_with, *(r.detail for r in e.roots),
+            fault.params_missing, *(p.suspect for p in fault.params.values if p.suspect)]
 
 
 @VIEW_SETTINGS

@@ -297,13 +297,14 @@ class CoreDump:
     def image_bytes(self, section: int) -> bytes:
         return self.image.data(section)
 
-    def memory_regions(self) -> list[MemoryRegion]:
-        """Every memory section, with its address and size; no byte of them is read."""
+    def memory_regions(self, kinds=MEMORY_TYPES) -> list[MemoryRegion]:
+        """Every memory section of ``kinds``, with its address and size; no byte of them is read
+        (a full dump has a local-memory section per lane: ask only for the kinds needed)."""
         columns = self.image.sections
         return [
             MemoryRegion(section=index, kind=kind.name, address=columns.addr[index],
                          size=columns.size[index])
-            for kind in sorted(MEMORY_TYPES)
+            for kind in sorted(kinds)
             for index in self.index.of_type(kind)
         ]
 

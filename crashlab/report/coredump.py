@@ -10,12 +10,13 @@ from ..version import __version__
 from ..coredump import exceptions
 from ..coredump.constants import generation_flag_names
 from ..coredump.core import CoreDump
-from ..coredump.fault import FaultGroup, Location, Residency
+from ..coredump.fault import DETAILED_GROUPS, FaultGroup, Location, Residency
 from ..cubin_info import ParamLayout
 from ..demangle import demangle
 from ..sass import CodeLocation, Instruction, SassView
 from . import model
 from .params import kernel_params
+from .suspects import flag_arguments, known_memory, params_missing
 from ..notation import dim, short_source
 from .text import kernel_name, sm_phrase
 
@@ -254,6 +255,7 @@ def build(
         unavailable_reason="not disassembled: only the most relevant faults are"), code,
         layouts[i] if i < len(layouts) else (None, ""))
         for i, found in enumerate(location.faults)]
+    _check_arguments(core, location, faults, dump.generation_flags if meta is not None else None)
     kernels = [_kernel(stats, code, stands or {}) for stats in location.residency]
     report = model.TriageReport(
         tool=model.Tool(version=__version__),
@@ -275,6 +277,19 @@ def build(
     )
     report.summary = summarize(report)
     return report
+
+
+def _check_arguments(core: CoreDump, location: Location, faults: list[model.Fault],
+                     flags: list[str] | None) -> None:
+    """Flag each detailed fault's suspect arguments, or say why its kernel's parameter buffer
+    is missing (the faults past DETAILED_GROUPS were never looked up: nothing is said of them)."""
+    detailed = list(zip(location.faults[:DETAILED_GROUPS], faults))
+    known = known_memory(core) if any(f.params is not None for _, f in detailed) else None
+    for found, fault in detailed:
+        if fault.params is not None:
+            flag_arguments(fault, known)
+        elif found.site.grid is not None:
+            fault.params_missing = params_missing(flags)
 
 
 def summarize(report: model.TriageReport) -> str:

@@ -12,10 +12,11 @@ from dataclasses import dataclass, replace
 
 from ..issue.sizes import with_bytes
 from ..notation import dim, marker, short_source
-from . import text
+from . import text, why
 from .markdown_escape import cell, code, cut_to, fenced, html, inline, join
 from ..signature.model import CrashSignature
 from .model import Fault, TriageReport
+from .suspects import suspect_items
 
 GITHUB_LIMIT = 65_536
 #: The head of a two-column table of facts: a header row of its own (an empty one renders as a
@@ -76,9 +77,10 @@ def _render(report: TriageReport, detail: _Detail) -> str:
     if detail.cuts:
         out += [f"_Shortened to fit GitHub's limit: omitted {'; '.join(detail.cuts)}. "
                 "The JSON report has everything._", ""]
+    missing_said: dict[str, int] = {}  # each reason a parameter buffer is missing, said once
     for number, fault in enumerate(report.faults[: detail.fault_rows]):
         primary = number == 0
-        out += _fault(fault, number + 1, primary, detail)
+        out += _fault(fault, number + 1, primary, detail, missing_said)
     hidden = len(report.faults) - detail.fault_rows + report.omitted_faults
     if hidden > 0:
         out += [f"_{hidden} more fault group(s) in the JSON report._", ""]
@@ -93,7 +95,8 @@ def _render(report: TriageReport, detail: _Detail) -> str:
     return join(out)
 
 
-def _fault(fault: Fault, number: int, primary: bool, detail: _Detail) -> list[str]:
+def _fault(fault: Fault, number: int, primary: bool, detail: _Detail,
+           missing_said: dict[str, int]) -> list[str]:
     rows = [
         ("Exception", inline(text.exception_line(fault))),
         ("Kernel", code(text.kernel_line(fault))),
@@ -110,6 +113,12 @@ def _fault(fault: Fault, number: int, primary: bool, detail: _Detail) -> list[st
         rows.append(("Cluster", dim(fault.cluster_idx)))
     if fault.params is not None:
         rows.append(("Params", ", ".join(code(item) for item in text.param_items(fault.params))))
+    rows += [("Suspect argument", f"{code(argument)}: {inline(reason)}")
+             for argument, reason in suspect_items(fault.params)]
+    if fault.params_missing:
+        first = missing_said.setdefault(fault.params_missing, number)
+        rows.append(("Params", inline(fault.params_missing) if first == number
+                     else f"not in the dump (as fault {first})"))
     rows += [(f"Frame {f.level}", inline(text.frame_line(f))) for f in fault.backtrace]
     rows += [("Resident warp", inline(line)) for line in text.candidate_lines(fault)]
     rows += [("Note", inline(note)) for note in fault.notes]
@@ -120,6 +129,7 @@ def _fault(fault: Fault, number: int, primary: bool, detail: _Detail) -> list[st
     show_sass = detail.secondary_sass or primary
     if show_sass:
         out += _sass(fault, detail.primary_sass_context if primary else 10_000)
+    out += _why(fault)
     if detail.secondary_registers or (primary and detail.primary_registers):
         out += _registers(fault)
     return out
@@ -136,6 +146,18 @@ def _sass(fault: Fault, context: int) -> list[str]:
     return ["<details><summary>SASS around the faulting PC "
             f"({html(sass.tool or '')}, <code>{html(text.section_name(sass.section))}</code>)</summary>", "",
             *fenced(lines), "", "</details>", ""]
+
+
+def _why(fault: Fault) -> list[str]:
+    """The explanation under the SASS window, a list item per line; a mismatch is headed as
+    one and shows no cause."""
+    explanation = fault.explanation
+    if explanation is None:
+        return []
+    items = [f"- {inline(row.label)}: "
+             + (code(text.instruction(row.text)) if row.code else inline(row.text))
+             for row in why.lines(explanation)]
+    return [f"**{inline(why.heading(explanation))}**", "", *items, ""]
 
 
 def _registers(fault: Fault) -> list[str]:

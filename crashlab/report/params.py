@@ -17,7 +17,7 @@ from . import model
 #: Bytes of a struct parameter the views print; the JSON report has all of them.
 STRUCT_BYTES_SHOWN = 16
 _OPENERS, _CLOSERS = "(<[{", ")>]}"
-_QUALIFIERS = ("const", "volatile", "__restrict__", "__restrict", "restrict")
+QUALIFIERS = ("const", "volatile", "__restrict__", "__restrict", "restrict")
 _SIGNED = {"signed char", "char", "short", "int", "long", "long long", "__int128", "wchar_t"}
 _UNSIGNED = {"unsigned char", "unsigned short", "unsigned int", "unsigned long",
              "unsigned long long", "unsigned __int128", "char8_t", "char16_t", "char32_t"}
@@ -56,7 +56,7 @@ def argument_types(signature: str) -> list[str] | None:
 def _base(type_name: str) -> str:
     """The type with its trailing cv/restrict qualifiers taken off: ``int* const`` -> ``int*``."""
     words = type_name.split()
-    while len(words) > 1 and words[-1] in _QUALIFIERS:
+    while len(words) > 1 and words[-1] in QUALIFIERS:
         words.pop()
     return " ".join(words)
 

@@ -18,8 +18,9 @@ from rich.text import Text
 from ..console import line, plain
 from ..issue.sizes import with_bytes
 from ..notation import dim, marker, short_source
-from . import text
+from . import text, why
 from .model import Fault, Kernel, TriageReport
+from .suspects import suspect_items
 
 MAX_OTHER_FAULTS = 20
 MAX_KERNELS = 20
@@ -106,6 +107,7 @@ def render(report: TriageReport, console: Console) -> None:
         primary = report.faults[0]
         console.print(_fault_panel(primary, title=f"fault 1 of {len(report.faults)}"))
         _sass(primary, console)
+        _why(primary, console)
         _registers(primary, console)
         if len(report.faults) > 1:
             _other_faults(report.faults[1:], report.omitted_faults, console, wide)
@@ -136,6 +138,10 @@ def _fault_panel(fault: Fault, title: str) -> Panel:
     grid.add_row("spread", plain(text.spread(fault)))
     if fault.params is not None:
         grid.add_row("params", Text("\n").join(map(plain, text.param_items(fault.params))))
+    for argument, reason in suspect_items(fault.params):
+        grid.add_row("suspect", _name(f"{argument}: {reason}", style="yellow"))
+    if fault.params_missing:
+        grid.add_row("params", _name(fault.params_missing, style="yellow"))
     if fault.cluster_target_block is not None:
         grid.add_row("target", plain(f"cluster target block {dim(fault.cluster_target_block)}"))
     for frame in fault.backtrace:
@@ -170,6 +176,24 @@ def _sass(fault: Fault, console: Console) -> None:
         console.print(row, overflow="fold")
         if where and not one_line:
             console.print(_Breakable(line(indent, (where, "dim"))))
+
+
+def _why(fault: Fault, console: Console) -> None:
+    """The explanation under the SASS window: a label per line, its text wrapped beside it; a
+    mismatch is headed as one, in words, and shows no cause."""
+    explanation = fault.explanation
+    if explanation is None:
+        return
+    mismatch = explanation.trust == "mismatch"
+    console.print(plain(why.heading(explanation), style="bold yellow" if mismatch else "bold"))
+    table = Table.grid(padding=(0, 1))
+    table.add_column(no_wrap=True)  # the indent
+    table.add_column(no_wrap=True, style="cyan")
+    table.add_column()
+    for row in why.lines(explanation):
+        shown = text.instruction(row.text) if row.code else row.text
+        table.add_row(" ", plain(row.label), _name(shown, style="yellow" if row.label == "trust" else ""))
+    console.print(table)
 
 
 def _registers(fault: Fault, console: Console) -> None:

@@ -20,6 +20,7 @@ import os
 import re
 
 from ..report.model import Fault, SourceLine, TriageReport, WarpPosition
+from ..report.suspects import suspect_items
 from .collective import collectives
 from .model import CrashSignature, seal
 from .names import base_name, normalise
@@ -64,6 +65,8 @@ def _fault(fault: Fault) -> CrashSignature:
         title += f" ({where})"
     if shown_site:
         title += f" at {shown_site}"
+    notes += [f"suspect argument {argument}: {reason} (a note: values differ per run, never hashed)"
+              for argument, reason in suspect_items(fault.params)]
     words = next((said for word, said in RUNTIME_WORDS if word in exception), fault.exception.display)
     search = f'"{shown_kernel}" "{words}"' if kernel else f'"{words}"'
     return seal("gpu-fault", parts, title, search, notes, coarse)
