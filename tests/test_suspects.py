@@ -107,13 +107,21 @@ def test_with_global_memory_a_pointer_outside_every_range_is_named(build):
 
 
 def test_packed_halves_within_a_dump_section_are_not_called_packed(build):
-    packed_inside = (0x7FFF << 32) | 0x1000
+    packed_inside = (0x7 << 32) | 0x1000
     spec = _moe(_u64(packed_inside) + _u64(packed_inside) + NUMEL, flags=LIGHTWEIGHT & ~SKIP_GLOBAL,
                 global_memory=[(packed_inside - 0x1000, 0x10000)])
     assert _suspects(crashlab.inspect(build(spec).path, sass=False)) == {}
     lightweight = crashlab.inspect(build(_moe(_u64(packed_inside) * 2 + NUMEL), name="l.nvcudmp").path,
                                    sass=False)
     assert set(_suspects(lightweight)) == {0, 1}  # without memory to tell, the halves are what is seen
+
+
+def test_an_address_in_the_mmap_area_is_not_called_packed_even_with_a_small_low_half(build):
+    """0x7fff_0000_1000: a 4 GiB-aligned allocation plus 4 KiB in the process's mmap area, not
+    the ints 32767 and 4096."""
+    mmap_area = (0x7FFF << 32) | 0x1000
+    report = crashlab.inspect(build(_moe(_u64(mmap_area) * 2 + NUMEL)).path, sass=False)
+    assert _suspects(report) == {}
 
 
 def test_suspects_show_in_every_view_and_in_the_signatures_notes_not_its_hash(build):

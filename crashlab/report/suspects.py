@@ -13,9 +13,11 @@ Where the lines are drawn, and why:
   the process's mmap area, or the driver's reserved ranges), and nothing at all lies below
   64 KiB (Linux's vm.mmap_min_addr). Memory a kernel reaches through HMM/ATS in a non-PIE
   program's low heap would be flagged wrongly: the reason says what was seen, not a verdict.
-- two packed int32s: both halves nonzero and below 65,536 (shapes, counts and ids), as in
-  vllm#52540. A real pointer's low 32 bits fall below 65,536 once in 65,536 at random, so a
-  value inside memory the dump holds is never called packed.
+- two packed int32s: both halves nonzero, the low one below 65,536 and the high one below
+  4,096 (shapes, counts and ids), as in vllm#52540. The high limit keeps the process's mmap
+  area and the driver's ranges (16 TiB and up, 0x7f... on x86-64) out of it, where an allocation
+  aligned to 4 GiB would otherwise read as packed; a value inside memory the dump holds is never
+  called packed.
 - outside every address window: only where the dump holds global memory (without
   skip_global_memory): otherwise the dump cannot tell where allocations are, and nothing is said.
   Pinned host memory a kernel reads through its mapped pointer is not in a dump: the reason
@@ -36,6 +38,7 @@ from .text import count, readable_name
 
 SMALL_INTEGER_LIMIT = 1 << 32
 PACKED_HALF_LIMIT = 1 << 16
+PACKED_HIGH_LIMIT = 1 << 12
 #: The dump records where each context's shared and local windows begin, not how far they go:
 #: a pointer up to this far past a base is taken as inside, so that 'outside' is never said of
 #: a pointer that may be inside (a cluster's shared windows on sm_90+ span 2**24 bytes per rank).
@@ -144,7 +147,7 @@ def suspect(param: model.Param, known: KnownMemory | None) -> str | None:
         return f"a small integer ({value}) where a pointer goes: below 4 GiB"
     inside = known is not None and known.holds(value)
     low, high = value & 0xFFFF_FFFF, value >> 32
-    if not inside and 0 < low < PACKED_HALF_LIMIT and 0 < high < PACKED_HALF_LIMIT:
+    if not inside and 0 < low < PACKED_HALF_LIMIT and 0 < high < PACKED_HIGH_LIMIT:
         return (f"two packed int32s ({low} and {high}, as a struct of two ints lays them) "
                 "where a pointer goes")
     size = element_bytes(target)
