@@ -133,3 +133,10 @@ def test_one_register_that_does_not_fit_the_code_gives_mismatch(tmp_path, regist
     why = inspect(_dump(tmp_path, registers, uniform, params)).faults[0].explanation
     assert why.trust == "mismatch"
     assert any(f"R{register} at" in line for line in why.story)
+
+
+def test_no_explain_leaves_the_explanation_out():
+    done = run_cli("inspect", EXAMPLE, "--json", "--no-explain")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["faults"][0]["explanation"] is None
+    assert inspect(EXAMPLE, explain=False).faults[0].explanation is None
