@@ -346,12 +346,16 @@ def _listing(finder: CodeFinder, location: CodeLocation, cubin: _Cubin) -> list[
 
 
 def _disassembled(finder: CodeFinder, cubin: _Cubin) -> dict[str, list[Instruction]] | str:
-    """Every text section's listing of one cubin: from the cache where it has this cubin's
-    rebased bytes, else from one nvdisasm run, stored for the next inspect."""
+    return cubin_listings(_rebased_copy(finder.core.image_bytes(cubin.section), cubin))
+
+
+def cubin_listings(data: bytes) -> dict[str, list[Instruction]] | str:
+    """Every text section's listing of one cubin (offsets into each section), or why there is
+    none: from the cache where it has these bytes, else from one nvdisasm run, stored for the
+    next inspect."""
     tool, why = find_nvdisasm()
     if tool is None:
         return why
-    data = _rebased_copy(finder.core.image_bytes(cubin.section), cubin)
     version = nvdisasm_version(tool)
     key = hashlib.sha256(data).hexdigest()
     stored = sass_cache.load(key, version)

@@ -2,7 +2,7 @@
 to write them as a formula.
 
 Only the operations that build addresses are modelled (moves, IMAD and its aliases, IMAD.WIDE,
-IADD3, VIADD, LEA, shifts, LOP3); an instruction outside this table is a stop with its opcode
+IADD3, VIADD, LEA, shifts and funnel shifts, LOP3, SEL); an instruction outside this table is a stop with its opcode
 named. Carry chains (IADD3.X, LEA.HI.X) are not modelled: NVIDIA does not document their
 semantics, and a guessed one could give a confident wrong address.
 """
@@ -97,6 +97,18 @@ _OPERATIONS: dict[str, Operation] = {
     "SHF.R.S32.HI": Operation(3, lambda _lo, s, a: _signed32(a) >> (s & 31),
                               lambda _lo, s, a: _shifted(a, s, ">>")),
     "LOP3.LUT": Operation(4, _lut, lambda a, b, c, t: f"lop3({a}, {b}, {c}, {t})"),
+    "R2UR": Operation(1, lambda a: a, lambda a: a),
+    # SEL/USEL pick by a predicate the slice does not follow: both sides are sliced, and the
+    # value is known only where they agree
+    "SEL": Operation(2, lambda a, b: a if a == b else None, lambda a, b: f"sel({a}, {b})"),
+    "IMAD.HI.U32": Operation(3, lambda a, b, c: ((a & MASK32) * (b & MASK32) >> 32) + c,
+                             lambda a, b, c: _sum(f"hi({_product(a, b)})", c)),
+    # funnel shifts of the pair hi:lo, as PTX's shf documents them
+    "SHF.R.U64": Operation(3, lambda lo, s, hi: ((hi & MASK32) << 32 | lo & MASK32) >> (s & 63),
+                           lambda lo, s, hi: _shifted(f"{hi}:{lo}", s, ">>")),
+    "SHF.L.U64.HI": Operation(3, lambda lo, s, hi: ((hi & MASK32) << 32 | lo & MASK32) << (s & 63) >> 32,
+                              lambda lo, s, hi: f"hi{_shifted(f'{hi}:{lo}', s)}"),
+    "IABS": Operation(1, lambda a: abs(_signed32(a)), lambda a: f"abs({a})"),
 }
 #: modifiers that do not change the value an operation computes on its word
 _NEUTRAL = {"MOV", "IADD", "SHL", "U32", "S32", "reuse", "LO"}
@@ -106,7 +118,7 @@ def operation(opcode: str) -> Operation | None:
     """The modelled operation of ``opcode`` (``UIMAD`` as ``IMAD``; ``IMAD.MOV.U32`` and
     ``IMAD.SHL.U32`` as IMAD), None where it is not modelled."""
     family, *modifiers = opcode.split(".")
-    if family.startswith("U") and family[1:] in {k.split(".")[0] for k in _OPERATIONS}:
+    if family.startswith("U") and family != "R2UR" and family[1:] in {k.split(".")[0] for k in _OPERATIONS}:
         family = family[1:]
     exact = ".".join([family, *modifiers])
     if exact in _OPERATIONS:
@@ -125,4 +137,5 @@ def apply(op: Operation, terms: list[Term]) -> Term | None:
     if any(t.value is None for t in terms):
         return Term(None, text)
     mask = MASK64 if op.bits == 64 else MASK32
-    return Term(op.compute(*(t.value for t in terms)) & mask, text)
+    value = op.compute(*(t.value for t in terms))
+    return Term(None if value is None else value & mask, text)

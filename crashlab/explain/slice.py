@@ -28,6 +28,8 @@ MAX_DEPTH = 24
 MAX_WORDS = 400
 _LAUNCH_SLOTS = {0x0: "blockDim.x", 0x4: "blockDim.y", 0x8: "blockDim.z",
                  0xC: "gridDim.x", 0x10: "gridDim.y", 0x14: "gridDim.z"}
+#: c[0x0][0x28]: the stack's top, where R1 starts (LDC R1, c[0x0][0x28] opens every kernel)
+STACK_SLOT = 0x28
 _SPECIALS = {"SR_TID.X": "threadIdx.x", "SR_TID.Y": "threadIdx.y", "SR_TID.Z": "threadIdx.z",
              "SR_CTAID.X": "blockIdx.x", "SR_CTAID.Y": "blockIdx.y", "SR_CTAID.Z": "blockIdx.z",
              "SR_CgaCtaId": "ctaRank", "SR_LANEID": "laneId"}
@@ -131,7 +133,7 @@ class Slicer:
             if computed.value is None and dumped is not None:
                 return replace(computed, value=dumped)
             return computed
-        if len(defs) > 1:
+        if len(defs) > 1 or defs and open_path:
             return self._induction(name, at, defs, dumped, depth)
         reason = (f"{name} at +{self._address(at):#x}: no definition in the function reaches it "
                   "on some path (written by a caller, or not written)")
@@ -275,6 +277,9 @@ class Slicer:
             self._root(model.Root(kind="special", name=name, provenance="launch",
                                   value=None if value is None else f"{value:#x}"))
             return Value(value, name)
+        if offset == STACK_SLOT and words == 1:
+            self._root(model.Root(kind="special", name="stack top (c[0x0][0x28])"))
+            return Value(None, "stackTop")
         base = self.params.cbank_offset
         if base is None or offset < base:
             return self._stopped(f"c[0x0][{offset:#x}]: a bank-0 slot outside the parameters, "
@@ -294,8 +299,6 @@ class Slicer:
                               name=f"param {ordinal}" + (f" ({type_name})" if type_name else ""),
                               value=None if value is None else f"{value:#x}",
                               provenance="parameter buffer" if value is not None else None))
-        if value is None:
-            self._stop(f"param {ordinal}: the dump holds no parameter buffer bytes for it")
         return Value(value, text, param=ordinal if relative == param_offset else None)
 
     def _load(self, at: int, where: str, depth: int) -> Value:
@@ -338,7 +341,7 @@ class Slicer:
         else:
             self.story.append(f"{label} ({name} at +{self._address(at):#x}) = {shown}: one of "
                               f"{len(defs)} definitions (guarded or joined paths)")
-        if dumped is None:
+        if dumped is None and self.registers is not None:
             self._stop(f"{name} at +{self._address(at):#x}: several definitions reach it and the "
                        "dump does not give its value there")
         return Value(dumped, label)
