@@ -13,7 +13,7 @@ from ..cubin_info import kernel_param_layout
 from ..sass import cubin_listings
 from .access import memory_access
 from .cfg import FunctionCode
-from .operands import parse_memory_operand
+from .operands import parse_constant, parse_memory_operand
 from .slice import Launch, ParamSource, Slicer
 
 
@@ -21,7 +21,8 @@ from .slice import Launch, ParamSource, Slicer
 class Survey:
     cubin: str
     memory_instructions: int = 0
-    decoded: int = 0
+    decoded: int = 0  # lane addresses ([R2.64+0x10], desc[UR4][R2.64]) read by the grammar
+    constant: int = 0  # constant-bank loads (c[0x0][0x210]) and cache ops naming no lane address
     descriptor: int = 0  # TMA / tensor memory: the address is in a descriptor
     undecoded: list[str] = field(default_factory=list)
     slices: int = 0
@@ -56,10 +57,11 @@ def _count(found: Survey, code: FunctionCode, at: int, ins, params: ParamSource)
         return
     operand = next((m for m in map(parse_memory_operand, ins.operands) if m is not None), None)
     if operand is None:
-        if access.space != "constant" and access.kind != "prefetch":
-            found.undecoded.append(ins.text)
+        named = any(parse_constant(o) for o in ins.operands)
+        if named and access.space == "constant" or not ins.operands and access.kind == "prefetch":
+            found.constant += 1
         else:
-            found.decoded += 1  # LDC c[b][...] and operand-less cache ops name no lane address
+            found.undecoded.append(ins.text)
         return
     found.decoded += 1
     slicer = Slicer(code, at, None, None, None, Launch({}, {}), params)
