@@ -108,15 +108,20 @@ class Slicer:
         return Value(None if total is None else total & mask,
                      " + ".join(p.text for p in parts), element=element)
 
+    @property
+    def resolved(self) -> int:
+        """Register words the slice has followed (at most MAX_WORDS: the bound on its work)."""
+        return self._words
+
     # -- reading words --------------------------------------------------------------------
     def word(self, name: str, at: int, depth: int = 0) -> Value:
         key = (name, at)
         if key in self._memo:
             return self._memo[key]
-        self._words += 1
-        if depth > MAX_DEPTH or self._words > MAX_WORDS:
+        if depth > MAX_DEPTH or self._words >= MAX_WORDS:
             self._stop(f"{name} at +{self._address(at):#x}: the slice's size limit was reached")
             return Value(None, name)
+        self._words += 1
         self._memo[key] = Value(None, name)  # a cycle reads as unknown, not as recursion
         self._memo[key] = found = self._resolve(name, at, depth)
         return found
