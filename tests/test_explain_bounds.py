@@ -76,6 +76,10 @@ def test_local_verdicts_use_the_frame():
     assert verdict("local", 0xFFFC38, 8, bounds).kind == "inside"
     assert verdict("local", 0xFFFC40, 4, bounds).kind == "undetermined"
     assert verdict("local", 0xFFFC40, 4, Bounds()).kind == "undetermined"
+    kernel = Bounds(frame_size=0x40, stack_pointer=0xFFFC00, outermost=True)
+    past = verdict("local", 0xFFFC40, 4, kernel)
+    assert past.kind == "out-of-bounds" and "no caller" in past.basis
+    assert verdict("local", 0xFFFBF0, 4, kernel).kind == "undetermined"  # below R1
 
 
 def test_cubin_facts_of_the_moe_kernel():

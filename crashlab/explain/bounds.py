@@ -37,6 +37,9 @@ class Bounds:
     shared_mem_size: int | None = None
     frame_size: int | None = None
     stack_pointer: int | None = None
+    #: the faulting function is the kernel itself with no caller (no backtrace rows): nothing of
+    #: the thread's stack lies above its frame
+    outermost: bool = False
     global_segments: list[tuple[int, int]] = field(default_factory=list)
 
 
@@ -132,6 +135,11 @@ def _local(offset: int, size: int, bounds: Bounds) -> model.Verdict:
         return model.Verdict(kind="inside", basis=(
             f"local offset {offset:#x} is inside this function's frame [{sp:#x}, "
             f"{sp + frame:#x}) (R1 and EIATTR_FRAME_SIZE {frame:#x})"))
+    if offset + size > sp + frame and offset >= sp and bounds.outermost:
+        return model.Verdict(kind="out-of-bounds", basis=(
+            f"local offset {offset:#x} (+{size} bytes) is past the kernel's frame [{sp:#x}, "
+            f"{sp + frame:#x}) (R1 and EIATTR_FRAME_SIZE {frame:#x}); the lane has no caller, so "
+            "no stack lies above it"))
     return model.Verdict(kind="undetermined", basis=(
         f"local offset {offset:#x} is outside this function's frame [{sp:#x}, {sp + frame:#x}) "
         "(R1 and EIATTR_FRAME_SIZE): a caller's frame or past the thread's local memory, whose "

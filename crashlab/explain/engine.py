@@ -70,11 +70,12 @@ def _explained(explanation: model.Explanation, core: CoreDump, found: FaultGroup
     explanation.address_provenance = "dump" if address is not None else None
     if address is None and sliced.value is not None:
         address, explanation.address_provenance = sliced.value, "recomputed"
-    space, where = classify(access.space, address or 0, operand.wide, _windows(core, site))
+    space, where = (access.space, None) if address is None else classify(
+        access.space, address, operand.wide, _windows(core, site))
     explanation.space = space
     explanation.address = None if address is None else f"{address:#x}"
-    bounds = _bounds(core, site, fault, location, found.registers)
-    explanation.verdict = verdict(space, None if address is None else where, access.bytes, bounds)
+    bounds = _bounds(core, site, fault, location, found.registers, found.backtrace)
+    explanation.verdict = verdict(space, where, access.bytes, bounds)
     explanation.roots = list(slicer.roots.values())
     explanation.stops = list(slicer.stops)
     explanation.trust = "mismatch" if slicer.mismatches else "consistent"
@@ -88,7 +89,7 @@ def _words(operand: MemoryOperand) -> list[str]:
     return [w for r in operand.registers() for w in r.words()]
 
 
-def _story(explanation: model.Explanation, ins: Instruction, where: int, space: str,
+def _story(explanation: model.Explanation, ins: Instruction, where: int | None, space: str,
            slicer: Slicer) -> list[str]:
     size = f"{explanation.access_bytes}-byte " if explanation.access_bytes else ""
     at = "at an address the dump does not give" if explanation.address is None else (
@@ -181,7 +182,7 @@ def _windows(core: CoreDump, site) -> Windows:
 
 
 def _bounds(core: CoreDump, site, fault: model.Fault, location: CodeLocation,
-            registers: list[int] | None) -> Bounds:
+            registers: list[int] | None, found_backtrace: list) -> Bounds:
     grid = site.grid
     facts = kernel_facts(core.image_bytes(location.image_section), grid.function if grid else "",
                          site.device.sm_type)
@@ -195,6 +196,7 @@ def _bounds(core: CoreDump, site, fault: model.Fault, location: CodeLocation,
         shared_mem_size=recorded or None,
         frame_size=facts.frame_sizes.get(location.function_symbol),
         stack_pointer=registers[1] if registers and len(registers) > 1 else None,
+        outermost=not found_backtrace,
         global_segments=[(columns.addr[i], columns.size[i]) for kind in _GLOBAL_KINDS
                          for i in core.index.of_type(kind)],
     )

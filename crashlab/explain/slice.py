@@ -191,8 +191,7 @@ class Slicer:
         words = self.code.writes[at]
         k = words.index(name)
         value = None if whole.value is None else (whole.value >> (32 * k)) & MASK32
-        text = whole.text if len(words) == 1 or k == 0 and whole.param is not None else (
-            whole.text if k == 0 else f"hi({whole.text})")
+        text = whole.text if k == 0 else f"hi({whole.text})"
         return replace(whole, value=value, text=text, origin=at, whole=whole)
 
     def _evaluate(self, at: int, depth: int) -> Value:
