@@ -140,3 +140,14 @@ def test_no_explain_leaves_the_explanation_out():
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["faults"][0]["explanation"] is None
     assert inspect(EXAMPLE, explain=False).faults[0].explanation is None
+
+
+@pytest.mark.parametrize("explain", [True, False])
+def test_report_inputs_follow_no_explain(explain, monkeypatch, tmp_path):
+    """crashlab report's triage of a coredump given on its command line (ReportOptions.explain,
+    --no-explain); no cuda-gdb here, so the debugger part says why and costs nothing."""
+    from crashlab.issue.inputs import read
+
+    monkeypatch.setenv("CRASHLAB_CUDA_GDB", str(tmp_path / "no-cuda-gdb"))
+    [core] = read([str(EXAMPLE)], explain=explain).cores
+    assert (core.report.faults[0].explanation is not None) is explain
