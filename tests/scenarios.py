@@ -153,7 +153,7 @@ def fault(
 
 
 def moe_align(registers: list[int], uniform_registers: list[int], params: bytes,
-              shared_mem_size: int = 0) -> Scenario:
+              shared_mem_size: int = 0, lane_pc_after: int = 0x20) -> Scenario:
     """The MoE shared out-of-range fault of ``fault`` with the faulting lane's registers, its
     warp's uniform registers and sharedMemSize, and the parameter buffer given: tests compute
     them from chosen roots by hand from the kernel's SASS, so the dump is consistent with the
@@ -167,6 +167,8 @@ def moe_align(registers: list[int], uniform_registers: list[int], params: bytes,
                 if w.warp_id == planted.warp and sm.sm_id == planted.sm)
     lane = next(lane for lane in warp.lanes if lane.ln == planted.lane)
     lane.registers = planted.registers = list(registers)
+    for each in warp.lanes:
+        each.pc = planted.pc + lane_pc_after
     warp.uniform_registers = list(uniform_registers)
     warp.shared_mem_size = shared_mem_size
     return scenario

@@ -58,8 +58,9 @@ def _registers(expert_id: int) -> tuple[list[int], list[int], bytes, int]:
     return r, uniform, params, i
 
 
-def _dump(folder: Path, registers, uniform, params) -> Path:
-    scenario = scenarios.moe_align(registers, uniform, params, shared_mem_size=DECLARED_SHARED)
+def _dump(folder: Path, registers, uniform, params, lane_pc_after: int = 0x20) -> Path:
+    scenario = scenarios.moe_align(registers, uniform, params, shared_mem_size=DECLARED_SHARED,
+                                   lane_pc_after=lane_pc_after)
     return coredump_builder.write(scenario.spec, folder / "core.nvcudmp").path
 
 
@@ -151,3 +152,17 @@ def test_report_inputs_follow_no_explain(explain, monkeypatch, tmp_path):
     monkeypatch.setenv("CRASHLAB_CUDA_GDB", str(tmp_path / "no-cuda-gdb"))
     [core] = read([str(EXAMPLE)], explain=explain).cores
     assert (core.report.faults[0].explanation is not None) is explain
+
+
+def test_registers_written_after_the_fault_are_not_read_from_the_dump(tmp_path):
+    """The lane's PC at +0x290, past ``LDC.64 R4, c[0x0][0x218]`` (+0x280): R4:R5 then hold
+    param 1, not param 0. The slice must not take them from the dump (no false mismatch), must
+    say so, and still recompute &topk_ids[i] from the parameter buffer."""
+    registers, uniform, params, i = _registers(1999)
+    registers[4], registers[5] = COUNTS & 0xFFFFFFFF, COUNTS >> 32
+    why = inspect(_dump(tmp_path, registers, uniform, params, lane_pc_after=0x80)).faults[0].explanation
+    assert why.trust == "consistent", why.story
+    assert any(stop.startswith("R4 was overwritten") for stop in why.stops)
+    load = next(root for root in why.roots if root.kind == "load")
+    assert f"= {i} of param 0" in load.detail
+    assert why.verdict.kind == "out-of-bounds"

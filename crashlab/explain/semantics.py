@@ -54,11 +54,18 @@ def _product(a: str, b: str) -> str:
 
 
 def _grouped(text: str) -> str:
-    return f"({text})" if " " in text else text
+    """``text`` in parentheses where it has an operator outside brackets (``a + b``, not
+    ``arg0[i + 1]`` or ``(a << 2)``)."""
+    depth = 0
+    for char in text:
+        depth += {"(": 1, "[": 1, ")": -1, "]": -1}.get(char, 0)
+        if char == " " and depth == 0:
+            return f"({text})"
+    return text
 
 
 def _shifted(a: str, by: str, direction: str = "<<") -> str:
-    return a if by in ("0", "0x0") else f"({a} {direction} {by})"
+    return a if by in ("0", "0x0") else f"({_grouped(a)} {direction} {by})"
 
 
 @dataclass(frozen=True)

@@ -173,10 +173,16 @@ class Slicer:
 
     def overwritten(self, name: str) -> bool:
         """Whether the lane wrote ``name`` between the faulting instruction and its PC."""
-        if self.dump_at is None or self.dump_at <= self.fault_at:
+        if self.dump_at is None or self.dump_at == self.fault_at:
             return False
-        path = self.code.straight_path(self.fault_at + 1, self.dump_at)
-        written = path is None or any(name in self.code.writes[j] for j in path)
+        path = (self.code.straight_path(self.fault_at + 1, self.dump_at)
+                if self.dump_at > self.fault_at else None)
+        if path is None:
+            self._stop(f"the lane's PC (+{self._address(self.dump_at):#x}) is not on a straight "
+                       "path after the faulting instruction: its registers are read as of the "
+                       "fault, which they may not be")
+            return False
+        written = any(name in self.code.writes[j] for j in path)
         if written:
             self._stop(f"{name} was overwritten between the faulting instruction and the lane's "
                        "PC, where the dump took the registers")
