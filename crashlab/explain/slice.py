@@ -195,6 +195,8 @@ class Slicer:
             self._defs[at] = self._evaluate(at, depth)
         whole = self._defs[at]
         words = self.code.writes[at]
+        if whole.origin is not None and len(words) == 1:
+            return whole  # a copied word keeps the definition it came from (pairs rejoin)
         k = words.index(name)
         value = None if whole.value is None else (whole.value >> (32 * k)) & MASK32
         text = whole.text if k == 0 else f"hi({whole.text})"
@@ -227,9 +229,10 @@ class Slicer:
             element = (terms[2].param, terms[0], terms[1].value)
         if family in ("MOV", "UMOV") and isinstance(parse_operand(sources[0]), Immediate):
             self._root(model.Root(kind="constant", name=sources[0], value=sources[0]))
-        first = terms[0] if terms else None
-        return Value(result.value, result.text, element=element,
-                     param=first.param if family in ("MOV", "UMOV") and first else None)
+        copied = next((t for t in terms if t.text == result.text and t.value == result.value), None)
+        if copied is not None and op.bits == 32:
+            return copied  # a move (MOV, IMAD.MOV, IMAD.U32 RZ, RZ, x): the source, as it was
+        return Value(result.value, result.text, element=element)
 
     def _term(self, text: str, at: int, depth: int, pair: bool = False) -> Value:
         operand = parse_operand(text)
