@@ -10,7 +10,7 @@ from ..coredump.core import CoreDump
 from ..coredump.fault import FaultGroup
 from ..cubin_info import ParamLayout
 from ..report import model
-from ..report.params import _SIGNED, _UNSIGNED, _base
+from ..report.params import is_integer
 from ..sass import CodeFinder, CodeLocation, Instruction, function_listing
 from .access import MemoryAccess, memory_access
 from .bounds import Bounds, Windows, classify, verdict
@@ -115,9 +115,7 @@ def _integer_params(fault: model.Fault) -> list[str]:
         return []
     found = []
     for param in fault.params.values:
-        base = _base(param.type) if param.type else None
-        integer = base in _SIGNED or base in _UNSIGNED if base else param.size == 4
-        if integer and param.value is not None:
+        if is_integer(param.type, param.size) and param.value is not None:
             found.append(f"param {param.ordinal}" + (f" ({param.type})" if param.type else "")
                          + f" = {param.shown}")
     return found
