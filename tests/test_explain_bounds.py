@@ -82,6 +82,14 @@ def test_local_verdicts_use_the_frame():
     assert verdict("local", 0xFFFBF0, 4, kernel).kind == "undetermined"  # below R1
 
 
+def test_constant_bank_verdicts_use_the_dumps_bank_table():
+    bounds = Bounds(constant_banks={3: 0x100})
+    assert verdict("constant", 0xFC, 4, bounds, bank=3).kind == "inside"
+    past = verdict("constant", 0x100, 4, bounds, bank=3)
+    assert past.kind == "out-of-bounds" and "0x100 bytes of constant bank 3" in past.basis
+    assert verdict("constant", 0x0, 4, bounds, bank=2).kind == "undetermined"
+
+
 def test_cubin_facts_of_the_moe_kernel():
     """moe_align.cu declares __shared__ int counts[64]: 0x100 bytes after sm_90's 0x400 reserve."""
     facts = kernel_facts((CUBINS / "moe_align.sm_90.cubin").read_bytes(),

@@ -16,7 +16,7 @@ from .access import MemoryAccess, memory_access
 from .bounds import Bounds, Windows, classify, verdict
 from .cfg import FunctionCode
 from .cubin_facts import kernel_facts, shared_reserve
-from .operands import MemoryOperand, effective_address, parse_memory_operand
+from .operands import MemoryOperand, effective_address, parse_constant, parse_memory_operand
 from .slice import Launch, ParamSource, Slicer
 
 _GLOBAL_KINDS = (SectionType.GLOBAL_MEM, SectionType.MANAGED_MEM)
@@ -48,12 +48,27 @@ def explain(core: CoreDump, finder: CodeFinder, found: FaultGroup, fault: model.
     if access.undecoded:
         base.verdict.basis = access.undecoded
         return base
-    operand = next((m for m in map(parse_memory_operand, ins.operands) if m is not None), None)
+    operand = next((m for m in map(_address_operand, ins.operands) if m is not None), None)
     if operand is None:
         base.verdict.basis = f"the memory operand of {ins.opcode} is not one the grammar reads"
         return base
     base.operand = operand.text
     return _explained(base, core, found, fault, layout, location, code, at, access, operand)
+
+
+def _address_operand(text: str) -> MemoryOperand | None:
+    """A memory operand, or a constant-bank reference read as one (``c[0x3][R2+0x8]``: the
+    register and offset address the bank, whose size the dump's constant bank table gives)."""
+    operand = parse_memory_operand(text)
+    if operand is not None:
+        return operand
+    constant = parse_constant(text)
+    if constant is None or constant.negated:
+        return None
+    register = constant.register
+    return MemoryOperand(text=text.strip(), register=None if register and register.uniform else register,
+                         uniform=register if register and register.uniform else None,
+                         offset=constant.offset, bank=constant.bank)
 
 
 def _explained(explanation: model.Explanation, core: CoreDump, found: FaultGroup,
@@ -74,8 +89,9 @@ def _explained(explanation: model.Explanation, core: CoreDump, found: FaultGroup
         access.space, address, operand.wide, _windows(core, site))
     explanation.space = space
     explanation.address = None if address is None else f"{address:#x}"
-    bounds = _bounds(core, site, fault, location, found.registers, found.backtrace)
-    explanation.verdict = verdict(space, where, access.bytes, bounds)
+    bounds = _bounds(core, site, fault, location, found.registers, found.backtrace,
+                     found.const_banks)
+    explanation.verdict = verdict(space, where, access.bytes, bounds, operand.bank)
     explanation.roots = list(slicer.roots.values())
     explanation.stops = list(slicer.stops)
     explanation.trust = "mismatch" if slicer.mismatches else "consistent"
@@ -180,7 +196,7 @@ def _windows(core: CoreDump, site) -> Windows:
 
 
 def _bounds(core: CoreDump, site, fault: model.Fault, location: CodeLocation,
-            registers: list[int] | None, found_backtrace: list) -> Bounds:
+            registers: list[int] | None, found_backtrace: list, found_banks: list) -> Bounds:
     grid = site.grid
     facts = kernel_facts(core.image_bytes(location.image_section), grid.function if grid else "",
                          site.device.sm_type)
@@ -194,6 +210,7 @@ def _bounds(core: CoreDump, site, fault: model.Fault, location: CodeLocation,
         shared_mem_size=recorded or None,
         frame_size=facts.frame_sizes.get(location.function_symbol),
         stack_pointer=registers[1] if registers and len(registers) > 1 else None,
+        constant_banks={bank.bank_id: bank.size for bank in found_banks},
         outermost=not found_backtrace,
         global_segments=[(columns.addr[i], columns.size[i]) for kind in _GLOBAL_KINDS
                          for i in core.index.of_type(kind)],
