@@ -152,3 +152,37 @@ def test_random_registers_on_every_memory_instruction_of_a_production_cubin():
                             ParamSource(None, None, ()))
             slicer.address(operand, at)
             assert slicer.resolved <= MAX_WORDS
+
+
+SELECT = [
+    _ins(0x0, "S2R R0, SR_TID.X"),
+    _ins(0x10, "ISETP.GE.AND P0, PT, R0, 0x10, PT"),
+    _ins(0x20, "SEL R2, R0, RZ, !P0"),
+    _ins(0x30, "LDS R3, [R2+0x400]"),
+]
+
+
+@pytest.mark.parametrize("p0, registers, expected, trust", [
+    # threadIdx.x = 5 < 0x10: P0 false, so !P0 holds and SEL takes R0
+    ([False], [5, 0, 5], 0x405, "consistent"),
+    ([True], [5, 0, 0], 0x400, "consistent"),
+    ([False], [5, 0, 0], 0x405, "mismatch"),  # R2 does not fit P0
+])
+def test_sel_follows_the_dumped_predicate(p0, registers, expected, trust):
+    code = FunctionCode(SELECT)
+    slicer = Slicer(code, 3, None, registers, [], Launch({"SR_TID.X": 5}, {}),
+                    ParamSource(None, None, ()), predicates=p0 + [False] * 6)
+    value = slicer.address(parse_memory_operand("[R2+0x400]"), 3)
+    assert (slicer.mismatches != []) == (trust == "mismatch")
+    slicer = Slicer(code, 3, None, None, None, Launch({"SR_TID.X": 5}, {}),
+                    ParamSource(None, None, ()), predicates=p0 + [False] * 6)
+    value = slicer.address(parse_memory_operand("[R2+0x400]"), 3)
+    assert value.value == expected and "!P0 ? threadIdx.x : 0" in value.text
+
+
+def test_sel_with_a_predicate_written_after_it_is_unknown():
+    code = FunctionCode(SELECT[:3] + [_ins(0x30, "ISETP.GE.AND P0, PT, R0, 0x20, PT"),
+                                      _ins(0x40, "LDS R3, [R2+0x400]")])
+    slicer = Slicer(code, 4, None, None, None, Launch({"SR_TID.X": 5}, {}),
+                    ParamSource(None, None, ()), predicates=[False] * 7)
+    assert slicer.address(parse_memory_operand("[R2+0x400]"), 4).value is None

@@ -77,7 +77,8 @@ def _explained(explanation: model.Explanation, core: CoreDump, found: FaultGroup
                operand: MemoryOperand) -> model.Explanation:
     site = found.site
     slicer = Slicer(code, at, _dump_index(code, location, site), found.registers,
-                    found.uniform_registers, _launch(fault, site), _param_source(fault, layout))
+                    found.uniform_registers, _launch(fault, site), _param_source(fault, layout),
+                    found.predicates, found.uniform_predicates)
     sliced = slicer.address(operand, at)
     dumped = effective_address(operand, found.registers or [], found.uniform_registers or [])
     overwritten = any(slicer.overwritten(r) for r in _words(operand))

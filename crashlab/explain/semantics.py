@@ -2,7 +2,7 @@
 to write them as a formula.
 
 Only the operations that build addresses are modelled (moves, IMAD and its aliases, IMAD.WIDE,
-IADD3, VIADD, LEA, shifts and funnel shifts, LOP3, SEL); an instruction outside this table is a stop with its opcode
+IADD3, VIADD, LEA, shifts and funnel shifts, LOP3; SEL is the slicer's, as it reads a predicate); an instruction outside this table is a stop with its opcode
 named. Carry chains (IADD3.X, LEA.HI.X) are not modelled: NVIDIA does not document their
 semantics, and a guessed one could give a confident wrong address.
 """
@@ -105,9 +105,6 @@ _OPERATIONS: dict[str, Operation] = {
                               lambda _lo, s, a: _shifted(a, s, ">>")),
     "LOP3.LUT": Operation(4, _lut, lambda a, b, c, t: f"lop3({a}, {b}, {c}, {t})"),
     "R2UR": Operation(1, lambda a: a, lambda a: a),
-    # SEL/USEL pick by a predicate the slice does not follow: both sides are sliced, and the
-    # value is known only where they agree
-    "SEL": Operation(2, lambda a, b: a if a == b else None, lambda a, b: f"sel({a}, {b})"),
     "IMAD.HI.U32": Operation(3, lambda a, b, c: ((a & MASK32) * (b & MASK32) >> 32) + c,
                              lambda a, b, c: _sum(f"hi({_product(a, b)})", c)),
     # funnel shifts of the pair hi:lo, as PTX's shf documents them
@@ -144,5 +141,4 @@ def apply(op: Operation, terms: list[Term]) -> Term | None:
     if any(t.value is None for t in terms):
         return Term(None, text)
     mask = MASK64 if op.bits == 64 else MASK32
-    value = op.compute(*(t.value for t in terms))
-    return Term(None if value is None else value & mask, text)
+    return Term(op.compute(*(t.value for t in terms)) & mask, text)

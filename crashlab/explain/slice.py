@@ -78,6 +78,8 @@ class Slicer:
     uniform_registers: list[int] | None
     launch: Launch
     params: ParamSource
+    predicates: list[bool] | None = None
+    uniform_predicates: list[bool] | None = None
     roots: dict[str, model.Root] = field(default_factory=dict)
     stops: list[str] = field(default_factory=list)
     mismatches: list[str] = field(default_factory=list)
@@ -215,6 +217,8 @@ class Slicer:
             return self._load(at, where, depth)
         if family.endswith("SHFL"):
             return self._stopped(f"{where}: a value from another lane (SHFL)")
+        if family in ("SEL", "USEL"):
+            return self._select(at, depth)
         op = operation(ins.opcode)
         if op is None:
             return self._stopped(f"{where}: an operation the slice does not model")
@@ -233,6 +237,36 @@ class Slicer:
         if copied is not None and op.bits == 32:
             return copied  # a move (MOV, IMAD.MOV, IMAD.U32 RZ, RZ, x): the source, as it was
         return Value(result.value, result.text, element=element)
+
+    def _select(self, at: int, depth: int) -> Value:
+        """``SEL R0, a, b, P``: a where P holds, else b. Both sides are sliced; the value is
+        known where the predicate is (read from the dump) or where both sides agree."""
+        ins = self.code.instructions[at]
+        operands = list(ins.operands[1:])
+        guard = parse_operand(operands[-1]) if operands else None
+        if len(operands) != 3 or not isinstance(guard, Predicate):
+            return self._stopped(f"{ins.opcode} at +{ins.address:#x}: operands not read")
+        first, second = (self._term(text, at, depth) for text in operands[:2])
+        holds = self._predicate(guard.name, at)
+        text = f"{'!' if guard.negated else ''}{guard.name} ? {first.text} : {second.text}"
+        if holds is not None:
+            chosen = first if holds != guard.negated else second
+            return Value(chosen.value, text)
+        return Value(first.value if first.value == second.value else None, text)
+
+    def _predicate(self, name: str, at: int) -> bool | None:
+        """A predicate's value before ``at``, from the dump where no instruction on the straight
+        path to the fault (or after it, to the lane's PC) may write it."""
+        if name in ("PT", "UPT"):
+            return True
+        uniform = name.startswith("U")
+        source = self.uniform_predicates if uniform else self.predicates
+        index = int(name[2:] if uniform else name[1:])
+        path = self.code.straight_path(at, self.fault_at)
+        if source is None or index >= len(source) or path is None or \
+                any(name in self.code.writes[j] for j in path) or self.overwritten(name):
+            return None
+        return bool(source[index])
 
     def _term(self, text: str, at: int, depth: int, pair: bool = False) -> Value:
         operand = parse_operand(text)
