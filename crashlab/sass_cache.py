@@ -7,6 +7,7 @@ does not parse (a crash mid-write on another filesystem, a hand edit) is ignored
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -45,15 +46,16 @@ def store(key: str, tool: str, listings: dict[str, list[dict]]) -> None:
     folder = cache_folder()
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", dir=folder, prefix=f".{key}.", suffix=".tmp",
-                                         delete=False) as stream:
-            json.dump({"format": FORMAT, "tool": tool, "listings": listings}, stream)
-        os.replace(stream.name, _entry(key))
+        handle, temporary = tempfile.mkstemp(dir=folder, prefix=f".{key}.", suffix=".tmp")
     except OSError:
-        try:
-            os.unlink(stream.name)
-        except (OSError, NameError):
-            pass
+        return
+    try:
+        with os.fdopen(handle, "w") as stream:
+            json.dump({"format": FORMAT, "tool": tool, "listings": listings}, stream)
+        os.replace(temporary, _entry(key))
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
 
 
 def encode(instruction) -> dict:

@@ -77,3 +77,14 @@ def test_one_run_for_the_same_cubin_loaded_on_two_devices(logged_nvdisasm, build
     report = _inspect(built.path, env)
     assert report["faults"][0]["sass"]["instructions"]
     assert _disassemblies(log) == 1
+
+
+def test_a_cache_that_cannot_be_written_costs_runs_not_the_report(logged_nvdisasm, tmp_path):
+    env, log = logged_nvdisasm
+    blocked = tmp_path / "a-file-not-a-folder"
+    blocked.write_text("")
+    done = run_cli("inspect", EXAMPLE, "--json", env={**env, "XDG_CACHE_HOME": str(blocked)})
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["faults"][0]["sass"]["instructions"]
+    run_cli("inspect", EXAMPLE, "--json", env={**env, "XDG_CACHE_HOME": str(blocked)})
+    assert _disassemblies(log) == 2
