@@ -99,6 +99,8 @@ def test_the_moe_story_reads_from_a_consistent_dump(explained):
     assert f"param 2 (int) = {NUMEL}" in why.compare_with
     assert not any("param 0" in c or "param 1" in c for c in why.compare_with)
     assert any(f"= {i}: a loop variable" in line for line in why.story)
+    assert any(line.startswith("LDG.E at +0x1d0 loaded 1999 (0x7cf)") and f"element i = {i} of "
+               "param 0" in line for line in why.story)
     assert why.stops == []
 
 

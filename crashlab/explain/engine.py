@@ -17,6 +17,7 @@ from .bounds import Bounds, Windows, classify, verdict
 from .cfg import FunctionCode
 from .cubin_facts import kernel_facts, shared_reserve
 from .operands import MemoryOperand, effective_address, parse_constant, parse_memory_operand
+from .semantics import signed32
 from .slice import Launch, ParamSource, Slicer
 
 _GLOBAL_KINDS = (SectionType.GLOBAL_MEM, SectionType.MANAGED_MEM)
@@ -116,9 +117,9 @@ def _story(explanation: model.Explanation, ins: Instruction, where: int | None, 
              explanation.verdict.basis[:1].upper() + explanation.verdict.basis[1:] + "."]
     for root in explanation.roots:
         if root.kind == "load":
-            story.append(f"A value of the address was loaded by {root.name}"
-                         + (f", {root.detail}" if root.detail else "")
-                         + (f"; it holds {root.value}" if root.value else "") + ".")
+            loaded = f"{signed32(int(root.value, 16))} ({root.value})" if root.value else "a value"
+            story.append(f"{root.name} loaded {loaded} into the address"
+                         + (f", from {root.detail}" if root.detail else "") + ".")
     story += [line + "." for line in slicer.story]
     if slicer.mismatches:
         story.append("The dumped registers do not fit the code: "

@@ -24,7 +24,8 @@ class Term:
     text: str
 
 
-def _signed32(value: int) -> int:
+def signed32(value: int) -> int:
+    """A 32-bit word read as two's complement."""
     value &= MASK32
     return value - (1 << 32) if value >> 31 else value
 
@@ -80,7 +81,7 @@ class Operation:
 def _wide(signed: bool) -> Operation:
     def compute(a, b, c):
         if signed:
-            a, b = _signed32(a), _signed32(b)
+            a, b = signed32(a), signed32(b)
         else:
             a, b = a & MASK32, b & MASK32
         return (a * b + c) & MASK64
@@ -101,7 +102,7 @@ _OPERATIONS: dict[str, Operation] = {
     "SHF.L.U32": Operation(3, lambda a, s, _hi: a << (s & 31), lambda a, s, _hi: _shifted(a, s)),
     "SHF.R.U32.HI": Operation(3, lambda _lo, s, a: (a & MASK32) >> (s & 31),
                               lambda _lo, s, a: _shifted(a, s, ">>")),
-    "SHF.R.S32.HI": Operation(3, lambda _lo, s, a: _signed32(a) >> (s & 31),
+    "SHF.R.S32.HI": Operation(3, lambda _lo, s, a: signed32(a) >> (s & 31),
                               lambda _lo, s, a: _shifted(a, s, ">>")),
     "LOP3.LUT": Operation(4, _lut, lambda a, b, c, t: f"lop3({a}, {b}, {c}, {t})"),
     "R2UR": Operation(1, lambda a: a, lambda a: a),
@@ -112,7 +113,7 @@ _OPERATIONS: dict[str, Operation] = {
                            lambda lo, s, hi: _shifted(f"{hi}:{lo}", s, ">>")),
     "SHF.L.U64.HI": Operation(3, lambda lo, s, hi: ((hi & MASK32) << 32 | lo & MASK32) << (s & 63) >> 32,
                               lambda lo, s, hi: f"hi{_shifted(f'{hi}:{lo}', s)}"),
-    "IABS": Operation(1, lambda a: abs(_signed32(a)), lambda a: f"abs({a})"),
+    "IABS": Operation(1, lambda a: abs(signed32(a)), lambda a: f"abs({a})"),
 }
 #: modifiers that do not change the value an operation computes on its word
 _NEUTRAL = {"MOV", "IADD", "SHL", "U32", "S32", "reuse", "LO"}

@@ -22,7 +22,7 @@ from ..report import model
 from .access import memory_access
 from .cfg import FunctionCode
 from .operands import ConstantRef, Immediate, MemoryOperand, Predicate, Register, parse_operand
-from .semantics import MASK32, MASK64, Term, apply, operation
+from .semantics import MASK32, MASK64, Term, apply, operation, signed32
 
 MAX_DEPTH = 24
 MAX_WORDS = 400
@@ -361,7 +361,7 @@ class Slicer:
             address = self.address(operand, at)
             if address.element is not None:
                 ordinal, index, size = address.element
-                shown = "" if index.value is None else f" = {_signed(index.value)}"
+                shown = "" if index.value is None else f" = {signed32(index.value)}"
                 detail = f"element {index.text}{shown} of param {ordinal} ({size}-byte elements)"
                 text = f"arg{ordinal}[{index.text}]"
             elif address.value is not None:
@@ -380,7 +380,7 @@ class Slicer:
         steps = [(j, self._step(j, name, depth)) for j in defs]
         starts = [self._defined(j, name, depth).text for j, step in steps if step is None]
         moves = [step.text for _, step in steps if step is not None]
-        shown = "unknown" if dumped is None else f"{_signed(dumped)}"
+        shown = "unknown" if dumped is None else f"{signed32(dumped)}"
         if moves and starts:
             self.story.append(f"{label} ({name} at +{self._address(at):#x}) = {shown}: a loop "
                               f"variable that starts as {' or '.join(starts)} and steps by "
@@ -439,7 +439,3 @@ class Slicer:
 def _number(value: int) -> str:
     """Small numbers (scales, shifts) read better in decimal; offsets and masks in hex."""
     return str(value) if -64 < value < 64 else f"{value:#x}"
-
-
-def _signed(value: int) -> int:
-    return value - (1 << 32) if value >> 31 else value
