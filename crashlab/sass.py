@@ -258,6 +258,10 @@ def find_nvdisasm() -> tuple[str | None, str]:
 
 @lru_cache(maxsize=8)
 def nvdisasm_version(path: str) -> str:
+    return sass_cache.tool_version(path, lambda: _ask_version(path))
+
+
+def _ask_version(path: str) -> str:
     try:
         out = subprocess.run([path, "--version"], capture_output=True, text=True, errors="replace",
                              timeout=30).stdout

@@ -43,16 +43,43 @@ def load(key: str, tool: str) -> dict[str, list[dict]] | None:
 def store(key: str, tool: str, listings: dict[str, list[dict]]) -> None:
     """Write the entry atomically; a cache that cannot be written is no error (the next inspect
     runs nvdisasm again)."""
-    folder = cache_folder()
+    _write_atomically(_entry(key), {"format": FORMAT, "tool": tool, "listings": listings})
+
+
+def tool_version(path: str, query) -> str:
+    """nvdisasm's version, asked once per binary (its real path, size and mtime) and kept beside
+    the listings, so that a warm inspect starts no nvdisasm at all, not even ``--version``."""
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=folder, prefix=f".{key}.", suffix=".tmp")
+        found = os.stat(path)
+    except OSError:
+        return query()
+    identity = f"{os.path.realpath(path)}|{found.st_size}|{found.st_mtime_ns}"
+    entry = cache_folder().parent / "nvdisasm-versions.json"
+    try:
+        known = json.loads(entry.read_text())
+    except (OSError, ValueError):
+        known = {}
+    if not isinstance(known, dict):
+        known = {}
+    if isinstance(known.get(identity), str):
+        return known[identity]
+    version = known[identity] = query()
+    _write_atomically(entry, known)
+    return version
+
+
+def _write_atomically(entry: Path, value) -> None:
+    """Write ``value`` as JSON to ``entry`` through a temporary file and a rename; a folder that
+    cannot be written is no error (the work is only done again next time)."""
+    try:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=entry.parent, prefix=f".{entry.stem}.", suffix=".tmp")
     except OSError:
         return
     try:
         with os.fdopen(handle, "w") as stream:
-            json.dump({"format": FORMAT, "tool": tool, "listings": listings}, stream)
-        os.replace(temporary, _entry(key))
+            json.dump(value, stream)
+        os.replace(temporary, entry)
     except OSError:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
