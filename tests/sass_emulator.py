@@ -349,6 +349,18 @@ def _execute(t: _Thread, ins: Instruction) -> int | None:
     return None
 
 
+def operand_address(operand: str, registers: dict[int, int], uniform_registers: dict[int, int]) -> int:
+    """A memory operand's address from given register values (a debugger's, say)."""
+    thread = _Thread(Launch("sm_90", b"", 0, (0, 0, 0), (0, 0, 0), (1, 1, 1), (1, 1, 1), 0, 0), ())
+    thread.r, thread.ur = dict(registers), dict(uniform_registers)
+    return thread.address(operand)
+
+
+def memory_operand(ins: Instruction) -> str | None:
+    """The instruction's memory operand (``[R2.64]``, ``desc[UR4][R2.64]``), not a constant."""
+    return next((o for o in ins.operands if "[" in o and not o.startswith("c[")), None)
+
+
 def run_to(listing: tuple[Instruction, ...], launch: Launch, stop: int, *, visit: int = 1,
            max_steps: int = 10_000) -> Stopped:
     """Run one thread from the function's entry until it reaches offset ``stop`` for the
@@ -364,9 +376,10 @@ def run_to(listing: tuple[Instruction, ...], launch: Launch, stop: int, *, visit
         if pc == stop and taken:
             seen += 1
             if seen == visit:
-                memory = [o for o in ins.operands if "[" in o and not o.startswith("c[")]
+                memory = memory_operand(ins)
                 return Stopped(dict(t.r), dict(t.ur), dict(t.p),
-                               t.address(memory[0]) if memory else None, ins, step, dict(t.local))
+                               None if memory is None else t.address(memory), ins, step,
+                               dict(t.local))
         following = _execute(t, ins) if taken else None
         pc = pc + 16 if following is None else following
     raise Unmodelled(f"no stop at +{stop:#x} (visit {visit}) within {max_steps} steps")
