@@ -93,7 +93,7 @@ class Stopped:
     #: the stop instruction's effective address, from its memory operand (None: it has none)
     address: int | None
     instruction: Instruction
-    steps: int
+    #: the thread's local memory as its stores left it, by address
     local_memory: dict[int, int]
 
     def register_list(self, count: int, unwritten: int) -> list[int]:
@@ -368,7 +368,7 @@ def run_to(listing: tuple[Instruction, ...], launch: Launch, stop: int, *, visit
     first or runs past ``max_steps``."""
     t = _Thread(launch, listing)
     pc, seen = 0, 0
-    for step in range(max_steps):
+    for _step in range(max_steps):
         ins = t.by_address.get(pc)
         if ins is None:
             raise Unmodelled(f"no instruction at +{pc:#x}")
@@ -378,8 +378,7 @@ def run_to(listing: tuple[Instruction, ...], launch: Launch, stop: int, *, visit
             if seen == visit:
                 memory = memory_operand(ins)
                 return Stopped(dict(t.r), dict(t.ur), dict(t.p),
-                               None if memory is None else t.address(memory), ins, step,
-                               dict(t.local))
+                               None if memory is None else t.address(memory), ins, dict(t.local))
         following = _execute(t, ins) if taken else None
         pc = pc + 16 if following is None else following
     raise Unmodelled(f"no stop at +{stop:#x} (visit {visit}) within {max_steps} steps")

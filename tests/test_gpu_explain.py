@@ -17,7 +17,6 @@ import subprocess
 import pytest
 
 import crashlab
-from crashlab.gdb.driver import find_cuda_gdb
 from tests.coredump_builder import ROOT
 from tests.sass_emulator import (
     BANK0_SLOTS,
@@ -27,6 +26,7 @@ from tests.sass_emulator import (
     operand_address,
     run_to,
 )
+from tests.test_gpu_debugger import cuda_gdb  # noqa: F401  (the fixture: skips without cuda-gdb)
 
 pytestmark = pytest.mark.gpu
 KERNELS = ROOT / "fixtures" / "kernels"
@@ -95,17 +95,10 @@ def _operand_address(text: str, registers: dict[str, int]) -> int:
     return operand_address(memory_operand(ins), general, uniform)
 
 
-@pytest.fixture
-def cuda_gdb():
-    program, why = find_cuda_gdb()
-    if program is None:
-        pytest.skip(f"gpu test: {why}")
-    return program
-
-
+@pytest.mark.usefixtures("cuda_gdb")
 @pytest.mark.parametrize("program", ["illegal_address", "local_overflow", "dynamic_shared",
                                      "null_argument", "misaligned_argument", "moe_align"])
-def test_real_dump_explains_the_planted_fault(tmp_path, cuda_gdb, program):
+def test_real_dump_explains_the_planted_fault(tmp_path, program):
     arch = _arch()
     if arch not in BANK0_SLOTS:
         pytest.skip(f"gpu test: the planted kernels' bank-0 slots are known for "
