@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from pathlib import Path
 
 import pytest
 
 import crashlab
 from crashlab.sass import Instruction, parse_listing
 from tests.coredump_builder import write
-from tests.sass_emulator import Launch, Unmodelled, run_to
+from tests.sass_emulator import Launch, Unmodelled, memory_operand, operand_address, run_to
 from tests.scenarios import (
     EXPLAINED_ARCHS,
     EXPLAINED_CASES,
@@ -42,8 +43,6 @@ def _scenario(case: str, arch: str):
 
 @lru_cache(maxsize=None)
 def _report(case: str, arch: str, directory: str):
-    from pathlib import Path
-
     path = Path(directory) / f"{case}.{arch}.nvcudmp"
     write(_scenario(case, arch).spec, path)
     return crashlab.inspect(path)
@@ -82,6 +81,25 @@ def test_dump_holds_the_forward_run(case, arch, dumps_dir):
     assert [fault.registers[f"R{r}"] for r in range(len(planted.registers))] == planted.registers
     for register in truth.never_written:
         assert fault.registers[f"R{register}"] == UNWRITTEN + register
+
+
+@pytest.mark.parametrize("case,arch", CASES)
+def test_real_cuda_gdb_reads_the_planted_lane(case, arch, dumps_dir, real_cuda_gdb):
+    """NVIDIA's reader sees the forward run's registers, and the faulting operand read with them
+    (by the emulator's operand reading) is the planted address."""
+    scenario = _scenario(case, arch)
+    planted, truth = scenario.planted, scenario.notes["truth"]
+    path = Path(dumps_dir) / f"{case}.{arch}.gdb.nvcudmp"
+    write(scenario.spec, path)
+    report = crashlab.inspect(path, sass=False, debugger=True, debugger_program=real_cuda_gdb,
+                              debugger_timeout=60)
+    assert report.debugger.status == "ok", report.debugger.reason
+    registers = report.debugger.faults[0].registers
+    assert [registers[f"R{r}"] for r in range(len(planted.registers))] == planted.registers
+    general = {r: registers[f"R{r}"] for r in range(len(planted.registers))}
+    uniform = {u: registers[f"UR{u}"] for u in range(63)}
+    instruction = parse_listing(f"        /*0000*/ {planted.marker.instruction} ;")[0]
+    assert operand_address(memory_operand(instruction), general, uniform) == truth.address
 
 
 def _matches(root, planted: PlantedRoot) -> bool:
