@@ -307,6 +307,13 @@ class _Recipe:
     global_memory: tuple[tuple[int, int], ...] = ()
     #: a warp row with sharedMemSize (48 bytes); otherwise the 40-byte rows of drivers before it
     shared_mem_size: int | None = None
+    #: a cluster launch (sm_90+): the CTA's rank in it lands in bits 24+ of shared addresses
+    cluster_dim: tuple[int, int, int] = (0, 0, 0)
+    archs: tuple[str, ...] = EXPLAINED_ARCHS
+
+    @property
+    def cta_rank(self) -> int:
+        return self.block_idx[0] % self.cluster_dim[0] if self.cluster_dim[0] else 0
 
 
 def _recipes() -> dict[str, _Recipe]:
@@ -349,17 +356,23 @@ def _recipes() -> dict[str, _Recipe]:
         "moe": _Recipe("moe_align", "shared-out-of-range", (BUFFER, OTHER_BUFFER, 1024),
                        (1, 1, 1), (256, 1, 1), (0, 0, 0), 2, WARP_OUT_OF_RANGE_ADDRESS, "atomic",
                        "shared", 4, "out-of-bounds", visit=2),
+        # the same, launched in clusters of 2 (block 1: rank 1), on the architectures with them
+        "moe-cluster": _Recipe("moe_align", "shared-out-of-range", (BUFFER, OTHER_BUFFER, 1024),
+                               (2, 1, 1), (256, 1, 1), (1, 0, 0), 2, WARP_OUT_OF_RANGE_ADDRESS,
+                               "atomic", "shared", 4, "out-of-bounds", visit=2,
+                               cluster_dim=(2, 1, 1), archs=("sm_90", "sm_100")),
     }
 
 
-EXPLAINED_CASES = tuple(_recipes())
+#: Every (case, architecture) a planted scenario exists for.
+EXPLAINED = tuple((case, arch) for case, recipe in _recipes().items() for arch in recipe.archs)
 _MARKED_LANES = (0, 1, 2, 3)
 
 
-def _shared_base(arch: str) -> int:
+def _shared_base(arch: str, recipe: _Recipe) -> int:
     """Where a kernel's shared arrays start in its window: after the 1 KiB the system reserves on
-    sm_90+ (CTA rank 0, so bits 24+ are 0)."""
-    return 0 if arch == "sm_80" else 0x400
+    sm_90+, with the CTA's rank in its cluster in bits 24+."""
+    return 0 if arch == "sm_80" else recipe.cta_rank << 24 | 0x400
 
 
 def _source_truth(case: str, arch: str, recipe: _Recipe, tid: int) -> tuple[int, tuple[PlantedRoot, ...]]:
@@ -376,12 +389,12 @@ def _source_truth(case: str, arch: str, recipe: _Recipe, tid: int) -> tuple[int,
         return (local_frame() + LOCAL_PICK * 4) & 0xFFFF_FFFF, (
             PlantedRoot("load", LOCAL_PICK, param_ordinal=0, element=tid),)
     if recipe.program == "dynamic_shared":
-        return _shared_base(arch) + tid * params[1] * 4, (
+        return _shared_base(arch, recipe) + tid * params[1] * 4, (
             PlantedRoot("param", params[1], param_ordinal=1), tid_root)
     if recipe.program in ("null_argument", "misaligned_argument"):
         return params[0] + tid * 4, (param0, tid_root)
     element = tid + recipe.block_dim[0] * (recipe.visit - 1)
-    return _shared_base(arch) + MOE_GARBAGE_ID * 4, (
+    return _shared_base(arch, recipe) + MOE_GARBAGE_ID * 4, (
         PlantedRoot("load", MOE_GARBAGE_ID, param_ordinal=0, element=element),)
 
 
@@ -433,7 +446,8 @@ def explained(case: str, arch: str) -> Scenario:
     memory = _chosen_memory(recipe, tids)
     stops = [run_to(listing, Launch(arch, params, bank_offset, (tid, 0, 0), recipe.block_idx,
                                     recipe.block_dim, recipe.grid_dim, STACK_TOP, MEMORY_DESCRIPTOR,
-                                    memory=memory), marker.function_offset, visit=recipe.visit)
+                                    recipe.cta_rank, memory), marker.function_offset,
+                    visit=recipe.visit)
              for tid in tids]
     uniform = stops[0].uniform_registers
     if any(s.uniform_registers != uniform for s in stops):
@@ -449,8 +463,10 @@ def explained(case: str, arch: str) -> Scenario:
                 uniform_registers=[uniform.get(u, UNWRITTEN + u) for u in range(63)],
                 uniform_predicates=[0] * 7)
     grid = Grid(7, kernel, entry, 0x5550_0000, grid_dim=recipe.grid_dim, block_dim=recipe.block_dim,
-                params=params)
-    sm = SM(3, [CTA(7, recipe.block_idx, [warp])], exception=recipe.exception, error_pc=pc)
+                cluster_dim=recipe.cluster_dim, params=params)
+    cluster_idx = (recipe.block_idx[0] // recipe.cluster_dim[0], 0, 0) if recipe.cta_rank else (0, 0, 0)
+    cta = CTA(7, recipe.block_idx, [warp], cluster_idx=cluster_idx, cluster_dim=recipe.cluster_dim)
+    sm = SM(3, [cta], exception=recipe.exception, error_pc=pc)
     device = Device(name=EXPLAINED_DEVICES[arch], sm_type=arch, sms=[sm], grids=[grid],
                     contexts=[Context(0x1000, [Module(0x5550_0000, code.data)])])
     rows = {} if recipe.shared_mem_size is not None else {"warp": 40}

@@ -2,7 +2,7 @@
 
 Every planted kernel (fixtures/kernels: a global store indexed from blockIdx, a local-array
 overflow, an ``extern __shared__`` overflow, a null and a misaligned pointer argument, the MoE
-shared atomic) on sm_80, sm_90 and sm_100, in a SYNTHETIC dump (tests/coredump_builder.py) whose
+shared atomic, alone and in a cluster) on sm_80, sm_90 and sm_100, in a SYNTHETIC dump (tests/coredump_builder.py) whose
 faulting warp holds the registers tests/sass_emulator.py computes by running the real nvcc-built
 SASS forward from chosen roots. The expected space, address, verdict and roots come from the .cu
 source (tests/scenarios.py ``_source_truth``), never from crashlab; the emulator's address must
@@ -23,7 +23,7 @@ from tests.coredump_builder import write
 from tests.sass_emulator import Launch, Unmodelled, memory_operand, operand_address, run_to
 from tests.scenarios import (
     EXPLAINED_ARCHS,
-    EXPLAINED_CASES,
+    EXPLAINED,
     LOCAL_SLOTS,
     MEMORY_DESCRIPTOR,
     STACK_TOP,
@@ -33,7 +33,7 @@ from tests.scenarios import (
     local_frame,
 )
 
-CASES = [(case, arch) for case in EXPLAINED_CASES for arch in EXPLAINED_ARCHS]
+CASES = list(EXPLAINED)
 
 
 @lru_cache(maxsize=None)
