@@ -8,6 +8,7 @@ the .cu file itself, not from crashlab.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from .coredump_builder import (
@@ -429,11 +430,21 @@ def _param_bytes(cubin: bytes, kernel: str, values: tuple[int, ...]) -> tuple[by
     return bytes(buffer), layout.cbank_offset
 
 
-def explained(case: str, arch: str) -> Scenario:
+def _contradict(registers: list[int], instruction) -> None:
+    """Move the address the faulting operand's first register holds by 0x1000: a dump whose
+    registers the code cannot have computed from any root."""
+    from .sass_emulator import memory_operand
+
+    first = re.search(r"\bR(\d+)", memory_operand(instruction))
+    registers[int(first[1])] = (registers[int(first[1])] + 0x1000) & 0xFFFF_FFFF
+
+
+def explained(case: str, arch: str, *, contradicted: bool = False) -> Scenario:
     """A planted fault (fixtures/kernels) as the driver would dump it: the faulting warp's lanes
     hold the registers tests/sass_emulator.py computes from the chosen roots, run forward from
     the kernel's entry to the FAULT marker; the parameter buffer holds the roots. Returns the
-    scenario with notes["truth"], the PlantedTruth from the .cu source."""
+    scenario with notes["truth"], the PlantedTruth from the .cu source. ``contradicted``: the
+    faulting lanes' address register is moved off what the code computes (trust: mismatch)."""
     from .sass_emulator import Launch, function_listing, run_to
 
     recipe = _recipes()[case]
@@ -459,6 +470,9 @@ def explained(case: str, arch: str) -> Scenario:
                   registers=s.register_list(REGISTERS_PER_LANE, UNWRITTEN),
                   predicates=s.predicate_list())
              for ln, (tid, s) in enumerate(zip(tids, stops))]
+    if contradicted:
+        for ln in _MARKED_LANES:
+            _contradict(lanes[ln].registers, stops[ln].instruction)
     warp = Warp(recipe.warp, lanes, error_pc=pc, broken=1, shared_mem_size=recipe.shared_mem_size or 0,
                 uniform_registers=[uniform.get(u, UNWRITTEN + u) for u in range(63)],
                 uniform_predicates=[0] * 7)

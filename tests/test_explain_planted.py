@@ -37,14 +37,14 @@ CASES = list(EXPLAINED)
 
 
 @lru_cache(maxsize=None)
-def _scenario(case: str, arch: str):
-    return explained(case, arch)
+def _scenario(case: str, arch: str, contradicted: bool = False):
+    return explained(case, arch, contradicted=contradicted)
 
 
 @lru_cache(maxsize=None)
-def _report(case: str, arch: str, directory: str):
-    path = Path(directory) / f"{case}.{arch}.nvcudmp"
-    write(_scenario(case, arch).spec, path)
+def _report(case: str, arch: str, directory: str, contradicted: bool = False):
+    path = Path(directory) / f"{case}.{arch}.{'contradicted' if contradicted else 'planted'}.nvcudmp"
+    write(_scenario(case, arch, contradicted).spec, path)
     return crashlab.inspect(path)
 
 
@@ -132,6 +132,16 @@ def test_explanation_gives_back_the_planted_truth(case, arch, dumps_dir):
     # a parameter a planted load read from may show as a root too; no other parameter may
     planted_params = {r.param_ordinal for r in truth.roots}
     assert {r.param_ordinal for r in explanation.roots if r.kind == "param"} <= planted_params
+
+
+@pytest.mark.parametrize("case", sorted({case for case, _arch in CASES}))
+def test_registers_the_code_cannot_compute_give_mismatch(case, dumps_dir):
+    """The planted dump with the faulting lanes' address register moved by 0x1000 (sm_90)."""
+    contradicted = _scenario(case, "sm_90", True).planted.registers
+    assert contradicted != _scenario(case, "sm_90").planted.registers
+    explanation = _report(case, "sm_90", dumps_dir, True).faults[0].explanation
+    assert explanation is not None
+    assert explanation.trust == "mismatch"
 
 
 # -- the emulator refuses what it does not model -------------------------------------------------
