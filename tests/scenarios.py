@@ -246,6 +246,8 @@ MEMORY_DESCRIPTOR = 0x10_0000_0000_0020
 UNWRITTEN = 0xBAD0_0000
 #: The garbage expert id of the MoE story, read at the second trip through its loop.
 MOE_GARBAGE_ID = 1999
+#: moe_align.cu's shared memory: `__shared__ int counts[kNumExperts]`, 64 experts.
+MOE_SHARED_BYTES = 64 * 4
 #: local_overflow.cu's pick (its main() fills the picks with 0x40 bytes) and its array's length.
 LOCAL_PICK = 0x40404040
 LOCAL_SLOTS = 16
@@ -353,15 +355,19 @@ def _recipes() -> dict[str, _Recipe]:
                                        WARP_MISALIGNED_ADDRESS, "store", "global", 4,
                                        "misaligned"),
         # moe_align_block_size<<<1, 256>>>(topk_ids, counts, 512 * 2): warp 2 (threads 64..95)
-        # skips the zeroing loop (64 experts) and faults on its second trip, element tid + 256
+        # skips the zeroing loop (64 experts) and faults on its second trip, element tid + 256.
+        # The warp row records the block's shared memory (r570+): the 0x100 bytes of counts[],
+        # no dynamic shared memory; without it a dump cannot rule out dynamic shared memory
+        # past the static array (then: undetermined, as for dynamic-shared)
         "moe": _Recipe("moe_align", "shared-out-of-range", (BUFFER, OTHER_BUFFER, 1024),
                        (1, 1, 1), (256, 1, 1), (0, 0, 0), 2, WARP_OUT_OF_RANGE_ADDRESS, "atomic",
-                       "shared", 4, "out-of-bounds", visit=2),
+                       "shared", 4, "out-of-bounds", visit=2, shared_mem_size=MOE_SHARED_BYTES),
         # the same, launched in clusters of 2 (block 1: rank 1), on the architectures with them
         "moe-cluster": _Recipe("moe_align", "shared-out-of-range", (BUFFER, OTHER_BUFFER, 1024),
                                (2, 1, 1), (256, 1, 1), (1, 0, 0), 2, WARP_OUT_OF_RANGE_ADDRESS,
                                "atomic", "shared", 4, "out-of-bounds", visit=2,
-                               cluster_dim=(2, 1, 1), archs=("sm_90", "sm_100")),
+                               shared_mem_size=MOE_SHARED_BYTES, cluster_dim=(2, 1, 1),
+                               archs=("sm_90", "sm_100")),
     }
 
 

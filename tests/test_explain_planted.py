@@ -112,7 +112,8 @@ def _matches(root, planted: PlantedRoot) -> bool:
     if planted.kind == "special":
         return planted.name in root.name
     said = f"{root.name} {root.detail or ''}"
-    return bool(re.search(rf"\belement {planted.element}\b", said)
+    # "element 320 of param 0", "element threadIdx.x = 32 of parameter 0"
+    return bool(re.search(rf"\belement\b[^,;]*?(?<![\w.]){planted.element}\b", said)
                 and re.search(rf"\bparam(?:eter)? {planted.param_ordinal}\b", said))
 
 
