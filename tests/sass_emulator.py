@@ -181,8 +181,12 @@ class _Thread:
         if not match:
             raise Unmodelled(f"predicate {text!r}")
         negate, kind, which = match.groups()
-        got = True if which == "T" else (self.p if kind == "P" else self.up).get(int(which), False)
-        return got != bool(negate)
+        if which == "T":
+            return not negate
+        bank = self.p if kind == "P" else self.up
+        if int(which) not in bank:
+            raise Unmodelled(f"{kind}{which} read before any write")
+        return bank[int(which)] != bool(negate)
 
     def address(self, text: str) -> int:
         """A memory operand's address: registers (``.64`` pairs, ``.X4`` scaled), URs, offset."""

@@ -180,6 +180,7 @@ def test_emulator_runs_a_loop_to_the_requested_visit():
     (("MOV R2, 0x40", "MOV R3, RZ", "LDG.E R0, [R2.64]", "STG.E [R0.64], R1"), "not in the chosen memory"),
     (("LDC R0, c[0x0][0x300]", "STG.E [R0.64], R1"), "not a launch slot"),
     (("EXIT", "STG.E [R0.64], R1"), "exited"),
+    (("@P1 MOV R0, RZ", "STG.E [R0.64], R1"), "P1 read before any write"),
 ])
 def test_emulator_raises_rather_than_guess(texts, why):
     with pytest.raises(Unmodelled, match=why):
