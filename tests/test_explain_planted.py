@@ -2,11 +2,13 @@
 
 Every planted kernel (fixtures/kernels: a global store indexed from blockIdx, a local-array
 overflow, an ``extern __shared__`` overflow, a null and a misaligned pointer argument, the MoE
-shared atomic, alone and in a cluster) on sm_80, sm_90 and sm_100, in a SYNTHETIC dump (tests/coredump_builder.py) whose
-faulting warp holds the registers tests/sass_emulator.py computes by running the real nvcc-built
-SASS forward from chosen roots. The expected space, address, verdict and roots come from the .cu
-source (tests/scenarios.py ``_source_truth``), never from crashlab; the emulator's address must
-equal the source's before any explanation is compared with it.
+shared atomic, alone and in a cluster) on sm_80, sm_90 and sm_100, in a SYNTHETIC dump
+(tests/coredump_builder.py) whose faulting warp holds the registers tests/sass_emulator.py
+computes by running the real nvcc-built SASS forward from chosen roots. The expected space,
+address, verdict and roots come from the .cu source (tests/scenarios.py ``_source_truth``), never
+from crashlab; the emulator's address must equal the source's, and NVIDIA's cuda-gdb must read
+the same registers, before any explanation is compared with it. The same dumps with the address
+register moved off what the code computes must give trust "mismatch".
 """
 
 from __future__ import annotations
