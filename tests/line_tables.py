@@ -185,12 +185,16 @@ def agreement(data: bytes, judged: bytes | None = None) -> Agreement:
 
 def apply_line_relocations(cubin: bytes) -> bytes:
     """``cubin`` (relocated, symbols absolute) with its .rela.debug_line applied, as a driver may
-    apply it: each R_CUDA_64 target gets the symbol's value plus the addend."""
+    apply it: each R_CUDA_64 target gets the symbol's value plus the addend (sm_80 cubins have a
+    .rel.debug_line instead, whose addends are the bytes at the target)."""
     image = bytearray(cubin)
     elf = ELFFile(io.BytesIO(cubin))
     table = elf.get_section_by_name(".debug_line")
     symbols = elf.get_section_by_name(".symtab")
-    for relocation in elf.get_section_by_name(".rela.debug_line").iter_relocations():
-        value = symbols.get_symbol(relocation["r_info_sym"])["st_value"] + relocation["r_addend"]
-        struct.pack_into("<Q", image, table["sh_offset"] + relocation["r_offset"], value)
+    relocations = elf.get_section_by_name(".rela.debug_line") or elf.get_section_by_name(".rel.debug_line")
+    for relocation in relocations.iter_relocations():
+        at = table["sh_offset"] + relocation["r_offset"]
+        addend = relocation["r_addend"] if relocation.is_RELA() else struct.unpack_from("<Q", image, at)[0]
+        value = symbols.get_symbol(relocation["r_info_sym"])["st_value"] + addend
+        struct.pack_into("<Q", image, at, value)
     return bytes(image)

@@ -8,10 +8,13 @@ the .cu file itself, not from crashlab.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from .coredump_builder import (
     CTA,
+    CUBINS,
+    REGISTERS_PER_LANE,
     SM,
     Context,
     Device,
@@ -248,3 +251,279 @@ def every_section_type() -> Scenario:
         lane.local_memory = 256
         lane.backtrace = [(0x40, device.grids[0].function_entry + 0x40)]
     return scenario
+
+
+# -- the fault explained (issue 26 §6): planted kernels, registers from a forward run -----------
+#: The architectures every planted case is built for (fixtures/kernels/build_cubins.sh, EXPLAINED).
+EXPLAINED_ARCHS = ("sm_80", "sm_90", "sm_100")
+EXPLAINED_DEVICES = {"sm_80": "NVIDIA A100-SXM4-80GB", "sm_90": "NVIDIA H100 80GB HBM3",
+                     "sm_100": "NVIDIA B200"}
+#: Chosen roots: two cudaMalloc'd buffers, the initial stack pointer (bank 0) and the global
+#: memory descriptor the `desc[UR]` operands name (it is no part of an address).
+BUFFER = 0x7F40_0000_0000
+OTHER_BUFFER = 0x7F40_0010_0000
+STACK_TOP = 0xFFFCC0
+MEMORY_DESCRIPTOR = 0x10_0000_0000_0020
+#: What a register the forward run never wrote holds in the dump (R0..R31 as UNWRITTEN + n).
+UNWRITTEN = 0xBAD0_0000
+#: The garbage expert id of the MoE story, read at the second trip through its loop.
+MOE_GARBAGE_ID = 1999
+#: moe_align.cu's shared memory: `__shared__ int counts[kNumExperts]`, 64 experts.
+MOE_SHARED_BYTES = 64 * 4
+#: local_overflow.cu's pick (its main() fills the picks with 0x40 bytes) and its array's length.
+LOCAL_PICK = 0x40404040
+LOCAL_SLOTS = 16
+
+
+def local_frame() -> int:
+    """Where pick_from_local's scratch[] starts: its frame is the array, below the stack top."""
+    return STACK_TOP - LOCAL_SLOTS * 4
+
+
+@dataclass(frozen=True)
+class PlantedRoot:
+    """One root of the faulting address: a parameter (ordinal), a special register ('blockIdx.x')
+    or a value a load read (from parameter ``param_ordinal`` at ``element``); ``value`` is what
+    it held for the shown lane."""
+
+    kind: str
+    value: int
+    param_ordinal: int | None = None
+    name: str | None = None
+    element: int | None = None
+
+
+@dataclass(frozen=True)
+class PlantedTruth:
+    """What the source says the faulting access was, for the shown lane."""
+
+    case: str
+    arch: str
+    kernel: str
+    access: str
+    space: str
+    address: int
+    access_bytes: int
+    verdict: str
+    roots: tuple[PlantedRoot, ...]
+    #: registers of the shown lane the forward run never wrote (they hold UNWRITTEN + n)
+    never_written: tuple[int, ...] = ()
+    #: the address as the .cu source computes it (the emulator's must equal it)
+    source_address: int = 0
+
+
+@dataclass(frozen=True)
+class _Recipe:
+    """How one planted case is launched and what its source says about the shown lane."""
+
+    program: str
+    tag: str
+    params: tuple[int, ...]
+    grid_dim: tuple[int, int, int]
+    block_dim: tuple[int, int, int]
+    block_idx: tuple[int, int, int]
+    warp: int
+    exception: int
+    access: str
+    space: str
+    access_bytes: int
+    verdict: str
+    visit: int = 1
+    global_memory: tuple[tuple[int, int], ...] = ()
+    #: a warp row with sharedMemSize (48 bytes); otherwise the 40-byte rows of drivers before it
+    shared_mem_size: int | None = None
+    #: a cluster launch (sm_90+): the CTA's rank in it lands in bits 24+ of shared addresses
+    cluster_dim: tuple[int, int, int] = (0, 0, 0)
+    archs: tuple[str, ...] = EXPLAINED_ARCHS
+
+    @property
+    def cta_rank(self) -> int:
+        return self.block_idx[0] % self.cluster_dim[0] if self.cluster_dim[0] else 0
+
+
+def _recipes() -> dict[str, _Recipe]:
+    """The planted cases; the launch of each is its .cu file's main()."""
+    return {
+        # write_past_end<<<4, 256>>>(data, 1024): block 1, thread 32, idx 288. The dump holds
+        # the 4 KiB allocation as a global segment and the store lands 1.1 GiB past it; a dump
+        # has no allocation table (shared/reference/fault-explanation.md), so even outside every
+        # segment it holds no bound is asserted
+        "global-store": _Recipe("illegal_address", "illegal-address", (BUFFER, 1024), (4, 1, 1),
+                                (256, 1, 1), (1, 0, 0), 1, WARP_ILLEGAL_ADDRESS, "store", "global",
+                                4, "undetermined", global_memory=((BUFFER, 4096),)),
+        # ... and with no global memory in the dump (skip_global_memory)
+        "global-store-undumped": _Recipe("illegal_address", "illegal-address", (BUFFER, 1024),
+                                         (4, 1, 1), (256, 1, 1), (1, 0, 0), 1,
+                                         WARP_ILLEGAL_ADDRESS, "store", "global", 4,
+                                         "undetermined"),
+        # pick_from_local<<<1, 64>>>(picks, out, 7), every pick 0x40404040
+        "local-overflow": _Recipe("local_overflow", "local-overflow", (BUFFER, OTHER_BUFFER, 7),
+                                  (1, 1, 1), (64, 1, 1), (0, 0, 0), 1, WARP_OUT_OF_RANGE_ADDRESS,
+                                  "load", "local", 4, "out-of-bounds"),
+        # spread_dynamic_shared<<<1, 64, 256>>>(out, 4096)
+        "dynamic-shared": _Recipe("dynamic_shared", "dynamic-shared", (BUFFER, 4096), (1, 1, 1),
+                                  (64, 1, 1), (0, 0, 0), 1, WARP_OUT_OF_RANGE_ADDRESS, "store",
+                                  "shared", 4, "undetermined"),
+        # ... with the warp row's sharedMemSize (r570+) holding the launch's 256 dynamic bytes;
+        # whether a driver counts sm_90's 1 KiB reserve in it is unverified: the address is past
+        # either reading
+        "dynamic-shared-recorded": _Recipe("dynamic_shared", "dynamic-shared", (BUFFER, 4096),
+                                           (1, 1, 1), (64, 1, 1), (0, 0, 0), 1,
+                                           WARP_OUT_OF_RANGE_ADDRESS, "store", "shared", 4,
+                                           "out-of-bounds", shared_mem_size=64 * 4),
+        # scale_rows<<<1, 64>>>(nullptr, out, 64)
+        "null-argument": _Recipe("null_argument", "null-argument", (0, BUFFER, 64), (1, 1, 1),
+                                 (64, 1, 1), (0, 0, 0), 1, WARP_ILLEGAL_ADDRESS, "load", "global",
+                                 4, "null"),
+        # fill_counts<<<1, 32>>>(bytes + 2, 7)
+        "misaligned-argument": _Recipe("misaligned_argument", "misaligned-argument",
+                                       (BUFFER + 2, 7), (1, 1, 1), (32, 1, 1), (0, 0, 0), 0,
+                                       WARP_MISALIGNED_ADDRESS, "store", "global", 4,
+                                       "misaligned"),
+        # moe_align_block_size<<<1, 256>>>(topk_ids, counts, 512 * 2): warp 2 (threads 64..95)
+        # skips the zeroing loop (64 experts) and faults on its second trip, element tid + 256.
+        # The warp row records the block's shared memory (r570+): the 0x100 bytes of counts[],
+        # no dynamic shared memory; without it a dump cannot rule out dynamic shared memory
+        # past the static array (then: undetermined, as for dynamic-shared)
+        "moe": _Recipe("moe_align", "shared-out-of-range", (BUFFER, OTHER_BUFFER, 1024),
+                       (1, 1, 1), (256, 1, 1), (0, 0, 0), 2, WARP_OUT_OF_RANGE_ADDRESS, "atomic",
+                       "shared", 4, "out-of-bounds", visit=2, shared_mem_size=MOE_SHARED_BYTES),
+        # the same, launched in clusters of 2 (block 1: rank 1), on the architectures with them
+        "moe-cluster": _Recipe("moe_align", "shared-out-of-range", (BUFFER, OTHER_BUFFER, 1024),
+                               (2, 1, 1), (256, 1, 1), (1, 0, 0), 2, WARP_OUT_OF_RANGE_ADDRESS,
+                               "atomic", "shared", 4, "out-of-bounds", visit=2,
+                               shared_mem_size=MOE_SHARED_BYTES, cluster_dim=(2, 1, 1),
+                               archs=("sm_90", "sm_100")),
+    }
+
+
+#: Every (case, architecture) a planted scenario exists for.
+EXPLAINED = tuple((case, arch) for case, recipe in _recipes().items() for arch in recipe.archs)
+_MARKED_LANES = (0, 1, 2, 3)
+
+
+def _shared_base(arch: str, recipe: _Recipe) -> int:
+    """Where a kernel's shared arrays start in its window: after the 1 KiB the system reserves on
+    sm_90+, with the CTA's rank in its cluster in bits 24+."""
+    return 0 if arch == "sm_80" else recipe.cta_rank << 24 | 0x400
+
+
+def _source_truth(case: str, arch: str, recipe: _Recipe, tid: int) -> tuple[int, tuple[PlantedRoot, ...]]:
+    """The shown lane's faulting address and its roots, as the .cu source computes them."""
+    params = recipe.params
+    tid_root = PlantedRoot("special", tid, name="threadIdx.x")
+    param0 = PlantedRoot("param", params[0], param_ordinal=0)
+    if recipe.program == "illegal_address":
+        idx = recipe.block_idx[0] * recipe.block_dim[0] + tid
+        return params[0] + idx * 1024 * 1024 * 4, (
+            param0, PlantedRoot("special", recipe.block_idx[0], name="blockIdx.x"),
+            PlantedRoot("special", recipe.block_dim[0], name="blockDim.x"), tid_root)
+    if recipe.program == "local_overflow":
+        return (local_frame() + LOCAL_PICK * 4) & 0xFFFF_FFFF, (
+            PlantedRoot("load", LOCAL_PICK, param_ordinal=0, element=tid),)
+    if recipe.program == "dynamic_shared":
+        return _shared_base(arch, recipe) + tid * params[1] * 4, (
+            PlantedRoot("param", params[1], param_ordinal=1), tid_root)
+    if recipe.program in ("null_argument", "misaligned_argument"):
+        return params[0] + tid * 4, (param0, tid_root)
+    element = tid + recipe.block_dim[0] * (recipe.visit - 1)
+    return _shared_base(arch, recipe) + MOE_GARBAGE_ID * 4, (
+        PlantedRoot("load", MOE_GARBAGE_ID, param_ordinal=0, element=element),)
+
+
+def _chosen_memory(recipe: _Recipe, tids: range) -> dict[int, int]:
+    """What the faulting warp's loads read: every pick LOCAL_PICK (local_overflow); topk_ids as
+    the gate kernel left it (moe_align): valid ids on the first trip, the garbage id on the
+    second for the marked lanes."""
+    if recipe.program == "local_overflow":
+        return {BUFFER + 4 * tid: LOCAL_PICK for tid in tids}
+    if recipe.program != "moe_align":
+        return {}
+    memory = {}
+    for lane, tid in enumerate(tids):
+        memory[BUFFER + 4 * tid] = tid % 64
+        garbage = lane in _MARKED_LANES
+        memory[BUFFER + 4 * (tid + recipe.block_dim[0])] = MOE_GARBAGE_ID if garbage else tid % 64
+    return memory
+
+
+def _param_bytes(cubin: bytes, kernel: str, values: tuple[int, ...]) -> tuple[bytes, int]:
+    """The parameter buffer with ``values`` at the offsets and sizes the cubin gives, and where
+    the parameter area starts in bank 0."""
+    from crashlab.cubin_info import kernel_param_layout
+
+    layout, why = kernel_param_layout(cubin, kernel)
+    if layout is None or layout.cbank_offset is None:
+        raise ValueError(f"{kernel}: no parameter layout ({why})")
+    buffer = bytearray(max(p.offset + p.size for p in layout.params))
+    for param, value in zip(layout.params, values, strict=True):
+        buffer[param.offset:param.offset + param.size] = (value % (1 << 8 * param.size)).to_bytes(
+            param.size, "little")
+    return bytes(buffer), layout.cbank_offset
+
+
+def _contradict(registers: list[int], instruction) -> None:
+    """Move the address the faulting operand's first register holds by 0x1000: a dump whose
+    registers the code cannot have computed from any root."""
+    from .sass_emulator import memory_operand
+
+    first = re.search(r"\bR(\d+)", memory_operand(instruction))
+    registers[int(first[1])] = (registers[int(first[1])] + 0x1000) & 0xFFFF_FFFF
+
+
+def explained(case: str, arch: str, *, contradicted: bool = False) -> Scenario:
+    """A planted fault (fixtures/kernels) as the driver would dump it: the faulting warp's lanes
+    hold the registers tests/sass_emulator.py computes from the chosen roots, run forward from
+    the kernel's entry to the FAULT marker; the parameter buffer holds the roots. Returns the
+    scenario with notes["truth"], the PlantedTruth from the .cu source. ``contradicted``: the
+    faulting lanes' address register is moved off what the code computes (trust: mismatch)."""
+    from .sass_emulator import Launch, function_listing, run_to
+
+    recipe = _recipes()[case]
+    marker = markers()[f"{recipe.program}.{arch}.cubin:{recipe.tag}"]
+    kernel = marker.function
+    cubin = load_cubin(marker.cubin)
+    params, bank_offset = _param_bytes(cubin, kernel, recipe.params)
+    listing = function_listing(str(CUBINS / marker.cubin), kernel)
+    tids = range(32 * recipe.warp, 32 * recipe.warp + 32)
+    memory = _chosen_memory(recipe, tids)
+    stops = [run_to(listing, Launch(arch, params, bank_offset, (tid, 0, 0), recipe.block_idx,
+                                    recipe.block_dim, recipe.grid_dim, STACK_TOP, MEMORY_DESCRIPTOR,
+                                    recipe.cta_rank, memory), marker.function_offset,
+                    visit=recipe.visit)
+             for tid in tids]
+    uniform = stops[0].uniform_registers
+    if any(s.uniform_registers != uniform for s in stops):
+        raise ValueError(f"{case} {arch}: lanes disagree on uniform registers")
+    code = relocate(cubin, CODE_BASE)
+    entry = code.addresses[f".text.{kernel}"]
+    pc = entry + marker.function_offset
+    lanes = [Lane(ln, (tid, 0, 0), pc=pc, exception=recipe.exception if ln in _MARKED_LANES else 0,
+                  registers=s.register_list(REGISTERS_PER_LANE, UNWRITTEN),
+                  predicates=s.predicate_list())
+             for ln, (tid, s) in enumerate(zip(tids, stops))]
+    if contradicted:
+        for ln in _MARKED_LANES:
+            _contradict(lanes[ln].registers, stops[ln].instruction)
+    warp = Warp(recipe.warp, lanes, error_pc=pc, broken=1, shared_mem_size=recipe.shared_mem_size or 0,
+                uniform_registers=[uniform.get(u, UNWRITTEN + u) for u in range(63)],
+                uniform_predicates=[0] * 7)
+    grid = Grid(7, kernel, entry, 0x5550_0000, grid_dim=recipe.grid_dim, block_dim=recipe.block_dim,
+                cluster_dim=recipe.cluster_dim, params=params)
+    cluster_idx = (recipe.block_idx[0] // recipe.cluster_dim[0], 0, 0) if recipe.cta_rank else (0, 0, 0)
+    cta = CTA(7, recipe.block_idx, [warp], cluster_idx=cluster_idx, cluster_dim=recipe.cluster_dim)
+    sm = SM(3, [cta], exception=recipe.exception, error_pc=pc)
+    device = Device(name=EXPLAINED_DEVICES[arch], sm_type=arch, sms=[sm], grids=[grid],
+                    contexts=[Context(0x1000, [Module(0x5550_0000, code.data)])])
+    rows = {} if recipe.shared_mem_size is not None else {"warp": 40}
+    spec = Spec([device], rows=rows, global_memory=list(recipe.global_memory))
+    shown = stops[0]
+    address, roots = _source_truth(case, arch, recipe, tids[0])
+    truth = PlantedTruth(case, arch, kernel, recipe.access, recipe.space, shown.address,
+                         recipe.access_bytes, recipe.verdict, roots,
+                         tuple(shown.never_written(REGISTERS_PER_LANE)), source_address=address)
+    planted = Planted(exception=recipe.exception, device=0, sm=3, warp=recipe.warp, lane=0,
+                      block_idx=recipe.block_idx, thread_idx=(tids[0], 0, 0), grid_id=7,
+                      kernel=kernel, pc=pc, function_offset=marker.function_offset, marker=marker,
+                      registers=lanes[0].registers, faulting_lanes=len(_MARKED_LANES))
+    return Scenario(spec, planted, notes={"truth": truth, "stopped": shown})
