@@ -398,7 +398,7 @@ def _run_nvdisasm(data: bytes, tool: str) -> dict[str, list[Instruction]] | str:
     return split_listing(done.stdout)
 
 
-_SECTION_HEADER = re.compile(r"^//-+ (\.text\.\S+) -+$", re.M)
+_SECTION_HEADER = re.compile(r"^//-+ (\.text\.\S+) +-+$", re.M)
 
 
 def split_listing(listing: str) -> dict[str, list[Instruction]]:

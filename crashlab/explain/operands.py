@@ -9,6 +9,7 @@ it only stops the slice at that operand with a reason.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -90,6 +91,8 @@ class MemoryOperand:
     descriptor: Register | None = None
     #: a constant-bank reference read as a memory operand: its bank (``c[0x3][R2]``)
     bank: int | None = None
+    #: what the general register is multiplied by (``[R0.X4]``)
+    scale: int = 1
 
     @property
     def wide(self) -> bool:
@@ -123,11 +126,15 @@ def _integer(text: str) -> int | None:
     return int(text, 0) if _IMMEDIATE.match(text) else None
 
 
-def _address_terms(inner: str) -> tuple[Register | None, Register | None, int] | None:
-    """The terms of ``R2.64+UR4+-0x10``: at most one general register, one uniform register
-    and immediates (summed); None on anything else."""
+#: ``[R0.X4]``: the general register of an address scaled by its element size (sm_80 and older)
+_SCALES = {"X4": 4, "X8": 8, "X16": 16}
+
+
+def _address_terms(inner: str) -> tuple[Register | None, Register | None, int, int] | None:
+    """The terms of ``R2.64+UR4+-0x10``: at most one general register (with its ``.X4``
+    scale), one uniform register and immediates (summed); None on anything else."""
     general = uniform = None
-    offset = 0
+    offset, scale = 0, 1
     for term in (t.strip() for t in inner.replace("+-", "+~NEG~").split("+")):
         negative = term.startswith("~NEG~")
         term = term.removeprefix("~NEG~")
@@ -136,6 +143,10 @@ def _address_terms(inner: str) -> tuple[Register | None, Register | None, int] |
             offset += -value if negative else value
             continue
         register = None if negative else parse_register(term)
+        if register is not None and not register.uniform and len(register.modifiers) == 1 \
+                and register.modifiers[0] in _SCALES:
+            scale = _SCALES[register.modifiers[0]]
+            register = dataclasses.replace(register, modifiers=())
         if register is None or register.negated or register.inverted or register.absolute:
             return None
         if register.uniform and uniform is None:
@@ -144,7 +155,7 @@ def _address_terms(inner: str) -> tuple[Register | None, Register | None, int] |
             general = register
         else:
             return None
-    return general, uniform, offset
+    return general, uniform, offset, scale
 
 
 def parse_memory_operand(text: str) -> MemoryOperand | None:
@@ -161,9 +172,9 @@ def parse_memory_operand(text: str) -> MemoryOperand | None:
         descriptor = parse_register(match["descriptor"])
         if descriptor is None:
             return None
-    general, uniform, offset = terms
+    general, uniform, offset, scale = terms
     return MemoryOperand(text=text.strip(), register=general, uniform=uniform, offset=offset,
-                         descriptor=descriptor)
+                         descriptor=descriptor, scale=scale)
 
 
 def parse_constant(text: str) -> ConstantRef | None:
@@ -173,8 +184,8 @@ def parse_constant(text: str) -> ConstantRef | None:
     terms = _address_terms(match["inner"])
     if terms is None:
         return None
-    general, uniform, offset = terms
-    if general is not None and uniform is not None:
+    general, uniform, offset, scale = terms
+    if (general is not None and uniform is not None) or scale != 1:
         return None
     return ConstantRef(bank=int(match["bank"], 0), offset=offset, register=general or uniform,
                        negated=match["neg"] == "-")
@@ -243,5 +254,5 @@ def effective_address(operand: MemoryOperand, registers: RegisterFile,
         value = register_value(register, registers, uniform_registers)
         if value is None:
             return None
-        total += value
+        total += value if register.uniform else value * operand.scale
     return total & (_MASK64 if operand.wide else _MASK32)

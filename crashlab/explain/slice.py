@@ -30,6 +30,20 @@ _LAUNCH_SLOTS = {0x0: "blockDim.x", 0x4: "blockDim.y", 0x8: "blockDim.z",
                  0xC: "gridDim.x", 0x10: "gridDim.y", 0x14: "gridDim.z"}
 #: c[0x0][0x28]: the stack's top, where R1 starts (LDC R1, c[0x0][0x28] opens every kernel)
 STACK_SLOT = 0x28
+#: Where the parameters start in bank 0 on sm_100 and later (0x380): there the launch slots
+#: sit just below them, blockDim/gridDim at 0x360..0x374 and the stack top at 0x37c, as the
+#: SASS of the sm_100 fixture kernels reads them (LDC R1, c[0x0][0x37c] opens each)
+_BLACKWELL_PARAMS = 0x380
+_BLACKWELL_LAUNCH, _BLACKWELL_STACK = 0x360, 0x37C
+
+
+def launch_slots(cbank_offset: int | None) -> tuple[int, int]:
+    """(offset of blockDim.x, offset of the stack top) in bank 0, by where the parameters
+    start: the launch slots moved from the bank's start to below the parameters on sm_100."""
+    if cbank_offset is not None and cbank_offset >= _BLACKWELL_PARAMS:
+        return cbank_offset - (_BLACKWELL_PARAMS - _BLACKWELL_LAUNCH), \
+            cbank_offset - (_BLACKWELL_PARAMS - _BLACKWELL_STACK)
+    return 0, STACK_SLOT
 _SPECIALS = {"SR_TID.X": "threadIdx.x", "SR_TID.Y": "threadIdx.y", "SR_TID.Z": "threadIdx.z",
              "SR_CTAID.X": "blockIdx.x", "SR_CTAID.Y": "blockIdx.y", "SR_CTAID.Z": "blockIdx.z",
              "SR_CgaCtaId": "ctaRank", "SR_LANEID": "laneId"}
@@ -93,7 +107,9 @@ class Slicer:
     def address(self, operand: MemoryOperand, at: int) -> Value:
         """The value of a memory operand's address at instruction ``at``: the sum of its terms;
         an element of a parameter's array where its one register is one (``&arg0[i]``)."""
-        parts = [self._register(r, at, pair=operand.wide) for r in operand.registers()]
+        parts = [self._scaled(self._register(r, at, pair=operand.wide), operand.scale)
+                 if r is operand.register else self._register(r, at, pair=operand.wide)
+                 for r in operand.registers()]
         element = parts[0].element if len(parts) == 1 else None
         if element is not None and operand.offset:
             ordinal, index, size = element
@@ -109,6 +125,13 @@ class Slicer:
         mask = MASK64 if operand.wide else MASK32
         return Value(None if total is None else total & mask,
                      " + ".join(p.text for p in parts), element=element)
+
+    @staticmethod
+    def _scaled(part: Value, scale: int) -> Value:
+        """``R0.X4``: the register's value times its scale (an index, no longer an element)."""
+        if scale == 1:
+            return part
+        return Value(None if part.value is None else part.value * scale, f"{part.text}*{scale}")
 
     @property
     def resolved(self) -> int:
@@ -318,14 +341,15 @@ class Slicer:
 
     def _slot(self, offset: int, words: int) -> Value:
         """A word (or pair) of constant bank 0: a launch dimension or a parameter."""
-        if offset in _LAUNCH_SLOTS and words == 1:
-            name = _LAUNCH_SLOTS[offset]
-            value = self.launch.slots.get(offset)
+        launch, stack = launch_slots(self.params.cbank_offset)
+        if offset - launch in _LAUNCH_SLOTS and words == 1:
+            name = _LAUNCH_SLOTS[offset - launch]
+            value = self.launch.slots.get(offset - launch)
             self._root(model.Root(kind="special", name=name, provenance="launch",
                                   value=None if value is None else f"{value:#x}"))
             return Value(value, name)
-        if offset == STACK_SLOT and words == 1:
-            self._root(model.Root(kind="special", name="stack top (c[0x0][0x28])"))
+        if offset == stack and words == 1:
+            self._root(model.Root(kind="special", name=f"stack top (c[0x0][{stack:#x}])"))
             return Value(None, "stackTop")
         base = self.params.cbank_offset
         if base is None or offset < base:
