@@ -9,7 +9,9 @@ cuda-gdb: ``cuda-gdb -nx -batch -ex 'target cudacore DUMP' -ex 'info cuda kernel
 cuda-gdb does not disassemble there, crashlab does; so the small dump is also timed with cuda-gdb
 running ``x/17i $pc`` after ``bt`` (both pay for a disassembler), and with ``crashlab inspect
 --no-sass`` (neither does). ``--breakdown`` times the parts of crashlab's run on the small dump:
-interpreter start, importing the CLI, nvdisasm alone on that dump's cubin.
+interpreter start, importing the CLI, nvdisasm alone on that dump's cubin. crashlab's runs find
+the SASS listing that the warm-up run cached (a user's second inspect of the same kernel), except
+the "empty cache" case, which gives each run a fresh XDG_CACHE_HOME (nvdisasm runs every time).
 
 Dumps: the bundled SYNTHETIC fixture and SYNTHETIC builder dumps made by benchmarks/
 bench_inspect.py's grid_spec (cached in --keep): half an H100 with 4 GiB of sparse memory, two
@@ -62,10 +64,14 @@ class Case:
     dump: str
     gdb_commands: list[str]
     crashlab_options: tuple[str, ...] = ()
+    #: crashlab starts each run with an empty SASS cache (a fresh XDG_CACHE_HOME); the other
+    #: cases find the listing the warm-up run cached, as a user's second inspect does
+    cold_cache: bool = False
 
 
 CASES = [
     Case("moe_align", "moe_align", GDB_COMMANDS),
+    Case("moe_align, empty cache", "moe_align", GDB_COMMANDS, cold_cache=True),
     Case("moe_align, gdb +x/17i", "moe_align", GDB_COMMANDS + ["x/17i $pc"]),
     Case("moe_align, --no-sass", "moe_align", GDB_COMMANDS, ("--no-sass",)),
     *(Case(name, name, GDB_COMMANDS) for name in BUILT),
@@ -240,8 +246,10 @@ def main() -> None:
             gdb_command += ["-ex", command]
         for _ in range(repeat):  # alternate, so that both see the same load
             warm_page_cache(path)
-            ours.append(measure([*CRASHLAB_INSPECT, *case.crashlab_options, str(path)], 600,
-                                python))
+            with tempfile.TemporaryDirectory() as cache:
+                env = {**python, "XDG_CACHE_HOME": cache} if case.cold_cache else python
+                ours.append(measure([*CRASHLAB_INSPECT, *case.crashlab_options, str(path)], 600,
+                                    env))
             warm_page_cache(path)
             theirs.append(measure(gdb_command, args.timeout))
         mine, other = median_run(ours), median_run(theirs)
