@@ -31,19 +31,26 @@ _LAUNCH_SLOTS = {0x0: "blockDim.x", 0x4: "blockDim.y", 0x8: "blockDim.z",
 #: c[0x0][0x28]: the stack's top, where R1 starts (LDC R1, c[0x0][0x28] opens every kernel)
 STACK_SLOT = 0x28
 #: Where the parameters start in bank 0 on sm_100 and later (0x380): there the launch slots
-#: sit just below them, blockDim/gridDim at 0x360..0x374 and the stack top at 0x37c, as the
-#: SASS of the sm_100 fixture kernels reads them (LDC R1, c[0x0][0x37c] opens each)
+#: sit just below them, blockDim at 0x360..0x368, gridDim at 0x370..0x378 and the stack top at
+#: 0x37c, as nvcc 13.0's sm_100 SASS reads them (LDC R1, c[0x0][0x37c] opens each kernel)
 _BLACKWELL_PARAMS = 0x380
-_BLACKWELL_LAUNCH, _BLACKWELL_STACK = 0x360, 0x37C
+_BLACKWELL_SLOTS = {0x360: "blockDim.x", 0x364: "blockDim.y", 0x368: "blockDim.z",
+                    0x370: "gridDim.x", 0x374: "gridDim.y", 0x378: "gridDim.z"}
+_BLACKWELL_STACK = 0x37C
+#: Launch.slots is keyed by the pre-sm_100 offsets
+_NAMED_SLOTS = {name: offset for offset, name in _LAUNCH_SLOTS.items()}
 
 
-def launch_slots(cbank_offset: int | None) -> tuple[int, int]:
-    """(offset of blockDim.x, offset of the stack top) in bank 0, by where the parameters
+def launch_slots(cbank_offset: int | None) -> tuple[dict[int, str], int]:
+    """(launch slots by their bank-0 offset, offset of the stack top), by where the parameters
     start: the launch slots moved from the bank's start to below the parameters on sm_100."""
     if cbank_offset is not None and cbank_offset >= _BLACKWELL_PARAMS:
-        return cbank_offset - (_BLACKWELL_PARAMS - _BLACKWELL_LAUNCH), \
-            cbank_offset - (_BLACKWELL_PARAMS - _BLACKWELL_STACK)
-    return 0, STACK_SLOT
+        moved = cbank_offset - _BLACKWELL_PARAMS
+        return {offset + moved: name for offset, name in _BLACKWELL_SLOTS.items()}, \
+            _BLACKWELL_STACK + moved
+    return _LAUNCH_SLOTS, STACK_SLOT
+
+
 _SPECIALS = {"SR_TID.X": "threadIdx.x", "SR_TID.Y": "threadIdx.y", "SR_TID.Z": "threadIdx.z",
              "SR_CTAID.X": "blockIdx.x", "SR_CTAID.Y": "blockIdx.y", "SR_CTAID.Z": "blockIdx.z",
              "SR_CgaCtaId": "ctaRank", "SR_LANEID": "laneId"}
@@ -341,10 +348,10 @@ class Slicer:
 
     def _slot(self, offset: int, words: int) -> Value:
         """A word (or pair) of constant bank 0: a launch dimension or a parameter."""
-        launch, stack = launch_slots(self.params.cbank_offset)
-        if offset - launch in _LAUNCH_SLOTS and words == 1:
-            name = _LAUNCH_SLOTS[offset - launch]
-            value = self.launch.slots.get(offset - launch)
+        slots, stack = launch_slots(self.params.cbank_offset)
+        if offset in slots and words == 1:
+            name = slots[offset]
+            value = self.launch.slots.get(_NAMED_SLOTS[name])
             self._root(model.Root(kind="special", name=name, provenance="launch",
                                   value=None if value is None else f"{value:#x}"))
             return Value(value, name)
