@@ -235,7 +235,7 @@ class Warp:
     uniform_registers: list[int] | None = None
     uniform_predicates: list[int] | None = None
     cbu_bar: bytes | None = None
-    #: the warp row's sharedMemSize (rows of 48 bytes and more, drivers r570+)
+    #: sharedMemSize (rows of 48 bytes and more, driver r570+); 0 as the builder wrote before
     shared_mem_size: int = 0
 
 
