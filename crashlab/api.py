@@ -11,6 +11,7 @@ from .report.coredump import MAX_POSITIONS, build
 from .report.model import TriageReport
 from .signature import compute as signature_of
 from .sass import CodeFinder, CodeLocation, Instruction, SassView, disassemble, instruction_at
+from .waits import explain_waits
 
 
 def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
@@ -47,6 +48,8 @@ def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
         warnings = core.warnings + location.warnings + finder.problems
         report = build(core, location, views, code, warnings,
                        _param_layouts(core, finder, location), stands)
+        if sass and not report.faults:
+            _attach_waits(report, explain_waits(core, finder))
     report.signature = signature_of(report)
     if debugger:
         from .gdb.triage import view as debugger_view  # pexpect and pygdbmi only when asked
@@ -56,6 +59,12 @@ def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
                                         load_timeout=15 * debugger_timeout,
                                         context=context)
     return report
+
+
+def _attach_waits(report: TriageReport, waits: dict[tuple[int, int], list]) -> None:
+    """A dump with no exception: what each resident kernel's warps wait for."""
+    for kernel in report.kernels:
+        kernel.waits = waits.get((kernel.device, kernel.grid_id), [])
 
 
 def _positions(location):
