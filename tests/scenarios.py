@@ -305,7 +305,7 @@ def _spinning_flag(grid_id: int, first_sm: int):
                                                     R6=flag[0], R7=flag[1]))
                           for ln in range(32)]) for w in range(2)]
         sms.append(SM(first_sm + block, [CTA(grid_id, (block, 0, 0), warps)]))
-    notes = {"spin_pcs": in_loop, "flag": HANG_FLAG, "spin_warps": 16, "spin_marker": load}
+    notes = {"spin_pcs": in_loop, "spin_entry": entry, "flag": HANG_FLAG, "spin_warps": 16, "spin_marker": load}
     return notes, grid, sms, Module(0xB2, code.data)
 
 

@@ -155,6 +155,17 @@ def test_code_that_is_not_a_polling_loop_gets_a_reason():
     assert "no guarded exit" in polling_loop(listing, tail.address)
 
 
+def test_the_scenario_s_spinning_warps_stand_in_hang_cu_s_loop(dumps):
+    """The scenario's PCs (chosen by hand from the SASS) are the loop's load, compare and back
+    edge on the `while` line, as nvdisasm lists them."""
+    scenario, _, _ = dumps["barrier"]
+    spin = scenario.notes["spin_marker"]
+    listing = {ins.address: ins for ins in _listing(spin.cubin, spin.text_section)}
+    chosen = [listing[pc - scenario.notes["spin_entry"]] for pc in scenario.notes["spin_pcs"]]
+    assert [ins.opcode.split(".")[0] for ins in chosen] == ["LDG", "ISETP", "BRA"]
+    assert all(any(place.line == spin.line for place in ins.source) for ins in chosen)
+
+
 def test_the_barrier_markers_stand_at_barriers():
     for key in ("barrier_exit.sm_90.cubin:barrier", "custom_allreduce.sm_90.cubin:peer-wait-rest"):
         marker = markers()[key]
