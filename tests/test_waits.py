@@ -113,6 +113,8 @@ def test_a_custom_all_reduce_waits_on_a_peer_at_each_block_s_slot(dumps):
     rest = _wait(kernel, "barrier")
     assert rest.warps == blocks * (scenario.notes["warps_per_block"] - 1)
     assert rest.pcs == [f"{scenario.notes['rest_pc']:#x}"]
+    assert f"{blocks} warps of those blocks are not at a barrier: what the barrier waits for" \
+        in rest.evidence
 
 
 def test_a_dump_with_a_fault_has_no_waits(build):

@@ -117,6 +117,10 @@ def _barrier_wait(grid_warps, by_pc, readings) -> model.Wait | None:
                         f"resident, {missing} exited")
     if len(short) > MAX_LISTED:
         evidence.append(f"{len(short) - MAX_LISTED} more blocks with exited warps")
+    elsewhere = sum(1 for block in blocks for at in block if id(at) not in waiting)
+    if elsewhere:
+        evidence.append(f"{count(elsewhere, 'warp')} of those blocks are not at a barrier: what "
+                        "the barrier waits for")
     lanes = _exited_lanes(grid_warps, [at for b in blocks for at in b if id(at) in waiting])
     if lanes:
         evidence.append(f"{lanes} lanes of the waiting warps exited (their warps' valid-lane masks)")
