@@ -217,3 +217,13 @@ def test_hostile_kernel_names_stay_text(build):
     ours = [line for line in md.splitlines() if line.startswith(("  - ", "- **"))]
     assert any("img" in line for line in ours)
     assert not any(re.search(r"(?<!\\)<img", line) for line in ours)  # escaped: no HTML tag
+
+
+def test_lanes_that_returned_from_a_waiting_warp_are_counted_from_its_valid_mask(build):
+    scenario = scenarios.barrier_after_exit()
+    last = scenario.spec.devices[0].sms[0].ctas[0].warps[-1]
+    gone = 8
+    last.lanes = last.lanes[:-gone]  # the driver lists valid lanes only
+    report = crashlab.inspect(build(scenario).path)
+    wait = _wait(_kernel(report, "reverse_tile"), "barrier-after-exit")
+    assert f"{gone} lanes of the waiting warps exited (their warps' valid-lane masks)" in wait.evidence
