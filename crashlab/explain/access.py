@@ -1,0 +1,95 @@
+"""What a SASS opcode does to memory: load, store, atomic or prefetch; which space; how many bytes
+per lane. The explainer needs all three to judge a faulting address (an access of 8 bytes at the
+last 4 bytes of an array is out of bounds; an 8-byte access at an address that is 4 mod 8 is
+misaligned).
+
+The table covers the opcode families nvdisasm prints for sm_70..sm_120 (LD/ST by space, atomics
+and reductions, LDGSTS, LDSM/STSM, the mbarrier SYNCS ops, constant loads). Tensor-memory and
+TMA/bulk-copy ops take their address from a descriptor or tensor memory, which the dump does not
+tie to a lane's registers: they are listed with ``undecoded`` saying so, never given an address.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+AccessKind = Literal["load", "store", "atomic", "prefetch"]
+Space = Literal["shared", "global", "local", "generic", "constant", "unknown"]
+
+NOT_DECODED = "address in a descriptor: not decoded"
+_DEFAULT_BYTES = 4
+
+#: opcode family (the text before the first dot) -> kind, space, bytes when no modifier says
+_FAMILIES: dict[str, tuple[AccessKind, Space, int | None]] = {
+    "LD": ("load", "generic", _DEFAULT_BYTES),
+    "ST": ("store", "generic", _DEFAULT_BYTES),
+    "LDG": ("load", "global", _DEFAULT_BYTES),
+    "STG": ("store", "global", _DEFAULT_BYTES),
+    "LDS": ("load", "shared", _DEFAULT_BYTES),
+    "STS": ("store", "shared", _DEFAULT_BYTES),
+    "LDL": ("load", "local", _DEFAULT_BYTES),
+    "STL": ("store", "local", _DEFAULT_BYTES),
+    "LDC": ("load", "constant", _DEFAULT_BYTES),
+    "ULDC": ("load", "constant", _DEFAULT_BYTES),
+    "LDCU": ("load", "constant", _DEFAULT_BYTES),
+    "ATOM": ("atomic", "generic", _DEFAULT_BYTES),
+    "ATOMG": ("atomic", "global", _DEFAULT_BYTES),
+    "ATOMS": ("atomic", "shared", _DEFAULT_BYTES),
+    "RED": ("atomic", "generic", _DEFAULT_BYTES),
+    "REDG": ("atomic", "global", _DEFAULT_BYTES),
+    # LDGSTS copies global to shared; the global read is the access that can fault first
+    "LDGSTS": ("load", "global", _DEFAULT_BYTES),
+    # LDSM/STSM: each lane names one 16-byte row of an 8x8 matrix of 16-bit elements
+    "LDSM": ("load", "shared", 16),
+    "STSM": ("store", "shared", 16),
+    # mbarrier operations: 64-bit atomics on a shared word
+    "SYNCS": ("atomic", "shared", 8),
+    "CCTL": ("prefetch", "generic", None),
+}
+
+#: ops whose address lives in a descriptor (TMA, bulk copy, surfaces) or tensor memory
+_DESCRIPTOR_FAMILIES: dict[str, AccessKind] = {
+    "UTMALDG": "load", "UTMASTG": "store", "UTMAREDG": "atomic", "UTMAPF": "prefetch",
+    "UBLKCP": "load", "UBLKRED": "atomic", "UBLKPF": "prefetch",
+    "LDTM": "load", "STTM": "store",
+    "SULD": "load", "SUST": "store", "SUATOM": "atomic", "SURED": "atomic",
+}
+
+#: a modifier giving the size of each lane's access
+_SIZES = {
+    "U8": 1, "S8": 1, "U16": 2, "S16": 2, "F16": 2, "BF16": 2,
+    "32": 4, "U32": 4, "S32": 4, "F32": 4, "B32": 4, "F16x2": 4, "BF16x2": 4, "F16X2": 4, "BF16X2": 4,
+    "64": 8, "U64": 8, "S64": 8, "F64": 8, "B64": 8,
+    "128": 16, "B128": 16,
+}
+
+
+@dataclass(frozen=True)
+class MemoryAccess:
+    kind: AccessKind
+    space: Space
+    #: bytes each lane reads or writes; None where the opcode does not say
+    bytes: int | None
+    #: why no address is decoded for this opcode (TMA, tensor memory), else None
+    undecoded: str | None = None
+
+
+def _size(modifiers: list[str], default: int | None) -> int | None:
+    sizes = [_SIZES[m] for m in modifiers if m in _SIZES]
+    return max(sizes) if sizes else default
+
+
+def memory_access(opcode: str) -> MemoryAccess | None:
+    """How ``opcode`` (``LDG.E.64``, ``ATOMS.POPC.INC.32``, ``UTMALDG.2D``) touches memory, None
+    for an opcode that does not."""
+    family, *modifiers = opcode.strip().split(".")
+    if family in _DESCRIPTOR_FAMILIES:
+        return MemoryAccess(_DESCRIPTOR_FAMILIES[family], "unknown", None, NOT_DECODED)
+    known = _FAMILIES.get(family)
+    if known is None:
+        return None
+    kind, space, default = known
+    if family == "CCTL" and not {"PF1", "PF2", "PF1_5", "PF2_5"} & set(modifiers):
+        return None  # cache invalidation (CCTL.IVALL, .IV): no lane address is accessed
+    return MemoryAccess(kind, space, _size(modifiers, default))
