@@ -227,3 +227,18 @@ def test_lanes_that_returned_from_a_waiting_warp_are_counted_from_its_valid_mask
     report = crashlab.inspect(build(scenario).path)
     wait = _wait(_kernel(report, "reverse_tile"), "barrier-after-exit")
     assert f"{gone} lanes of the waiting warps exited (their warps' valid-lane masks)" in wait.evidence
+
+
+def test_a_base_register_that_disagrees_with_the_parameter_buffer_is_said(build):
+    scenario = scenarios.barrier_after_exit()
+    other = scenarios.HANG_FLAG + 0x40
+    for sm in scenario.spec.devices[0].sms[1:]:  # the spinning kernel's blocks
+        for warp in sm.ctas[0].warps:
+            for lane in warp.lanes:
+                lane.registers[6] = other & 0xFFFFFFFF
+    report = crashlab.inspect(build(scenario).path)
+    wait = _wait(_kernel(report, "wait_for_flag"), "polling-memory")
+    assert wait.address == f"{other:#x}"  # what the lane polls is what its registers say
+    assert wait.root.value == f"{scenarios.HANG_FLAG:#x}"
+    assert (f"the register holds {other:#x} but the parameter buffer {scenarios.HANG_FLAG:#x}: "
+            "the register was changed after it was loaded") in wait.evidence

@@ -168,9 +168,8 @@ def _polling_wait(core, grid_warps, by_pc, readings, collective) -> model.Wait |
         sample = by_pc[pcs[0]][0]
         address = lane_address(core, sample, operand)
         evidence.append(address_evidence(sample, operand, address))
-        base = None if address is None else (address - operand.offset) & ((1 << 64) - 1)
         root = parameter_root(core, grid_warps, first_reading.location, first_reading.listing,
-                              first_reading.polling, operand, base, evidence)
+                              first_reading.polling, operand, sample, evidence)
         evidence += _spread(core, by_pc, readings, pcs)
     shown = f"{address:#x}" if address is not None else None
     polls = f"polling {shown}" if shown else "polling memory"

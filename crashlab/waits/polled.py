@@ -10,80 +10,74 @@ offset) is left without a root, and the evidence says so.
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
-
 from ..coredump.core import CoreDump
 from ..cubin_info import ParamLayout, kernel_param_layout
 from ..demangle import demangle
+from ..explain.operands import (MemoryOperand, Register, effective_address, parse_constant,
+                                parse_memory_operand, register_value)
+from ..notation import dim
 from ..report import model
 from ..report.params import argument_types, kernel_params
 from ..sass import CodeLocation, Instruction
 from .shape import Polling, definition_before, reaching_definition
 from .stand import GridWarps, WarpAt
 
-_CONSTANT = re.compile(r"^c\[0x0\]\[(0x[0-9a-fA-F]+)\]$")
-_MEMORY = re.compile(r"\[(R\d+)(\.64)?(?:\s*\+\s*(0x[0-9a-fA-F]+|-?\d+))?\]$")
+
+def address_operand(load: Instruction) -> MemoryOperand | None:
+    """The load's memory operand (crashlab.explain's grammar); None where it does not read."""
+    return next((found for found in map(parse_memory_operand, load.operands) if found), None)
 
 
-@dataclass(frozen=True)
-class AddressOperand:
-    """The load's address: a register (a pair for ``.64``) plus an offset."""
-
-    base: str
-    wide: bool
-    offset: int
-
-    def __str__(self) -> str:
-        return f"{self.base}.64" if self.wide else self.base
+def base_register(operand: MemoryOperand) -> Register | None:
+    """The register the address is based on: the general one, else the uniform one."""
+    return next(iter(operand.registers()), None)
 
 
-def address_operand(load: Instruction) -> AddressOperand | None:
-    """TEMPORARY until crashlab.explain.operands lands."""
-    operand = next((op for op in load.operands if "[" in op), None)
-    match = _MEMORY.search(operand or "")
-    if match is None:
-        return None
-    return AddressOperand(match[1], bool(match[2]), int(match[3], 0) if match[3] else 0)
-
-
-def _pair(registers: list[int] | None, name: str, wide: bool) -> int | None:
-    """The value of R<n> (with R<n+1> as its high half for a 64-bit address) in the dump."""
-    number = int(name[1:])
-    if registers is None or number + wide >= len(registers):
-        return None
-    low = registers[number]
-    return low | (registers[number + 1] << 32) if wide else low
-
-
-def lane_address(core: CoreDump, at: WarpAt, operand: AddressOperand) -> int | None:
-    """The address the warp's speaking lane polls, from its dumped registers; None where the
-    dump holds none."""
+def lane_registers(core: CoreDump, at: WarpAt) -> tuple[list[int], list[int]]:
+    """The speaking lane's registers and its warp's uniform registers, as the dump holds them
+    (empty where it holds none: every value read from them is then undetermined)."""
     registers = core.registers(at.head) if at.head else None
-    value = _pair(registers, operand.base, operand.wide)
-    return None if value is None else (value + operand.offset) & ((1 << 64) - 1)
+    return registers or [], core.uniform_registers(at.warp) or []
 
 
-def address_evidence(at: WarpAt, operand: AddressOperand, address: int | None) -> str:
-    who = f"lane {at.head.ln} of warp {at.warp.warp_id}, block {_dim(at.cta.block_idx)}" \
+def lane_address(core: CoreDump, at: WarpAt, operand: MemoryOperand) -> int | None:
+    """The address the warp's speaking lane polls, from its dumped registers; None where the
+    dump lacks a register it needs."""
+    return effective_address(operand, *lane_registers(core, at))
+
+
+def shown(register: Register) -> str:
+    """``R6.64`` for a pair, ``R6`` for one register."""
+    return f"{register.name}.64" if register.wide else register.name
+
+
+def _terms(operand: MemoryOperand) -> str:
+    """The address as the sum it is: ``R6.64``, ``R2 + UR4 + 0x10`` (no cache descriptor)."""
+    terms = [shown(register) for register in operand.registers()]
+    return " + ".join(terms + ([f"{operand.offset:#x}"] if operand.offset or not terms else []))
+
+
+def address_evidence(at: WarpAt, operand: MemoryOperand, address: int | None) -> str:
+    who = f"lane {at.head.ln} of warp {at.warp.warp_id}, block {dim(at.cta.block_idx)}" \
         if at.head else "a warp with no active lane"
     if address is None:
-        return f"the dump holds no {operand} for {who}: polled address undetermined"
-    plus = f" + {operand.offset:#x}" if operand.offset else ""
-    return f"polled address {address:#x} = {operand}{plus} of {who} (dumped registers)"
-
-
-def _dim(value) -> str:
-    return "(" + ",".join(str(v) for v in value) + ")"
+        return f"the dump lacks a register of {_terms(operand)} for {who}: polled address " \
+               "undetermined"
+    return f"polled address {address:#x} = {_terms(operand)} of {who} (dumped registers)"
 
 
 def parameter_root(core: CoreDump, grid_warps: GridWarps, location: CodeLocation,
-                   listing: list[Instruction], polling: Polling, operand: AddressOperand,
-                   value: int | None, evidence: list[str]) -> model.Root | None:
+                   listing: list[Instruction], polling: Polling, operand: MemoryOperand,
+                   sample: WarpAt, evidence: list[str]) -> model.Root | None:
     """The parameter the polled address's base register was loaded from, where it was loaded
-    straight from the parameter area; else None, with the reason added to ``evidence``.
-    ``value`` (the register's dumped value, less the offset) is compared with the buffer's."""
-    base = operand.base
+    straight from the parameter area; else None, with the reason added to ``evidence``. The
+    sample lane's dumped base register is compared with the parameter buffer's value."""
+    register = base_register(operand)
+    if register is None:
+        evidence.append(f"the address {operand.text} has no register: a fixed address")
+        return None
+    value = register_value(register, *lane_registers(core, sample))
+    base = register.words()[0]
     loop = polling.loop
     at = loop.body.index(polling.load)
     inside = reaching_definition(loop, at, base)
@@ -92,21 +86,21 @@ def parameter_root(core: CoreDump, grid_warps: GridWarps, location: CodeLocation
         evidence.append(f"{base} is not written in the function before the loop: its origin is "
                         "undetermined")
         return None
-    constant = next((_CONSTANT.match(op) for op in definition.operands[1:2]), None)
+    constant = parse_constant(definition.operands[1]) if len(definition.operands) > 1 else None
     where = f"{definition.text} at +{definition.address:#x}"
-    if not definition.opcode.startswith("LDC") or constant is None:
+    if definition.opcode.split(".")[0] not in ("LDC", "ULDC", "LDCU") or constant is None \
+            or constant.bank != 0 or constant.register is not None:
         evidence.append(f"{base} comes from {where}, computed rather than loaded from the "
                         "parameter area; not traced further (no backward slice here)")
         return None
     grid = grid_warps.grid
     layout, why = kernel_param_layout(core.image_bytes(location.image_section), grid.function)
-    bank_offset = int(constant[1], 16)
-    param = _param_at(layout, bank_offset)
+    param = _param_at(layout, constant.offset)
     if param is None:
         evidence.append(f"{base} is loaded by {where}, which is no parameter of the kernel's "
                         f"layout{f' ({why})' if why else ''}")
         return None
-    return _root(core, grid, layout, param, value, where, base, evidence)
+    return _root(core, grid, layout, param, value, where, shown(register), evidence)
 
 
 def _param_at(layout: ParamLayout | None, bank_offset: int):

@@ -10,9 +10,10 @@ stranger's SASS gets a reason, never a long search.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
+from ..explain.access import memory_access
+from ..explain.operands import ConstantRef, MemoryOperand, Predicate, Register, parse_operand
 from ..sass import Instruction
 
 #: Opcode roots of the instructions a warp waits at for other warps (a CTA barrier, an
@@ -30,8 +31,7 @@ _NO_DESTINATION = frozenset({
 })
 _BRANCH_ROOTS = frozenset({"BRA", "BRX", "JMP", "JMX"})
 _LEAVE_ROOTS = frozenset({"EXIT", "RET"})
-_REGISTER = re.compile(r"(?<![\w.])(U?R)(\d+)(\.64)?")
-_PREDICATE = re.compile(r"^!?(U?P[0-6])$")
+_ALWAYS_TRUE = ("PT", "UPT")
 
 
 def root(opcode: str) -> str:
@@ -43,27 +43,26 @@ def is_barrier(instruction: Instruction) -> bool:
     return root(instruction.opcode) in BARRIER_ROOTS
 
 
-def registers_in(operand: str) -> list[str]:
-    """The registers an operand names, a 64-bit pair as its two halves: ``desc[UR4][R6.64]``
-    gives ``UR4, R6, R7``. RZ and URZ are constants and are not named."""
-    names = []
-    for kind, number, wide in _REGISTER.findall(operand):
-        names.append(f"{kind}{number}")
-        if wide:
-            names.append(f"{kind}{int(number) + 1}")
-    return names
+def operand_names(text: str) -> tuple[str, ...]:
+    """The registers (a ``.64`` pair as its two words) and predicate an operand names:
+    ``desc[UR4][R6.64]`` gives R6, R7 (the descriptor is a cache policy, not read here). RZ,
+    PT and an operand the grammar does not read name nothing."""
+    operand = parse_operand(text)
+    if isinstance(operand, Register):
+        return operand.words()
+    if isinstance(operand, MemoryOperand):
+        return tuple(word for register in operand.registers() for word in register.words())
+    if isinstance(operand, ConstantRef):
+        return operand.register.words() if operand.register else ()
+    if isinstance(operand, Predicate) and operand.name not in _ALWAYS_TRUE:
+        return (operand.name,)
+    return ()
 
 
-def _access_kind(opcode: str) -> str | None:
-    """TEMPORARY until crashlab.explain.access lands: load, store, atomic or None."""
-    kind = root(opcode)
-    if kind in ("LDG", "LD", "LDS", "LDL", "LDSM"):
-        return "load"
-    if kind in ("STG", "ST", "STS", "STL", "RED", "REDG"):
-        return "store"
-    if kind in ("ATOM", "ATOMG", "ATOMS"):
-        return "atomic"
-    return None
+def polls(instruction: Instruction) -> bool:
+    """A read of memory another agent can change: a load or an atomic, not a constant bank."""
+    access = memory_access(instruction.opcode)
+    return access is not None and access.kind in ("load", "atomic") and access.space != "constant"
 
 
 def _width(instruction: Instruction) -> int:
@@ -74,44 +73,38 @@ def _width(instruction: Instruction) -> int:
     return 2 if "64" in modifiers or "WIDE" in modifiers else 1
 
 
-def _writes(instruction: Instruction) -> set[str]:
-    """Registers and predicates the instruction writes: its leading destinations."""
+def _destinations(instruction: Instruction) -> tuple[str, ...]:
+    """The leading operands it writes: a register, or one or two predicates (ISETP P0, P1)."""
     if root(instruction.opcode) in _NO_DESTINATION or not instruction.operands:
-        return set()
-    if _access_kind(instruction.opcode) == "store":
-        return set()
-    first, *rest = instruction.operands
-    if _PREDICATE.match(first):
-        written = {first}
-        if rest and _PREDICATE.match(rest[0]):
-            written.add(rest[0])  # ISETP P0, P1, ...: both are destinations
-        return written - {"PT", "UPT"}
-    names = registers_in(first)
-    if len(names) == 1 and _width(instruction) > 1:
-        kind, number = re.match(r"(U?R)(\d+)", names[0]).groups()
-        names = [f"{kind}{int(number) + i}" for i in range(_width(instruction))]
-    return set(names)
+        return ()
+    access = memory_access(instruction.opcode)
+    if access is not None and access.kind in ("store", "prefetch"):
+        return ()
+    first = parse_operand(instruction.operands[0])
+    if isinstance(first, Predicate):
+        second = parse_operand(instruction.operands[1]) if len(instruction.operands) > 1 else None
+        return instruction.operands[:2] if isinstance(second, Predicate) else instruction.operands[:1]
+    return instruction.operands[:1] if isinstance(first, Register) else ()
+
+
+def _writes(instruction: Instruction) -> set[str]:
+    """Registers and predicates the instruction writes."""
+    written: set[str] = set()
+    for text in _destinations(instruction):
+        operand = parse_operand(text)
+        if isinstance(operand, Register) and not operand.wide and _width(instruction) > 1 \
+                and operand.index is not None:
+            prefix = "UR" if operand.uniform else "R"
+            written.update(f"{prefix}{operand.index + k}" for k in range(_width(instruction)))
+        else:
+            written.update(operand_names(text))
+    return written
 
 
 def _reads(instruction: Instruction) -> list[str]:
     """Registers and predicates the instruction reads (its operands past its destinations)."""
-    sources = instruction.operands[len(_destination_operands(instruction)):]
-    names = []
-    for operand in sources:
-        if _PREDICATE.match(operand):
-            names.append(operand.lstrip("!"))
-        else:
-            names += registers_in(operand)
-    return [n for n in names if n not in ("PT", "UPT")]
-
-
-def _destination_operands(instruction: Instruction) -> tuple[str, ...]:
-    if not _writes(instruction):
-        return ()
-    ops = instruction.operands
-    if _PREDICATE.match(ops[0]) and len(ops) > 1 and _PREDICATE.match(ops[1]):
-        return ops[:2]
-    return ops[:1]
+    sources = instruction.operands[len(_destinations(instruction)):]
+    return [name for text in sources for name in operand_names(text)]
 
 
 @dataclass(frozen=True)
@@ -156,7 +149,7 @@ def _exits(loop: Loop) -> list[tuple[Instruction, str]]:
         kind = root(ins.opcode)
         leaves = kind in _LEAVE_ROOTS or (kind in _BRANCH_ROOTS and ins.target is not None and (
             ins.address == loop.tail or not loop.head <= ins.target <= loop.tail))
-        if leaves and predicate not in ("PT", "UPT"):
+        if leaves and predicate not in _ALWAYS_TRUE:
             exits.append((ins, predicate))
     return exits
 
@@ -182,7 +175,7 @@ def _load_behind(loop: Loop, start: Instruction, predicate: str) -> tuple[Instru
         if id(ins) in seen:
             continue
         seen.add(id(ins))
-        if _access_kind(ins.opcode) in ("load", "atomic"):
+        if polls(ins):
             return condition, ins
         for name in _reads(ins):
             found = reaching_definition(loop, index[id(ins)], name)
