@@ -127,7 +127,7 @@ def test_warps_outside_any_loop_or_barrier_are_other_with_the_reason(build):
     kernel = _kernel(report, "wait_for_flag")  # its warps stand before the loop (the first load)
     wait = _wait(kernel, "other")
     assert wait.warps == sum(k.resident_warps for k in report.kernels if k is kernel)
-    assert all("no backward branch" in item for item in wait.evidence)
+    assert all("is in no loop" in item for item in wait.evidence)
 
 
 def _listing(cubin: str, section: str):
@@ -151,7 +151,7 @@ def test_the_polling_load_a_hang_marker_names_feeds_its_loop_s_exit(key):
 def test_code_that_is_not_a_polling_loop_gets_a_reason():
     spin = markers()["hang.sm_90.cubin:spin"]  # the first read of the flag, before the loop
     listing = _listing(spin.cubin, spin.text_section)
-    assert "no backward branch" in polling_loop(listing, spin.offset)
+    assert "is in no loop" in polling_loop(listing, spin.offset)
     # every kernel ends in `BRA` to itself: a loop with no way out
     tail = next(ins for ins in listing if ins.target == ins.address)
     assert "no guarded exit" in polling_loop(listing, tail.address)
@@ -242,3 +242,34 @@ def test_a_base_register_that_disagrees_with_the_parameter_buffer_is_said(build)
     assert wait.root.value == f"{scenarios.HANG_FLAG:#x}"
     assert (f"the register holds {other:#x} but the parameter buffer {scenarios.HANG_FLAG:#x}: "
             "the register was changed after it was loaded") in wait.evidence
+
+
+def test_an_mbarrier_try_wait_loop_is_fed_by_its_syncs_and_read_as_a_barrier():
+    """CUTLASS on sm_100 retries SYNCS.PHASECHK...TRYWAIT in a stub at the function's end."""
+    cubin = "production/cutlass_mxfp8_grouped_gemm.sm_100.cubin"
+    out = subprocess.run([find_nvdisasm()[0], "-c", "-gi", str(CUBINS / cubin)],
+                         capture_output=True, text=True, check=True).stdout
+    found = 0
+    for section in out.split("//--------------------- ")[1:]:
+        listing = parse_listing(section) if section.startswith(".text") else []
+        syncs = {ins.address for ins in listing if ins.opcode.startswith("SYNCS.PHASECHK")}
+        for back in (ins for ins in listing if ins.target in syncs and ins.target <= ins.address
+                     and ins.predicate):  # the retry; the stub's plain BRA returns forward
+            loop = polling_loop(listing, back.address)
+            assert loop.loop.head == back.target and is_barrier(loop.load), loop
+            found += 1
+    assert found
+
+
+def test_a_loop_that_walks_memory_is_not_polling():
+    """ngram_ids (vLLM, sm_80) searches token ids: its loops leave on loaded data, but each
+    iteration reads a new address."""
+    out = subprocess.run([find_nvdisasm()[0], "-c", "-gi",
+                          str(CUBINS / "production" / "ngram_ids.sm_80.cubin")],
+                         capture_output=True, text=True, check=True).stdout
+    readings = [polling_loop(listing, ins.address)
+                for section in out.split("//--------------------- ")[1:]
+                if section.startswith(".text")
+                for listing in [parse_listing(section)] for ins in listing]
+    walking = [r for r in readings if isinstance(r, str) and "walks memory" in r]
+    assert walking and not any(not isinstance(r, str) for r in readings)

@@ -60,6 +60,8 @@ def read_pc(finder: CodeFinder, pc: int, grid) -> Reading:
     polling = polling_loop(listing, offset)
     if isinstance(polling, str):
         reading.why = polling
+    elif is_barrier(polling.load):  # an mbarrier's try-wait loop (SYNCS.PHASECHK): a barrier
+        reading.kind, reading.polling = "barrier", polling
     else:
         reading.kind, reading.polling = "polling", polling
     return reading
@@ -107,7 +109,8 @@ def _barrier_wait(grid_warps, by_pc, readings) -> model.Wait | None:
     if not pcs:
         return None
     waiting = {id(at) for pc in pcs for at in by_pc[pc]}
-    evidence = [f"{count(len(by_pc[pc]), 'warp')} at {_at(readings[pc], pc)}" for pc in pcs]
+    evidence = [f"{count(len(by_pc[pc]), 'warp')} at {_at(readings[pc], pc)}"
+                + _retried(readings[pc].polling) for pc in pcs]
     blocks = [block for block in grid_warps.blocks if any(id(at) in waiting for at in block)]
     expected = grid_warps.warps_per_block
     short = [(block, expected - len(block)) for block in blocks if len(block) < expected]
@@ -125,7 +128,8 @@ def _barrier_wait(grid_warps, by_pc, readings) -> model.Wait | None:
     if lanes:
         evidence.append(f"{lanes} lanes of the waiting warps exited (their warps' valid-lane masks)")
     warps = len(waiting)
-    opcode = _short_opcode(readings[pcs[0]].instruction)
+    first = readings[pcs[0]]
+    opcode = _short_opcode(first.polling.load if first.polling else first.instruction)
     if exited:
         summary = (f"{count(warps, 'warp')} at {opcode} in {count(len(blocks), 'block')} while "
                    f"{count(exited, 'warp')} of {'that block' if len(blocks) == 1 else 'those blocks'} "
@@ -136,6 +140,14 @@ def _barrier_wait(grid_warps, by_pc, readings) -> model.Wait | None:
     return model.Wait(kind="barrier", warps=warps, pcs=_pcs(pcs), evidence=evidence,
                       summary=f"{count(warps, 'warp')} at {opcode} in {count(len(blocks), 'block')}, "
                               "none exited")
+
+
+def _retried(polling: Polling | None) -> str:
+    """Where a warp is in a barrier's try-wait loop rather than at the barrier itself."""
+    if polling is None:
+        return ""
+    return (f", in the loop +{polling.loop.head:#x}..+{polling.loop.tail:#x} that retries "
+            f"{polling.load.opcode} at +{polling.load.address:#x} until it passes")
 
 
 def _short_opcode(instruction: Instruction | None) -> str:
@@ -194,7 +206,8 @@ def _loop_evidence(by_pc, readings, pcs) -> list[str]:
         loop = polling.loop
         if (loop.head, loop.tail) not in seen:
             seen.add((loop.head, loop.tail))
-            evidence.append(f"loop +{loop.head:#x}..+{loop.tail:#x} leaves by "
+            evidence.append(f"loop +{loop.head:#x}..+{loop.tail:#x} ({len(loop.body)} "
+                            f"instructions) leaves by "
                             f"{polling.exit.predicate} {polling.exit.opcode} at "
                             f"+{polling.exit.address:#x} on {polling.condition.opcode} at "
                             f"+{polling.condition.address:#x}, fed by {polling.load.opcode} at "

@@ -10,6 +10,7 @@ stranger's SASS gets a reason, never a long search.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from ..explain.access import memory_access
@@ -25,7 +26,7 @@ MAX_SLICE_STEPS = 32
 MAX_LOOP_INSTRUCTIONS = 512
 #: Opcode roots that write no register or predicate (their first operand is a source).
 _NO_DESTINATION = frozenset({
-    "BRA", "BRX", "JMP", "JMX", "EXIT", "RET", "CALL", "BAR", "SYNCS", "WARPSYNC", "BSSY", "BSYNC",
+    "BRA", "BRX", "JMP", "JMX", "EXIT", "RET", "CALL", "BAR", "WARPSYNC", "BSSY", "BSYNC",
     "YIELD", "NOP", "NANOSLEEP", "MEMBAR", "FENCE", "ERRBAR", "CCTL", "CCTLL", "DEPBAR", "BPT",
     "BMOV", "WARPGROUP", "ACQBULK", "KILL",
 })
@@ -87,8 +88,10 @@ def _destinations(instruction: Instruction) -> tuple[str, ...]:
     return instruction.operands[:1] if isinstance(first, Register) else ()
 
 
-def _writes(instruction: Instruction) -> set[str]:
-    """Registers and predicates the instruction writes."""
+@functools.lru_cache(maxsize=1 << 16)
+def _writes(instruction: Instruction) -> frozenset[str]:
+    """Registers and predicates the instruction writes (cached: a slice asks of each
+    instruction of a loop body many times)."""
     written: set[str] = set()
     for text in _destinations(instruction):
         operand = parse_operand(text)
@@ -98,7 +101,7 @@ def _writes(instruction: Instruction) -> set[str]:
             written.update(f"{prefix}{operand.index + k}" for k in range(_width(instruction)))
         else:
             written.update(operand_names(text))
-    return written
+    return frozenset(written)
 
 
 def _reads(instruction: Instruction) -> list[str]:
@@ -109,11 +112,16 @@ def _reads(instruction: Instruction) -> list[str]:
 
 @dataclass(frozen=True)
 class Loop:
-    """Instructions ``head`` to ``tail`` (offsets, inclusive) with a branch back from ``tail``."""
+    """A natural loop: the back edge from ``tail`` to ``head`` (offsets) and every instruction
+    that reaches ``tail`` without passing ``head``, in address order (a retry stub placed after
+    the function's end belongs to the loop it jumps back into)."""
 
     head: int
     tail: int
     body: tuple[Instruction, ...]
+
+    def holds(self, offset: int) -> bool:
+        return any(ins.address == offset for ins in self.body)
 
 
 @dataclass(frozen=True)
@@ -126,21 +134,58 @@ class Polling:
     load: Instruction
 
 
+def _unconditional(ins: Instruction) -> bool:
+    return ins.predicate in (None, "@PT") and root(ins.opcode) in _BRANCH_ROOTS | _LEAVE_ROOTS
+
+
+def _predecessors(listing: list[Instruction]) -> dict[int, list[int]]:
+    """Offsets each instruction is reached from: the one before it (unless that one always
+    branches or leaves) and every branch that names it."""
+    preds: dict[int, list[int]] = {ins.address: [] for ins in listing}
+    for before, ins in zip(listing, listing[1:]):
+        if not _unconditional(before) or before.target == ins.address:
+            preds[ins.address].append(before.address)
+    for ins in listing:
+        if root(ins.opcode) in _BRANCH_ROOTS and ins.target in preds:
+            preds[ins.target].append(ins.address)
+    return preds
+
+
+def _natural_body(preds: dict[int, list[int]], head: int, tail: int) -> set[int] | None:
+    """Offsets that reach ``tail`` without passing ``head``; None past MAX_LOOP_INSTRUCTIONS."""
+    body, pending = {head, tail}, [tail] if tail != head else []
+    while pending:
+        for before in preds.get(pending.pop(), ()):
+            if before not in body:
+                if len(body) == MAX_LOOP_INSTRUCTIONS:
+                    return None
+                body.add(before)
+                pending.append(before)
+    return body
+
+
 def innermost_loop(listing: list[Instruction], offset: int) -> Loop | None:
-    """The shortest loop, found from a backward branch, whose body holds ``offset``."""
-    spans = [(ins.target, ins.address) for ins in listing
-             if root(ins.opcode) in _BRANCH_ROOTS and ins.target is not None
-             and ins.target <= offset <= ins.address]
-    if not spans:
+    """The smallest natural loop holding ``offset``; a back edge is a branch to an instruction
+    at or before it. None where there is none (or every one is over MAX_LOOP_INSTRUCTIONS)."""
+    preds = _predecessors(listing)
+    best: set[int] | None = None
+    edge = None
+    for ins in listing:
+        if root(ins.opcode) in _BRANCH_ROOTS and ins.target is not None \
+                and ins.target <= ins.address and ins.target in preds:
+            body = _natural_body(preds, ins.target, ins.address)
+            if body is not None and offset in body and (best is None or len(body) < len(best)):
+                best, edge = body, (ins.target, ins.address)
+    if best is None:
         return None
-    head, tail = min(spans, key=lambda span: span[1] - span[0])
-    body = tuple(ins for ins in listing if head <= ins.address <= tail)
-    return Loop(head, tail, body) if len(body) <= MAX_LOOP_INSTRUCTIONS else None
+    return Loop(edge[0], edge[1], tuple(ins for ins in listing if ins.address in best))
 
 
 def _exits(loop: Loop) -> list[tuple[Instruction, str]]:
-    """Each guarded way out of the loop, with the predicate guarding it: the back edge
-    (leaving when its guard is false), a branch out of the body, an EXIT or RET."""
+    """Each guarded way out of the loop, with the predicate guarding it: a branch whose target
+    or fall-through lies outside the body (the back edge leaves when its guard is false), a
+    guarded EXIT or RET."""
+    inside = {ins.address for ins in loop.body}
     exits = []
     for ins in loop.body:
         if ins.predicate is None:
@@ -148,7 +193,8 @@ def _exits(loop: Loop) -> list[tuple[Instruction, str]]:
         predicate = ins.predicate.lstrip("@!")
         kind = root(ins.opcode)
         leaves = kind in _LEAVE_ROOTS or (kind in _BRANCH_ROOTS and ins.target is not None and (
-            ins.address == loop.tail or not loop.head <= ins.target <= loop.tail))
+            ins.target not in inside or ins.address + 16 not in inside
+            or ins.address == loop.tail))
         if leaves and predicate not in _ALWAYS_TRUE:
             exits.append((ins, predicate))
     return exits
@@ -184,20 +230,41 @@ def _load_behind(loop: Loop, start: Instruction, predicate: str) -> tuple[Instru
     return None
 
 
+def _moving_address(loop: Loop, load: Instruction) -> Instruction | None:
+    """The instruction in the loop that changes the load's address registers, if one does: a
+    loop that walks memory (a search) rather than polling one place."""
+    at = loop.body.index(load)
+    names = [name for text in load.operands if "[" in text for name in operand_names(text)]
+    return next((found for name in names
+                 if (found := reaching_definition(loop, at, name)) is not None), None)
+
+
 def polling_loop(listing: list[Instruction], offset: int) -> Polling | str:
-    """The polling loop holding ``offset``, or why the instruction there is not in one."""
+    """The polling loop holding ``offset``, or why the instruction there is not in one: the
+    loop must leave on a condition fed by a load whose address the loop does not change."""
     loop = innermost_loop(listing, offset)
     if loop is None:
-        return f"no backward branch spans +{offset:#x} (no loop, or a body over " \
-               f"{MAX_LOOP_INSTRUCTIONS} instructions)"
+        return f"+{offset:#x} is in no loop (none of a body up to {MAX_LOOP_INSTRUCTIONS} " \
+               "instructions)"
+    span = f"the loop +{loop.head:#x}..+{loop.tail:#x}"
     exits = _exits(loop)
     if not exits:
-        return f"the loop +{loop.head:#x}..+{loop.tail:#x} has no guarded exit"
+        return f"{span} has no guarded exit"
+    moving = None
     for ins, predicate in exits:
         found = _load_behind(loop, ins, predicate)
-        if found is not None:
+        if found is None:
+            continue
+        moving = _moving_address(loop, found[1])
+        if moving is None:
             return Polling(loop, ins, *found)
-    return f"no exit of the loop +{loop.head:#x}..+{loop.tail:#x} depends on a load inside it"
+        moving = (found[1], moving)
+    if moving is not None:
+        load, change = moving
+        return (f"{span} leaves on data loaded by {load.opcode} at +{load.address:#x}, whose "
+                f"address {change.opcode} at +{change.address:#x} changes: it walks memory, "
+                "not polls one place")
+    return f"no exit of {span} depends on a load inside it"
 
 
 def definition_before(listing: list[Instruction], offset: int, name: str) -> Instruction | None:
