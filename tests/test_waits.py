@@ -21,6 +21,7 @@ from crashlab.console import ViewConsole
 from crashlab.report import markdown, terminal
 from crashlab.report.markdown_escape import inline
 from crashlab.sass import find_nvdisasm, parse_listing
+from crashlab.waits.classify import COLLECTIVE_NAME
 from crashlab.waits.shape import is_barrier, polling_loop
 from tests import scenarios
 from tests.conftest import run_cli
@@ -273,3 +274,16 @@ def test_a_loop_that_walks_memory_is_not_polling():
                 for listing in [parse_listing(section)] for ins in listing]
     walking = [r for r in readings if isinstance(r, str) and "walks memory" in r]
     assert walking and not any(not isinstance(r, str) for r in readings)
+
+
+@pytest.mark.parametrize("name,collective", [
+    ("ncclDevKernel_AllReduce_Sum_f32_RING_LL", True),          # NCCL 2.19+
+    ("ncclKernel_AllReduce_RING_LL_Sum_float", True),           # NCCL before 2.19
+    ("_ZN4vllm26cross_device_reduce_1stageIfLi8EEEvPNS_8RankDataENS_6SignalEPS3_PT_ii", True),
+    ("_ZN8sglang26cross_device_reduce_2stageI6__halfLi4EEEvPNS_8RankDataEPNS_6SignalES6_PT_ii",
+     True),
+    ("_Z13wait_for_flagPViPi", False),
+    ("_Z12reduce_rowsPKfPfi", False),
+])
+def test_collective_kernels_are_known_by_name(name, collective):
+    assert bool(COLLECTIVE_NAME.search(name)) is collective

@@ -231,7 +231,8 @@ def _spread(core, by_pc, readings, pcs) -> list[str]:
             sampled += 1
     known = [a for a in addresses if a is not None]
     if len(known) <= 1:
-        return [f"all {count(sampled, 'warp')} read poll that address"] if sampled > 1 else []
+        return [f"each of the {count(sampled, 'warp')} read polls that address"] \
+            if sampled > 1 else []
     listed = ", ".join(f"{a:#x}" for a in known[:MAX_LISTED])
     more = f" and {len(known) - MAX_LISTED} more" if len(known) > MAX_LISTED else ""
     return [f"{len(known)} distinct polled addresses among the {count(sampled, 'warp')} read: "

@@ -83,22 +83,22 @@ def parameter_root(core: CoreDump, grid_warps: GridWarps, location: CodeLocation
     inside = reaching_definition(loop, at, base)
     definition = inside or definition_before(listing, loop.head, base)
     if definition is None:
-        evidence.append(f"{base} is not written in the function before the loop: its origin is "
-                        "undetermined")
+        evidence.append(f"{shown(register)} is not written in the function before the loop: "
+                        "its origin is undetermined")
         return None
     constant = parse_constant(definition.operands[1]) if len(definition.operands) > 1 else None
     where = f"{definition.text} at +{definition.address:#x}"
     if definition.opcode.split(".")[0] not in ("LDC", "ULDC", "LDCU") or constant is None \
             or constant.bank != 0 or constant.register is not None:
-        evidence.append(f"{base} comes from {where}, computed rather than loaded from the "
-                        "parameter area; not traced further (no backward slice here)")
+        evidence.append(f"{shown(register)} comes from {where}, computed rather than loaded "
+                        "from the parameter area; not traced further (no backward slice here)")
         return None
     grid = grid_warps.grid
     layout, why = kernel_param_layout(core.image_bytes(location.image_section), grid.function)
     param = _param_at(layout, constant.offset)
     if param is None:
-        evidence.append(f"{base} is loaded by {where}, which is no parameter of the kernel's "
-                        f"layout{f' ({why})' if why else ''}")
+        evidence.append(f"{shown(register)} is loaded by {where}, which is no parameter of the "
+                        f"kernel's layout{f' ({why})' if why else ''}")
         return None
     return _root(core, grid, layout, param, value, where, shown(register), evidence)
 
