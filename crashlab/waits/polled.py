@@ -33,17 +33,23 @@ def base_register(operand: MemoryOperand) -> Register | None:
     return next(iter(operand.registers()), None)
 
 
-def lane_registers(core: CoreDump, at: WarpAt) -> tuple[list[int], list[int]]:
-    """The speaking lane's registers and its warp's uniform registers, as the dump holds them
-    (empty where it holds none: every value read from them is then undetermined)."""
+def lane_registers(core: CoreDump, at: WarpAt, operand: MemoryOperand | Register
+                   ) -> tuple[list[int], list[int]]:
+    """The speaking lane's registers and, where ``operand`` reads one, its warp's uniform
+    registers, as the dump holds them (empty where it holds none: every value read from them is
+    then undetermined). Each read looks its section up among all the dump's, so only what is
+    used is read."""
     registers = core.registers(at.head) if at.head else None
-    return registers or [], core.uniform_registers(at.warp) or []
+    uses_uniform = any(r.uniform for r in (
+        operand.registers() if isinstance(operand, MemoryOperand) else (operand,)))
+    uniform = core.uniform_registers(at.warp) if uses_uniform else None
+    return registers or [], uniform or []
 
 
 def lane_address(core: CoreDump, at: WarpAt, operand: MemoryOperand) -> int | None:
     """The address the warp's speaking lane polls, from its dumped registers; None where the
     dump lacks a register it needs."""
-    return effective_address(operand, *lane_registers(core, at))
+    return effective_address(operand, *lane_registers(core, at, operand))
 
 
 def shown(register: Register) -> str:
@@ -76,7 +82,7 @@ def parameter_root(core: CoreDump, grid_warps: GridWarps, location: CodeLocation
     if register is None:
         evidence.append(f"the address {operand.text} has no register: a fixed address")
         return None
-    value = register_value(register, *lane_registers(core, sample))
+    value = register_value(register, *lane_registers(core, sample, register))
     base = register.words()[0]
     loop = polling.loop
     at = loop.body.index(polling.load)
