@@ -7,6 +7,7 @@ import os
 from .coredump.core import CoreDump
 from .coredump.fault import DETAILED_GROUPS, Location, locate
 from .cubin_info import ParamLayout, kernel_param_layout
+from .explain.engine import explain as explain_fault
 from .report.coredump import MAX_POSITIONS, build
 from .report.model import TriageReport
 from .signature import compute as signature_of
@@ -16,7 +17,7 @@ from .waits import explain_waits
 
 def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
             debugger: bool = False, debugger_program: str | None = None,
-            debugger_timeout: float = 60.0) -> TriageReport:
+            debugger_timeout: float = 60.0, explain: bool = True) -> TriageReport:
     """Triage a CUDA coredump (plain or gzip): faults, kernels, SASS around each faulting PC.
 
     Raises crashlab.errors.BadInput for a file that is not a readable CUDA coredump.
@@ -26,6 +27,8 @@ def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
     is empty and the rest of the report is the same. ``debugger_program`` names the debugger
     (default: cuda-gdb as found by crashlab.gdb.driver.find_cuda_gdb); ``debugger_timeout`` is
     the limit of each debugger command in seconds (loading the dump gets 15 times as long).
+    ``explain`` fills each detailed fault's ``explanation`` (crashlab.explain; needs ``sass``)
+    and, in a dump with no exception, each kernel's ``waits`` (crashlab.waits).
     """
     with CoreDump(path) as core:
         location = locate(core)
@@ -46,10 +49,13 @@ def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
         code = _code_map(finder, location)
         stands = _stands(finder, location, sass)
         warnings = core.warnings + location.warnings + finder.problems
-        report = build(core, location, views, code, warnings,
-                       _param_layouts(core, finder, location), stands)
-        if sass and not report.faults:
-            _attach_waits(report, explain_waits(core, finder))
+        layouts = _param_layouts(core, finder, location)
+        report = build(core, location, views, code, warnings, layouts, stands)
+        if explain and sass:
+            for found, fault, (layout, _) in zip(location.faults, report.faults, layouts):
+                fault.explanation = explain_fault(core, finder, found, fault, layout)
+            if not report.faults:
+                _attach_waits(report, explain_waits(core, finder))
     report.signature = signature_of(report)
     if debugger:
         from .gdb.triage import view as debugger_view  # pexpect and pygdbmi only when asked

@@ -1,0 +1,121 @@
+"""A function's control flow at instruction granularity, from nvdisasm's branch targets, and the
+reaching definitions of a register word over it.
+
+Instruction granularity (no basic blocks) keeps the code short; listings are a few thousand
+instructions at most and every walk is bounded by MAX_VISITS, so a hostile listing cannot make it
+run long. A predicated definition does not kill the value (the guard may have been false): it is
+one alternative among the others that reach.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..sass import Instruction
+from .access import memory_access
+from .operands import Register, parse_register
+
+MAX_VISITS = 20_000
+_STOPS_FLOW = ("EXIT", "RET", "KILL", "BRA", "JMP", "BRX", "JMX")
+#: families whose first operand is read, not written
+_NO_DESTINATION = ("ST", "STG", "STS", "STL", "STSM", "RED", "REDG", "BRA", "BRX", "JMP", "JMX",
+                   "CALL", "RET", "EXIT", "BAR", "BSSY", "BSYNC", "WARPSYNC", "MEMBAR", "CCTL",
+                   "NOP", "YIELD", "DEPBAR", "ERRBAR", "FENCE", "SYNCS", "UTMALDG", "UTMASTG",
+                   "UBLKCP", "STTM", "LDGSTS", "ARRIVES", "NANOSLEEP", "KILL", "BPT", "RPCMOV")
+
+
+def _family(opcode: str) -> str:
+    return opcode.split(".")[0]
+
+
+def destination_words(ins: Instruction) -> tuple[str, ...]:
+    """The 32-bit registers ``ins`` writes (R2 and R3 for ``IMAD.WIDE R2, ...``); RZ is never
+    written. Width comes from the opcode: ``.64``/``WIDE`` two words, ``.128`` four, a load its
+    access size."""
+    if not ins.operands or _family(ins.opcode) in _NO_DESTINATION:
+        return ()
+    register = parse_register(ins.operands[0])
+    if register is None or register.is_zero:
+        return ()
+    return _words(register, _width(ins.opcode))
+
+
+def _width(opcode: str) -> int:
+    access = memory_access(opcode)
+    if access is not None and access.bytes and access.kind in ("load", "atomic"):
+        return max(1, access.bytes // 4)
+    modifiers = opcode.split(".")[1:]
+    if "128" in modifiers:
+        return 4
+    if "64" in modifiers or "WIDE" in modifiers:
+        return 2
+    return 1
+
+
+def _words(register: Register, count: int) -> tuple[str, ...]:
+    prefix = "UR" if register.uniform else "R"
+    return tuple(f"{prefix}{register.index + k}" for k in range(count))
+
+
+@dataclass
+class FunctionCode:
+    """One function's listing with its successor and predecessor edges (indices into it)."""
+
+    instructions: list[Instruction]
+
+    def __post_init__(self):
+        self.index_of = {ins.address: at for at, ins in enumerate(self.instructions)}
+        self.writes = [destination_words(ins) for ins in self.instructions]
+        self.predecessors: list[list[int]] = [[] for _ in self.instructions]
+        for at, ins in enumerate(self.instructions):
+            for after in self._successors(at, ins):
+                self.predecessors[after].append(at)
+
+    def _successors(self, at: int, ins: Instruction) -> list[int]:
+        following = []
+        family = _family(ins.opcode)
+        if ins.target is not None and ins.target in self.index_of:
+            following.append(self.index_of[ins.target])
+        if (family not in _STOPS_FLOW or ins.predicate) and at + 1 < len(self.instructions):
+            following.append(at + 1)
+        return following
+
+    def reaching_definitions(self, word: str, at: int) -> tuple[list[int], bool]:
+        """Indices of the instructions whose write of ``word`` may reach instruction ``at``
+        (before it runs), and whether some path reaches the function's entry (or the walk's
+        bound) with no definition."""
+        definitions: set[int] = set()
+        open_path = False
+        seen: set[int] = set()
+        todo = list(self.predecessors[at])
+        if at == 0:
+            open_path = True
+        visits = 0
+        while todo:
+            visits += 1
+            if visits > MAX_VISITS:
+                return sorted(definitions), True
+            node = todo.pop()
+            if node in seen:
+                continue
+            seen.add(node)
+            if word in self.writes[node]:
+                definitions.add(node)
+                if not self.instructions[node].predicate:
+                    continue
+            if node == 0 or not self.predecessors[node]:
+                open_path = True
+            todo.extend(self.predecessors[node])
+        return sorted(definitions), open_path
+
+    def straight_path(self, start: int, end: int) -> range | None:
+        """The instructions from ``start`` up to ``end`` (exclusive) where control runs straight
+        from one to the other in address order (no branch leaves the range), else None."""
+        if not 0 <= start <= end <= len(self.instructions):
+            return None
+        for at in range(start, end):
+            ins = self.instructions[at]
+            family = _family(ins.opcode)
+            if family in _STOPS_FLOW and not ins.predicate:
+                return None
+        return range(start, end)

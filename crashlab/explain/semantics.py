@@ -1,0 +1,128 @@
+"""What the integer instructions of an address computation compute, on known 32-bit words, and how
+to write them as a formula.
+
+Only the operations that build addresses are modelled (moves, IMAD and its aliases, IMAD.WIDE,
+IADD3, VIADD, LEA, shifts, LOP3); an instruction outside this table is a stop with its opcode
+named. Carry chains (IADD3.X, LEA.HI.X) are not modelled: NVIDIA does not document their
+semantics, and a guessed one could give a confident wrong address.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+MASK32 = (1 << 32) - 1
+MASK64 = (1 << 64) - 1
+
+
+@dataclass(frozen=True)
+class Term:
+    """One source operand: its value where known and how a formula names it."""
+
+    value: int | None
+    text: str
+
+
+def _signed32(value: int) -> int:
+    value &= MASK32
+    return value - (1 << 32) if value >> 31 else value
+
+
+def _lut(a: int, b: int, c: int, table: int) -> int:
+    """LOP3's three-input truth table, bit by bit (a is 0xF0, b 0xCC, c 0xAA in ``table``)."""
+    result = 0
+    for bit in range(32):
+        index = ((a >> bit) & 1) << 2 | ((b >> bit) & 1) << 1 | (c >> bit) & 1
+        result |= ((table >> index) & 1) << bit
+    return result
+
+
+def _sum(*terms: str) -> str:
+    kept = [t for t in terms if t not in ("0", "0x0")]
+    return " + ".join(kept) if kept else "0"
+
+
+def _product(a: str, b: str) -> str:
+    if "0" in (a, b) or "0x0" in (a, b):
+        return "0"
+    if b in ("1", "0x1"):
+        return a
+    if a in ("1", "0x1"):
+        return b
+    return f"{_grouped(a)}*{_grouped(b)}"
+
+
+def _grouped(text: str) -> str:
+    return f"({text})" if " " in text else text
+
+
+def _shifted(a: str, by: str, direction: str = "<<") -> str:
+    return a if by in ("0", "0x0") else f"({a} {direction} {by})"
+
+
+@dataclass(frozen=True)
+class Operation:
+    arity: int
+    compute: Callable[..., int]
+    render: Callable[..., str]
+    #: bits of the result: 64 for the WIDE forms, which write a register pair
+    bits: int = 32
+
+
+def _wide(signed: bool) -> Operation:
+    def compute(a, b, c):
+        if signed:
+            a, b = _signed32(a), _signed32(b)
+        else:
+            a, b = a & MASK32, b & MASK32
+        return (a * b + c) & MASK64
+    return Operation(3, compute, lambda a, b, c: _sum(_product(a, b), c), bits=64)
+
+
+_OPERATIONS: dict[str, Operation] = {
+    "MOV": Operation(1, lambda a: a, lambda a: a),
+    "IMAD": Operation(3, lambda a, b, c: a * b + c, lambda a, b, c: _sum(_product(a, b), c)),
+    "IMAD.WIDE": _wide(signed=True),
+    "IMAD.WIDE.U32": _wide(signed=False),
+    "IADD3": Operation(3, lambda a, b, c: a + b + c, _sum),
+    "VIADD": Operation(2, lambda a, b: a + b, _sum),
+    "IADD": Operation(2, lambda a, b: a + b, _sum),
+    "LEA": Operation(3, lambda a, b, s: (a << (s & 31)) + b,
+                     lambda a, b, s: _sum(_shifted(a, s), b)),
+    "SHL": Operation(2, lambda a, s: a << (s & 31), _shifted),
+    "SHF.L.U32": Operation(3, lambda a, s, _hi: a << (s & 31), lambda a, s, _hi: _shifted(a, s)),
+    "SHF.R.U32.HI": Operation(3, lambda _lo, s, a: (a & MASK32) >> (s & 31),
+                              lambda _lo, s, a: _shifted(a, s, ">>")),
+    "SHF.R.S32.HI": Operation(3, lambda _lo, s, a: _signed32(a) >> (s & 31),
+                              lambda _lo, s, a: _shifted(a, s, ">>")),
+    "LOP3.LUT": Operation(4, _lut, lambda a, b, c, t: f"lop3({a}, {b}, {c}, {t})"),
+}
+#: modifiers that do not change the value an operation computes on its word
+_NEUTRAL = {"MOV", "IADD", "SHL", "U32", "S32", "reuse", "LO"}
+
+
+def operation(opcode: str) -> Operation | None:
+    """The modelled operation of ``opcode`` (``UIMAD`` as ``IMAD``; ``IMAD.MOV.U32`` and
+    ``IMAD.SHL.U32`` as IMAD), None where it is not modelled."""
+    family, *modifiers = opcode.split(".")
+    if family.startswith("U") and family[1:] in {k.split(".")[0] for k in _OPERATIONS}:
+        family = family[1:]
+    exact = ".".join([family, *modifiers])
+    if exact in _OPERATIONS:
+        return _OPERATIONS[exact]
+    if family in _OPERATIONS and all(m in _NEUTRAL for m in modifiers):
+        return _OPERATIONS[family]
+    return None
+
+
+def apply(op: Operation, terms: list[Term]) -> Term | None:
+    """The result of ``op`` on ``terms`` (its value None where one input is unknown); None where
+    the operand count does not fit the operation."""
+    if len(terms) != op.arity:
+        return None
+    text = op.render(*(t.text for t in terms))
+    if any(t.value is None for t in terms):
+        return Term(None, text)
+    mask = MASK64 if op.bits == 64 else MASK32
+    return Term(op.compute(*(t.value for t in terms)) & mask, text)

@@ -1,0 +1,395 @@
+"""The backward slice: where a register word read at one instruction came from, followed through
+the function's reaching definitions to its roots (a kernel parameter, a launch coordinate, a
+load, a constant) or to a stop with its reason, each value computed where its inputs are known.
+
+Two ways to know a value, kept apart so that each checks the other:
+
+- *from the dump*: the lane's registers hold the values as of the faulting instruction; a word
+  read earlier on the straight path to it is the dumped word, or, where the path redefines it by
+  a step (``R9 = R9 + blockDim.x``, a loop's induction executed once after the load), the dumped
+  word less the step;
+- *recomputed*: the defining instruction evaluated on its own inputs, back to the roots.
+
+Where both are known and differ, the dump does not fit the code (a synthetic or damaged dump, a
+wrong listing): the slicer records a mismatch, and the explanation is then not a cause.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from ..report import model
+from .access import memory_access
+from .cfg import FunctionCode
+from .operands import ConstantRef, Immediate, MemoryOperand, Predicate, Register, parse_operand
+from .semantics import MASK32, MASK64, Term, apply, operation
+
+MAX_DEPTH = 24
+MAX_WORDS = 400
+_LAUNCH_SLOTS = {0x0: "blockDim.x", 0x4: "blockDim.y", 0x8: "blockDim.z",
+                 0xC: "gridDim.x", 0x10: "gridDim.y", 0x14: "gridDim.z"}
+_SPECIALS = {"SR_TID.X": "threadIdx.x", "SR_TID.Y": "threadIdx.y", "SR_TID.Z": "threadIdx.z",
+             "SR_CTAID.X": "blockIdx.x", "SR_CTAID.Y": "blockIdx.y", "SR_CTAID.Z": "blockIdx.z",
+             "SR_CgaCtaId": "ctaRank", "SR_LANEID": "laneId"}
+_INDUCTION_NAMES = "ijklmn"
+
+
+@dataclass(frozen=True)
+class Launch:
+    """The coordinates the dump records for the faulting lane, by special-register name."""
+
+    specials: dict[str, int]
+    #: c[0x0][0x0..0x14]: blockDim and gridDim, read from the grid row
+    slots: dict[int, int]
+
+
+@dataclass(frozen=True)
+class ParamSource:
+    """The parameter area: its offset in constant bank 0, the dump's bytes of it, and each
+    parameter's (ordinal, offset, size, type)."""
+
+    cbank_offset: int | None
+    data: bytes | None
+    params: tuple[tuple[int, int, int, str | None], ...]
+
+
+@dataclass(frozen=True)
+class Value:
+    value: int | None
+    text: str
+    #: the definition this word came from and that definition's whole (pair-wide) value
+    origin: int | None = None
+    whole: "Value | None" = None
+    #: a parameter's value: its ordinal (a pointer argument, when it is used as a base)
+    param: int | None = None
+    #: an element address: (param ordinal, index, element size)
+    element: tuple[int, "Value", int] | None = None
+
+
+@dataclass
+class Slicer:
+    code: FunctionCode
+    fault_at: int
+    #: index of the lane's PC where it lies after the fault on a straight path, else None
+    dump_at: int | None
+    registers: list[int] | None
+    uniform_registers: list[int] | None
+    launch: Launch
+    params: ParamSource
+    roots: dict[str, model.Root] = field(default_factory=dict)
+    stops: list[str] = field(default_factory=list)
+    mismatches: list[str] = field(default_factory=list)
+    story: list[str] = field(default_factory=list)
+    _memo: dict[tuple[str, int], Value] = field(default_factory=dict)
+    _defs: dict[int, Value] = field(default_factory=dict)
+    _words: int = 0
+    _inductions: dict[tuple[str, int], str] = field(default_factory=dict)
+
+    # -- public ---------------------------------------------------------------------------
+    def address(self, operand: MemoryOperand, at: int) -> Value:
+        """The value of a memory operand's address at instruction ``at``: the sum of its terms;
+        an element of a parameter's array where its one register is one (``&arg0[i]``)."""
+        parts = [self._register(r, at, pair=operand.wide) for r in operand.registers()]
+        element = parts[0].element if len(parts) == 1 else None
+        if element is not None and operand.offset:
+            ordinal, index, size = element
+            if operand.offset % size:
+                element = None
+            else:
+                shift = operand.offset // size
+                element = (ordinal, Value(None if index.value is None else index.value + shift,
+                                          f"{index.text} + {shift}"), size)
+        if operand.offset or not parts:
+            parts.append(Value(operand.offset, f"{operand.offset:#x}"))
+        total = None if any(p.value is None for p in parts) else sum(p.value for p in parts)
+        mask = MASK64 if operand.wide else MASK32
+        return Value(None if total is None else total & mask,
+                     " + ".join(p.text for p in parts), element=element)
+
+    # -- reading words --------------------------------------------------------------------
+    def word(self, name: str, at: int, depth: int = 0) -> Value:
+        key = (name, at)
+        if key in self._memo:
+            return self._memo[key]
+        self._words += 1
+        if depth > MAX_DEPTH or self._words > MAX_WORDS:
+            self._stop(f"{name} at +{self._address(at):#x}: the slice's size limit was reached")
+            return Value(None, name)
+        self._memo[key] = Value(None, name)  # a cycle reads as unknown, not as recursion
+        self._memo[key] = found = self._resolve(name, at, depth)
+        return found
+
+    def _resolve(self, name: str, at: int, depth: int) -> Value:
+        defs, open_path = self.code.reaching_definitions(name, at)
+        dumped = self._from_dump(name, at, depth)
+        if len(defs) == 1 and not open_path:
+            computed = self._defined(defs[0], name, depth)
+            if computed.value is not None and dumped is not None and computed.value != dumped:
+                self.mismatches.append(
+                    f"{name} at +{self._address(at):#x} is {dumped:#x} in the dump but "
+                    f"{computed.value:#x} recomputed from its roots ({computed.text})")
+            if computed.value is None and dumped is not None:
+                return replace(computed, value=dumped)
+            return computed
+        if len(defs) > 1:
+            return self._induction(name, at, defs, dumped, depth)
+        reason = (f"{name} at +{self._address(at):#x}: no definition in the function reaches it "
+                  "on some path (written by a caller, or not written)")
+        self._stop(reason)
+        return Value(dumped, name)
+
+    def _from_dump(self, name: str, at: int, depth: int) -> int | None:
+        """The word's value before instruction ``at``, from the dumped registers: None where a
+        definition between there and the fault cannot be undone or the dump lacks the word."""
+        value = self._dumped(name)
+        if value is None:
+            return None
+        path = self.code.straight_path(at, self.fault_at)
+        if path is None:
+            return None
+        for step_at in reversed([j for j in path if name in self.code.writes[j]]):
+            step = self._step(step_at, name, depth)
+            if step is None or step.value is None:
+                return None
+            value = (value - step.value) & MASK32
+        return value
+
+    def _dumped(self, name: str) -> int | None:
+        uniform = name.startswith("UR")
+        source = self.uniform_registers if uniform else self.registers
+        index = int(name[2:] if uniform else name[1:])
+        if source is None or index >= len(source):
+            return None
+        if self.overwritten(name):
+            return None
+        return source[index] & MASK32
+
+    def overwritten(self, name: str) -> bool:
+        """Whether the lane wrote ``name`` between the faulting instruction and its PC."""
+        if self.dump_at is None or self.dump_at <= self.fault_at:
+            return False
+        path = self.code.straight_path(self.fault_at + 1, self.dump_at)
+        written = path is None or any(name in self.code.writes[j] for j in path)
+        if written:
+            self._stop(f"{name} was overwritten between the faulting instruction and the lane's "
+                       "PC, where the dump took the registers")
+        return written
+
+    # -- definitions ----------------------------------------------------------------------
+    def _defined(self, at: int, name: str, depth: int) -> Value:
+        """Word ``name`` as the instruction at ``at`` writes it."""
+        if at not in self._defs:
+            self._defs[at] = self._evaluate(at, depth)
+        whole = self._defs[at]
+        words = self.code.writes[at]
+        k = words.index(name)
+        value = None if whole.value is None else (whole.value >> (32 * k)) & MASK32
+        text = whole.text if len(words) == 1 or k == 0 and whole.param is not None else (
+            whole.text if k == 0 else f"hi({whole.text})")
+        return replace(whole, value=value, text=text, origin=at, whole=whole)
+
+    def _evaluate(self, at: int, depth: int) -> Value:
+        ins = self.code.instructions[at]
+        family = ins.opcode.split(".")[0]
+        where = f"{ins.opcode} at +{ins.address:#x}"
+        if family in ("S2R", "S2UR", "CS2R"):
+            return self._special(ins.operands[-1] if ins.operands else "", where)
+        access = memory_access(ins.opcode)
+        if access is not None and access.space == "constant":
+            return self._constant(ins.opcode, ins.operands[1:], where)
+        if access is not None and access.kind == "load":
+            return self._load(at, where, depth)
+        if family.endswith("SHFL"):
+            return self._stopped(f"{where}: a value from another lane (SHFL)")
+        op = operation(ins.opcode)
+        if op is None:
+            return self._stopped(f"{where}: an operation the slice does not model")
+        sources = [o for o in ins.operands[1:] if not isinstance(parse_operand(o), Predicate)]
+        terms = [self._term(text, at, depth, pair=op.bits == 64 and k == len(sources) - 1)
+                 for k, text in enumerate(sources)]
+        result = apply(op, [Term(t.value, t.text) for t in terms])
+        if result is None:
+            return self._stopped(f"{where}: operands not read ({', '.join(ins.operands)})")
+        element = None
+        if op.bits == 64 and len(terms) == 3 and terms[2].param is not None and terms[1].value:
+            element = (terms[2].param, terms[0], terms[1].value)
+        if family in ("MOV", "UMOV") and isinstance(parse_operand(sources[0]), Immediate):
+            self._root(model.Root(kind="constant", name=sources[0], value=sources[0]))
+        first = terms[0] if terms else None
+        return Value(result.value, result.text, element=element,
+                     param=first.param if family in ("MOV", "UMOV") and first else None)
+
+    def _term(self, text: str, at: int, depth: int, pair: bool = False) -> Value:
+        operand = parse_operand(text)
+        if isinstance(operand, Register):
+            found = self._register(operand, at, pair=pair or operand.wide, depth=depth)
+            if operand.negated and found.value is not None:
+                return replace(found, value=-found.value, text=f"-{found.text}", param=None)
+            if operand.inverted and found.value is not None:
+                return replace(found, value=~found.value & MASK32, text=f"~{found.text}", param=None)
+            return found
+        if isinstance(operand, Immediate) and isinstance(operand.value, int):
+            return Value(operand.value & (MASK64 if pair else MASK32), _number(operand.value))
+        if isinstance(operand, ConstantRef) and operand.bank == 0 and operand.register is None:
+            return self._slot(operand.offset, 2 if pair else 1)
+        self._stop(f"operand {text} at +{self._address(at):#x} is not read by the slice")
+        return Value(None, text)
+
+    def _register(self, register: Register, at: int, pair: bool = False, depth: int = 0) -> Value:
+        if register.is_zero:
+            return Value(0, "0")
+        prefix = "UR" if register.uniform else "R"
+        low = self.word(f"{prefix}{register.index}", at, depth + 1)
+        if not pair:
+            return low
+        high = self.word(f"{prefix}{register.index + 1}", at, depth + 1)
+        if low.origin is not None and low.origin == high.origin and low.whole is not None:
+            return low.whole
+        value = None if low.value is None or high.value is None else low.value | high.value << 32
+        return Value(value, f"{high.text}:{low.text}")
+
+    # -- roots ----------------------------------------------------------------------------
+    def _special(self, register: str, where: str) -> Value:
+        name = _SPECIALS.get(register)
+        if name is None:
+            return self._stopped(f"{where}: special register {register} not modelled")
+        value = self.launch.specials.get(register)
+        self._root(model.Root(kind="special", name=name,
+                              value=None if value is None else f"{value:#x}",
+                              provenance="launch" if value is not None else None))
+        return Value(value, name)
+
+    def _constant(self, opcode: str, operands: tuple[str, ...], where: str) -> Value:
+        operand = parse_operand(operands[0]) if operands else None
+        if isinstance(operand, ConstantRef) and operand.bank == 0 and (
+                operand.register is None or operand.register.is_zero):
+            return self._slot(operand.offset, 2 if "64" in opcode.split(".") else 1)
+        return self._stopped(f"{where}: {operands[0] if operands else '?'} is not a fixed slot "
+                             "of constant bank 0")
+
+    def _slot(self, offset: int, words: int) -> Value:
+        """A word (or pair) of constant bank 0: a launch dimension or a parameter."""
+        if offset in _LAUNCH_SLOTS and words == 1:
+            name = _LAUNCH_SLOTS[offset]
+            value = self.launch.slots.get(offset)
+            self._root(model.Root(kind="special", name=name, provenance="launch",
+                                  value=None if value is None else f"{value:#x}"))
+            return Value(value, name)
+        base = self.params.cbank_offset
+        if base is None or offset < base:
+            return self._stopped(f"c[0x0][{offset:#x}]: a bank-0 slot outside the parameters, "
+                                 "which the dump does not hold")
+        relative = offset - base
+        holder = next((p for p in self.params.params if p[1] <= relative < p[1] + p[2]), None)
+        size = 4 * words
+        data = self.params.data
+        raw = data[relative:relative + size] if data is not None and relative + size <= len(data) else None
+        value = int.from_bytes(raw, "little") if raw is not None else None
+        if holder is None:
+            self._stop(f"c[0x0][{offset:#x}]: no parameter of the kernel's layout covers it")
+            return Value(value, f"c[0x0][{offset:#x}]")
+        ordinal, param_offset, _size, type_name = holder
+        text = f"arg{ordinal}" if relative == param_offset else f"arg{ordinal}+{relative - param_offset:#x}"
+        self._root(model.Root(kind="param", param_ordinal=ordinal,
+                              name=f"param {ordinal}" + (f" ({type_name})" if type_name else ""),
+                              value=None if value is None else f"{value:#x}",
+                              provenance="parameter buffer" if value is not None else None))
+        if value is None:
+            self._stop(f"param {ordinal}: the dump holds no parameter buffer bytes for it")
+        return Value(value, text, param=ordinal if relative == param_offset else None)
+
+    def _load(self, at: int, where: str, depth: int) -> Value:
+        """A loaded word: its value is the dumped destination where no later write hides it;
+        what it read is the slice of the load's own address."""
+        ins = self.code.instructions[at]
+        name = self.code.writes[at][0] if self.code.writes[at] else None
+        value = self._from_dump(name, at + 1, depth) if name else None
+        operand = next((parse_operand(o) for o in ins.operands
+                        if isinstance(parse_operand(o), MemoryOperand)), None)
+        detail, text = None, f"load at +{ins.address:#x}"
+        if isinstance(operand, MemoryOperand):
+            address = self.address(operand, at)
+            if address.element is not None:
+                ordinal, index, size = address.element
+                shown = "" if index.value is None else f" = {_signed(index.value)}"
+                detail = f"element {index.text}{shown} of param {ordinal} ({size}-byte elements)"
+                text = f"arg{ordinal}[{index.text}]"
+            elif address.value is not None:
+                detail = f"from {address.value:#x} ({address.text})"
+        self._root(model.Root(kind="load", name=where, detail=detail,
+                              value=None if value is None else f"{value:#x}",
+                              provenance="dump" if value is not None else None))
+        return Value(value, text)
+
+    def _induction(self, name: str, at: int, defs: list[int], dumped: int | None,
+                   depth: int) -> Value:
+        """A word several definitions reach: a loop variable (a start and a step) or guarded
+        alternatives; its value is the dump's, where the path to the fault allows."""
+        key = (name, min(defs))
+        label = self._inductions.setdefault(key, _INDUCTION_NAMES[len(self._inductions) % 6])
+        steps = [(j, self._step(j, name, depth)) for j in defs]
+        starts = [self._defined(j, name, depth).text for j, step in steps if step is None]
+        moves = [step.text for _, step in steps if step is not None]
+        shown = "unknown" if dumped is None else f"{_signed(dumped)}"
+        if moves and starts:
+            self.story.append(f"{label} ({name} at +{self._address(at):#x}) = {shown}: a loop "
+                              f"variable that starts as {' or '.join(starts)} and steps by "
+                              f"{' or '.join(moves)}")
+        else:
+            self.story.append(f"{label} ({name} at +{self._address(at):#x}) = {shown}: one of "
+                              f"{len(defs)} definitions (guarded or joined paths)")
+        if dumped is None:
+            self._stop(f"{name} at +{self._address(at):#x}: several definitions reach it and the "
+                       "dump does not give its value there")
+        return Value(dumped, label)
+
+    def _step(self, at: int, name: str, depth: int) -> Value | None:
+        """The amount a self-increment ``name = name + x`` at ``at`` adds, else None."""
+        ins = self.code.instructions[at]
+        op = operation(ins.opcode)
+        family = ins.opcode.split(".")[0].removeprefix("U")
+        if op is None or family not in ("IMAD", "IADD3", "VIADD", "IADD"):
+            return None
+        sources = [o for o in ins.operands[1:] if not isinstance(parse_operand(o), Predicate)]
+        parsed = [parse_operand(o) for o in sources]
+        names = [r.name if isinstance(r, Register) and not (r.negated or r.inverted) else None
+                 for r in parsed]
+        if name not in names:
+            return None
+        if family == "IMAD":
+            if names[2] == name:
+                product = apply(operation("IMAD"), [Term(v.value, v.text) for v in (
+                    self._term(sources[0], at, depth), self._term(sources[1], at, depth),
+                    Value(0, "0"))])
+                return Value(product.value, product.text)
+            return None
+        others = [self._term(s, at, depth) for s, n in zip(sources, names) if n != name]
+        total = None if any(o.value is None for o in others) else sum(o.value for o in others)
+        text = " + ".join(o.text for o in others if o.text != "0") or "0"
+        return Value(total, text)
+
+    # -- bookkeeping ----------------------------------------------------------------------
+    def _root(self, root: model.Root) -> None:
+        self.roots.setdefault(root.name, root)
+
+    def _stop(self, reason: str) -> None:
+        if reason not in self.stops:
+            self.stops.append(reason)
+
+    def _stopped(self, reason: str) -> Value:
+        self._stop(reason)
+        self._root(model.Root(kind="unknown", name=reason.split(":")[0]))
+        return Value(None, "?")
+
+    def _address(self, at: int) -> int:
+        instructions = self.code.instructions
+        return instructions[at].address if 0 <= at < len(instructions) else -1
+
+
+def _number(value: int) -> str:
+    """Small numbers (scales, shifts) read better in decimal; offsets and masks in hex."""
+    return str(value) if -64 < value < 64 else f"{value:#x}"
+
+
+def _signed(value: int) -> int:
+    return value - (1 << 32) if value >> 31 else value
