@@ -17,7 +17,8 @@ from ..notation import dim, short_source
 from ..report import model
 from ..report.text import count
 from ..sass import CodeFinder, CodeLocation, Instruction, function_listing
-from .polled import address_evidence, address_operand, lane_address, parameter_root
+from .origin import address_origin
+from .polled import address_evidence, address_operand, lane_address
 from .shape import Polling, is_barrier, polling_loop
 from .stand import GridWarps, WarpAt, expected_lanes, resident_warps
 
@@ -181,8 +182,11 @@ def _polling_wait(core, grid_warps, by_pc, readings, collective) -> model.Wait |
         sample = by_pc[pcs[0]][0]
         address = lane_address(core, sample, operand)
         evidence.append(address_evidence(sample, operand, address))
-        root = parameter_root(core, grid_warps, first_reading.location, first_reading.listing,
-                              first_reading.polling, operand, sample, evidence)
+        origin = address_origin(core, grid_warps.grid, first_reading.location,
+                                first_reading.listing, first_reading.polling, operand, sample,
+                                address)
+        evidence += origin.evidence
+        root = origin.root
         evidence += _spread(core, by_pc, readings, pcs)
     shown = f"{address:#x}" if address is not None else None
     polls = f"polling {shown}" if shown else "polling memory"

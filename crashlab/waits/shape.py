@@ -265,10 +265,3 @@ def polling_loop(listing: list[Instruction], offset: int) -> Polling | str:
                 f"address {change.opcode} at +{change.address:#x} changes: it walks memory, "
                 "not polls one place")
     return f"no exit of {span} depends on a load inside it"
-
-
-def definition_before(listing: list[Instruction], offset: int, name: str) -> Instruction | None:
-    """The last write of ``name`` before ``offset`` in program order: what reaches a loop from
-    straight-line code before it (branches around it are not followed)."""
-    return next((ins for ins in reversed(listing) if ins.address < offset and name in _writes(ins)),
-                None)
