@@ -2,10 +2,11 @@
 
 These are readings of one function's listing (crashlab.sass.function_listing: offsets into its
 text section, branch targets resolved), with no dump involved, so that they can be checked on
-real nvdisasm output alone. A loop is found from its back edge (a branch whose target lies at or
-before it, spanning the PC); it polls memory when one of its exits is guarded by a predicate
-whose definition, followed back through the loop body, reaches a load. Every walk is bounded: a
-stranger's SASS gets a reason, never a long search.
+real nvdisasm output alone. A loop is the natural loop of a back edge (a branch to an instruction
+at or before it) over the instruction graph; it polls memory when one of its exits is guarded by
+a predicate whose definition, followed back through the loop body, reaches a load whose address
+the loop does not change. Every walk is bounded: a stranger's SASS gets a reason, never a long
+search.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import functools
 from dataclasses import dataclass
 
 from ..explain.access import memory_access
+from ..explain.cfg import destination_words
 from ..explain.operands import ConstantRef, MemoryOperand, Predicate, Register, parse_operand
 from ..sass import Instruction
 
@@ -24,12 +26,6 @@ BARRIER_ROOTS = frozenset({"BAR", "SYNCS", "WARPSYNC"})
 MAX_SLICE_STEPS = 32
 #: A loop body longer than this is not read (a hang loop is a few instructions).
 MAX_LOOP_INSTRUCTIONS = 512
-#: Opcode roots that write no register or predicate (their first operand is a source).
-_NO_DESTINATION = frozenset({
-    "BRA", "BRX", "JMP", "JMX", "EXIT", "RET", "CALL", "BAR", "WARPSYNC", "BSSY", "BSYNC",
-    "YIELD", "NOP", "NANOSLEEP", "MEMBAR", "FENCE", "ERRBAR", "CCTL", "CCTLL", "DEPBAR", "BPT",
-    "BMOV", "WARPGROUP", "ACQBULK", "KILL",
-})
 _BRANCH_ROOTS = frozenset({"BRA", "BRX", "JMP", "JMX"})
 _LEAVE_ROOTS = frozenset({"EXIT", "RET"})
 _ALWAYS_TRUE = ("PT", "UPT")
@@ -66,47 +62,36 @@ def polls(instruction: Instruction) -> bool:
     return access is not None and access.kind in ("load", "atomic") and access.space != "constant"
 
 
-def _width(instruction: Instruction) -> int:
-    """Registers one destination covers: a pair for ``.64`` and IMAD.WIDE, four for ``.128``."""
-    modifiers = instruction.opcode.split(".")[1:]
-    if "128" in modifiers:
-        return 4
-    return 2 if "64" in modifiers or "WIDE" in modifiers else 1
+def _predicate_destinations(instruction: Instruction) -> tuple[str, ...]:
+    """The leading predicate operands an instruction writes: ``ISETP P0, P1, ...``,
+    ``SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [...]``; none for a branch (``BRA.U !UP0``)."""
+    if root(instruction.opcode) in _BRANCH_ROOTS | _LEAVE_ROOTS:
+        return ()
+    leading = []
+    for text in instruction.operands[:2]:
+        operand = parse_operand(text)
+        if not isinstance(operand, Predicate) or operand.negated:
+            break
+        leading.append(text)
+    return tuple(leading)
 
 
-def _destinations(instruction: Instruction) -> tuple[str, ...]:
-    """The leading operands it writes: a register, or one or two predicates (ISETP P0, P1)."""
-    if root(instruction.opcode) in _NO_DESTINATION or not instruction.operands:
-        return ()
-    access = memory_access(instruction.opcode)
-    if access is not None and access.kind in ("store", "prefetch"):
-        return ()
-    first = parse_operand(instruction.operands[0])
-    if isinstance(first, Predicate):
-        second = parse_operand(instruction.operands[1]) if len(instruction.operands) > 1 else None
-        return instruction.operands[:2] if isinstance(second, Predicate) else instruction.operands[:1]
-    return instruction.operands[:1] if isinstance(first, Register) else ()
+def _destination_operands(instruction: Instruction) -> int:
+    """How many leading operands are written: one register, or one or two predicates."""
+    return 1 if destination_words(instruction) else len(_predicate_destinations(instruction))
 
 
 @functools.lru_cache(maxsize=1 << 16)
 def _writes(instruction: Instruction) -> frozenset[str]:
-    """Registers and predicates the instruction writes (cached: a slice asks of each
-    instruction of a loop body many times)."""
-    written: set[str] = set()
-    for text in _destinations(instruction):
-        operand = parse_operand(text)
-        if isinstance(operand, Register) and not operand.wide and _width(instruction) > 1 \
-                and operand.index is not None:
-            prefix = "UR" if operand.uniform else "R"
-            written.update(f"{prefix}{operand.index + k}" for k in range(_width(instruction)))
-        else:
-            written.update(operand_names(text))
-    return frozenset(written)
+    """Register words (crashlab.explain.cfg's reading) and predicates the instruction writes
+    (cached: the loop walks ask of each instruction of a body many times)."""
+    predicates = {p for p in _predicate_destinations(instruction) if p not in _ALWAYS_TRUE}
+    return frozenset(destination_words(instruction)) | predicates
 
 
 def _reads(instruction: Instruction) -> list[str]:
     """Registers and predicates the instruction reads (its operands past its destinations)."""
-    sources = instruction.operands[len(_destinations(instruction)):]
+    sources = instruction.operands[_destination_operands(instruction):]
     return [name for text in sources for name in operand_names(text)]
 
 
@@ -119,9 +104,6 @@ class Loop:
     head: int
     tail: int
     body: tuple[Instruction, ...]
-
-    def holds(self, offset: int) -> bool:
-        return any(ins.address == offset for ins in self.body)
 
 
 @dataclass(frozen=True)
