@@ -290,3 +290,12 @@ def test_a_loop_that_walks_memory_is_not_polling():
 ])
 def test_collective_kernels_are_known_by_name(name, collective):
     assert bool(COLLECTIVE_NAME.search(name)) is collective
+
+
+def test_without_nvdisasm_the_warps_are_other_with_the_reason(build, monkeypatch):
+    monkeypatch.setattr("crashlab.sass.find_nvdisasm", lambda: (None, "nvdisasm not found"))
+    report = crashlab.inspect(build(scenarios.barrier_after_exit()).path)
+    for kernel in report.kernels:
+        wait = _wait(kernel, "other")
+        assert wait.warps == kernel.resident_warps
+        assert all(item.endswith("nvdisasm not found") for item in wait.evidence)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Literal
 
 from ..coredump.core import CoreDump
 from ..notation import dim, short_source
@@ -34,11 +35,15 @@ MAX_SAMPLED = 64
 MAX_LISTED = 4
 
 
+#: How the code at a PC reads: the warp waits at a barrier, polls memory, or neither.
+ReadingKind = Literal["barrier", "polling", "other"]
+
+
 @dataclass
 class Reading:
     """What the code at one PC says a warp there waits for."""
 
-    kind: str  # barrier, polling, other
+    kind: ReadingKind
     why: str = ""
     location: CodeLocation | None = None
     listing: list[Instruction] | None = None
