@@ -104,8 +104,9 @@ def test_a_custom_all_reduce_waits_on_a_peer_at_each_block_s_slot(dumps):
     blocks = scenario.notes["blocks"]
     assert wait.warps == blocks and wait.pcs == [f"{scenario.notes['wait_pc']:#x}"]
     polled = scenario.notes["polled"]
-    sampled = [a for a in sorted(polled.values())]
-    assert wait.address in {f"{a:#x}" for a in sampled}
+    said = next(item for item in wait.evidence if item.startswith("polled address "))
+    lane, block = re.search(r"of lane (\d+) of warp \d+, block \((\d+),0,0\)", said).groups()
+    assert wait.address == f"{polled[(int(block), int(lane))]:#x}"  # that lane's slot
     distinct = next(item for item in wait.evidence if "distinct polled addresses" in item)
     assert distinct.startswith(f"{blocks} distinct")  # one warp per block reads its own slot
     # R8.64 = self_sg + blockIdx.x*0x20 + threadIdx.x*4 (two IMAD.WIDE.U32 on LDC.64 c[0x0][0x210])
