@@ -78,6 +78,8 @@ def main(ctx: click.Context) -> None:
 @click.option("--markdown", "as_markdown", is_flag=True,
               help="Print a GitHub issue body (at most 65,536 characters).")
 @click.option("--no-sass", is_flag=True, help="Skip disassembly (nvdisasm is not run).")
+@click.option("--no-explain", is_flag=True,
+              help="Skip the explanation of each fault (its address, bound and roots).")
 @click.option("--context", type=click.IntRange(0, 200), default=8, show_default=True,
               help="SASS instructions shown on each side of the faulting one.")
 @click.option("--debugger", is_flag=True,
@@ -93,8 +95,8 @@ def main(ctx: click.Context) -> None:
                    "(crashlab-copies beside the index file); gc may delete that copy, never "
                    "the original.")
 @_db_option
-def inspect(core: str, as_json: bool, as_markdown: bool, no_sass: bool, context: int,
-            debugger: bool, record: bool, copy: bool, db: str | None) -> None:
+def inspect(core: str, as_json: bool, as_markdown: bool, no_sass: bool, no_explain: bool,
+            context: int, debugger: bool, record: bool, copy: bool, db: str | None) -> None:
     """Explain a CUDA GPU coredump: faulting kernel, exception, block, thread, PC, SASS, source.
 
     CORE is a .nvcudmp file, gzip-compressed or not, or - for standard input. No GPU and no
@@ -118,7 +120,8 @@ def inspect(core: str, as_json: bool, as_markdown: bool, no_sass: bool, context:
     for given, name in ((db, "--db"), (copy, "--copy")):
         if given and not record:
             raise BadInput(f"{name} is for --record: add --record to record the crash")
-    report = inspect_core(core, sass=not no_sass, context=context, debugger=debugger)
+    report = inspect_core(core, sass=not no_sass, context=context, debugger=debugger,
+                          explain=not no_explain)
     if report.debugger is not None and report.debugger.status in ("unavailable", "failed"):
         say(f"--debugger: {report.debugger.reason}; the native report stands")
     if record:
@@ -421,9 +424,12 @@ def doctor(as_json: bool, runs_dir: Path, python: str | None, cmake_cache: Path 
                    "default the environment is the crashed machine's: the run's and the coredump's).")
 @click.option("--json", "as_json", is_flag=True,
               help="Print a JSON summary instead of the body (schema: crashlab schema report-bundle).")
+@click.option("--no-explain", is_flag=True,
+              help="Skip the explanation of each coredump's faults.")
 @_db_option
 def report(inputs: tuple[str, ...], out: Path | None, output_alias: Path | None, max_size: str,
-           anonymize: bool, this_machine: bool, as_json: bool, db: str | None) -> None:
+           anonymize: bool, this_machine: bool, as_json: bool, no_explain: bool,
+           db: str | None) -> None:
     """Write an upstream issue: a Markdown body and one .tar.gz to attach beside it.
 
     INPUTS are serve run directories, CUDA coredumps and SGLang request dumps, in any mix. The
@@ -450,7 +456,8 @@ def report(inputs: tuple[str, ...], out: Path | None, output_alias: Path | None,
     from .issue.sizes import parse_size, with_bytes
 
     made = make(ReportOptions(inputs=list(inputs), out=out or output_alias, max_bytes=parse_size(max_size),
-                              anonymize=anonymize, this_machine=this_machine))
+                              anonymize=anonymize, this_machine=this_machine,
+                              explain=not no_explain))
     if as_json:
         click.echo(made.issue.model_dump_json(indent=2))
     else:

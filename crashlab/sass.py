@@ -13,6 +13,7 @@ gives the same chains, so a report and its signature do not depend on nvdisasm b
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import importlib.util
 import io
 import os
@@ -31,6 +32,7 @@ from .coredump.layouts import SECTION_HEADER, SYMBOL, Field
 from .coredump.model import Grid
 from .lineinfo import LineTable, LineTableError, SourceLine
 from .lineinfo import read as read_line_table
+from . import sass_cache
 from .toolpath import find_cuda_tool
 
 NVDISASM_TIMEOUT_S = 120
@@ -156,8 +158,9 @@ class CodeFinder:
     def __init__(self, core: CoreDump):
         self.core = core
         self._parsed: dict[int, _Cubin | None] = {}
-        #: nvdisasm's listing of each function disassembled so far (or why there is none)
-        self.listings: dict[tuple[int, int], list[Instruction] | str] = {}
+        #: nvdisasm's listings of each cubin disassembled so far, by text section (or why there
+        #: are none): one nvdisasm run per cubin per dump at most, none where the cache has it
+        self.listings: dict[int, dict[str, list[Instruction]] | str] = {}
         self._line_tables: dict[int, LineTable | None] = {}
         self.problems: list[str] = []
 
@@ -330,23 +333,54 @@ def _rebased_copy(data: bytes, cubin: _Cubin) -> bytes:
 
 
 def _listing(finder: CodeFinder, location: CodeLocation, cubin: _Cubin) -> list[Instruction] | str:
-    """nvdisasm's listing of the function holding ``location`` (offsets into its section), or
-    why there is none; each function is disassembled once per dump, however many PCs ask."""
-    key = (location.image_section, location.function_symbol)
-    if key not in finder.listings:
-        finder.listings[key] = _run_nvdisasm(finder, location, cubin)
-    return finder.listings[key]
+    """nvdisasm's listing of the text section holding ``location`` (offsets into it), or why
+    there is none."""
+    section = location.image_section
+    if section not in finder.listings:
+        finder.listings[section] = _disassembled(finder, cubin)
+    listings = finder.listings[section]
+    if isinstance(listings, str):
+        return listings
+    return listings.get(location.text_section) or (
+        f"nvdisasm's listing has no section {location.text_section}")
 
 
-def _run_nvdisasm(finder: CodeFinder, location: CodeLocation, cubin: _Cubin) -> list[Instruction] | str:
+def _disassembled(finder: CodeFinder, cubin: _Cubin) -> dict[str, list[Instruction]] | str:
+    return cubin_listings(_rebased_copy(finder.core.image_bytes(cubin.section), cubin))
+
+
+def cubin_listings(data: bytes) -> dict[str, list[Instruction]] | str:
+    """Every text section's listing of one cubin (offsets into each section), or why there is
+    none: from the cache where it has these bytes, else from one nvdisasm run, stored for the
+    next inspect."""
     tool, why = find_nvdisasm()
     if tool is None:
         return why
-    data = _rebased_copy(finder.core.image_bytes(location.image_section), cubin)
+    version = nvdisasm_version(tool)
+    key = hashlib.sha256(data).hexdigest()
+    stored = sass_cache.load(key, version)
+    if stored is not None:
+        try:
+            return {name: [sass_cache.decode(row, Instruction) for row in rows]
+                    for name, rows in stored.items()}
+        except (KeyError, TypeError, ValueError):
+            pass  # a damaged entry: disassemble again and rewrite it
+    made = _run_nvdisasm(data, tool)
+    if not isinstance(made, str):
+        sass_cache.store(key, version, {name: [sass_cache.encode(ins) for ins in listing]
+                                        for name, listing in made.items()})
+    return made
+
+
+def _run_nvdisasm(data: bytes, tool: str) -> dict[str, list[Instruction]] | str:
+    """One nvdisasm run over the whole cubin. The text listing, not ``-json`` (13.x): the JSON
+    prints branch and call targets as bare offsets and symbols (``BRA 0x1c0``, ``RET.REL.NODEC
+    R2,sym``) where the text listing, which users and the views know, has labels (`(.L_x_5)),
+    and it carries no line info; the text listing's -gi comments give the inline chains."""
     with tempfile.TemporaryDirectory(prefix="crashlab-sass-") as scratch:
         path = Path(scratch, "carved.cubin")
         path.write_bytes(data)
-        command = [tool, "-c", "-gi", "-ndf", "-fun", str(location.function_symbol), str(path)]
+        command = [tool, "-c", "-gi", "-ndf", str(path)]
         try:
             done = subprocess.run(command, capture_output=True, text=True, errors="replace",
                                   timeout=NVDISASM_TIMEOUT_S)
@@ -357,7 +391,16 @@ def _run_nvdisasm(finder: CodeFinder, location: CodeLocation, cubin: _Cubin) -> 
     if done.returncode != 0:
         first = (done.stderr.strip().splitlines() or ["no message"])[0]
         return f"nvdisasm failed: {first}"
-    return parse_listing(done.stdout)
+    return split_listing(done.stdout)
+
+
+_SECTION_HEADER = re.compile(r"^//-+ (\.text\.\S+) -+$", re.M)
+
+
+def split_listing(listing: str) -> dict[str, list[Instruction]]:
+    """A whole cubin's ``nvdisasm -c -gi`` listing, split at its text sections' headers."""
+    parts = _SECTION_HEADER.split(listing)
+    return {name: parse_listing(body) for name, body in zip(parts[1::2], parts[2::2])}
 
 
 def function_listing(finder: CodeFinder, pc: int,

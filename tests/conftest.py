@@ -28,6 +28,15 @@ def xdg_data_home(tmp_path_factory, monkeypatch) -> Path:
     return folder
 
 
+@pytest.fixture(autouse=True)
+def xdg_cache_home(tmp_path_factory, monkeypatch) -> Path:
+    """Each test's own XDG cache folder: the SASS cache (crashlab.sass_cache) starts empty, so
+    no test's nvdisasm runs depend on what another test left there."""
+    folder = tmp_path_factory.mktemp("xdg-cache")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(folder))
+    return folder
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 nobody listens on (for stand-in servers)."""
     import socket

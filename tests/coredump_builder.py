@@ -235,6 +235,8 @@ class Warp:
     uniform_registers: list[int] | None = None
     uniform_predicates: list[int] | None = None
     cbu_bar: bytes | None = None
+    #: sharedMemSize (rows of 48 bytes and more, driver r570+); 0 as the builder wrote before
+    shared_mem_size: int = 0
 
 
 @dataclass
@@ -616,6 +618,8 @@ def _write_sm(w, spec, keys, smtbl, s_row, tag, sm: SM) -> None:
                           activeLanesMask=mask, isWarpBroken=warp.broken, errorPCValid=int(valid))
             if size("warp") >= 40:
                 values["numRegs"] = REGISTERS_PER_LANE
+            if size("warp") >= 48:
+                values["sharedMemSize"] = warp.shared_mem_size
             warp_rows.append(pack_row("warp", size("warp"), **values))
         wptbl = keys[f"wptbl {ctag}"] = w.add(_name(spec, f".cudbg.wptbl.{ctag}"), SHT["WP_TABLE"],
                                               b"".join(warp_rows), link=ctatbl, info=c_row,

@@ -154,6 +154,28 @@ def fault(
     return Scenario(spec, planted)
 
 
+def moe_align(registers: list[int], uniform_registers: list[int], params: bytes,
+              shared_mem_size: int = 0, lane_pc_after: int = 0x20) -> Scenario:
+    """The MoE shared out-of-range fault of ``fault`` with the faulting lane's registers, its
+    warp's uniform registers and sharedMemSize, and the parameter buffer given: tests compute
+    them from chosen roots by hand from the kernel's SASS, so the dump is consistent with the
+    code (unlike the pattern registers of the bundled example)."""
+    scenario = fault("moe_align.sm_90.cubin:shared-out-of-range", WARP_OUT_OF_RANGE_ADDRESS,
+                     marked_lanes=(0,))
+    planted = scenario.planted
+    device = scenario.spec.devices[planted.device]
+    device.grids[0].params = params
+    warp = next(w for sm in device.sms for cta in sm.ctas for w in cta.warps
+                if w.warp_id == planted.warp and sm.sm_id == planted.sm)
+    lane = next(lane for lane in warp.lanes if lane.ln == planted.lane)
+    lane.registers = planted.registers = list(registers)
+    for each in warp.lanes:
+        each.pc = planted.pc + lane_pc_after
+    warp.uniform_registers = list(uniform_registers)
+    warp.shared_mem_size = shared_mem_size
+    return scenario
+
+
 def hang() -> Scenario:
     """No exception anywhere: one kernel spinning on a flag, one waiting in a fake all-reduce."""
     spin = markers()["hang.sm_90.cubin:spin"]

@@ -37,6 +37,11 @@ class Bounds:
     shared_mem_size: int | None = None
     frame_size: int | None = None
     stack_pointer: int | None = None
+    #: the faulting function is the kernel itself with no caller (no backtrace rows): nothing of
+    #: the thread's stack lies above its frame
+    outermost: bool = False
+    #: constant bank id -> size, from the dump's constant bank table (r550+)
+    constant_banks: dict[int, int] = field(default_factory=dict)
     global_segments: list[tuple[int, int]] = field(default_factory=list)
 
 
@@ -53,7 +58,8 @@ def classify(space: str, address: int, wide: bool, windows: Windows) -> tuple[st
     return "global", address
 
 
-def verdict(space: str, address: int | None, size: int | None, bounds: Bounds) -> model.Verdict:
+def verdict(space: str, address: int | None, size: int | None, bounds: Bounds,
+            bank: int | None = None) -> model.Verdict:
     if address is None:
         return model.Verdict(kind="undetermined", basis="the address could not be computed: a "
                              "register it reads is not in the dump")
@@ -70,6 +76,8 @@ def verdict(space: str, address: int | None, size: int | None, bounds: Bounds) -
         return _local(address, size or 1, bounds)
     if space == "global":
         return _global(address, size or 1, bounds)
+    if space == "constant" and bank is not None:
+        return _constant(bank, address, size or 1, bounds)
     return model.Verdict(kind="undetermined", basis=f"no bound of {space} memory is checked")
 
 
@@ -132,6 +140,11 @@ def _local(offset: int, size: int, bounds: Bounds) -> model.Verdict:
         return model.Verdict(kind="inside", basis=(
             f"local offset {offset:#x} is inside this function's frame [{sp:#x}, "
             f"{sp + frame:#x}) (R1 and EIATTR_FRAME_SIZE {frame:#x})"))
+    if offset + size > sp + frame and offset >= sp and bounds.outermost:
+        return model.Verdict(kind="out-of-bounds", basis=(
+            f"local offset {offset:#x} (+{size} bytes) is past the kernel's frame [{sp:#x}, "
+            f"{sp + frame:#x}) (R1 and EIATTR_FRAME_SIZE {frame:#x}); the lane has no caller, so "
+            "no stack lies above it"))
     return model.Verdict(kind="undetermined", basis=(
         f"local offset {offset:#x} is outside this function's frame [{sp:#x}, {sp + frame:#x}) "
         "(R1 and EIATTR_FRAME_SIZE): a caller's frame or past the thread's local memory, whose "
@@ -152,3 +165,17 @@ def _global(address: int, size: int, bounds: Bounds) -> model.Verdict:
     return model.Verdict(kind="undetermined", basis=(
         f"{address:#x} is outside the {len(segments)} global memory segment(s) the dump holds; "
         "the dump does not list every allocation, so no bound is asserted"))
+
+
+def _constant(bank: int, offset: int, size: int, bounds: Bounds) -> model.Verdict:
+    recorded = bounds.constant_banks.get(bank)
+    if recorded is None:
+        return model.Verdict(kind="undetermined", basis=(
+            f"the dump's constant bank table has no bank {bank} for this grid"))
+    if offset + size <= recorded:
+        return model.Verdict(kind="inside", basis=(
+            f"offset {offset:#x} is inside the {recorded:#x} bytes of constant bank {bank} the "
+            "dump's constant bank table records"))
+    return model.Verdict(kind="out-of-bounds", basis=(
+        f"offset {offset:#x} (+{size} bytes) is past the {recorded:#x} bytes of constant bank "
+        f"{bank} the dump's constant bank table records"))

@@ -9,6 +9,7 @@ one alternative among the others that reach.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from ..sass import Instruction
@@ -16,6 +17,7 @@ from .access import memory_access
 from .operands import Register, parse_register
 
 MAX_VISITS = 20_000
+_PREDICATE_NAME = re.compile(r"^(U?P(?:T|\d))$")
 _STOPS_FLOW = ("EXIT", "RET", "KILL", "BRA", "JMP", "BRX", "JMX")
 #: families whose first operand is read, not written
 _NO_DESTINATION = ("ST", "STG", "STS", "STL", "STSM", "RED", "REDG", "BRA", "BRX", "JMP", "JMX",
@@ -26,6 +28,22 @@ _NO_DESTINATION = ("ST", "STG", "STS", "STL", "STSM", "RED", "REDG", "BRA", "BRX
 
 def _family(opcode: str) -> str:
     return opcode.split(".")[0]
+
+
+def destination_predicates(ins: Instruction) -> tuple[str, ...]:
+    """The predicates ``ins`` may write: the run of predicate operands at the start of its
+    operands, or right after a register destination (``ISETP P0, PT, ...``, ``IADD3 R2, P0,
+    ...``). An over-count only loses a value read from the dump, never invents one."""
+    operands = list(ins.operands)
+    if operands and parse_register(operands[0]) is not None:
+        operands = operands[1:]
+    written = []
+    for text in operands:
+        match = _PREDICATE_NAME.match(text.strip())
+        if match is None:
+            break
+        written.append(match[1])
+    return tuple(p for p in written if not p.endswith("PT"))
 
 
 def destination_words(ins: Instruction) -> tuple[str, ...]:
@@ -65,7 +83,8 @@ class FunctionCode:
 
     def __post_init__(self):
         self.index_of = {ins.address: at for at, ins in enumerate(self.instructions)}
-        self.writes = [destination_words(ins) for ins in self.instructions]
+        self.writes = [destination_words(ins) + destination_predicates(ins)
+                       for ins in self.instructions]
         self.predecessors: list[list[int]] = [[] for _ in self.instructions]
         for at, ins in enumerate(self.instructions):
             for after in self._successors(at, ins):

@@ -10,13 +10,14 @@ from ..coredump.core import CoreDump
 from ..coredump.fault import FaultGroup
 from ..cubin_info import ParamLayout
 from ..report import model
-from ..report.params import _SIGNED, _UNSIGNED, _base
+from ..report.params import is_integer
 from ..sass import CodeFinder, CodeLocation, Instruction, function_listing
 from .access import MemoryAccess, memory_access
 from .bounds import Bounds, Windows, classify, verdict
 from .cfg import FunctionCode
 from .cubin_facts import kernel_facts, shared_reserve
-from .operands import MemoryOperand, effective_address, parse_memory_operand
+from .operands import MemoryOperand, effective_address, parse_constant, parse_memory_operand
+from .semantics import signed32
 from .slice import Launch, ParamSource, Slicer
 
 _GLOBAL_KINDS = (SectionType.GLOBAL_MEM, SectionType.MANAGED_MEM)
@@ -48,12 +49,27 @@ def explain(core: CoreDump, finder: CodeFinder, found: FaultGroup, fault: model.
     if access.undecoded:
         base.verdict.basis = access.undecoded
         return base
-    operand = next((m for m in map(parse_memory_operand, ins.operands) if m is not None), None)
+    operand = next((m for m in map(_address_operand, ins.operands) if m is not None), None)
     if operand is None:
         base.verdict.basis = f"the memory operand of {ins.opcode} is not one the grammar reads"
         return base
     base.operand = operand.text
     return _explained(base, core, found, fault, layout, location, code, at, access, operand)
+
+
+def _address_operand(text: str) -> MemoryOperand | None:
+    """A memory operand, or a constant-bank reference read as one (``c[0x3][R2+0x8]``: the
+    register and offset address the bank, whose size the dump's constant bank table gives)."""
+    operand = parse_memory_operand(text)
+    if operand is not None:
+        return operand
+    constant = parse_constant(text)
+    if constant is None or constant.negated:
+        return None
+    register = constant.register
+    return MemoryOperand(text=text.strip(), register=None if register and register.uniform else register,
+                         uniform=register if register and register.uniform else None,
+                         offset=constant.offset, bank=constant.bank)
 
 
 def _explained(explanation: model.Explanation, core: CoreDump, found: FaultGroup,
@@ -62,7 +78,8 @@ def _explained(explanation: model.Explanation, core: CoreDump, found: FaultGroup
                operand: MemoryOperand) -> model.Explanation:
     site = found.site
     slicer = Slicer(code, at, _dump_index(code, location, site), found.registers,
-                    found.uniform_registers, _launch(fault, site), _param_source(fault, layout))
+                    found.uniform_registers, _launch(fault, site), _param_source(fault, layout),
+                    found.predicates, found.uniform_predicates)
     sliced = slicer.address(operand, at)
     dumped = effective_address(operand, found.registers or [], found.uniform_registers or [])
     overwritten = any(slicer.overwritten(r) for r in _words(operand))
@@ -70,11 +87,13 @@ def _explained(explanation: model.Explanation, core: CoreDump, found: FaultGroup
     explanation.address_provenance = "dump" if address is not None else None
     if address is None and sliced.value is not None:
         address, explanation.address_provenance = sliced.value, "recomputed"
-    space, where = classify(access.space, address or 0, operand.wide, _windows(core, site))
+    space, where = (access.space, None) if address is None else classify(
+        access.space, address, operand.wide, _windows(core, site))
     explanation.space = space
     explanation.address = None if address is None else f"{address:#x}"
-    bounds = _bounds(core, site, fault, location, found.registers)
-    explanation.verdict = verdict(space, None if address is None else where, access.bytes, bounds)
+    bounds = _bounds(core, site, fault, location, found.registers, found.backtrace,
+                     found.const_banks)
+    explanation.verdict = verdict(space, where, access.bytes, bounds, operand.bank)
     explanation.roots = list(slicer.roots.values())
     explanation.stops = list(slicer.stops)
     explanation.trust = "mismatch" if slicer.mismatches else "consistent"
@@ -88,7 +107,7 @@ def _words(operand: MemoryOperand) -> list[str]:
     return [w for r in operand.registers() for w in r.words()]
 
 
-def _story(explanation: model.Explanation, ins: Instruction, where: int, space: str,
+def _story(explanation: model.Explanation, ins: Instruction, where: int | None, space: str,
            slicer: Slicer) -> list[str]:
     size = f"{explanation.access_bytes}-byte " if explanation.access_bytes else ""
     at = "at an address the dump does not give" if explanation.address is None else (
@@ -98,9 +117,9 @@ def _story(explanation: model.Explanation, ins: Instruction, where: int, space: 
              explanation.verdict.basis[:1].upper() + explanation.verdict.basis[1:] + "."]
     for root in explanation.roots:
         if root.kind == "load":
-            story.append(f"A value of the address was loaded by {root.name}"
-                         + (f", {root.detail}" if root.detail else "")
-                         + (f"; it holds {root.value}" if root.value else "") + ".")
+            loaded = f"{signed32(int(root.value, 16))} ({root.value})" if root.value else "a value"
+            story.append(f"{root.name} loaded {loaded} into the address"
+                         + (f", from {root.detail}" if root.detail else "") + ".")
     story += [line + "." for line in slicer.story]
     if slicer.mismatches:
         story.append("The dumped registers do not fit the code: "
@@ -114,9 +133,7 @@ def _integer_params(fault: model.Fault) -> list[str]:
         return []
     found = []
     for param in fault.params.values:
-        base = _base(param.type) if param.type else None
-        integer = base in _SIGNED or base in _UNSIGNED if base else param.size == 4
-        if integer and param.value is not None:
+        if is_integer(param.type, param.size) and param.value is not None:
             found.append(f"param {param.ordinal}" + (f" ({param.type})" if param.type else "")
                          + f" = {param.shown}")
     return found
@@ -181,7 +198,7 @@ def _windows(core: CoreDump, site) -> Windows:
 
 
 def _bounds(core: CoreDump, site, fault: model.Fault, location: CodeLocation,
-            registers: list[int] | None) -> Bounds:
+            registers: list[int] | None, found_backtrace: list, found_banks: list) -> Bounds:
     grid = site.grid
     facts = kernel_facts(core.image_bytes(location.image_section), grid.function if grid else "",
                          site.device.sm_type)
@@ -195,6 +212,8 @@ def _bounds(core: CoreDump, site, fault: model.Fault, location: CodeLocation,
         shared_mem_size=recorded or None,
         frame_size=facts.frame_sizes.get(location.function_symbol),
         stack_pointer=registers[1] if registers and len(registers) > 1 else None,
+        constant_banks={bank.bank_id: bank.size for bank in found_banks},
+        outermost=not found_backtrace,
         global_segments=[(columns.addr[i], columns.size[i]) for kind in _GLOBAL_KINDS
                          for i in core.index.of_type(kind)],
     )

@@ -88,6 +88,8 @@ class MemoryOperand:
     uniform: Register | None
     offset: int
     descriptor: Register | None = None
+    #: a constant-bank reference read as a memory operand: its bank (``c[0x3][R2]``)
+    bank: int | None = None
 
     @property
     def wide(self) -> bool:

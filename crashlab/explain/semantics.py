@@ -2,7 +2,7 @@
 to write them as a formula.
 
 Only the operations that build addresses are modelled (moves, IMAD and its aliases, IMAD.WIDE,
-IADD3, VIADD, LEA, shifts, LOP3); an instruction outside this table is a stop with its opcode
+IADD3, VIADD, LEA, shifts and funnel shifts, LOP3; SEL is the slicer's, as it reads a predicate); an instruction outside this table is a stop with its opcode
 named. Carry chains (IADD3.X, LEA.HI.X) are not modelled: NVIDIA does not document their
 semantics, and a guessed one could give a confident wrong address.
 """
@@ -24,7 +24,8 @@ class Term:
     text: str
 
 
-def _signed32(value: int) -> int:
+def signed32(value: int) -> int:
+    """A 32-bit word read as two's complement."""
     value &= MASK32
     return value - (1 << 32) if value >> 31 else value
 
@@ -54,11 +55,18 @@ def _product(a: str, b: str) -> str:
 
 
 def _grouped(text: str) -> str:
-    return f"({text})" if " " in text else text
+    """``text`` in parentheses where it has an operator outside brackets (``a + b``, not
+    ``arg0[i + 1]`` or ``(a << 2)``)."""
+    depth = 0
+    for char in text:
+        depth += {"(": 1, "[": 1, ")": -1, "]": -1}.get(char, 0)
+        if char == " " and depth == 0:
+            return f"({text})"
+    return text
 
 
 def _shifted(a: str, by: str, direction: str = "<<") -> str:
-    return a if by in ("0", "0x0") else f"({a} {direction} {by})"
+    return a if by in ("0", "0x0") else f"({_grouped(a)} {direction} {by})"
 
 
 @dataclass(frozen=True)
@@ -73,7 +81,7 @@ class Operation:
 def _wide(signed: bool) -> Operation:
     def compute(a, b, c):
         if signed:
-            a, b = _signed32(a), _signed32(b)
+            a, b = signed32(a), signed32(b)
         else:
             a, b = a & MASK32, b & MASK32
         return (a * b + c) & MASK64
@@ -94,9 +102,18 @@ _OPERATIONS: dict[str, Operation] = {
     "SHF.L.U32": Operation(3, lambda a, s, _hi: a << (s & 31), lambda a, s, _hi: _shifted(a, s)),
     "SHF.R.U32.HI": Operation(3, lambda _lo, s, a: (a & MASK32) >> (s & 31),
                               lambda _lo, s, a: _shifted(a, s, ">>")),
-    "SHF.R.S32.HI": Operation(3, lambda _lo, s, a: _signed32(a) >> (s & 31),
+    "SHF.R.S32.HI": Operation(3, lambda _lo, s, a: signed32(a) >> (s & 31),
                               lambda _lo, s, a: _shifted(a, s, ">>")),
     "LOP3.LUT": Operation(4, _lut, lambda a, b, c, t: f"lop3({a}, {b}, {c}, {t})"),
+    "R2UR": Operation(1, lambda a: a, lambda a: a),
+    "IMAD.HI.U32": Operation(3, lambda a, b, c: ((a & MASK32) * (b & MASK32) >> 32) + c,
+                             lambda a, b, c: _sum(f"hi({_product(a, b)})", c)),
+    # funnel shifts of the pair hi:lo, as PTX's shf documents them
+    "SHF.R.U64": Operation(3, lambda lo, s, hi: ((hi & MASK32) << 32 | lo & MASK32) >> (s & 63),
+                           lambda lo, s, hi: _shifted(f"{hi}:{lo}", s, ">>")),
+    "SHF.L.U64.HI": Operation(3, lambda lo, s, hi: ((hi & MASK32) << 32 | lo & MASK32) << (s & 63) >> 32,
+                              lambda lo, s, hi: f"hi{_shifted(f'{hi}:{lo}', s)}"),
+    "IABS": Operation(1, lambda a: abs(signed32(a)), lambda a: f"abs({a})"),
 }
 #: modifiers that do not change the value an operation computes on its word
 _NEUTRAL = {"MOV", "IADD", "SHL", "U32", "S32", "reuse", "LO"}
@@ -106,7 +123,7 @@ def operation(opcode: str) -> Operation | None:
     """The modelled operation of ``opcode`` (``UIMAD`` as ``IMAD``; ``IMAD.MOV.U32`` and
     ``IMAD.SHL.U32`` as IMAD), None where it is not modelled."""
     family, *modifiers = opcode.split(".")
-    if family.startswith("U") and family[1:] in {k.split(".")[0] for k in _OPERATIONS}:
+    if family.startswith("U") and family != "R2UR" and family[1:] in {k.split(".")[0] for k in _OPERATIONS}:
         family = family[1:]
     exact = ".".join([family, *modifiers])
     if exact in _OPERATIONS:

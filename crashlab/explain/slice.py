@@ -22,12 +22,14 @@ from ..report import model
 from .access import memory_access
 from .cfg import FunctionCode
 from .operands import ConstantRef, Immediate, MemoryOperand, Predicate, Register, parse_operand
-from .semantics import MASK32, MASK64, Term, apply, operation
+from .semantics import MASK32, MASK64, Term, apply, operation, signed32
 
 MAX_DEPTH = 24
 MAX_WORDS = 400
 _LAUNCH_SLOTS = {0x0: "blockDim.x", 0x4: "blockDim.y", 0x8: "blockDim.z",
                  0xC: "gridDim.x", 0x10: "gridDim.y", 0x14: "gridDim.z"}
+#: c[0x0][0x28]: the stack's top, where R1 starts (LDC R1, c[0x0][0x28] opens every kernel)
+STACK_SLOT = 0x28
 _SPECIALS = {"SR_TID.X": "threadIdx.x", "SR_TID.Y": "threadIdx.y", "SR_TID.Z": "threadIdx.z",
              "SR_CTAID.X": "blockIdx.x", "SR_CTAID.Y": "blockIdx.y", "SR_CTAID.Z": "blockIdx.z",
              "SR_CgaCtaId": "ctaRank", "SR_LANEID": "laneId"}
@@ -76,6 +78,8 @@ class Slicer:
     uniform_registers: list[int] | None
     launch: Launch
     params: ParamSource
+    predicates: list[bool] | None = None
+    uniform_predicates: list[bool] | None = None
     roots: dict[str, model.Root] = field(default_factory=dict)
     stops: list[str] = field(default_factory=list)
     mismatches: list[str] = field(default_factory=list)
@@ -106,15 +110,20 @@ class Slicer:
         return Value(None if total is None else total & mask,
                      " + ".join(p.text for p in parts), element=element)
 
+    @property
+    def resolved(self) -> int:
+        """Register words the slice has followed (at most MAX_WORDS: the bound on its work)."""
+        return self._words
+
     # -- reading words --------------------------------------------------------------------
     def word(self, name: str, at: int, depth: int = 0) -> Value:
         key = (name, at)
         if key in self._memo:
             return self._memo[key]
-        self._words += 1
-        if depth > MAX_DEPTH or self._words > MAX_WORDS:
+        if depth > MAX_DEPTH or self._words >= MAX_WORDS:
             self._stop(f"{name} at +{self._address(at):#x}: the slice's size limit was reached")
             return Value(None, name)
+        self._words += 1
         self._memo[key] = Value(None, name)  # a cycle reads as unknown, not as recursion
         self._memo[key] = found = self._resolve(name, at, depth)
         return found
@@ -131,7 +140,7 @@ class Slicer:
             if computed.value is None and dumped is not None:
                 return replace(computed, value=dumped)
             return computed
-        if len(defs) > 1:
+        if len(defs) > 1 or defs and open_path:
             return self._induction(name, at, defs, dumped, depth)
         reason = (f"{name} at +{self._address(at):#x}: no definition in the function reaches it "
                   "on some path (written by a caller, or not written)")
@@ -166,10 +175,16 @@ class Slicer:
 
     def overwritten(self, name: str) -> bool:
         """Whether the lane wrote ``name`` between the faulting instruction and its PC."""
-        if self.dump_at is None or self.dump_at <= self.fault_at:
+        if self.dump_at is None or self.dump_at == self.fault_at:
             return False
-        path = self.code.straight_path(self.fault_at + 1, self.dump_at)
-        written = path is None or any(name in self.code.writes[j] for j in path)
+        path = (self.code.straight_path(self.fault_at + 1, self.dump_at)
+                if self.dump_at > self.fault_at else None)
+        if path is None:
+            self._stop(f"the lane's PC (+{self._address(self.dump_at):#x}) is not on a straight "
+                       "path after the faulting instruction: its registers are read as of the "
+                       "fault, which they may not be")
+            return False
+        written = any(name in self.code.writes[j] for j in path)
         if written:
             self._stop(f"{name} was overwritten between the faulting instruction and the lane's "
                        "PC, where the dump took the registers")
@@ -182,10 +197,11 @@ class Slicer:
             self._defs[at] = self._evaluate(at, depth)
         whole = self._defs[at]
         words = self.code.writes[at]
+        if whole.origin is not None and len(words) == 1:
+            return whole  # a copied word keeps the definition it came from (pairs rejoin)
         k = words.index(name)
         value = None if whole.value is None else (whole.value >> (32 * k)) & MASK32
-        text = whole.text if len(words) == 1 or k == 0 and whole.param is not None else (
-            whole.text if k == 0 else f"hi({whole.text})")
+        text = whole.text if k == 0 else f"hi({whole.text})"
         return replace(whole, value=value, text=text, origin=at, whole=whole)
 
     def _evaluate(self, at: int, depth: int) -> Value:
@@ -201,6 +217,8 @@ class Slicer:
             return self._load(at, where, depth)
         if family.endswith("SHFL"):
             return self._stopped(f"{where}: a value from another lane (SHFL)")
+        if family in ("SEL", "USEL"):
+            return self._select(at, depth)
         op = operation(ins.opcode)
         if op is None:
             return self._stopped(f"{where}: an operation the slice does not model")
@@ -215,9 +233,40 @@ class Slicer:
             element = (terms[2].param, terms[0], terms[1].value)
         if family in ("MOV", "UMOV") and isinstance(parse_operand(sources[0]), Immediate):
             self._root(model.Root(kind="constant", name=sources[0], value=sources[0]))
-        first = terms[0] if terms else None
-        return Value(result.value, result.text, element=element,
-                     param=first.param if family in ("MOV", "UMOV") and first else None)
+        copied = next((t for t in terms if t.text == result.text and t.value == result.value), None)
+        if copied is not None and op.bits == 32:
+            return copied  # a move (MOV, IMAD.MOV, IMAD.U32 RZ, RZ, x): the source, as it was
+        return Value(result.value, result.text, element=element)
+
+    def _select(self, at: int, depth: int) -> Value:
+        """``SEL R0, a, b, P``: a where P holds, else b. Both sides are sliced; the value is
+        known where the predicate is (read from the dump) or where both sides agree."""
+        ins = self.code.instructions[at]
+        operands = list(ins.operands[1:])
+        guard = parse_operand(operands[-1]) if operands else None
+        if len(operands) != 3 or not isinstance(guard, Predicate):
+            return self._stopped(f"{ins.opcode} at +{ins.address:#x}: operands not read")
+        first, second = (self._term(text, at, depth) for text in operands[:2])
+        holds = self._predicate(guard.name, at)
+        text = f"{'!' if guard.negated else ''}{guard.name} ? {first.text} : {second.text}"
+        if holds is not None:
+            chosen = first if holds != guard.negated else second
+            return Value(chosen.value, text)
+        return Value(first.value if first.value == second.value else None, text)
+
+    def _predicate(self, name: str, at: int) -> bool | None:
+        """A predicate's value before ``at``, from the dump where no instruction on the straight
+        path to the fault (or after it, to the lane's PC) may write it."""
+        if name in ("PT", "UPT"):
+            return True
+        uniform = name.startswith("U")
+        source = self.uniform_predicates if uniform else self.predicates
+        index = int(name[2:] if uniform else name[1:])
+        path = self.code.straight_path(at, self.fault_at)
+        if source is None or index >= len(source) or path is None or \
+                any(name in self.code.writes[j] for j in path) or self.overwritten(name):
+            return None
+        return bool(source[index])
 
     def _term(self, text: str, at: int, depth: int, pair: bool = False) -> Value:
         operand = parse_operand(text)
@@ -275,6 +324,9 @@ class Slicer:
             self._root(model.Root(kind="special", name=name, provenance="launch",
                                   value=None if value is None else f"{value:#x}"))
             return Value(value, name)
+        if offset == STACK_SLOT and words == 1:
+            self._root(model.Root(kind="special", name="stack top (c[0x0][0x28])"))
+            return Value(None, "stackTop")
         base = self.params.cbank_offset
         if base is None or offset < base:
             return self._stopped(f"c[0x0][{offset:#x}]: a bank-0 slot outside the parameters, "
@@ -294,8 +346,6 @@ class Slicer:
                               name=f"param {ordinal}" + (f" ({type_name})" if type_name else ""),
                               value=None if value is None else f"{value:#x}",
                               provenance="parameter buffer" if value is not None else None))
-        if value is None:
-            self._stop(f"param {ordinal}: the dump holds no parameter buffer bytes for it")
         return Value(value, text, param=ordinal if relative == param_offset else None)
 
     def _load(self, at: int, where: str, depth: int) -> Value:
@@ -311,7 +361,7 @@ class Slicer:
             address = self.address(operand, at)
             if address.element is not None:
                 ordinal, index, size = address.element
-                shown = "" if index.value is None else f" = {_signed(index.value)}"
+                shown = "" if index.value is None else f" = {signed32(index.value)}"
                 detail = f"element {index.text}{shown} of param {ordinal} ({size}-byte elements)"
                 text = f"arg{ordinal}[{index.text}]"
             elif address.value is not None:
@@ -330,7 +380,7 @@ class Slicer:
         steps = [(j, self._step(j, name, depth)) for j in defs]
         starts = [self._defined(j, name, depth).text for j, step in steps if step is None]
         moves = [step.text for _, step in steps if step is not None]
-        shown = "unknown" if dumped is None else f"{_signed(dumped)}"
+        shown = "unknown" if dumped is None else f"{signed32(dumped)}"
         if moves and starts:
             self.story.append(f"{label} ({name} at +{self._address(at):#x}) = {shown}: a loop "
                               f"variable that starts as {' or '.join(starts)} and steps by "
@@ -338,7 +388,7 @@ class Slicer:
         else:
             self.story.append(f"{label} ({name} at +{self._address(at):#x}) = {shown}: one of "
                               f"{len(defs)} definitions (guarded or joined paths)")
-        if dumped is None:
+        if dumped is None and self.registers is not None:
             self._stop(f"{name} at +{self._address(at):#x}: several definitions reach it and the "
                        "dump does not give its value there")
         return Value(dumped, label)
@@ -389,7 +439,3 @@ class Slicer:
 def _number(value: int) -> str:
     """Small numbers (scales, shifts) read better in decimal; offsets and masks in hex."""
     return str(value) if -64 < value < 64 else f"{value:#x}"
-
-
-def _signed(value: int) -> int:
-    return value - (1 << 32) if value >> 31 else value

@@ -41,6 +41,8 @@ class ReportOptions:
     anonymize: bool = False
     #: add the environment of the machine the report is made on, labelled as such
     this_machine: bool = False
+    #: explain each coredump's faults (crashlab.explain)
+    explain: bool = True
 
 
 @dataclass(frozen=True)
@@ -161,7 +163,7 @@ def _described_core(inputs: Inputs) -> CoreInput | None:
 
 
 def make(options: ReportOptions) -> Made:
-    inputs = read(options.inputs)
+    inputs = read(options.inputs, options.explain)
     privacy = _privacy(inputs, options.anonymize)
     out = (options.out or Path.cwd()).resolve()
     try:

@@ -89,10 +89,10 @@ class Inputs:
                 or any(dump.dump is not None and dump.dump.requests for dump in self.all_dumps))
 
 
-def _triage(path: Path) -> TriageReport:
+def _triage(path: Path, explain: bool) -> TriageReport:
     from ..api import inspect
 
-    return inspect(path, debugger=True)
+    return inspect(path, debugger=True, explain=explain)
 
 
 def _request_dump(path: Path, strict: bool) -> DumpInput:
@@ -134,7 +134,7 @@ def read_run(path: Path) -> RunInput:
     return run
 
 
-def read(paths: list[str]) -> Inputs:
+def read(paths: list[str], explain: bool = True) -> Inputs:
     if not paths:
         raise BadInput("report needs a run directory, a coredump or a request dump")
     inputs = Inputs()
@@ -153,5 +153,5 @@ def read(paths: list[str]) -> Inputs:
         if first and first[0] == PICKLE_PROTO:
             inputs.dumps.append(_request_dump(path, strict=True))
         else:
-            inputs.cores.append(CoreInput(path, _triage(path)))
+            inputs.cores.append(CoreInput(path, _triage(path, explain)))
     return inputs

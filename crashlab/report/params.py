@@ -72,6 +72,15 @@ def _float(raw: bytes, code: str) -> str:
     return repr(value)
 
 
+def is_integer(type_name: str | None, size: int) -> bool:
+    """Whether a parameter holds an integer: by its type where the signature gives one, else
+    by its size (4 bytes; 8 could as well be a pointer)."""
+    if type_name is None:
+        return size == 4
+    base = _base(type_name)
+    return base in _SIGNED or base in _UNSIGNED
+
+
 def shown(raw: bytes | None, size: int, type_name: str | None) -> str:
     """One parameter's value as the views print it."""
     if raw is None:

@@ -1,0 +1,73 @@
+"""A disk cache of nvdisasm listings, keyed by the sha256 of the rebased cubin, so that the second
+inspect of the same kernel (in this dump or another one that loaded the same module) starts no
+nvdisasm. Entries live under ``${XDG_CACHE_HOME:-~/.cache}/crashlab/sass/``; each is written to a
+temporary file and renamed into place, so a reader never sees half an entry, and an entry that
+does not parse (a crash mid-write on another filesystem, a hand edit) is ignored and rewritten.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from .lineinfo import SourceLine
+
+#: bump when the stored shape or the way listings are made changes
+FORMAT = 1
+
+
+def cache_folder() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "crashlab" / "sass"
+
+
+def _entry(key: str) -> Path:
+    return cache_folder() / f"{key}.json"
+
+
+def load(key: str, tool: str) -> dict[str, list[dict]] | None:
+    """The listings stored for ``key`` by the same nvdisasm version, else None."""
+    try:
+        stored = json.loads(_entry(key).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(stored, dict) or stored.get("format") != FORMAT or stored.get("tool") != tool:
+        return None
+    listings = stored.get("listings")
+    return listings if isinstance(listings, dict) else None
+
+
+def store(key: str, tool: str, listings: dict[str, list[dict]]) -> None:
+    """Write the entry atomically; a cache that cannot be written is no error (the next inspect
+    runs nvdisasm again)."""
+    folder = cache_folder()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=folder, prefix=f".{key}.", suffix=".tmp")
+    except OSError:
+        return
+    try:
+        with os.fdopen(handle, "w") as stream:
+            json.dump({"format": FORMAT, "tool": tool, "listings": listings}, stream)
+        os.replace(temporary, _entry(key))
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+
+
+def encode(instruction) -> dict:
+    return {"address": instruction.address, "text": instruction.text, "opcode": instruction.opcode,
+            "predicate": instruction.predicate, "operands": list(instruction.operands),
+            "target": instruction.target,
+            "source": [[s.file, s.line] for s in instruction.source]}
+
+
+def decode(row: dict, make) -> object:
+    """One stored instruction, through ``make`` (crashlab.sass.Instruction)."""
+    return make(address=int(row["address"]), text=str(row["text"]), opcode=str(row["opcode"]),
+                predicate=row["predicate"], operands=tuple(map(str, row["operands"])),
+                target=row["target"],
+                source=tuple(SourceLine(str(f), int(n)) for f, n in row["source"]))
