@@ -15,7 +15,7 @@ import functools
 from dataclasses import dataclass
 
 from ..explain.access import memory_access
-from ..explain.cfg import destination_words
+from ..explain.cfg import destination_predicates, destination_words
 from ..explain.operands import ConstantRef, MemoryOperand, Predicate, Register, parse_operand
 from ..sass import Instruction
 
@@ -62,31 +62,23 @@ def polls(instruction: Instruction) -> bool:
     return access is not None and access.kind in ("load", "atomic") and access.space != "constant"
 
 
-def _predicate_destinations(instruction: Instruction) -> tuple[str, ...]:
-    """The leading predicate operands an instruction writes: ``ISETP P0, P1, ...``,
-    ``SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [...]``; none for a branch (``BRA.U !UP0``)."""
+def _predicates_written(instruction: Instruction) -> tuple[str, ...]:
+    """crashlab.explain.cfg's reading, less a branch's condition operand (``BRA.U !UP0``)."""
     if root(instruction.opcode) in _BRANCH_ROOTS | _LEAVE_ROOTS:
         return ()
-    leading = []
-    for text in instruction.operands[:2]:
-        operand = parse_operand(text)
-        if not isinstance(operand, Predicate) or operand.negated:
-            break
-        leading.append(text)
-    return tuple(leading)
+    return destination_predicates(instruction)
 
 
 def _destination_operands(instruction: Instruction) -> int:
     """How many leading operands are written: one register, or one or two predicates."""
-    return 1 if destination_words(instruction) else len(_predicate_destinations(instruction))
+    return (1 if destination_words(instruction) else 0) + len(_predicates_written(instruction))
 
 
 @functools.lru_cache(maxsize=1 << 16)
 def _writes(instruction: Instruction) -> frozenset[str]:
     """Register words (crashlab.explain.cfg's reading) and predicates the instruction writes
     (cached: the loop walks ask of each instruction of a body many times)."""
-    predicates = {p for p in _predicate_destinations(instruction) if p not in _ALWAYS_TRUE}
-    return frozenset(destination_words(instruction)) | predicates
+    return frozenset(destination_words(instruction)) | set(_predicates_written(instruction))
 
 
 def _reads(instruction: Instruction) -> list[str]:
