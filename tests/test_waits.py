@@ -300,3 +300,15 @@ def test_without_nvdisasm_the_warps_are_other_with_the_reason(build, monkeypatch
         wait = _wait(kernel, "other")
         assert wait.warps == kernel.resident_warps
         assert all(item.endswith("nvdisasm not found") for item in wait.evidence)
+
+
+def test_a_barrier_whose_warps_lost_lanes_only_is_after_an_early_return_too(build):
+    scenario = scenarios.peer_wait()  # every block whole: its barrier class is plain 'barrier'
+    gone = 5
+    for sm in scenario.spec.devices[0].sms:
+        waiting = sm.ctas[0].warps[-1]
+        waiting.lanes = waiting.lanes[:-gone]
+    report = crashlab.inspect(build(scenario).path)
+    wait = _wait(_kernel(report, "cross_device_reduce_1stage"), "barrier-after-exit")
+    lanes = gone * scenario.notes["blocks"]
+    assert f"while {lanes} lanes of them exited" in wait.summary

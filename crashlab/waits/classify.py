@@ -137,10 +137,11 @@ def _barrier_wait(grid_warps, by_pc, readings) -> model.Wait | None:
     warps = len(waiting)
     first = readings[pcs[0]]
     opcode = _short_opcode(first.polling.load if first.polling else first.instruction)
-    if exited:
+    if exited or lanes:
+        gone = (f"{count(exited, 'warp')} of {'that block' if len(blocks) == 1 else 'those blocks'}"
+                if exited else f"{count(lanes, 'lane')} of them")
         summary = (f"{count(warps, 'warp')} at {opcode} in {count(len(blocks), 'block')} while "
-                   f"{count(exited, 'warp')} of {'that block' if len(blocks) == 1 else 'those blocks'} "
-                   "exited (a barrier after an early return)")
+                   f"{gone} exited (a barrier after an early return)")
         return model.Wait(kind="barrier-after-exit", warps=warps, pcs=_pcs(pcs), summary=summary,
                           evidence=evidence)
     evidence.append(f"every block holding them has all {expected} of its warps resident")
