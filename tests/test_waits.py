@@ -312,3 +312,9 @@ def test_a_barrier_whose_warps_lost_lanes_only_is_after_an_early_return_too(buil
     wait = _wait(_kernel(report, "cross_device_reduce_1stage"), "barrier-after-exit")
     lanes = gone * scenario.notes["blocks"]
     assert f"while {lanes} lanes of them exited" in wait.summary
+
+
+def test_no_explain_leaves_the_waits_out(dumps):
+    _, path, _ = dumps["barrier"]
+    report = crashlab.inspect(path, explain=False)
+    assert report.kernels and all(k.waits == [] for k in report.kernels)
