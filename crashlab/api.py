@@ -12,6 +12,7 @@ from .report.coredump import MAX_POSITIONS, build
 from .report.model import TriageReport
 from .signature import compute as signature_of
 from .sass import CodeFinder, CodeLocation, Instruction, SassView, disassemble, instruction_at
+from .waits import explain_waits
 
 
 def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
@@ -26,7 +27,8 @@ def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
     is empty and the rest of the report is the same. ``debugger_program`` names the debugger
     (default: cuda-gdb as found by crashlab.gdb.driver.find_cuda_gdb); ``debugger_timeout`` is
     the limit of each debugger command in seconds (loading the dump gets 15 times as long).
-    ``explain`` fills each detailed fault's ``explanation`` (crashlab.explain; needs ``sass``).
+    ``explain`` fills each detailed fault's ``explanation`` (crashlab.explain; needs ``sass``)
+    and, in a dump with no exception, each kernel's ``waits`` (crashlab.waits).
     """
     with CoreDump(path) as core:
         location = locate(core)
@@ -52,6 +54,8 @@ def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
         if explain and sass:
             for found, fault, (layout, _) in zip(location.faults, report.faults, layouts):
                 fault.explanation = explain_fault(core, finder, found, fault, layout)
+            if not report.faults:
+                _attach_waits(report, explain_waits(core, finder))
     report.signature = signature_of(report)
     if debugger:
         from .gdb.triage import view as debugger_view  # pexpect and pygdbmi only when asked
@@ -61,6 +65,12 @@ def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
                                         load_timeout=15 * debugger_timeout,
                                         context=context)
     return report
+
+
+def _attach_waits(report: TriageReport, waits: dict[tuple[int, int], list]) -> None:
+    """A dump with no exception: what each resident kernel's warps wait for."""
+    for kernel in report.kernels:
+        kernel.waits = waits.get((kernel.device, kernel.grid_id), [])
 
 
 def _positions(location):

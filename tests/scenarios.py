@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from .coredump_builder import (
     CTA,
@@ -527,3 +528,116 @@ def explained(case: str, arch: str, *, contradicted: bool = False) -> Scenario:
                       kernel=kernel, pc=pc, function_offset=marker.function_offset, marker=marker,
                       registers=lanes[0].registers, faulting_lanes=len(_MARKED_LANES))
     return Scenario(spec, planted, notes={"truth": truth, "stopped": shown})
+# -- hangs explained (issue 26 §4): warps whose registers follow the SASS ----------------------
+#: Where the hang scenarios' buffers lie: chosen roots, the registers are computed from them.
+HANG_FLAG = 0x7F12_3400_0000
+HANG_PROGRESS = 0x7F12_3400_0100
+PEER_SIGNAL = 0x7F22_0000_0000
+PEER_TABLE = 0x7F22_0000_1000
+PEER_DATA = 0x7F22_0001_0000
+
+
+def source_numbers(source: str, pattern: str) -> tuple[int, ...]:
+    """Numbers a kernel's host code fixes (``const int n = 960;``, ``<<<4, 256>>>``), read
+    from the .cu file in fixtures/kernels."""
+    text = (Path(__file__).resolve().parent.parent / "fixtures" / "kernels" / source).read_text()
+    return tuple(int(v) for v in re.search(pattern, text).groups())
+
+
+def _words64(*values: int) -> list[int]:
+    return [w for v in values for w in (v & 0xFFFFFFFF, v >> 32)]
+
+
+def _registers(**named: int) -> list[int]:
+    """A lane's R0..R31 with the named ones set (``R6=...``), the rest 0."""
+    registers = [0] * 32
+    for name, value in named.items():
+        registers[int(name[1:])] = value & 0xFFFFFFFF
+    return registers
+
+
+def barrier_after_exit(kernel_name: str | None = None) -> Scenario:
+    """fixtures/kernels/barrier_exit.cu as launched by its main: the tail block keeps the warps
+    whose threads are below n at the named barrier, the rest returned early; blocks before it
+    passed the barrier and finished. With it, hang.cu's kernel with every warp inside its
+    polling loop (the registers the SASS gives: R6.64 = param 0, the flag). ``kernel_name``
+    replaces the barrier kernel's name in the grid table (hostile-name tests)."""
+    bar = markers()["barrier_exit.sm_90.cubin:barrier"]
+    (n,) = source_numbers("barrier_exit.cu", r"const int n = (\d+);")
+    blocks, threads = source_numbers("barrier_exit.cu", r"reverse_tile<<<(\d+), (\d+)>>>")
+    code = relocate(load_cubin(bar.cubin), CODE_BASE)
+    entry = code.addresses[bar.text_section]
+    bar_pc = entry + bar.offset
+    tail = blocks - 1
+    resident = -(-(n - tail * threads) // 32)
+    warps = [Warp(w, [Lane(ln, (32 * w + ln, 0, 0), pc=bar_pc,
+                           registers=_registers(R5=tail * threads + 32 * w + ln, R6=32 * w + ln,
+                                                R11=threads))
+                      for ln in range(32)]) for w in range(resident)]
+    grid = Grid(3, kernel_name or bar.text_section[6:], entry, 0xB1, grid_dim=(blocks, 1, 1),
+                block_dim=(threads, 1, 1), params=bytes(16) + n.to_bytes(4, "little"))
+    spin, spin_grid, spin_sms, spin_module = _spinning_flag(grid_id=4, first_sm=20)
+    device = Device(contexts=[Context(0x1000, [Module(0xB1, code.data), spin_module])],
+                    grids=[grid, spin_grid], sms=[SM(5, [CTA(3, (tail, 0, 0), warps)]), *spin_sms])
+    return Scenario(Spec([device], flags=47), None, notes={
+        "bar_pc": bar_pc, "marker": bar, "resident": resident, "exited": threads // 32 - resident,
+        "block": (tail, 0, 0), **spin})
+
+
+def _spinning_flag(grid_id: int, first_sm: int):
+    """hang.cu's wait_for_flag, 8 blocks of 64 threads, its warps at the loop's load, compare
+    and back edge; R6.64 holds the flag pointer (LDC.64 R6, c[0x0][0x210]), R2.64 the progress
+    counter (c[0x0][0x218]), R0 the flag's value read (0)."""
+    load = markers()["hang.sm_90.cubin:spin"]
+    code = relocate(load_cubin(load.cubin), CODE_BASE + 0x100_0000)
+    entry = code.addresses[load.text_section]
+    in_loop = [entry + 0xD0, entry + 0xE0, entry + 0xF0]  # LDG, ISETP, @!P0 BRA: see hang.cu's SASS
+    grid = Grid(grid_id, load.text_section[6:], entry, 0xB2, grid_dim=(8, 1, 1),
+                block_dim=(64, 1, 1), params=HANG_FLAG.to_bytes(8, "little")
+                + HANG_PROGRESS.to_bytes(8, "little"))
+    flag, progress = _words64(HANG_FLAG), _words64(HANG_PROGRESS)
+    sms = []
+    for block in range(8):
+        warps = [Warp(w, [Lane(ln, (32 * w + ln, 0, 0), pc=in_loop[(block + w) % 3],
+                               registers=_registers(R0=0, R2=progress[0], R3=progress[1],
+                                                    R6=flag[0], R7=flag[1]))
+                          for ln in range(32)]) for w in range(2)]
+        sms.append(SM(first_sm + block, [CTA(grid_id, (block, 0, 0), warps)]))
+    notes = {"spin_pcs": in_loop, "spin_entry": entry, "flag": HANG_FLAG, "spin_warps": 16, "spin_marker": load}
+    return notes, grid, sms, Module(0xB2, code.data)
+
+
+def peer_wait() -> Scenario:
+    """fixtures/kernels/custom_allreduce.cu's cross_device_reduce_1stage<2> run as one rank of
+    two: in each of 4 blocks, lanes 0 and 1 of warp 0 spin on their slot of this rank's signal
+    (the rest of that warp waits for them to converge), warps 1 to 3 wait at __syncthreads. The
+    polling lanes' registers follow the SASS: R8.64 = self_sg + blockIdx.x*0x20 + threadIdx.x*4
+    (IMAD.WIDE.U32 at +0xd0 and +0xe0), R15 = flag, R14 = rank, R0 = the slot's value read."""
+    wait = markers()["custom_allreduce.sm_90.cubin:peer-wait"]
+    rest = markers()["custom_allreduce.sm_90.cubin:peer-wait-rest"]
+    code = relocate(load_cubin(wait.cubin), CODE_BASE)
+    entry = code.addresses[wait.text_section]
+    rank, flag, blocks, threads = 1, 1, 4, 128
+    params = (PEER_SIGNAL.to_bytes(8, "little") + PEER_TABLE.to_bytes(8, "little")
+              + PEER_DATA.to_bytes(8, "little") + rank.to_bytes(4, "little") + flag.to_bytes(4, "little"))
+    grid = Grid(5, wait.text_section[6:], entry, 0xC1, grid_dim=(blocks, 1, 1),
+                block_dim=(threads, 1, 1), params=params)
+    sms, polled = [], {}
+    for block in range(blocks):
+        spinning = []
+        for ln in range(32):
+            slot = PEER_SIGNAL + block * 0x20 + ln * 4
+            registers = _registers(R0=0, R8=slot, R9=slot >> 32, R10=block, R11=ln, R13=block,
+                                   R14=rank, R15=flag)
+            spinning.append(Lane(ln, (ln, 0, 0), pc=entry + wait.offset if ln < 2 else entry + 0x160,
+                                 registers=registers))
+            if ln < 2:
+                polled[(block, ln)] = slot
+        warps = [Warp(0, spinning, active_mask=0b11)]
+        warps += [Warp(w, [Lane(ln, (32 * w + ln, 0, 0), pc=entry + rest.offset) for ln in range(32)])
+                  for w in range(1, threads // 32)]
+        sms.append(SM(30 + block, [CTA(5, (block, 0, 0), warps)]))
+    device = Device(contexts=[Context(0x1000, [Module(0xC1, code.data)])], grids=[grid], sms=sms)
+    return Scenario(Spec([device], flags=47), None, notes={
+        "polled": polled, "wait_pc": entry + wait.offset, "rest_pc": entry + rest.offset,
+        "blocks": blocks, "warps_per_block": threads // 32})

@@ -235,7 +235,17 @@ def _positions(kernels, devices: int, limit: int) -> list[str]:
         if len(kernel.warps_at) > limit:
             items.append(f"- _{len(kernel.warps_at) - limit} more places of grid {kernel.grid_id} "
                          "in the JSON report_")
+        items += _waits(kernel)
     return ["**Where warps stand**", "", *items, ""] if items else []
+
+
+def _waits(kernel) -> list[str]:
+    """What the warps wait for: an item per class, its evidence as sub-items (issue 26 §4)."""
+    items = []
+    for wait in kernel.waits:
+        items.append(f"- **{inline(wait.kind)}** (grid {kernel.grid_id}): {inline(wait.summary)}")
+        items += [f"  - {inline(item)}" for item in wait.evidence]
+    return items
 
 
 def _dump(report: TriageReport) -> list[str]:

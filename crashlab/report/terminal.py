@@ -292,6 +292,10 @@ def _kernels(report: TriageReport, wide: bool) -> Table:
     return table
 
 
+#: Evidence lines shown under a wait class; the JSON report has all of them.
+MAX_EVIDENCE = 6
+
+
 def _positions(report: TriageReport, console: Console) -> None:
     """Where the warps of each listed kernel stand: function, offset, PC, source line, and the
     SASS instruction under it (what a dump of a hang is read for)."""
@@ -305,6 +309,18 @@ def _positions(report: TriageReport, console: Console) -> None:
         if len(kernel.warps_at) > MAX_POSITIONS:
             console.print(plain(f"    {len(kernel.warps_at) - MAX_POSITIONS} more places of grid "
                                 f"{kernel.grid_id} in the JSON report", style="dim"))
+        _waits(kernel, console)
+
+
+def _waits(kernel: Kernel, console: Console) -> None:
+    """What the warps wait for, a line per class, its evidence under it (issue 26 §4)."""
+    for wait in kernel.waits:
+        console.print(line("    ", (f"{wait.kind}: ", "bold"), wait.summary), overflow="fold")
+        for item in wait.evidence[:MAX_EVIDENCE]:
+            console.print(line("      ", (item, "dim")), overflow="fold")
+        if len(wait.evidence) > MAX_EVIDENCE:
+            console.print(plain(f"      {len(wait.evidence) - MAX_EVIDENCE} more in the JSON "
+                                "report", style="dim"))
 
 
 def _position(kernel: Kernel, position, devices: int, console: Console) -> None:
