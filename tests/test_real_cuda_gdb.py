@@ -117,6 +117,10 @@ FAULT_CASES = sorted(SCENARIOS) + ["benchmark-shape", "moe_align_out_of_range.nv
 def test_every_fault_marker_is_planted_here():
     planted = {*_MARKER_EXCEPTIONS, "cluster.sm_90.cubin:cluster",
                "device_function.sm_90.cubin:device-function", "device_function.sm_90.G.cubin:device-function"}
+    # the fault explainer's planted kernels: tests/test_explain_planted.py opens each in cuda-gdb
+    recipes = scenarios._recipes()
+    planted |= {f"{recipes[case].program}.{arch}.cubin:{recipes[case].tag}"
+                for case, arch in scenarios.EXPLAINED}
     assert {key for key, m in markers().items() if m.kind == "fault"} == planted
 
 

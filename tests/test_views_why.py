@@ -58,7 +58,7 @@ def test_the_terminal_shows_the_why_under_the_sass_window_at_80_columns(moe):
     lines = terminal_view(report, 80)
     assert_reads_at_80(report)
     sass_at = next(i for i, line in enumerate(lines) if line.startswith("SASS ("))
-    block = _block(lines, "why: read from the dump", "registers of lane")
+    block = _block(lines, "why: explained from the dump", "registers of lane")
     assert lines.index(block[0]) > sass_at
     shown = _squeezed("\n".join(block))
     explanation = report.faults[0].explanation
@@ -80,8 +80,8 @@ def test_the_terminal_shows_the_why_under_the_sass_window_at_80_columns(moe):
 def test_markdown_shows_the_why_under_the_sass_window(moe):
     report = _explained(moe)
     body = markdown.render(report)
-    assert body.index("<summary>SASS around the faulting PC") < body.index("**why: read from the dump**")
-    assert body.index("**why: read from the dump**") < body.index("<summary>Registers of lane")
+    assert body.index("<summary>SASS around the faulting PC") < body.index("**why: explained from the dump**")
+    assert body.index("**why: explained from the dump**") < body.index("<summary>Registers of lane")
     seen = _squeezed(_rendered_text(body))
     for line in why.lines(report.faults[0].explanation):
         assert _squeezed(f"{line.label}: {line.text}") in seen, line
@@ -107,7 +107,9 @@ def test_a_mismatch_is_shown_as_one_and_offers_no_cause(moe):
             assert _squeezed(cause) not in squeezed, cause
 
 
-def test_no_explanation_no_block(moe):
+def test_no_explanation_no_block():
+    """--no-explain (explain=False): no explanation, and no block in either view."""
+    moe = crashlab.inspect(MOE, explain=False)
     assert moe.faults[0].explanation is None
     assert not [line for line in terminal_view(moe, 80) if line.startswith("why")]
     assert "**why" not in markdown.render(moe)
@@ -131,7 +133,7 @@ def test_serves_report_md_carries_the_why_of_each_dump(run_report):  # noqa: F81
     the why block comes with it, under the dump's SASS window."""
     body = run_markdown(run_report)
     explanation = run_report.incidents[0].dumps[0].report.faults[0].explanation
-    assert body.index("SASS around the faulting PC") < body.index("**why: read from the dump**")
+    assert body.index("SASS around the faulting PC") < body.index("**why: explained from the dump**")
     seen = _squeezed(_rendered_text(body))
     for line in why.lines(explanation):
         if not line.code:

@@ -26,7 +26,7 @@ class WhyLine:
 
 
 def heading(explanation: Explanation) -> str:
-    return "why: " + ("MISMATCH" if explanation.trust == "mismatch" else "read from the dump")
+    return "why: " + ("MISMATCH" if explanation.trust == "mismatch" else "explained from the dump")
 
 
 def access_line(explanation: Explanation) -> str:
