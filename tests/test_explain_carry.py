@@ -81,3 +81,12 @@ def test_the_division_idiom_is_named_on_the_small_kernels():
                    (CUBINS / "production" / "merge_attn_states.sm_90a.cubin").read_bytes())
     assert any("unsigned division by a variable" in reason for reason in found.stops)
     assert not any("does not model" in reason for reason in found.stops)
+
+
+@pytest.mark.parametrize("name", ["ngram_ids.sm_120.cubin", "cutlass_mxfp8_grouped_gemm.sm_100.cubin"])
+def test_the_production_chains_are_read_or_named(name):
+    """sm_120's IADD.64 and cutlass's IMAD.X / LEA.HI.X.SX32 chains: each is evaluated or its
+    stop names why (a 128-bit product), never an unmodelled op."""
+    found = survey(name, (CUBINS / "production" / name).read_bytes())
+    unread = [r for r in found.stops if r == "unmodelled op" or "chain not modelled" in r]
+    assert not unread, unread

@@ -9,8 +9,7 @@ sign-extended; ``IADD3.X R3, PT, PT, a_hi, b_hi, c_hi, P0, !PT``; ``IMAD.X R3, R
 writes the high word. The pair is therefore one 64-bit sum: ``(a_hi:a << s) + b_hi:b`` for LEA,
 ``a_hi:a + b_hi:b + c_hi:c`` for IADD3 (``-x`` with ``~x_hi`` is the pair negated), and, for
 IMAD.X, the low op's words plus ``c_hi`` in the high word. Chains this does not cover (a constant
-carry-in, a dropped second carry of a three-term sum, IMAD.WIDE.U32.X's 128-bit products,
-IADD.64) are a stop with their reason: a guessed carry gives a confidently wrong address.
+carry-in, a dropped second carry of a three-term sum, IMAD.WIDE.U32.X's 128-bit products) are a stop with their reason: a guessed carry gives a confidently wrong address.
 """
 
 from __future__ import annotations
@@ -74,8 +73,6 @@ def carry_chain(code, high_at: int) -> CarryChain | str:
     """The chain whose ``.X`` op is at ``high_at``, or the reason it is not read."""
     high = code.instructions[high_at]
     family, modifiers = _family(high.opcode)
-    if family == "IADD" and "64" in modifiers:
-        return "a 64-bit add (IADD.64) is not modelled"
     if family == "IMAD" and "WIDE" in modifiers:
         return "the high half of a 128-bit product (IMAD.WIDE.U32.X) is not modelled"
     carries = [p for p in _carry_ins(high.operands) if not (p.negated and p.name in _CONSTANT_PREDICATES)]
@@ -87,12 +84,43 @@ def carry_chain(code, high_at: int) -> CarryChain | str:
     low = code.instructions[defs[0]]
     low_family, low_modifiers = _family(low.opcode)
     if "X" in low_modifiers or "HI" in low_modifiers or \
-            low_family != family and family != "IMAD" and low_family != "LEA":
+            low_family != family and family not in ("IMAD", "LEA") and low_family != "LEA":
         return f"its carry comes from {low.opcode}, a chain not modelled"
     outs = _carry_outs(low.operands)
     if not outs or outs[0].name != carries[0].name:
         return f"its carry-in is not {low.opcode}'s first carry-out"
-    return _pairs(defs[0], _sources(low.operands), _sources(high.operands), family, modifiers, outs)
+    low_sources, high_sources = _sources(low.operands), _sources(high.operands)
+    if family == "LEA" and low_family == "IADD3":
+        return _sign_extending_lea(code, defs[0], high_at, low_sources, high_sources, modifiers)
+    return _pairs(defs[0], low_sources, high_sources, family, modifiers, outs)
+
+
+def _sign_extending_lea(code, low_at, high_at, low, high, modifiers) -> CarryChain | str:
+    """``IADD3 Rl, P0, PT, a, b, RZ`` with ``LEA.HI.X.SX32 Rh, a, b_hi, 0x1, P0``: the high word
+    of ``sext(a) << 1`` is a's sign word, so the pair is ``b_hi:b + sext(a)``; only where the LEA
+    reads the same ``a`` (one definition reaches both) and the sum has two terms."""
+    if "SX32" not in modifiers or len(high) != 3 or high[2] != "0x1" or len(low) != 3:
+        return "a carry chain not modelled"
+    extended = parse_operand(high[0])
+    same = [k for k, text in enumerate(low) if _same_register(parse_operand(text), extended)]
+    others = [k for k, text in enumerate(low) if k not in same and text not in ("RZ", "URZ")]
+    if len(same) != 1 or len(others) != 1 or not isinstance(extended, Register) or \
+            code.reaching_definitions(_name(extended), low_at) != \
+            code.reaching_definitions(_name(extended), high_at):
+        return "a LEA.HI.X.SX32 that does not extend a word of the low sum"
+    pairs = [(text, None if k in same else high[1] if k in others else "RZ")
+             for k, text in enumerate(low)]
+    return CarryChain(low_at, tuple(pairs))
+
+
+def _same_register(a, b) -> bool:
+    return isinstance(a, Register) and isinstance(b, Register) and a.index is not None and \
+        (a.uniform, a.index, a.negated, a.inverted, a.modifiers) == \
+        (b.uniform, b.index, b.negated, b.inverted, b.modifiers)
+
+
+def _name(register: Register) -> str:
+    return f"{'UR' if register.uniform else 'R'}{register.index}"
 
 
 def _pairs(low_at, low, high, family, modifiers, outs) -> CarryChain | str:

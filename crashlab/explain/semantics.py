@@ -76,6 +76,8 @@ class Operation:
     render: Callable[..., str]
     #: bits of the result: 64 for the WIDE forms, which write a register pair
     bits: int = 32
+    #: every source is a register pair (IADD.64), not only the WIDE forms' addend
+    pairs: bool = False
 
 
 def _wide(signed: bool) -> Operation:
@@ -96,6 +98,7 @@ _OPERATIONS: dict[str, Operation] = {
     "IADD3": Operation(3, lambda a, b, c: a + b + c, summed),
     "VIADD": Operation(2, lambda a, b: a + b, summed),
     "IADD": Operation(2, lambda a, b: a + b, summed),
+    "IADD.64": Operation(2, lambda a, b: a + b, summed, bits=64, pairs=True),
     "LEA": Operation(3, lambda a, b, s: (a << (s & 31)) + b,
                      lambda a, b, s: summed(shifted(a, s), b)),
     "SHL": Operation(2, lambda a, s: a << (s & 31), shifted),

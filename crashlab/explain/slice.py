@@ -244,7 +244,7 @@ class Slicer:
             return self._stopped(f"{where}: a value from another lane (SHFL)")
         if family in ("SEL", "USEL"):
             return self._select(at, depth)
-        if "X" in ins.opcode.split(".") or ins.opcode.removeprefix("U").startswith("IADD.64"):
+        if "X" in ins.opcode.split("."):
             pair = self._carry_pair(at, depth)
             return replace(pair, text=f"hi({pair.text})", element=None, param=None,
                            value=None if pair.value is None else pair.value >> 32)
@@ -258,7 +258,8 @@ class Slicer:
         if op is None:
             return self._stopped(f"{where}: an operation the slice does not model")
         sources = [o for o in ins.operands[1:] if not isinstance(parse_operand(o), Predicate)]
-        terms = [self._term(text, at, depth, pair=op.bits == 64 and k == len(sources) - 1)
+        terms = [self._term(text, at, depth,
+                            pair=op.bits == 64 and (op.pairs or k == len(sources) - 1))
                  for k, text in enumerate(sources)]
         result = apply(op, [Term(t.value, t.text) for t in terms])
         if result is None:
