@@ -3,8 +3,8 @@ to write them as a formula.
 
 Only the operations that build addresses are modelled (moves, IMAD and its aliases, IMAD.WIDE,
 IADD3, VIADD, LEA, shifts and funnel shifts, LOP3; SEL is the slicer's, as it reads a predicate); an instruction outside this table is a stop with its opcode
-named. Carry chains (IADD3.X, LEA.HI.X) are not modelled: NVIDIA does not document their
-semantics, and a guessed one could give a confident wrong address.
+named. Carry chains (a low op's carry-out and the ``.X`` op that consumes it) are read as one
+64-bit sum by carry.py and the slicer.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def _lut(a: int, b: int, c: int, table: int) -> int:
     return result
 
 
-def _sum(*terms: str) -> str:
+def summed(*terms: str) -> str:
     kept = [t for t in terms if t not in ("0", "0x0")]
     return " + ".join(kept) if kept else "0"
 
@@ -65,7 +65,7 @@ def _grouped(text: str) -> str:
     return text
 
 
-def _shifted(a: str, by: str, direction: str = "<<") -> str:
+def shifted(a: str, by: str, direction: str = "<<") -> str:
     return a if by in ("0", "0x0") else f"({_grouped(a)} {direction} {by})"
 
 
@@ -76,6 +76,8 @@ class Operation:
     render: Callable[..., str]
     #: bits of the result: 64 for the WIDE forms, which write a register pair
     bits: int = 32
+    #: every source is a register pair (IADD.64), not only the WIDE forms' addend
+    pairs: bool = False
 
 
 def _wide(signed: bool) -> Operation:
@@ -85,34 +87,35 @@ def _wide(signed: bool) -> Operation:
         else:
             a, b = a & MASK32, b & MASK32
         return (a * b + c) & MASK64
-    return Operation(3, compute, lambda a, b, c: _sum(_product(a, b), c), bits=64)
+    return Operation(3, compute, lambda a, b, c: summed(_product(a, b), c), bits=64)
 
 
 _OPERATIONS: dict[str, Operation] = {
     "MOV": Operation(1, lambda a: a, lambda a: a),
-    "IMAD": Operation(3, lambda a, b, c: a * b + c, lambda a, b, c: _sum(_product(a, b), c)),
+    "IMAD": Operation(3, lambda a, b, c: a * b + c, lambda a, b, c: summed(_product(a, b), c)),
     "IMAD.WIDE": _wide(signed=True),
     "IMAD.WIDE.U32": _wide(signed=False),
-    "IADD3": Operation(3, lambda a, b, c: a + b + c, _sum),
-    "VIADD": Operation(2, lambda a, b: a + b, _sum),
-    "IADD": Operation(2, lambda a, b: a + b, _sum),
+    "IADD3": Operation(3, lambda a, b, c: a + b + c, summed),
+    "VIADD": Operation(2, lambda a, b: a + b, summed),
+    "IADD": Operation(2, lambda a, b: a + b, summed),
+    "IADD.64": Operation(2, lambda a, b: a + b, summed, bits=64, pairs=True),
     "LEA": Operation(3, lambda a, b, s: (a << (s & 31)) + b,
-                     lambda a, b, s: _sum(_shifted(a, s), b)),
-    "SHL": Operation(2, lambda a, s: a << (s & 31), _shifted),
-    "SHF.L.U32": Operation(3, lambda a, s, _hi: a << (s & 31), lambda a, s, _hi: _shifted(a, s)),
+                     lambda a, b, s: summed(shifted(a, s), b)),
+    "SHL": Operation(2, lambda a, s: a << (s & 31), shifted),
+    "SHF.L.U32": Operation(3, lambda a, s, _hi: a << (s & 31), lambda a, s, _hi: shifted(a, s)),
     "SHF.R.U32.HI": Operation(3, lambda _lo, s, a: (a & MASK32) >> (s & 31),
-                              lambda _lo, s, a: _shifted(a, s, ">>")),
+                              lambda _lo, s, a: shifted(a, s, ">>")),
     "SHF.R.S32.HI": Operation(3, lambda _lo, s, a: signed32(a) >> (s & 31),
-                              lambda _lo, s, a: _shifted(a, s, ">>")),
+                              lambda _lo, s, a: shifted(a, s, ">>")),
     "LOP3.LUT": Operation(4, _lut, lambda a, b, c, t: f"lop3({a}, {b}, {c}, {t})"),
     "R2UR": Operation(1, lambda a: a, lambda a: a),
     "IMAD.HI.U32": Operation(3, lambda a, b, c: ((a & MASK32) * (b & MASK32) >> 32) + c,
-                             lambda a, b, c: _sum(f"hi({_product(a, b)})", c)),
+                             lambda a, b, c: summed(f"hi({_product(a, b)})", c)),
     # funnel shifts of the pair hi:lo, as PTX's shf documents them
     "SHF.R.U64": Operation(3, lambda lo, s, hi: ((hi & MASK32) << 32 | lo & MASK32) >> (s & 63),
-                           lambda lo, s, hi: _shifted(f"{hi}:{lo}", s, ">>")),
+                           lambda lo, s, hi: shifted(f"{hi}:{lo}", s, ">>")),
     "SHF.L.U64.HI": Operation(3, lambda lo, s, hi: ((hi & MASK32) << 32 | lo & MASK32) << (s & 63) >> 32,
-                              lambda lo, s, hi: f"hi{_shifted(f'{hi}:{lo}', s)}"),
+                              lambda lo, s, hi: f"hi{shifted(f'{hi}:{lo}', s)}"),
     "IABS": Operation(1, lambda a: abs(signed32(a)), lambda a: f"abs({a})"),
 }
 #: modifiers that do not change the value an operation computes on its word

@@ -22,7 +22,8 @@ from ..report import model
 from .access import memory_access
 from .cfg import FunctionCode
 from .operands import ConstantRef, Immediate, MemoryOperand, Predicate, Register, parse_operand
-from .semantics import MASK32, MASK64, Term, apply, operation, signed32
+from .carry import CarryChain, carry_chain, constant_move, division_idiom
+from .semantics import MASK32, MASK64, Term, apply, operation, shifted, signed32, summed
 
 MAX_DEPTH = 24
 MAX_WORDS = 400
@@ -109,6 +110,7 @@ class Slicer:
     _defs: dict[int, Value] = field(default_factory=dict)
     _words: int = 0
     _inductions: dict[tuple[str, int], str] = field(default_factory=dict)
+    _pairs: dict[int, Value] = field(default_factory=dict)
 
     # -- public ---------------------------------------------------------------------------
     def address(self, operand: MemoryOperand, at: int) -> Value:
@@ -249,11 +251,22 @@ class Slicer:
             return self._stopped(f"{where}: a value from another lane (SHFL)")
         if family in ("SEL", "USEL"):
             return self._select(at, depth)
+        if "X" in ins.opcode.split("."):
+            pair = self._carry_pair(at, depth)
+            return replace(pair, text=f"hi({pair.text})", element=None, param=None,
+                           value=None if pair.value is None else pair.value >> 32)
+        bits = constant_move(ins.opcode, ins.operands[1:])
+        if bits is not None:
+            return Value(bits, f"{bits:#x}")
+        idiom = division_idiom(ins.opcode)
+        if idiom is not None:
+            return self._stopped(f"{where}: {idiom}")
         op = operation(ins.opcode)
         if op is None:
             return self._stopped(f"{where}: an operation the slice does not model")
         sources = [o for o in ins.operands[1:] if not isinstance(parse_operand(o), Predicate)]
-        terms = [self._term(text, at, depth, pair=op.bits == 64 and k == len(sources) - 1)
+        terms = [self._term(text, at, depth,
+                            pair=op.bits == 64 and (op.pairs or k == len(sources) - 1))
                  for k, text in enumerate(sources)]
         result = apply(op, [Term(t.value, t.text) for t in terms])
         if result is None:
@@ -322,10 +335,95 @@ class Slicer:
         if not pair:
             return low
         high = self.word(f"{prefix}{register.index + 1}", at, depth + 1)
+        if high.origin is not None and high.origin != low.origin and \
+                self._pair_written_by(high.origin, low.origin):
+            return self._carry_pair(high.origin, depth)
+        return self._joined(low, high, depth)
+
+    def _pair_written_by(self, high_at: int, low_at: int | None) -> bool:
+        """Whether the high word's definition is a carry chain's ``.X`` op whose low word is
+        the one ``low_at`` writes."""
+        chain = carry_chain(self.code, high_at)
+        return isinstance(chain, CarryChain) and chain.low_at == low_at
+
+    def _joined(self, low: Value, high: Value, depth: int) -> Value:
+        """Two words read as one 64-bit value: a pair one definition wrote, a word and its sign
+        or zero extension (the formula is the word's), else ``high:low``."""
         if low.origin is not None and low.origin == high.origin and low.whole is not None:
             return low.whole
         value = None if low.value is None or high.value is None else low.value | high.value << 32
+        extension = high.origin is not None and self._sign_extends(high.origin, low, depth)
+        if extension or (high.text == "0" and high.value == 0):
+            if extension and low.value is not None:
+                value = signed32(low.value) & MASK64
+            return Value(value, low.text, param=low.param)
         return Value(value, f"{high.text}:{low.text}")
+
+    def _sign_extends(self, at: int, low: Value, depth: int) -> bool:
+        """``SHF.R.S32.HI Rh, RZ, 0x1f, Rl``: the high word is the low word's sign."""
+        ins = self.code.instructions[at]
+        return ins.opcode.removeprefix("U").startswith("SHF.R.S32.HI") and \
+            len(ins.operands) == 4 and ins.operands[2] in ("0x1f", "31") and \
+            self._term(ins.operands[3], at, depth + 1).text == low.text
+
+    # -- carry chains ---------------------------------------------------------------------
+    def _carry_pair(self, high_at: int, depth: int) -> Value:
+        """The 64-bit value a carry chain (a low op's carry-out, the ``.X`` op consuming it)
+        writes, both words computed exactly; a stop with its reason where it cannot be."""
+        if high_at not in self._pairs:
+            self._pairs[high_at] = Value(None, "?")  # a cycle reads as unknown
+            self._pairs[high_at] = self._evaluate_pair(high_at, depth)
+        return self._pairs[high_at]
+
+    def _evaluate_pair(self, high_at: int, depth: int) -> Value:
+        chain = carry_chain(self.code, high_at)
+        where = f"{self.code.instructions[high_at].opcode} at +{self._address(high_at):#x}"
+        if isinstance(chain, str):
+            return self._stopped(f"{where}: {chain}")
+        pairs = [self._pair_term(lo, hi, chain.low_at, high_at, depth)
+                 for lo, hi in chain.operand_pairs]
+        shift = self._term(chain.shift, chain.low_at, depth) if chain.shift else Value(0, "0")
+        if any(p is None for p in pairs) or shift.value is None:
+            return self._stopped(f"{where}: the operands of its 64-bit sum are not read")
+        base, *rest = pairs
+        limit = MASK32 if chain.narrow else MASK64
+        scaled = Value(None if base.value is None else base.value << shift.value & limit,
+                       shifted(base.text, shift.text))
+        terms = [scaled, *rest]
+        value = None if any(t.value is None for t in terms) else sum(t.value for t in terms) & MASK64
+        element = None
+        fits = not chain.narrow or base.value is None or base.value << shift.value <= MASK32
+        if len(rest) == 1 and rest[0].param is not None and shift.value and fits:
+            element = (rest[0].param, base, 1 << shift.value)
+        return Value(value, summed(*(t.text for t in terms)), element=element)
+
+    def _pair_term(self, low_text: str, high_text: str | None, low_at: int, high_at: int,
+                   depth: int) -> Value | None:
+        """One 64-bit operand of a carry chain: its low word as the low op reads it, its high
+        word as the ``.X`` op does (None: the word's sign extension, ``.SX32``); ``-x`` with
+        ``~x_hi`` is the pair's negation."""
+        low, high = parse_operand(low_text), parse_operand(high_text) if high_text else None
+        if isinstance(low, Immediate) and isinstance(high, Immediate) and \
+                isinstance(low.value, int) and isinstance(high.value, int):
+            value = (high.value & MASK32) << 32 | low.value & MASK32
+            return Value(value, _number(value - (1 << 64) if value >> 63 else value))
+        if isinstance(low, ConstantRef) and isinstance(high, ConstantRef) and \
+                high.offset == low.offset + 4 and low.bank == high.bank == 0:
+            return self._slot(low.offset, 2)
+        negated = isinstance(low, Register) and low.negated
+        if negated != (isinstance(high, Register) and high.inverted):
+            return None
+        low_word = self._term(low_text.removeprefix("-"), low_at, depth)
+        if high is None:
+            joined = replace(low_word, value=None if low_word.value is None
+                             else signed32(low_word.value) & MASK64)
+        else:
+            joined = self._joined(low_word, self._term(high_text.removeprefix("~"), high_at, depth),
+                                  depth)
+        if negated:
+            return Value(None if joined.value is None else -joined.value & MASK64,
+                         f"-{joined.text}")
+        return joined
 
     # -- roots ----------------------------------------------------------------------------
     def _special(self, register: str, where: str) -> Value:
