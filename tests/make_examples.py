@@ -22,6 +22,9 @@ def examples() -> dict[str, scenarios.Scenario]:
         # The MoE routing bug behind a real SGLang crash: garbage top-k ids index shared memory.
         "moe_align_out_of_range.nvcudmp": scenarios.fault(
             "moe_align.sm_90.cubin:shared-out-of-range", scenarios.WARP_OUT_OF_RANGE_ADDRESS),
+        # The same fault with the registers the kernel's code computes (a forward run of its SASS
+        # from chosen roots, tests/sass_emulator.py): the fault explained, from the dump alone.
+        "moe_align_explained.nvcudmp": scenarios.explained("moe", "sm_90"),
         # A hang: no exception anywhere, two kernels spinning (what a user-triggered dump shows).
         "hang_no_exception.nvcudmp": scenarios.hang(),
     }

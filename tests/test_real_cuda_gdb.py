@@ -111,7 +111,8 @@ def _dump(case: str, tmp_path: Path) -> Path:
     return write(SCENARIOS[case]().spec, tmp_path / "core.nvcudmp").path
 
 
-FAULT_CASES = sorted(SCENARIOS) + ["benchmark-shape", "moe_align_out_of_range.nvcudmp"]
+FAULT_CASES = sorted(SCENARIOS) + ["benchmark-shape", "moe_align_out_of_range.nvcudmp",
+                                   "moe_align_explained.nvcudmp"]
 
 
 def test_every_fault_marker_is_planted_here():
