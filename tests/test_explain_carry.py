@@ -90,3 +90,17 @@ def test_the_production_chains_are_read_or_named(name):
     found = survey(name, (CUBINS / "production" / name).read_bytes())
     unread = [r for r in found.stops if r == "unmodelled op" or "chain not modelled" in r]
     assert not unread, unread
+
+
+@pytest.mark.parametrize("a,selector,b,expected", [
+    (0x44332211, 0x3210, 0x88776655, 0x44332211),   # identity
+    (0x44332211, 0x7654, 0x88776655, 0x88776655),   # the other word
+    (0x44332211, 0x0123, 0x88776655, 0x11223344),   # bytes reversed
+    (0x000000F0, 0x8880, 0, 0xFFFFFFF0),             # byte 0's sign replicated into bytes 1-3
+    (0x00000070, 0x8880, 0, 0x00000070),             # a positive byte's sign is 0
+])
+def test_prmt_permutes_bytes_as_ptx_documents(a, selector, b, expected):
+    """Worked examples of PTX's prmt.b32 (default mode) table: the pool is b:a, byte 0 lowest."""
+    from crashlab.explain.semantics import Term, apply, operation
+
+    assert apply(operation("PRMT"), [Term(a, "a"), Term(selector, "s"), Term(b, "b")]).value == expected

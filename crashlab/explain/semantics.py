@@ -80,6 +80,19 @@ class Operation:
     pairs: bool = False
 
 
+def _permute(a: int, selector: int, b: int) -> int:
+    """PRMT in its default mode, as PTX's ``prmt.b32`` documents it: the bytes of b:a numbered 0
+    to 7, each nibble of the selector picks one for the result's byte, its bit 3 asking for the
+    picked byte's sign replicated instead."""
+    pool = ((b & MASK32) << 32 | a & MASK32).to_bytes(8, "little")
+    result = 0
+    for k in range(4):
+        nibble = selector >> (4 * k) & 0xF
+        byte = pool[nibble & 7]
+        result |= (0xFF if nibble & 8 and byte & 0x80 else 0 if nibble & 8 else byte) << (8 * k)
+    return result
+
+
 def _wide(signed: bool) -> Operation:
     def compute(a, b, c):
         if signed:
@@ -117,6 +130,7 @@ _OPERATIONS: dict[str, Operation] = {
     "SHF.L.U64.HI": Operation(3, lambda lo, s, hi: ((hi & MASK32) << 32 | lo & MASK32) << (s & 63) >> 32,
                               lambda lo, s, hi: f"hi{shifted(f'{hi}:{lo}', s)}"),
     "IABS": Operation(1, lambda a: abs(signed32(a)), lambda a: f"abs({a})"),
+    "PRMT": Operation(3, _permute, lambda a, sel, b: f"prmt({a}, {sel}, {b})"),
 }
 #: modifiers that do not change the value an operation computes on its word
 _NEUTRAL = {"MOV", "IADD", "SHL", "U32", "S32", "reuse", "LO"}
