@@ -47,8 +47,14 @@ def test_the_crash_reproduces_on_fresh_servers_and_the_other_outputs_match(crash
         assert any("IndexError: index 5000" in line for line in attempt["observed"]["lines"])
         answered = [o for o in attempt["requests"] if o["index"] in finished]
         assert len(answered) == len(finished)
-        assert all(o["status"] == "ok" for o in answered), \
-            [(o["index"], o["status"], o["delivery"], o["error"]) for o in answered if o["status"] != "ok"]
+        # Replayed on the recorded schedule, a request that had finished before the crash may
+        # still be running when the crashing one arrives on a slower (loaded) machine: the server
+        # dies under it. That is the only other outcome a finished request may have.
+        cut = [o for o in answered if (o["status"], o["delivery"]) == ("unfinished", "failed-after-send")]
+        odd = [(o["index"], o["status"], o["delivery"], o["error"]) for o in answered
+               if o["status"] != "ok" and o not in cut]
+        assert not odd, odd
+        assert len(cut) < len(answered), "no finished request was answered: nothing compared"
         assert attempt["divergences"] == 0, [o["divergence"] for o in answered if o["divergence"]]
 
 
