@@ -18,7 +18,7 @@ from .cfg import FunctionCode
 from .cubin_facts import kernel_facts, shared_reserve
 from .operands import MemoryOperand, effective_address, parse_constant, parse_memory_operand
 from .semantics import signed32
-from .slice import Launch, ParamSource, Slicer
+from .slice import Launch, ParamSource, Slicer, launch_dimensions
 
 _GLOBAL_KINDS = (SectionType.GLOBAL_MEM, SectionType.MANAGED_MEM)
 
@@ -158,13 +158,7 @@ def _launch(fault: model.Fault, site) -> Launch:
     rank = _cta_rank(fault)
     if rank is not None:
         specials["SR_CgaCtaId"] = rank
-    slots = {}
-    for k, offset in enumerate((0x0, 0x4, 0x8)):
-        if fault.block_dim is not None:
-            slots[offset] = fault.block_dim[k]
-        if fault.grid_dim is not None:
-            slots[offset + 0xC] = fault.grid_dim[k]
-    return Launch(specials, slots)
+    return Launch(specials, launch_dimensions(fault.block_dim, fault.grid_dim))
 
 
 def _cta_rank(fault: model.Fault) -> int | None:

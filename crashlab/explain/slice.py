@@ -38,8 +38,6 @@ _BLACKWELL_PARAMS = 0x380
 _BLACKWELL_SLOTS = {0x360: "blockDim.x", 0x364: "blockDim.y", 0x368: "blockDim.z",
                     0x370: "gridDim.x", 0x374: "gridDim.y", 0x378: "gridDim.z"}
 _BLACKWELL_STACK = 0x37C
-#: Launch.slots is keyed by the pre-sm_100 offsets
-_NAMED_SLOTS = {name: offset for offset, name in _LAUNCH_SLOTS.items()}
 
 
 def launch_slots(cbank_offset: int | None) -> tuple[dict[int, str], int]:
@@ -63,8 +61,19 @@ class Launch:
     """The coordinates the dump records for the faulting lane, by special-register name."""
 
     specials: dict[str, int]
-    #: c[0x0][0x0..0x14]: blockDim and gridDim, read from the grid row
-    slots: dict[int, int]
+    #: blockDim and gridDim by name ("blockDim.x"), read from the grid row: what bank 0's launch
+    #: slots hold, wherever the architecture puts them (launch_slots)
+    dimensions: dict[str, int]
+
+
+def launch_dimensions(block_dim: tuple[int, int, int] | None,
+                      grid_dim: tuple[int, int, int] | None) -> dict[str, int]:
+    """Launch.dimensions from a grid's block and grid shapes (either may be unknown)."""
+    named = {}
+    for kind, shape in (("blockDim", block_dim), ("gridDim", grid_dim)):
+        if shape is not None:
+            named.update({f"{kind}.{axis}": value for axis, value in zip("xyz", shape)})
+    return named
 
 
 @dataclass(frozen=True)
@@ -449,7 +458,7 @@ class Slicer:
         slots, stack = launch_slots(self.params.cbank_offset)
         if offset in slots and words == 1:
             name = slots[offset]
-            value = self.launch.slots.get(_NAMED_SLOTS[name])
+            value = self.launch.dimensions.get(name)
             self._root(model.Root(kind="special", name=name, provenance="launch",
                                   value=None if value is None else f"{value:#x}"))
             return Value(value, name)

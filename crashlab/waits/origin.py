@@ -16,17 +16,13 @@ from ..cubin_info import kernel_param_layout
 from ..demangle import demangle
 from ..explain.cfg import FunctionCode
 from ..explain.operands import MemoryOperand
-from ..explain.slice import Launch, ParamSource, Slicer
+from ..explain.slice import Launch, ParamSource, Slicer, launch_dimensions
 from ..report import model
 from ..report.params import argument_types
 from ..sass import CodeLocation, Instruction
 from .polled import lane_registers
 from .shape import Polling
 from .stand import WarpAt
-
-#: c[0x0][...] slots of the launch dimensions (blockDim.xyz, then gridDim.xyz)
-_DIMENSION_SLOTS = (0x0, 0x4, 0x8, 0xC, 0x10, 0x14)
-
 
 @dataclass
 class Origin:
@@ -91,8 +87,7 @@ def _launch(at: WarpAt, grid: Grid) -> Launch:
     shape = at.cta.cluster_dim if at.cta.cluster_dim and all(at.cta.cluster_dim) else (1, 1, 1)
     x, y, z = (index % size for index, size in zip(at.cta.block_idx, shape))
     specials["SR_CgaCtaId"] = x + y * shape[0] + z * shape[0] * shape[1]
-    dims = grid.block_dim + grid.grid_dim
-    return Launch(specials, dict(zip(_DIMENSION_SLOTS, dims)))
+    return Launch(specials, launch_dimensions(grid.block_dim, grid.grid_dim))
 
 
 def _param_source(core: CoreDump, grid: Grid, location: CodeLocation) -> ParamSource:
