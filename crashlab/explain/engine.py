@@ -18,7 +18,7 @@ from .cfg import FunctionCode
 from .cubin_facts import kernel_facts, shared_reserve
 from .operands import MemoryOperand, effective_address, parse_constant, parse_memory_operand
 from .semantics import signed32
-from .slice import Launch, ParamSource, Slicer, launch_dimensions
+from .slice import Launch, ParamSource, Slicer, cluster_rank, launch_dimensions
 
 _GLOBAL_KINDS = (SectionType.GLOBAL_MEM, SectionType.MANAGED_MEM)
 
@@ -166,11 +166,7 @@ def _cta_rank(fault: model.Fault) -> int | None:
     shape."""
     if fault.block_idx is None:
         return None
-    shape = fault.cluster_dim or (1, 1, 1)
-    if not all(shape):
-        return None
-    x, y, z = (fault.block_idx[k] % shape[k] for k in range(3))
-    return x + y * shape[0] + z * shape[0] * shape[1]
+    return cluster_rank(fault.block_idx, fault.cluster_dim or (1, 1, 1))
 
 
 def _param_source(fault: model.Fault, layout: ParamLayout | None) -> ParamSource:

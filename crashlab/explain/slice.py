@@ -66,6 +66,16 @@ class Launch:
     dimensions: dict[str, int]
 
 
+def cluster_rank(block_idx: tuple[int, int, int], shape: tuple[int, int, int]) -> int | None:
+    """A block's rank in its cluster (SR_CgaCtaId: what bits 24+ of a shared address carry),
+    from its index and the cluster's shape ((1,1,1) without clusters); None for a shape with a
+    zero in it."""
+    if not all(shape):
+        return None
+    x, y, z = (index % size for index, size in zip(block_idx, shape))
+    return x + y * shape[0] + z * shape[0] * shape[1]
+
+
 def launch_dimensions(block_dim: tuple[int, int, int] | None,
                       grid_dim: tuple[int, int, int] | None) -> dict[str, int]:
     """Launch.dimensions from a grid's block and grid shapes (either may be unknown)."""

@@ -16,7 +16,7 @@ from ..cubin_info import kernel_param_layout
 from ..demangle import demangle
 from ..explain.cfg import FunctionCode
 from ..explain.operands import MemoryOperand
-from ..explain.slice import Launch, ParamSource, Slicer, launch_dimensions
+from ..explain.slice import Launch, ParamSource, Slicer, cluster_rank, launch_dimensions
 from ..report import model
 from ..report.params import argument_types
 from ..sass import CodeLocation, Instruction
@@ -85,8 +85,7 @@ def _launch(at: WarpAt, grid: Grid) -> Launch:
         specials.update({f"SR_TID.{axis}": v for axis, v in zip("XYZ", at.head.thread_idx)})
         specials["SR_LANEID"] = at.head.ln
     shape = at.cta.cluster_dim if at.cta.cluster_dim and all(at.cta.cluster_dim) else (1, 1, 1)
-    x, y, z = (index % size for index, size in zip(at.cta.block_idx, shape))
-    specials["SR_CgaCtaId"] = x + y * shape[0] + z * shape[0] * shape[1]
+    specials["SR_CgaCtaId"] = cluster_rank(at.cta.block_idx, shape)
     return Launch(specials, launch_dimensions(grid.block_dim, grid.grid_dim))
 
 
