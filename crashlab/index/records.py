@@ -39,7 +39,7 @@ class NewCrash:
     """
 
     key: str
-    signature: Any  # crashlab.signature.CrashSignature
+    signature: Any  # crashlab.report.signature.CrashSignature
     crashed_at: float
     recorded_by: str
     source: str

@@ -13,9 +13,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..coredump.exceptions import ExceptionScope
-from ..coredump.fault import PcSource
-from ..signature.model import CrashSignature
+from ..vocabulary import ExceptionScope, PcSource
+from .signature import CrashSignature
 
 SCHEMA_VERSION = 1
 Dim3 = tuple[int, int, int]

@@ -14,10 +14,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..incidents.records import Role
-from ..signature.model import CrashSignature
+from ..vocabulary import DumpLabel, Role
 from .hoststacks import NativeStack, PythonStack
 from .model import SCHEMA_VERSION, Source, Tool, TriageReport
+from .signature import CrashSignature
 
 
 class _Model(BaseModel):
@@ -119,7 +119,7 @@ def dump_pid(path: str) -> int | None:
 
 class DumpTriage(_Model):
     path: str
-    label: Literal["FAULT", "COLLATERAL", "UNREADABLE"]
+    label: DumpLabel
     reasons: list[str] = Field(default_factory=list)
     written_at: str = Field(description="when the dump file was last written (its mtime)")
     size_bytes: int

@@ -17,10 +17,10 @@ from typing import Iterator, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import BadInput
-from ..incidents.records import Role
 from ..published import parse
 from ..report.redact import Redactor
 from ..report.run import ExitStatus, FileRecord, Finding, ProcessRecord
+from ..vocabulary import Role
 from . import files
 
 MANIFEST = "manifest.json"
