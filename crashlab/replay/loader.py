@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from ..errors import BadInput
 from ..escape import printable
+from ..vocabulary import InputKind
 from . import bounds, unpickler
 from .opcodes import Truncated
 from .records import CrashDump, Request, crash_dump_from, request_from
@@ -60,11 +61,11 @@ def _check_start(data, name: str) -> None:
             "pickled, e.g. a --trust-remote-code model config; its requests are lost)"
             if os.path.basename(name).startswith("crash_dump_") else ""))
     if data[:2] == _GZIP or data[0] != _PROTO:
-        from ..wrongverb import for_replay
+        from ..coredump.elf import is_cuda_core
 
-        wrong_verb = for_replay(name, data[:4096])
-        if wrong_verb:
-            raise BadInput(wrong_verb)
+        if is_cuda_core(data[:4096]):
+            raise BadInput(f"{name}: a CUDA coredump, not an SGLang crash dump", InputKind.COREDUMP,
+                           name)
     if data[:2] == _GZIP:
         raise BadInput(f"{name}: gzip-compressed; gunzip it first (SGLang writes plain pickles)")
     if data[0] != _PROTO:
