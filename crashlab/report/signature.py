@@ -10,7 +10,9 @@ from __future__ import annotations
 import hashlib
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from ..published import ClosedModel
 
 #: The rules' version: bumped whenever a rule changes what a signature's text is, so that an
 #: index never compares texts made by different rules. 2: a site without a source line is the
@@ -24,9 +26,7 @@ SignatureKind = Literal["gpu-fault", "gpu-hang", "collateral", "python-exception
 HASH_DIGITS = 12
 
 
-class CrashSignature(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class CrashSignature(ClosedModel):
     schema_version: Literal[1] = 1
     version: int = Field(VERSION, description="the signature rules' version; texts of different "
                                               "versions are not compared")

@@ -14,8 +14,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
+from ..published import ClosedModel as _Model
 from ..errors import BadInput
 from ..published import parse
 from ..report.redact import Redactor
@@ -25,10 +26,6 @@ from . import files
 
 MANIFEST = "manifest.json"
 MAX_FINDINGS = 200
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class EnvironmentEntry(_Model):
