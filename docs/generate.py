@@ -19,6 +19,7 @@ commands, `crashlab schema`), not the CLI's module layout, which moves.
 from __future__ import annotations
 
 import argparse
+import copy
 import html
 import inspect
 import json
@@ -202,8 +203,12 @@ def man_pages(folder: Path) -> None:
     empty: a page dated by the day it was made would differ from the committed one every day."""
     from click_man.core import write_man_pages
 
+    # click-man walks a group's ``commands`` dict, which a group that imports its verbs on use
+    # (pip's commands_dict) leaves empty: it is handed a copy with every verb in it.
+    group = copy.copy(crashlab_cli)
+    group.commands = dict(verbs())
     folder.mkdir(parents=True, exist_ok=True)
-    write_man_pages("crashlab", crashlab_cli, version=__version__, target_dir=str(folder))
+    write_man_pages("crashlab", group, version=__version__, target_dir=str(folder))
     for page in folder.glob("*.1"):
         text = page.read_text(encoding="utf-8")
         page.write_text(re.sub(r'^(\.TH "[^"]*" "1" )"[^"]*"', r'\1""', text, count=1, flags=re.M),
