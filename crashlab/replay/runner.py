@@ -18,7 +18,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import Callable
 
-
 from ..version import __version__
 from ..errors import EnvironmentProblem
 from ..launchline import bearer
