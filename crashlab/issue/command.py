@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..errors import BadInput, EnvironmentProblem
+from ..privacy.policy import Privacy
 from ..report.model import Tool, TriageReport
 from ..report.run import RunReport
 from ..supervise import files
@@ -24,7 +25,6 @@ from . import body, local, members, relaunch, title
 from .environment import ReportEnvironment, environment
 from .inputs import CoreInput, DumpInput, Inputs, read
 from .model import IssueReport, LeftOut, Member, RequestDumpSummary
-from .privacy import Privacy
 from .sizes import shown
 from .tarball import BudgetedTarball
 

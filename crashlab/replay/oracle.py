@@ -6,7 +6,7 @@ health timeout: a hung scheduler), a /generate connection was refused mid-run, a
 appeared under --watch-cores, or a fault line appeared in --watch-log. A monitor thread polls all
 of them; the sender reports refused connections itself. The fault lines (and, once one has been
 seen, compute-sanitizer's frames after it) are kept as evidence for signature.py's verdict,
-masked (crashlab.report.redact) before they are kept: they reach the result JSON and its views.
+masked (crashlab.privacy.redact) before they are kept: they reach the result JSON and its views.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import psutil
 import requests
 
 from ..errors import BadInput
-from ..report.redact import PLAIN
+from ..privacy.redact import PLAIN
 from .result import Signal
 from .signature import PYTHON_EXCEPTION
 

@@ -16,9 +16,9 @@ from pydantic import (BaseModel, ConfigDict, Field, PlainSerializer, PlainValida
                       ValidationError, WithJsonSchema)
 
 from ..escape import printable
-from .allowlist import REQUEST_KINDS, Global
-from .intruns import TokenIds
-from .pickled import Instance
+from ..picklesafe.allowlist import REQUEST_KINDS, Global
+from ..picklesafe.intruns import TokenIds
+from ..picklesafe.pickled import Instance
 
 MODALITIES = ("image", "video", "audio")
 

@@ -21,8 +21,8 @@ from typing import Callable
 from ..version import __version__
 from ..errors import EnvironmentProblem
 from ..launchline import bearer
+from ..privacy.redact import Redactor
 from ..report.model import Tool
-from ..report.redact import Redactor
 from .compare import divergence
 from .force import Forcing, forceable, probe_trace
 from .minimize import Budget, BudgetExhausted, ddmin

@@ -22,8 +22,8 @@ from collections import deque
 from functools import lru_cache
 from typing import Callable
 
+from ..privacy.redact import PLAIN
 from ..report.logline import SGLANG_TAGS, TORCH_RANK
-from ..report.redact import PLAIN
 from ..report.run import NO_EXCEPTION_LINE, Finding, TracebackFrame
 from . import timestamps
 

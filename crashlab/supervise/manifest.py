@@ -18,8 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import BadInput
 from ..incidents.records import Role
+from ..privacy.redact import Redactor
 from ..published import parse
-from ..report.redact import Redactor
 from ..report.run import ExitStatus, FileRecord, Finding, ProcessRecord
 from . import files
 

@@ -33,8 +33,8 @@ import psutil
 from .. import __version__
 from ..errors import CrashlabError
 from ..launchline import disaggregation_role
+from ..privacy.redact import Redactor
 from ..report import run_views
-from ..report.redact import Redactor
 from ..report.run import FileRecord, Incident
 from ..env import hostcore
 from ..report.hoststacks import NativeStack, PythonStack
