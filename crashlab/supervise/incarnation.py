@@ -12,7 +12,7 @@ from pathlib import Path
 import requests
 
 from ..launchline import bearer
-from ..report.redact import Redactor
+from ..privacy.redact import Redactor
 from ..report.run import Finding
 from . import collect, environment, files, launch, rundir, timestamps
 from .logscan import CHILD_CRASHED
