@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from crashlab.issue.members import _first_found  # noqa: E402
-from crashlab.report.anonymize import BYTES_REACH, place_or_person_in  # noqa: E402
+from crashlab.privacy.anonymize import BYTES_REACH, place_or_person_in  # noqa: E402
 
 
 def main() -> None:

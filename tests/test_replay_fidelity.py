@@ -20,6 +20,7 @@ from tests.replay_support import FAST_WATCH, FIXTURES, free_port, server_command
 
 FIXTURE = FIXTURES / "crash_dump_0.5.23.pkl"
 TOOLS = ROOT / "tests" / "standin_tools"
+OLD_RUN_REPORT = ROOT / "fixtures" / "reports" / "392e7d4" / "run-tp2-gpu-fault.json"
 ILLEGAL = "RuntimeError: CUDA error: an illegal memory access was encountered"
 ASSERT = "RuntimeError: CUDA error: device-side assert triggered"
 
@@ -229,17 +230,19 @@ def test_a_different_fault_is_a_different_crash(tmp_path):
 
 
 def _run_directory(tmp_path, kernel="fused_moe_kernel"):
-    """A crashlab serve run directory holding the dump, its report naming the recorded fault."""
+    """A crashlab serve run directory holding the dump, its report naming the recorded fault:
+    a real report.json (of an older crashlab), its fault made an illegal address in ``kernel``."""
     run = tmp_path / "run"
     requests = run / "incarnation-1" / "requests" / "node7"
     requests.mkdir(parents=True)
     shutil.copy(FIXTURE, requests / "crash_dump_2026-06-01_12-00-01.pkl")
-    fault = {"exception": {"code": 14, "name": "CUDBG_EXCEPTION_WARP_ILLEGAL_ADDRESS",
-                           "display": "Warp Illegal Address"},
-             "kernel": {"name": f"void {kernel}<float>(float*, int)", "mangled": "_Z..."}}
-    report = {"schema_version": 1, "status": "crash", "incidents": [
-        {"incarnation": 1, "directory": "incarnation-1", "kind": "crash",
-         "dumps": [{"label": "FAULT", "report": {"faults": [fault]}}], "findings": []}]}
+    report = json.loads(OLD_RUN_REPORT.read_text())
+    incident = report["incidents"][0]
+    fault = incident["dumps"][0]["report"]["faults"][0]
+    fault["exception"].update(code=14, name="CUDBG_EXCEPTION_WARP_ILLEGAL_ADDRESS",
+                              display="Warp Illegal Address")
+    fault["kernel"]["name"] = f"void {kernel}<float>(float*, int)"
+    incident["findings"] = []
     (run / "report.json").write_text(json.dumps(report))
     return requests / "crash_dump_2026-06-01_12-00-01.pkl"
 
@@ -271,8 +274,9 @@ def test_a_scheduler_exception_in_the_run_directory_is_the_expected_crash(tmp_pa
     head = "[2026-11-23 16:49:56] Scheduler hit an exception: Traceback (most recent call last):"
     report["incidents"][0]["dumps"] = []
     report["incidents"][0]["findings"] = [
-        {"kind": "scheduler-exception", "text": head, "stream": "stderr", "line": 61},
-        {"kind": "traceback", "stream": "stderr", "line": 61,
+        {"kind": "scheduler-exception", "text": head, "stream": "stderr", "line": 61,
+         "time": "2026-11-23T16:49:56Z"},
+        {"kind": "traceback", "stream": "stderr", "line": 61, "time": "2026-11-23T16:49:56Z",
          "text": "IndexError: index 5000 is out of bounds for dimension 0 with size 1000"}]
     report_path.write_text(json.dumps(report))
     log = tmp_path / "server.log"

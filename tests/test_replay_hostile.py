@@ -19,7 +19,8 @@ import pytest
 
 import crashlab.replay as replay
 from crashlab.errors import BadInput
-from crashlab.replay.opcodes import PickleRefused
+from crashlab.picklesafe import unpickler
+from crashlab.picklesafe.opcodes import PickleRefused
 from tests.conftest import run_cli
 from tests.replay_support import FIXTURES, ROOT
 
@@ -150,7 +151,7 @@ def test_a_pickle_inside_a_field_stays_bytes(tmp_path):
     """A request whose field holds a pickle: loaded as bytes, never unpickled."""
     canary = tmp_path / "canary"
     source = replay.load(FIXTURES / "crash_dump_0.5.12.pkl")
-    from crashlab.replay.writer import dumps
+    from crashlab.picklesafe.writer import dumps
 
     record = source.requests[0]._record
     inner = pickle.dumps(_Reduce(os.system, touch(canary)))
@@ -170,12 +171,12 @@ def test_a_pickle_inside_a_field_stays_bytes(tmp_path):
 def test_opcodes_a_dump_never_needs_are_refused(opcode, payload):
     data = program(op("MARK"), text("x"), op(opcode, payload))
     with pytest.raises(PickleRefused, match=f"opcode {opcode}"):
-        replay.unpickler.loads(data)
+        unpickler.loads(data)
 
 
 def test_unknown_opcode():
     with pytest.raises(PickleRefused, match="unknown opcode 0xff"):
-        replay.unpickler.loads(program(b"\xff"))
+        unpickler.loads(program(b"\xff"))
 
 
 def test_every_truncation_is_salvaged_or_refused_cleanly(tmp_path):
@@ -201,7 +202,7 @@ def _bounded(data: bytes, limit: int = 2 << 20):
     tracemalloc.start()
     try:
         with pytest.raises(PickleRefused) as refused:
-            replay.unpickler.loads(data)
+            unpickler.loads(data)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -260,7 +261,7 @@ def test_tuples_of_strings_are_keys_a_file_cannot_aim():
     """A live ServerArgs (0.5.23) keeps a set of (stage, field) string pairs."""
     pair = text("prefill") + text("backend") + op("TUPLE2")
     data = program(op("EMPTY_SET"), op("MARK"), pair, op("EMPTY_TUPLE"), op("NONE"), op("ADDITEMS"))
-    assert replay.unpickler.loads(data) == {("prefill", "backend"), (), None}
+    assert unpickler.loads(data) == {("prefill", "backend"), (), None}
 
 
 def test_a_billion_laughs_is_refused(tmp_path):
@@ -306,7 +307,7 @@ def test_deep_nesting_is_refused_without_recursion(tmp_path):
 ])
 def test_malformed_programs(parts, message):
     with pytest.raises(PickleRefused, match=message):
-        replay.unpickler.loads(program(*parts))
+        unpickler.loads(program(*parts))
 
 
 def test_allowed_class_state_is_only_stored(tmp_path):
@@ -316,6 +317,6 @@ def test_allowed_class_state_is_only_stored(tmp_path):
              + text("__setstate__") + text("x") + op("SETITEMS"))
     data = program(glob("sglang.srt.managers.io_struct", "GenerateReqInput"), op("EMPTY_TUPLE"),
                    op("NEWOBJ"), state, op("BUILD"))
-    value = replay.unpickler.loads(data)
+    value = unpickler.loads(data)
     assert value.fields() == {"__reduce__": touch(canary), "__setstate__": "x"}
     assert not canary.exists() and ROOT.exists()

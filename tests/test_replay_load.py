@@ -89,7 +89,7 @@ def test_fixtures_are_what_make_dumps_writes(tmp_path):
 def test_a_bare_record_list_is_read(tmp_path):
     """SGLang's replay script also accepts a plain list of records; so does crashlab."""
     source = replay.load(FIXTURES / "crash_dump_0.5.12.pkl")
-    from crashlab.replay.writer import dumps
+    from crashlab.picklesafe.writer import dumps
 
     path = tmp_path / "list.pkl"
     path.write_bytes(dumps([request._record for request in source.requests]))
@@ -103,7 +103,7 @@ def test_malformed_records_are_skipped_with_a_warning(tmp_path):
     with pytest.raises(BadInput, match="none of its 1 records is a request record"):
         replay.load(path)
     source = replay.load(FIXTURES / "crash_dump_0.5.12.pkl")
-    from crashlab.replay.writer import dumps
+    from crashlab.picklesafe.writer import dumps
 
     records = [request._record for request in source.requests] + [(1, 2), ("obj", {}, "t", 0)]
     path.write_bytes(dumps({"server_args": None, "requests": records, "extra": 1}))
@@ -148,7 +148,7 @@ def test_list_and_json_views(tmp_path):
 
 
 def test_json_shortens_prompts(tmp_path):
-    from crashlab.replay.writer import dumps
+    from crashlab.picklesafe.writer import dumps
 
     source = replay.load(FIXTURES / "crash_dump_0.5.12.pkl")
     record = source.requests[0]._record
@@ -190,7 +190,7 @@ def test_a_pipe_is_read_like_a_file(tmp_path):
 
 
 def test_the_listing_prints_a_strangers_text_as_inert_text(tmp_path):
-    from crashlab.replay.writer import dumps
+    from crashlab.picklesafe.writer import dumps
 
     source = replay.load(FIXTURES / "crash_dump_0.5.12.pkl")
     record = source.requests[0]._record
@@ -210,7 +210,7 @@ def test_a_reader_that_goes_away_ends_a_piped_listing_quietly(tmp_path):
     import subprocess
     import sys
 
-    from crashlab.replay.writer import dumps
+    from crashlab.picklesafe.writer import dumps
 
     source = replay.load(FIXTURES / "crash_dump_0.5.12.pkl")
     data = dumps({"server_args": None, "requests": [source.requests[0]._record] * 3000})

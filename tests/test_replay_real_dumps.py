@@ -12,7 +12,7 @@ import json
 import pytest
 
 import crashlab.replay as replay
-from crashlab.replay.allowlist import lookup
+from crashlab.picklesafe.allowlist import lookup
 from crashlab.replay.body import request_body
 from crashlab.replay.records import LAYOUTS
 from crashlab.replay.writer import write_subset

@@ -19,11 +19,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from crashlab.replay import intruns, unpickler
-from crashlab.replay.allowlist import Global
-from crashlab.replay.intruns import TokenIds
-from crashlab.replay.opcodes import PickleRefused
-from crashlab.replay.pickled import Instance
+from crashlab.picklesafe import intruns, unpickler
+from crashlab.picklesafe.allowlist import Global
+from crashlab.picklesafe.intruns import TokenIds
+from crashlab.picklesafe.opcodes import PickleRefused
+from crashlab.picklesafe.pickled import Instance
 from crashlab.replay.records import plain
 from tests.test_replay_hostile import glob, op, program, text
 

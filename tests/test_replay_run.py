@@ -14,7 +14,7 @@ from rich.console import Console
 
 import crashlab.replay as replay
 from crashlab.replay import views
-from crashlab.replay.oracle import Oracle
+from crashlab.replay.oracle import Oracle, Watch
 from crashlab.replay.result import ReplayResult
 from crashlab.replay.send import Plan, Sender
 from tests.conftest import run_cli
@@ -79,7 +79,7 @@ def test_greedy_divergence_is_reported(tmp_path):
 def test_schedules_follow_the_recorded_offsets(tmp_path):
     dump = replay.load(FIXTURE)
     with standin(tmp_path) as server:
-        oracle = Oracle(server.url, health_interval=10).start()
+        oracle = Oracle(server.url, Watch(health_interval=10)).start()
         outcomes = Sender(server.url, dump.requests, Plan.choose(speed=2.0), oracle).run()
         oracle.stop()
         arrivals = server.received()
@@ -93,7 +93,7 @@ def test_schedules_follow_the_recorded_offsets(tmp_path):
 def test_concurrency_one_waits_for_each_answer(tmp_path):
     dump = replay.load(synthetic(tmp_path, 6))
     with standin(tmp_path, "--latency", "0.05") as server:
-        oracle = Oracle(server.url, health_interval=10).start()
+        oracle = Oracle(server.url, Watch(health_interval=10)).start()
         outcomes = Sender(server.url, dump.requests, Plan.choose(concurrency=1), oracle).run()
         oracle.stop()
     for before, after in zip(outcomes, outcomes[1:]):

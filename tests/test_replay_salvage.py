@@ -16,8 +16,8 @@ import pytest
 
 import crashlab.replay as replay
 from crashlab.errors import BadInput
-from crashlab.replay import unpickler
-from crashlab.replay.opcodes import PickleRefused, Truncated
+from crashlab.picklesafe import unpickler
+from crashlab.picklesafe.opcodes import PickleRefused, Truncated
 from tests.conftest import run_cli
 from tests.replay_support import FAST_WATCH, FIXTURES, standin
 from tests.schema_check import errors

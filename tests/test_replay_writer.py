@@ -12,7 +12,8 @@ from pickletools import genops
 import pytest
 
 import crashlab.replay as replay
-from crashlab.replay.writer import dumps, write_subset
+from crashlab.picklesafe.writer import dumps
+from crashlab.replay.writer import write_subset
 from tests.replay_support import FIXTURES, ROOT, STANDIN
 
 VERSIONS = ["0.5.6", "0.5.12", "0.5.23"]

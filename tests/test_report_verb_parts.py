@@ -24,7 +24,7 @@ from crashlab.issue import relaunch, title
 from crashlab.textsize import parse_size
 from crashlab.issue.tarball import END, BudgetedTarball
 from crashlab.replay import loader, writer
-from crashlab.report.anonymize import Anonymizer
+from crashlab.privacy.anonymize import Anonymizer
 from tests.conftest import ROOT, free_port, run_cli
 from tests.serve_harness import environment, wait_for
 from tests.test_report_verb import bundle_members
@@ -382,7 +382,7 @@ def test_a_triage_taken_out_is_listed_under_its_own_name_from_its_coredump(tmp_p
 
 def test_a_log_line_is_cleaned_before_it_is_cut(tmp_path):
     from crashlab.issue.members import LOG_LINE_CHARS, log_excerpt
-    from crashlab.issue.privacy import Privacy
+    from crashlab.privacy.policy import Privacy
 
     secret, host = "Unshaped-Db-Secret-77", "gpu-worker-a1b2c3"
     log = tmp_path / "stderr.log"
@@ -397,7 +397,7 @@ def test_a_log_line_is_cleaned_before_it_is_cut(tmp_path):
 def test_random_bytes_like_gpu_memory_or_machine_code_hold_no_place_or_person():
     import random
 
-    from crashlab.report.anonymize import place_or_person_in
+    from crashlab.privacy.anonymize import place_or_person_in
 
     noise = random.Random(16).randbytes(16 << 20)  # holds 1::6, 0C:: and their kind by chance
     assert place_or_person_in(noise) is None

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from markdown_it import MarkdownIt
 
-from crashlab.report.redact import MASK, Redactor
+from crashlab.privacy.redact import MASK, Redactor
 from crashlab.report.run import ExitStatus, FileRecord, Finding, NO_EXCEPTION_LINE, RunReport
 from crashlab.report.run_views import TITLE_CHARS, markdown, summary_lines
 from crashlab.report.model import Source, Tool

@@ -1,6 +1,6 @@
 """No secret from a launch line, an environment or a log reaches anything crashlab writes.
 
-The rules of crashlab/report/redact.py one by one (what they mask and what they must keep), a
+The rules of crashlab/privacy/redact.py one by one (what they mask and what they must keep), a
 hang guard on hostile lines, then the real ``crashlab serve`` around the stand-in SGLang server
 with a secret planted in every channel, and the real ``crashlab replay`` reading a fault line
 that holds secrets.
@@ -14,7 +14,7 @@ import time
 import pytest
 
 from crashlab.replay.oracle import LogWatch
-from crashlab.report.redact import MASK, PLAIN, Redactor
+from crashlab.privacy.redact import MASK, PLAIN, Redactor
 from tests.conftest import run_cli
 from tests.replay_support import FAST_WATCH, FIXTURES, standin
 from tests.serve_harness import FAST, Serve, environment, free_port, sglang, survivors

@@ -12,7 +12,7 @@ import psutil
 import pytest
 
 from crashlab.errors import BadInput
-from crashlab.report import redact
+from crashlab.privacy import redact
 from crashlab.report.run import Finding, RunReport
 from crashlab.report.run_views import markdown
 from crashlab.supervise import environment as cuda_env

@@ -29,7 +29,7 @@ from crashlab.console import ViewConsole
 from crashlab.escape import escape
 from crashlab.replay import views as replay_views
 from crashlab.replay.result import ReplayResult
-from crashlab.replay.writer import dumps
+from crashlab.picklesafe.writer import dumps
 from crashlab.report import markdown, terminal
 from crashlab.report.markdown_escape import cell, html, inline, join
 from crashlab.report.run import (

@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import Mapping, Sequence
 
-from ..report.redact import Redactor
+from ..privacy.redact import Redactor
 from ..version import __version__
 from . import nvidia, toolkit
 from .host import Host

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..errors import BadInput, EnvironmentProblem
+from ..privacy.policy import Privacy
 from ..report.model import Tool, TriageReport
 from ..report.run import RunReport
 from ..supervise import files
@@ -25,7 +26,6 @@ from . import body, local, members, relaunch, title
 from .environment import ReportEnvironment, environment
 from .inputs import CoreInput, DumpInput, Inputs, read
 from .model import IssueReport, LeftOut, Member, RequestDumpSummary
-from .privacy import Privacy
 from .tarball import BudgetedTarball
 
 #: GitHub's limit for a file attached to an issue.

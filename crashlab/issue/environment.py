@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..env.model import Environment
+from ..privacy.policy import Privacy
 from ..report.model import TriageReport
-from .privacy import Privacy
 
 FROM_RUN = "from the run's environment.json"
 FROM_COREDUMP = "from the coredump"

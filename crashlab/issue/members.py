@@ -24,13 +24,13 @@ from typing import Callable, Iterable
 from ..coredump.constants import GZIP_MAGIC
 from ..env.capture import is_reported_variable
 from ..errors import BadInput
-from ..report.anonymize import BYTES_REACH, place_or_person_in
-from ..report.redact import MASK
+from ..privacy.anonymize import BYTES_REACH, place_or_person_in
+from ..privacy.policy import Privacy
+from ..privacy.redact import MASK
 from ..supervise import rundir
 from ..supervise.incident import lines_at_ends
 from .inputs import CoreInput, DumpInput, Inputs, RunInput
 from .model import MemberKind
-from .privacy import Privacy
 
 #: Lines of each log kept from its start (the launch, the server's arguments) and its end.
 LOG_HEAD, LOG_TAIL = 200, 2000
@@ -187,12 +187,13 @@ def _unloadable(why: str | None) -> str:
 
 
 def _dump_members(dump: DumpInput, privacy: Privacy, name: str) -> Iterable[Candidate]:
-    from ..replay import writer
+    from ..picklesafe.writer import dumps
     from ..replay.loader import load
     from ..replay.scrub import scrub
+    from ..replay.writer import portable
 
     def rewritten(loaded) -> bytes:
-        return writer.dumps(writer.portable(scrub(loaded, privacy.text, privacy.anonymized)))
+        return dumps(portable(scrub(loaded, privacy.text, privacy.anonymized)))
 
     if dump.dump is None:
         yield Candidate(name, "request-dump", 3, dump.path, None, refused=_unloadable(dump.error))

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import base64
 
-from .intruns import TokenIds
+from ..picklesafe.intruns import TokenIds
+from ..picklesafe.pickled import Instance
 from .records import Request
-from .pickled import Instance
 
 #: Set by the server, never by a client (SGLang 0.5.6 to 0.5.23).
 INTERNAL_FIELDS = frozenset({

@@ -14,6 +14,8 @@ import re
 from pathlib import Path
 
 from ..errors import BadInput
+from ..published import parse
+from ..report.run import Incident, RunReport
 from .result import Expectation
 from .signature import exception_pattern, fault_class
 
@@ -36,7 +38,11 @@ def from_options(patterns: tuple[str, ...], kernel: str | None) -> Expectation |
 
 
 def from_run_directory(dump: str | Path) -> tuple[Expectation | None, str | None]:
-    """(the expected crash, a warning); (None, None) when the dump is in no run directory."""
+    """(the expected crash, a warning); (None, None) when the dump is in no run directory.
+
+    report.json is read through its published model (a later crashlab's fields dropped, as
+    crashlab.published reads every run directory); one the model refuses is no run report.
+    """
     path = Path(dump).resolve()
     for folder in list(path.parents)[:_LEVELS]:
         report = folder / "report.json"
@@ -45,49 +51,63 @@ def from_run_directory(dump: str | Path) -> tuple[Expectation | None, str | None
         try:
             if report.stat().st_size > _REPORT_LIMIT:
                 raise ValueError("larger than 64 MiB")
-            data = json.loads(report.read_text(encoding="utf-8"))
-            return _from_report(data, folder, path, report)
-        except (OSError, ValueError, TypeError, AttributeError, KeyError) as problem:
+            run = parse(RunReport, json.loads(report.read_text(encoding="utf-8")))
+        except (OSError, ValueError) as problem:
             return None, f"{report}: not read as a run report ({type(problem).__name__}); " \
                          "no expected crash taken from it"
+        return _from_report(run, folder, path, report)
     return None, None
 
 
-def _from_report(data: dict, run: Path, dump: Path, report: Path):
-    incidents = [item for item in data.get("incidents") or [] if isinstance(item, dict)]
-    if not incidents:
+def _from_report(run: RunReport, folder: Path, dump: Path,
+                 report: Path) -> tuple[Expectation | None, str | None]:
+    incident = _incident_of(run.incidents, folder, dump)
+    if incident is None:
         return None, None
-    inside = [item for item in incidents
-              if isinstance(item.get("directory"), str) and (run / item["directory"]) in dump.parents]
-    incident = (inside or [item for item in incidents if item.get("kind") == "crash"] or incidents)[0]
-    source = f"{report} (incarnation {incident.get('incarnation')})"
-    for triaged in incident.get("dumps") or []:
-        faults = ((triaged.get("report") or {}).get("faults") or []) if triaged.get("label") == "FAULT" else []
-        if faults:
-            fault = faults[0]
-            exception = fault.get("exception") or {}
-            kernel = (fault.get("kernel") or {}).get("name")
-            found = fault_class(f"{exception.get('name') or ''} {exception.get('display') or ''}")
+    source = f"{report} (incarnation {incident.incarnation})"
+    expected = (_from_fault(incident, source) or _from_cuda_error(incident, source)
+                or _from_python_exception(incident, source))
+    if expected is None:
+        return None, f"{report}: its incident names no fault to compare the replay with"
+    return expected, None
+
+
+def _incident_of(incidents: list[Incident], folder: Path, dump: Path) -> Incident | None:
+    """The incident of the incarnation whose folder holds the dump; else the first crash; else
+    the first incident."""
+    inside = [incident for incident in incidents if folder / incident.directory in dump.parents]
+    crashes = [incident for incident in incidents if incident.kind == "crash"]
+    return next(iter(inside or crashes or incidents), None)
+
+
+def _from_fault(incident: Incident, source: str) -> Expectation | None:
+    """The first fault of the first FAULT coredump crashlab could read: its class and kernel."""
+    for triaged in incident.dumps:
+        if triaged.label == "FAULT" and triaged.report is not None and triaged.report.faults:
+            fault = triaged.report.faults[0]
+            found = fault_class(f"{fault.exception.name} {fault.exception.display}")
             return Expectation(source=source, fault_class=found,
-                               kernel=kernel if isinstance(kernel, str) else None), None
-    for finding in incident.get("findings") or []:
-        if finding.get("kind") == "cuda-error" and isinstance(finding.get("text"), str):
-            found = fault_class(finding["text"])
-            if found:
-                return Expectation(source=source, fault_class=found), None
-    pattern = _python_exception(incident.get("findings") or [])
-    if pattern:
-        return Expectation(source=source, patterns=[pattern]), None
-    return None, f"{report}: its incident names no fault to compare the replay with"
+                               kernel=fault.kernel.name if fault.kernel else None)
+    return None
 
 
-def _python_exception(findings: list) -> str | None:
-    """The pattern of the exception in the traceback that starts on a "hit an exception" line."""
-    starts = {(f.get("stream"), f.get("line")) for f in findings if f.get("kind") == "scheduler-exception"}
+def _from_cuda_error(incident: Incident, source: str) -> Expectation | None:
+    """The class of the first CUDA error line serve found that names one."""
+    for finding in incident.findings:
+        found = fault_class(finding.text) if finding.kind == "cuda-error" else None
+        if found:
+            return Expectation(source=source, fault_class=found)
+    return None
+
+
+def _from_python_exception(incident: Incident, source: str) -> Expectation | None:
+    """The exception that ends the traceback starting on a "hit an exception" line, its
+    numbers free to differ."""
+    findings = incident.findings
+    starts = {(f.stream, f.line) for f in findings if f.kind == "scheduler-exception"}
     for finding in findings:
-        if finding.get("kind") == "traceback" and (finding.get("stream"), finding.get("line")) in starts \
-                and isinstance(finding.get("text"), str):
-            pattern = exception_pattern(finding["text"])
-            if pattern:
-                return pattern
+        pattern = exception_pattern(finding.text) \
+            if finding.kind == "traceback" and (finding.stream, finding.line) in starts else None
+        if pattern:
+            return Expectation(source=source, patterns=[pattern])
     return None

@@ -12,9 +12,9 @@ from pydantic import ValidationError
 
 from ..errors import BadInput
 from ..escape import printable
+from ..picklesafe import bounds, unpickler
+from ..picklesafe.opcodes import Truncated
 from ..vocabulary import InputKind
-from . import bounds, unpickler
-from .opcodes import Truncated
 from .records import CrashDump, Request, crash_dump_from, request_from
 from .salvage import salvaged
 

@@ -35,7 +35,7 @@ class Budget:
     def parse(cls, text: str) -> "Budget":
         """``40`` (trials) or ``30m`` / ``90s`` / ``2h`` (wall time); BadInput otherwise."""
         text = text.strip()
-        if text.isdigit() and int(text) > 0:
+        if text.isdecimal() and int(text) > 0:  # isdigit() would pass "²", which int() refuses
             return cls(trials=int(text))
         duration = _DURATION.fullmatch(text)
         if duration and float(duration[1]) > 0:

@@ -13,9 +13,9 @@ from ..errors import BadInput
 from .expect import from_options
 from .harden import harden as harden_command
 from .minimize import Budget
-from .oracle import FAULT_PATTERNS
+from .oracle import FAULT_PATTERNS, Watch
 from .result import Expectation
-from .runner import Fidelity, Target, Watch
+from .runner import Fidelity, Target
 from .send import Plan
 
 

@@ -6,7 +6,7 @@ health timeout: a hung scheduler), a /generate connection was refused mid-run, a
 appeared under --watch-cores, or a fault line appeared in --watch-log. A monitor thread polls all
 of them; the sender reports refused connections itself. The fault lines (and, once one has been
 seen, compute-sanitizer's frames after it) are kept as evidence for signature.py's verdict,
-masked (crashlab.report.redact) before they are kept: they reach the result JSON and its views.
+masked (crashlab.privacy.redact) before they are kept: they reach the result JSON and its views.
 """
 
 from __future__ import annotations
@@ -16,13 +16,15 @@ import re
 import subprocess
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 import psutil
 import requests
 
-from ..report.redact import PLAIN
+from ..errors import BadInput
+from ..privacy.redact import PLAIN
 from .result import Signal
 from .signature import PYTHON_EXCEPTION
 
@@ -73,7 +75,7 @@ def _files(folder: Path, depth: int = _CORE_DEPTH) -> set[str]:
 class LogWatch:
     """New lines of a log file that match a fault pattern (the file may not exist yet)."""
 
-    def __init__(self, path: Path, patterns: list[str], evidence=EVIDENCE_PATTERNS,
+    def __init__(self, path: Path, patterns: Iterable[str], evidence=EVIDENCE_PATTERNS,
                  redact: Callable[[str], str] = PLAIN.text):
         self.path = path
         self.redact = redact
@@ -114,27 +116,52 @@ class LogWatch:
         return found
 
 
+@dataclass
+class Watch:
+    """What the oracle watches besides /health, and how patiently."""
+
+    pid: int | None = None
+    cores: Path | None = None
+    log: Path | None = None
+    patterns: tuple[str, ...] = FAULT_PATTERNS
+    health_interval: float = 1.0
+    health_timeout: float = 20.0
+    settle: float = 3.0
+
+    def __post_init__(self):
+        """Refuse what would only fail once a server is up: bad patterns, a pid that is gone."""
+        for pattern in self.patterns:
+            try:
+                re.compile(pattern)
+            except re.error as problem:
+                raise BadInput(f"--fault-pattern {pattern!r}: {problem}") from None
+        if self.pid is not None and not psutil.pid_exists(self.pid):
+            raise BadInput(f"--pid {self.pid}: no such process")
+
+
 class Oracle:
     """Watches one replay run; ``signals`` is the evidence found, ``tripped`` set on the first."""
 
-    def __init__(self, url: str, *, pid: int | None = None,
-                 child: subprocess.Popen | None = None, cores: Path | None = None,
-                 log: Path | None = None, patterns=FAULT_PATTERNS,
-                 health_interval: float = 1.0, health_timeout: float = 20.0,
+    def __init__(self, url: str, watch: Watch | None = None, *,
+                 child: subprocess.Popen | None = None, server_log: Path | None = None,
                  redact: Callable[[str], str] = PLAIN.text):
+        """``server_log``: the log of the server crashlab started, watched when ``watch`` names none."""
+        watch = watch or Watch()
+        log = watch.log or server_log
         self.url = url.rstrip("/")
-        self.pid = child.pid if child else pid
+        self.pid = child.pid if child else watch.pid
         self.child = child
-        self.cores = cores
-        self.log = LogWatch(log, patterns, redact=redact) if log else None
-        self.health_interval = health_interval
-        self.health_timeout = health_timeout
+        self.cores = watch.cores
+        self.log = LogWatch(log, watch.patterns, redact=redact) if log else None
+        self.health_interval = watch.health_interval
+        self.health_timeout = watch.health_timeout
         self.signals: list[Signal] = []
         self.tripped = threading.Event()
         self.lock = threading.Lock()
         self.kinds_seen: set[str] = set()
-        self.core_baseline = _files(cores) if cores else set()
+        self.core_baseline = _files(self.cores) if self.cores else set()
         self.new_cores: list[str] = []
+        pid = watch.pid
         self.process = psutil.Process(pid) if pid and not child and psutil.pid_exists(pid) else None
         self.started = time.monotonic()
         self.stopped = threading.Event()

@@ -17,9 +17,9 @@ from pydantic import (Field, PlainSerializer, PlainValidator, PrivateAttr,
 
 from ..published import ClosedModel as _Model
 from ..escape import printable
-from .allowlist import REQUEST_KINDS, Global
-from .intruns import TokenIds
-from .pickled import Instance
+from ..picklesafe.allowlist import REQUEST_KINDS, Global
+from ..picklesafe.intruns import TokenIds
+from ..picklesafe.pickled import Instance
 
 MODALITIES = ("image", "video", "audio")
 

@@ -10,7 +10,6 @@ minimizer does not shrink toward it; each attempt also says whether it kept its 
 from __future__ import annotations
 
 import os
-import re
 import shlex
 import tempfile
 import time
@@ -19,17 +18,15 @@ from functools import cached_property
 from pathlib import Path
 from typing import Callable
 
-import psutil
-
 from ..version import __version__
-from ..errors import BadInput, EnvironmentProblem
+from ..errors import EnvironmentProblem
 from ..launchline import bearer
+from ..privacy.redact import Redactor
 from ..report.model import Tool
-from ..report.redact import Redactor
 from .compare import divergence
 from .force import Forcing, forceable, probe_trace
 from .minimize import Budget, BudgetExhausted, ddmin
-from .oracle import FAULT_PATTERNS, Oracle
+from .oracle import Oracle, Watch
 from .records import CrashDump, Request
 from .result import (Attempt, Expectation, ForceDecode, Harden, Minimization, Pacing,
                      ReplayResult, RequestOutcome, Schedule)
@@ -41,29 +38,6 @@ from .writer import write_subset
 Progress = Callable[[int, int], None]
 #: After the first sign of a crash, how long to wait for the rest (exit, log lines, cores).
 _CORROBORATE_S = 0.5
-
-
-@dataclass
-class Watch:
-    """What the oracle watches besides /health, and how patiently."""
-
-    pid: int | None = None
-    cores: Path | None = None
-    log: Path | None = None
-    patterns: tuple[str, ...] = FAULT_PATTERNS
-    health_interval: float = 1.0
-    health_timeout: float = 20.0
-    settle: float = 3.0
-
-    def __post_init__(self):
-        """Refuse what would only fail once a server is up: bad patterns, a pid that is gone."""
-        for pattern in self.patterns:
-            try:
-                re.compile(pattern)
-            except re.error as problem:
-                raise BadInput(f"--fault-pattern {pattern!r}: {problem}") from None
-        if self.pid is not None and not psutil.pid_exists(self.pid):
-            raise BadInput(f"--pid {self.pid}: no such process")
 
 
 @dataclass
@@ -206,10 +180,8 @@ def attempt(batch: list[Request], target: Target, plan: Plan, watch: Watch, numb
         raise EnvironmentProblem(f"no healthy server at {target.url} (GET /health failed); start it, "
                                  "or give --restart-cmd")
     forcing = fidelity.forcing(batch, target)
-    log = watch.log or (server.log if server else None)
-    oracle = Oracle(target.url, pid=watch.pid, child=child, cores=watch.cores, log=log,
-                    patterns=watch.patterns, health_interval=watch.health_interval,
-                    health_timeout=watch.health_timeout, redact=target.redactor.text).start()
+    oracle = Oracle(target.url, watch, child=child, server_log=server.log if server else None,
+                    redact=target.redactor.text).start()
     started = time.monotonic()
     sender = Sender(target.url, batch, plan, oracle, progress, forcing, target.headers)
     outcomes = sender.run()

@@ -11,8 +11,8 @@ dump's first N requests exactly; the record being read when the data ran out is 
 from __future__ import annotations
 
 from ..errors import BadInput
-from .opcodes import Truncated
-from .pickled import Instance
+from ..picklesafe.opcodes import Truncated
+from ..picklesafe.pickled import Instance
 from .records import Partial
 
 

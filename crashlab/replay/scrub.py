@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..report.redact import MASK, is_secret_name
-from .intruns import TokenIds
-from .pickled import Instance
+from ..picklesafe.intruns import TokenIds
+from ..picklesafe.pickled import Instance
+from ..privacy.redact import MASK, is_secret_name
 from .records import CrashDump
 
 #: What a request's text becomes: this, repeated and cut to the text's length.

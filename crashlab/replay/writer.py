@@ -1,31 +1,22 @@
 """Write a subset of a dump back as a pickle in SGLang's layout, without importing sglang.
 
-The stdlib Pickler verifies every class it writes by importing its module, which would import
-sglang (or fail where it is absent), so the opcodes are emitted here directly: protocol 4, the
-stream CPython's pickler writes for the same values, without memoisation (a dump that passed
-bounds.check is a tree of bounded size). Request objects are written as SGLang pickles them
-(NEWOBJ of ``io_struct.GenerateReqInput`` + BUILD with the same fields). Everything else from
-SGLang (ServerArgs, LoRARef, ImageData, ...) is written as a plain dict of its fields, as SGLang
-itself writes ``server_args`` when watermarking is on: SGLang's ``safe_pickle_load`` (the loader
-of its replay script since 0.5.10) allows the request classes but refuses those others.
+Request objects are written as SGLang pickles them (NEWOBJ of ``io_struct.GenerateReqInput`` +
+BUILD with the same fields). Everything else from SGLang (ServerArgs, LoRARef, ImageData, ...) is
+written as a plain dict of its fields, as SGLang itself writes ``server_args`` when watermarking
+is on: SGLang's ``safe_pickle_load`` (the loader of its replay script since 0.5.10) allows the
+request classes but refuses those others.
 """
 
 from __future__ import annotations
 
 import os
-import struct
-from pickletools import code2op
 
-from .allowlist import Global
-from .intruns import TokenIds
+from ..picklesafe.allowlist import Global
+from ..picklesafe.pickled import Instance
+from ..picklesafe.writer import dumps
 from .records import CrashDump, Request
-from .pickled import Instance
 
-_OP = {op.name: op.code.encode("latin-1") for op in code2op.values()}
-_BATCH = 1000
 _KEPT_CLASSES = {"GenerateReqInput", "EmbeddingReqInput", "Modality"}
-_BYTEARRAY = Global("builtins", "bytearray", "container")
-_COMPLEX = Global("builtins", "complex", "container")
 
 
 def portable(value):
@@ -46,129 +37,6 @@ def portable(value):
         copy.state = portable(value.state)
         return copy
     return value
-
-
-class _Emitter:
-    def __init__(self):
-        self.out = bytearray()
-
-    def op(self, name: str, payload: bytes = b"") -> None:
-        self.out += _OP[name] + payload
-
-    def value(self, value) -> None:  # noqa: C901 - one branch per pickled type
-        kind = type(value)
-        if value is None:
-            self.op("NONE")
-        elif kind is bool:
-            self.op("NEWTRUE" if value else "NEWFALSE")
-        elif kind is int:
-            self.integer(value)
-        elif kind is float:
-            self.op("BINFLOAT", struct.pack(">d", value))
-        elif kind is str:
-            self.sized(value.encode("utf-8", "surrogatepass"), "SHORT_BINUNICODE", "BINUNICODE",
-                       "BINUNICODE8")
-        elif kind is bytes:
-            self.sized(value, "SHORT_BINBYTES", "BINBYTES", "BINBYTES8")
-        elif kind is bytearray:
-            self.call(_BYTEARRAY, (bytes(value),))
-        elif kind is complex:
-            self.call(_COMPLEX, (value.real, value.imag))
-        elif kind is tuple:
-            self.tuple(value)
-        elif kind is TokenIds:
-            self.value(tuple(value) if value.was_tuple else value.tolist())
-        elif kind is list:
-            self.op("EMPTY_LIST")
-            self.batches(value, "APPENDS")
-        elif kind is dict:
-            self.op("EMPTY_DICT")
-            self.batches([part for pair in value.items() for part in pair], "SETITEMS", step=2)
-        elif kind is set:
-            self.op("EMPTY_SET")
-            self.batches(list(value), "ADDITEMS")
-        elif kind is frozenset:
-            self.op("MARK")
-            for item in value:
-                self.value(item)
-            self.op("FROZENSET")
-        elif kind is Global:
-            self.value(value.module)
-            self.value(value.name)
-            self.op("STACK_GLOBAL")
-        elif kind is Instance:
-            self.instance(value)
-        else:
-            raise TypeError(f"cannot write a {kind.__name__} into a dump")
-
-    def integer(self, value: int) -> None:
-        if 0 <= value < 256:
-            self.op("BININT1", bytes([value]))
-        elif 0 <= value < 65536:
-            self.op("BININT2", struct.pack("<H", value))
-        elif -(1 << 31) <= value < (1 << 31):
-            self.op("BININT", struct.pack("<i", value))
-        else:
-            data = value.to_bytes((value.bit_length() + 8) // 8, "little", signed=True)
-            if len(data) < 256:
-                self.op("LONG1", bytes([len(data)]) + data)
-            else:
-                self.op("LONG4", struct.pack("<i", len(data)) + data)
-
-    def sized(self, data: bytes, short: str, medium: str, large: str) -> None:
-        if len(data) < 256:
-            self.op(short, bytes([len(data)]) + data)
-        elif len(data) < (1 << 32):
-            self.op(medium, struct.pack("<I", len(data)) + data)
-        else:
-            self.op(large, struct.pack("<Q", len(data)) + data)
-
-    def tuple(self, items: tuple) -> None:
-        if not items:
-            self.op("EMPTY_TUPLE")
-            return
-        if len(items) > 3:
-            self.op("MARK")
-        for item in items:
-            self.value(item)
-        self.op({1: "TUPLE1", 2: "TUPLE2", 3: "TUPLE3"}.get(len(items), "TUPLE"))
-
-    def batches(self, flat: list, opcode: str, step: int = 1) -> None:
-        size = _BATCH * step
-        for start in range(0, len(flat), size):
-            self.op("MARK")
-            for item in flat[start:start + size]:
-                self.value(item)
-            self.op(opcode)
-
-    def call(self, function: Global, args: tuple) -> None:
-        self.value(function)
-        self.tuple(args)
-        self.op("REDUCE")
-
-    def instance(self, value: Instance) -> None:
-        if value.made_by:
-            self.call(*value.made_by)
-        elif value.how == "REDUCE":
-            self.call(value.cls, value.args)
-        else:
-            self.value(value.cls)
-            self.tuple(value.args)
-            if value.how == "NEWOBJ_EX":
-                self.value(value.kwargs or {})
-            self.op(value.how)
-        if value.state is not None:
-            self.value(value.state)
-            self.op("BUILD")
-
-
-def dumps(value) -> bytes:
-    """Protocol-4 pickle bytes of a decoded value (plain data and allowlist stand-ins)."""
-    emitter = _Emitter()
-    emitter.op("PROTO", bytes([4]))
-    emitter.value(value)
-    emitter.op("STOP")
-    return bytes(emitter.out)
 
 
 def write_subset(dump: CrashDump, keep: list[Request], path: str | os.PathLike) -> None:

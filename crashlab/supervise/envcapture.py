@@ -17,7 +17,7 @@ from ..env.host import Host
 from ..env.interpreter import launch_interpreter
 from ..env.saved import FILE
 from ..escape import printable
-from ..report.redact import Redactor
+from ..privacy.redact import Redactor
 from . import collect, files
 from .manifest import ManifestStore
 from .options import Notify

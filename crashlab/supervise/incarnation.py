@@ -6,20 +6,19 @@ set (SGLang crashing, exit codes it reported, request dumps it mentioned) steer 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import requests
 
 from ..launchline import bearer
 from ..logpatterns import CHILD_CRASHED
+from ..privacy.redact import Redactor
 from ..report.run import Finding
 from ..vocabulary import COREDUMP, SGLANG_CRASH
 from . import collect, environment, files, launch, rundir, timestamps
-from .manifest import Health, Incarnation
-
-if TYPE_CHECKING:
-    from .supervisor import Supervisor
+from .manifest import Health, Incarnation, ManifestStore
+from .options import Notify, ServeOptions
 
 #: SGLang log lines that mean "I am crashing and writing my dumps" (printed by its SIGQUIT handler
 #: and dump_requests_before_crash in tokenizer_manager.py, and by SubprocessWatchdog in
@@ -31,15 +30,30 @@ _DUMPED_TO = "before crash to "
 _COREDUMP_MILESTONES = ("Detected an exception", "Writing ELF", "Starting GPU coredump")
 
 
+@dataclass(frozen=True)
+class RunContext:
+    """What an incarnation needs of the run it belongs to, so that it does not hold the
+    supervisor (which holds it): where the run is, what was asked, and where to say things."""
+
+    run_dir: Path
+    cwd: Path
+    #: the environment crashlab was started with, which each incarnation's is made from
+    base_env: dict[str, str]
+    options: ServeOptions
+    store: ManifestStore
+    redactor: Redactor
+    notify: Notify
+
+
 class LiveIncarnation:
     """The live state of one server incarnation, beside its manifest record."""
 
-    def __init__(self, supervisor: Supervisor, number: int):
-        self.supervisor = supervisor
-        self.dirs = rundir.incarnation(supervisor.run_dir, number).create()
-        self.plan = launch.plan(supervisor.options.command, self.dirs.requests, supervisor.cwd)
+    def __init__(self, run: RunContext, number: int):
+        self.run = run
+        self.dirs = rundir.incarnation(run.run_dir, number).create()
+        self.plan = launch.plan(run.options.command, self.dirs.requests, run.cwd)
         self.env, self.settings = environment.resolve(
-            supervisor.base_env, supervisor.options.coredump, supervisor.options.user_dumps,
+            run.base_env, run.options.coredump, run.options.user_dumps,
             self.dirs.incoming, self.dirs.pipes)
         self.driver = collect.DriverProgress()
         self.sglang_crashing = False
@@ -48,20 +62,20 @@ class LiveIncarnation:
         self.announced: set[str] = set()
         self.stop_sent = False
         self.root_ended_on_its_own = False
-        url = supervisor.options.health_url or launch.health_url(self.plan.argv, self.plan.sglang)
+        url = run.options.health_url or launch.health_url(self.plan.argv, self.plan.sglang)
         self.record = Incarnation(
-            number=number, directory=str(self.dirs.path.relative_to(supervisor.run_dir)),
+            number=number, directory=str(self.dirs.path.relative_to(run.run_dir)),
             status="starting", started_at=timestamps.now(), health=Health(url=url),
             kernel_log="watched")
 
     def dump_sources(self) -> list[collect.DumpSource]:
         """Where this incarnation's coredumps land: crashlab's own folder, and the user's
         CUDA_COREDUMP_FILE pattern where it names files rather than a pipe to a command."""
-        store = self.supervisor.store
+        store = self.run.store
         sources = [collect.DumpSource(str(self.dirs.incoming / "*"), ours=True)]
         template = self.env.get(environment.FILE)
         if template and not template.startswith(str(self.dirs.incoming)):
-            pattern = environment.template_glob(str(self.supervisor.cwd / template))
+            pattern = environment.template_glob(str(self.run.cwd / template))
             if pattern is None:
                 with store.edit():
                     self.record.warnings.append(f"{environment.FILE}={template!r} pipes dumps to a "
@@ -78,7 +92,7 @@ class LiveIncarnation:
                 return  # progress chatter: tracked, not recorded
         if finding.kind == SGLANG_CRASH:
             self._observe_sglang_crash(finding.text)
-        self.supervisor.store.add_finding(self.record, finding)
+        self.run.store.add_finding(self.record, finding)
         if finding.kind not in self.announced and finding.kind != COREDUMP:
             self.announced.add(finding.kind)
             self._announce(finding)
@@ -96,11 +110,11 @@ class LiveIncarnation:
         where = f" [{finding.rank}]" if finding.rank else ""
         lines = f"lines {finding.line}-{finding.end_line}" \
             if finding.end_line and finding.end_line != finding.line else f"line {finding.line}"
-        self.supervisor.notify(f"{finding.kind} in {finding.stream} {lines}{where}: "
+        self.run.notify(f"{finding.kind} in {finding.stream} {lines}{where}: "
                                f"{finding.text.strip()[:160]}")
 
     def on_health(self, state: str, detail: str) -> None:
-        with self.supervisor.store.edit():
+        with self.run.store.edit():
             self.record.health.state = state
             if self.record.status in ("running", "healthy", "unhealthy"):
                 self.record.status = state
@@ -110,7 +124,7 @@ class LiveIncarnation:
                 self.record.health.last_error = detail
             quiet = self.record.status not in ("running", "healthy", "unhealthy")
         if not quiet:  # while stopping or crashing, an unreachable server is no news
-            self.supervisor.notify(f"server is {state} ({self.record.health.url}: {detail})")
+            self.run.notify(f"server is {state} ({self.record.health.url}: {detail})")
 
     def save_server_info(self, session: requests.Session, base: str) -> None:
         """SGLang's resolved arguments and version, as JSON (the pickle's server_args can be
@@ -118,15 +132,15 @@ class LiveIncarnation:
         answers 401 without it, so the launch's own key is sent."""
         if not self.plan.sglang:
             return
-        supervisor = self.supervisor
+        run = self.run
         for endpoint in ("/server_info", "/get_server_info"):
             try:
-                response = session.get(base + endpoint, timeout=supervisor.options.health_timeout,
+                response = session.get(base + endpoint, timeout=run.options.health_timeout,
                                        headers=bearer(self.plan.argv))
                 if response.status_code == 200:
-                    files.write_json(self.dirs.server_info, supervisor.redactor.json(response.json()))
-                    supervisor.store.add_files([collect.record(supervisor.run_dir, self.dirs.server_info,
-                                                               "server-info")])
+                    files.write_json(self.dirs.server_info, run.redactor.json(response.json()))
+                    run.store.add_files([collect.record(run.run_dir, self.dirs.server_info,
+                                                        "server-info")])
                     return
             except (requests.RequestException, ValueError):
                 continue

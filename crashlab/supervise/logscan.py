@@ -23,8 +23,8 @@ from functools import lru_cache
 from typing import Callable
 
 from ..logpatterns import PATTERNS, TRACEBACK_STARTS
+from ..privacy.redact import PLAIN
 from ..report.logline import SGLANG_TAGS, TORCH_RANK
-from ..report.redact import PLAIN
 from ..report.run import NO_EXCEPTION_LINE, Finding, TracebackFrame
 from ..vocabulary import TRACEBACK
 from . import timestamps

@@ -18,8 +18,8 @@ from pydantic import Field, ValidationError
 
 from ..published import ClosedModel as _Model
 from ..errors import BadInput
+from ..privacy.redact import Redactor
 from ..published import parse
-from ..report.redact import Redactor
 from ..report.run import ExitStatus, FileRecord, Finding, ProcessRecord
 from ..vocabulary import Role
 from . import files

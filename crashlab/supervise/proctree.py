@@ -22,7 +22,7 @@ import time
 
 import psutil
 
-from ..report.redact import PLAIN, Redactor
+from ..privacy.redact import PLAIN, Redactor
 from ..report.run import ExitStatus, ProcessRecord
 from . import timestamps
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 from .. import __version__
 from ..errors import EXIT_FOUND, EXIT_NOTHING
+from ..privacy.redact import Redactor
 from ..report import run_views
 from ..report.model import Source, Tool
-from ..report.redact import Redactor
 from ..report.run import Deployment, Incident, RunReport
 from ..signature.signing import compute_or_why as signature_of
 from . import collect, files

@@ -33,15 +33,15 @@ import psutil
 from .. import __version__
 from ..errors import CrashlabError
 from ..launchline import disaggregation_role
+from ..privacy.redact import Redactor
 from ..report import run_views
-from ..report.redact import Redactor
 from ..report.run import FileRecord, Incident
 from ..env import hostcore
 from ..report.hoststacks import NativeStack, PythonStack
 from . import collect, files, hostcrash, incident, launch, rundir, runreport, timestamps
 from .health import HealthWatch
 from .envcapture import write_environment
-from .incarnation import LiveIncarnation
+from .incarnation import LiveIncarnation, RunContext
 from .kernellog import KernelLog
 from .logscan import StreamScanner
 from .logtee import StreamTee
@@ -83,6 +83,9 @@ class Supervisor:
             sglang=launch.is_sglang(options.command), options=options.as_manifest(),
             role=disaggregation_role(options.command) if launch.is_sglang(options.command) else None,
             environment={}), self.redactor)
+        self.context = RunContext(run_dir=self.run_dir, cwd=self.cwd, base_env=self.base_env,
+                                  options=options, store=self.store, redactor=self.redactor,
+                                  notify=self.notify)
         self.incidents: list[Incident] = []
         #: why a host crash of the server leaves no core (its hard limit 0), decided as doctor does
         self.core_limit_problem = hostcore.limit_problem(hostcore.hard_limit())
@@ -123,7 +126,7 @@ class Supervisor:
 
     # -- one incarnation ----------------------------------------------------------------
     def _incarnation(self, number: int) -> str | None:
-        incarnation = LiveIncarnation(self, number)
+        incarnation = LiveIncarnation(self.context, number)
         with self.store.edit() as manifest:
             manifest.incarnations.append(incarnation.record)
             manifest.environment = {setting.name: EnvironmentEntry(**setting.as_manifest())

@@ -9,8 +9,8 @@ import os
 from dataclasses import dataclass
 from typing import Mapping
 
-from ..report.anonymize import Anonymizer
-from ..report.redact import Redactor
+from .anonymize import Anonymizer
+from .redact import Redactor
 
 
 @dataclass(frozen=True)
