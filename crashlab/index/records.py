@@ -87,8 +87,8 @@ class Crash(_Model):
     gpus: str | None
     """GPU names, comma-separated"""
     driver: str | None
-    """The NVIDIA driver version (the run's environment, else the dump's metadata); null where
-    unknown."""
+    """The NVIDIA driver version, from the run's environment (for a coredump recorded on its
+    own: its metadata); null where unknown."""
     sglang: str | None
     """The sglang version from the run's environment; null where unknown."""
     torch: str | None

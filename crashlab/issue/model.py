@@ -50,7 +50,8 @@ class LeftOut(_Model):
     size_bytes: int
     """The file's size in bytes."""
     reason: str
-    """Why it was left out, in one line (over --max-size, not asked for, not readable, ...)."""
+    """Why it was left out, in one line (it does not fit in what is left of --max-size, it could
+    not be read or cleaned, ...)."""
 
 
 class RequestDumpSummary(_Model):
@@ -88,7 +89,8 @@ class IssueReport(_Model):
     found: bool
     """whether the inputs show a crash (exit 0) or not (exit 1)"""
     anonymized: bool
-    """True where --anonymize replaced host names, user names and paths throughout."""
+    """True where --anonymize replaced host names, user names, home folders and IP addresses
+    throughout."""
     body: str
     """the issue body's file"""
     body_chars: int

@@ -63,8 +63,8 @@ class Source(_Model):
     kind: SourceKind
     """cuda-coredump: a CUDA GPU coredump; run: a run directory written by crashlab serve."""
     compressed: bool = False
-    """True where the dump was gzip-compressed on disk (CUDA's gzip_compress flag) and crashlab
-    read it decompressed."""
+    """True where the dump file was gzip-compressed (CUDA's gzip_compress flag, or gzip by hand)
+    and crashlab read it decompressed."""
 
 
 class Dump(_Model):
@@ -92,7 +92,7 @@ class Dump(_Model):
     section_count: int
     """Number of ELF sections in the dump (e_shnum)."""
     memory_sections: int = 0
-    """Number of device memory sections (global, shared, local, ...) the dump lists."""
+    """Number of device memory sections (global, shared, local, managed, ...) the dump lists."""
     memory_bytes: int = 0
     """bytes of memory sections, listed but not read"""
 
@@ -117,8 +117,8 @@ class Device(_Model):
 
 
 class SourceLine(_Model):
-    """One source position of an instruction, from the cubin's line table (.nv_debug_line_sass
-    or .debug_line)."""
+    """One source position of an instruction, from the cubin's line table (.debug_line, in a
+    cubin built with -lineinfo or -G)."""
 
     file: str
     """The source file as the compiler recorded it (often an absolute path on the build
@@ -193,8 +193,8 @@ class ExceptionInfo(_Model):
     cuda_gdb_signal: str | None = None
     """cuda-gdb's CUDA_EXCEPTION_n"""
     scope: ExceptionScope
-    """What the exception belongs to: a lane, a warp, a whole device (SM-level, no lane claims
-    it) or a cluster."""
+    """What the exception belongs to: a lane, a warp, a cluster, or the device (device-level
+    exceptions, and codes crashlab does not know)."""
     known: bool = True
     """False where the code is newer than crashlab's table: name and display are then made up."""
 
@@ -383,7 +383,8 @@ class Wait(_Model):
 
 
 class Params(_Model):
-    """A fault's kernel parameter buffer, from the grid's parameter section (.cudbg.paramsD)."""
+    """A fault's kernel parameter buffer, from the grid's parameter section
+    (.cudbg.param.devD.gridG)."""
 
     address: HexAddress
     """Device address of the parameter buffer."""
@@ -401,7 +402,7 @@ class ConstBank(_Model):
     """One constant bank of the fault's grid, from the constant-bank table (r550 and later)."""
 
     bank: int
-    """The bank's number (bankId), e.g. 0 for the bank holding the kernel's parameters."""
+    """The bank's number (bankId)."""
     address: HexAddress
     """Device address of the bank."""
     size: int
@@ -424,8 +425,7 @@ class Candidate(_Model):
     error_pc: HexAddress | None = None
     """the warp's errorPC where it is valid"""
     broken: bool = False
-    """True where the warp table marks the warp broken (isWarpBroken: stopped at a breakpoint or
-    trap)."""
+    """True where the warp table marks the warp broken (isWarpBroken)."""
 
 
 class Fault(_Model):
@@ -513,7 +513,7 @@ class Fault(_Model):
     """The warp's uniform predicates UP0..UPn, from .cudbg.upred; null where the dump has none."""
     backtrace: list[Frame] = Field(default_factory=list)
     """The head lane's callers, from its .cudbg.bt section, innermost first; empty where the
-    faulting function is the kernel itself or the dump has no backtrace."""
+    dump records no caller."""
     params: Params | None = None
     """The kernel's parameter buffer; null where the dump holds none for this grid (see
     params_missing)."""
@@ -588,13 +588,16 @@ class DebuggerFrame(_Model):
     level: int
     """The frame number gdb prints (#0 innermost)."""
     pc: HexAddress | None = None
-    """The frame's PC as printed; null where gdb omits it (frame #0 at the start of a line)."""
+    """The frame's PC as printed; null where gdb printed none (it omits it at the start of a
+    source line)."""
     function: str | None = None
-    """The function name as printed; null where gdb prints '??'."""
+    """The function name as printed, without its arguments or <<<grid,block>>>; null where gdb
+    printed none."""
     launch: str | None = None
     """cuda-gdb's <<<grid,block>>> of a kernel frame"""
     file: str | None = None
-    """The source file gdb names after 'at'; null where it has no line information."""
+    """The source file after 'at FILE:LINE', or the shared library after 'from'; null where gdb
+    printed neither."""
     line: int | None = None
     """The source line after 'at FILE:'; null where there is none."""
     inlined: str | None = None
@@ -632,14 +635,15 @@ class DebuggerLoad(_Model):
     signal: str | None = None
     """e.g. CUDA_EXCEPTION_14, or SIGTRAP for no exception"""
     triggered_pc: HexAddress | None = None
-    """From 'The exception was triggered at PC ...': the PC; null where cuda-gdb printed no such
-    line."""
+    """The PC of 'The exception was triggered at PC ...'; null where cuda-gdb printed no such
+    line (device-scope exceptions name only a device)."""
     triggered_function: str | None = None
     """The function named on that line; null where there is none."""
     triggered_source: str | None = None
     """The 'file:line' named on that line; null where there is none."""
     triggered_device: int | None = None
-    """The device named on that line; null where there is none."""
+    """The device of 'The exception was triggered in device N.' (device-scope exceptions); null
+    where cuda-gdb printed no such line."""
     assertion: bool = False
     """True where cuda-gdb printed 'Assertion failed.' while loading (a device-side assert)."""
     focus: DebuggerFocus | None = None
@@ -714,7 +718,8 @@ class DebuggerFaultView(_Model):
     disassembly: list[DebuggerInstruction] = Field(default_factory=list)
     """cuda-gdb's x/i around $errorpc."""
     registers: dict[str, int] = Field(default_factory=dict)
-    """cuda-gdb's 'info registers' at the focus: name to unsigned value."""
+    """cuda-gdb's 'info registers' at the focus: name to unsigned value (those it printed as
+    <unavailable> are in registers_unavailable)."""
     registers_unavailable: list[str] = Field(default_factory=list)
     """registers the debugger printed as <unavailable>"""
     agreement: list[Agreement] = Field(default_factory=list)

@@ -131,8 +131,9 @@ class FileRecord(_Model):
     """relative to the run directory"""
     kind: Literal["log", "coredump", "request-dump", "server-info", "launch", "report", "host-core",
                   "environment"]
-    """What the file is: the server's log, a GPU coredump, an SGLang request dump, the server's
-    /server_info, the launch command, a report, a host core, or the captured environment."""
+    """What the file is: a log, a GPU coredump, an SGLang request dump, the server's
+    /server_info answer, the incarnation's launch (argv, cwd, environment, secrets masked), a
+    report, a host core, or the captured environment."""
     size_bytes: int
     """The file's size in bytes, as collected."""
     sha256: str
@@ -217,10 +218,10 @@ class Incident(_Model):
     exit: ExitStatus | None
     """How the launched command ended; null where its end is unknown."""
     stopped_by_crashlab: bool
-    """True where crashlab stopped the server (Ctrl-C, a failed health check, a crash of another
-    process), false where it ended on its own."""
+    """True where crashlab stopped the server, false where it ended on its own."""
     summary: str
-    """One line a human reads first: what ended the server and the first fault."""
+    """One line a human reads first: the processes whose death started the crash, the GPU fault
+    or else the log's most telling line, then how the server ended."""
     dumps: list[DumpTriage]
     """FAULT dumps first (earliest first), then COLLATERAL"""
     request_dumps: list[FileRecord] = Field(default_factory=list)
@@ -237,8 +238,8 @@ class Incident(_Model):
     processes: list[ProcessRecord] = Field(default_factory=list)
     """Every process of the server's tree crashlab saw in this incarnation."""
     notes: list[str] = Field(default_factory=list)
-    """What the reader should know about how the incident was read (no cuda-gdb for --debugger,
-    a dump still being written)."""
+    """What the reader should know about how the incident was read (e.g. no cuda-gdb for
+    --debugger)."""
     signature: CrashSignature | None = None
     """this incident's signature: its first FAULT dump's, else its log's, else the collective
     its COLLATERAL dump waits in"""
