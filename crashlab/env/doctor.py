@@ -9,7 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
 
 from ..published import ClosedModel as _Model
 from ..errors import BadInput
@@ -23,19 +22,34 @@ from .packages import Distributions
 
 
 class CheckResult(_Model):
-    id: str = Field(description="the check's name, e.g. torch-abi; stable")
+    """One check's result."""
+
+    id: str
+    """the check's name, e.g. torch-abi; stable"""
     concern: Concern
-    status: Status = Field(description="ok; finding (something to fix: see fix); skipped "
-                                       "(the message says why)")
-    message: str = Field(description="one line naming the facts the check looked at")
-    fix: str | None = Field(None, description="what to do, for a finding")
+    """What the check is about: builds (a package built against another torch), toolchain (the
+    CUDA toolchain), flashinfer (FlashInfer's own files) or capture (what a crash needs to be
+    captured)."""
+    status: Status
+    """ok; finding (something to fix: see fix); skipped (the message says why)"""
+    message: str
+    """one line naming the facts the check looked at"""
+    fix: str | None = None
+    """what to do, for a finding"""
 
 
 class DoctorReport(_Model):
+    """What crashlab doctor found: every check run on the machine, with its result."""
+
     schema_version: Literal[1] = 1
+    """Always 1 in this schema; changes only when a field is renamed or removed, or changes type
+    or meaning."""
     tool: Tool
-    python: str = Field(description="the interpreter whose packages were checked")
+    """The crashlab that wrote the report."""
+    python: str
+    """the interpreter whose packages were checked"""
     checks: list[CheckResult]
+    """Every check, in the order crashlab runs them."""
 
     @property
     def findings(self) -> list[CheckResult]:

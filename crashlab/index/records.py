@@ -17,14 +17,19 @@ RecordedBy = Literal["serve", "inspect", "report"]
 
 
 class CrashFile(_Model):
-    path: str = Field(description="absolute, on the host that recorded it")
-    kind: str = Field(description="coredump, request-dump, report")
+    """One file of a recorded crash: its coredump, its request dumps, a report."""
+
+    path: str
+    """absolute, on the host that recorded it"""
+    kind: str
+    """coredump, request-dump, report"""
     size_bytes: int
-    gone: bool = Field(False, description="deleted (a file crashlab owns) or forgotten (one it "
-                                          "does not) by crashlab gc")
-    owned: bool = Field(False, description="crashlab made it (a run directory's file, a copy "
-                                           "taken by inspect --record --copy): gc may delete it; "
-                                           "a file recorded by reference gc only forgets")
+    """The file's size in bytes when it was recorded."""
+    gone: bool = False
+    """deleted (a file crashlab owns) or forgotten (one it does not) by crashlab gc"""
+    owned: bool = False
+    """crashlab made it (a run directory's file, a copy taken by inspect --record --copy): gc
+    may delete it; a file recorded by reference gc only forgets"""
 
 
 @dataclass
@@ -61,144 +66,238 @@ class NewCrash:
 
 
 class Crash(_Model):
+    """One crash as the index recorded it: a process's fault (one dump of a rank) or a run's
+    failure with no dump."""
+
     id: int
-    signature: str = Field(description="the signature's short hash")
-    title: str = Field(description="the signature's title")
-    crashed_at: str = Field(description="ISO 8601, UTC")
+    """The crash's number in the index (crashlab show ID)."""
+    signature: str
+    """the signature's short hash"""
+    title: str
+    """the signature's title"""
+    crashed_at: str
+    """ISO 8601, UTC"""
     recorded_by: RecordedBy
+    """The command that recorded it: serve, inspect --record or report."""
     host: str | None
-    gpus: str | None = Field(description="GPU names, comma-separated")
+    """The host the crash happened on; null where unknown."""
+    gpus: str | None
+    """GPU names, comma-separated"""
     driver: str | None
+    """The NVIDIA driver version, from the run's environment (for a coredump recorded on its
+    own: its metadata); null where unknown."""
     sglang: str | None
+    """The sglang version from the run's environment; null where unknown."""
     torch: str | None
-    versions: dict[str, str] = Field(description="package versions from the run's environment")
+    """The torch version from the run's environment; null where unknown."""
+    versions: dict[str, str]
+    """package versions from the run's environment"""
     run_dir: str | None
-    source: str = Field(description="the run directory or the coredump the crash was read from")
+    """The serve run directory, absolute; null for a coredump recorded on its own."""
+    source: str
+    """the run directory or the coredump the crash was read from"""
     incarnation: int | None
+    """The incarnation of the server within its run; null for a coredump recorded on its own."""
     pid: int | None
+    """The process that crashed (for a dump: the pid in its name); null where unknown."""
     rank: str | None
+    """That process's SGLang rank tags (TP0, DP1 TP3); null where unknown."""
     role: str | None
-    label: Label | None = Field(description="FAULT, COLLATERAL or UNREADABLE for a GPU dump")
+    """That process's role in the server (scheduler, detokenizer, ...); null where unknown."""
+    label: Label | None
+    """FAULT, COLLATERAL or UNREADABLE for a GPU dump"""
     deployment: str | None
+    """crashlab serve --deployment; null where not given."""
     summary: str
+    """The crash's one-line summary, from its report."""
     total_bytes: int
-    first_failure_at: str | None = Field(None, description="ISO 8601, UTC: when it first failed "
-                                         "(the earliest fault line or abnormal process end of "
-                                         "its server, for a FAULT dump); crashed_at where unknown")
-    server_role: str | None = Field(None, description="the server's --disaggregation-mode "
-                                    "(prefill, decode; plain: not disaggregated); null where "
-                                    "unknown or not SGLang")
+    """The size of all its files when recorded, in bytes."""
+    first_failure_at: str | None = None
+    """ISO 8601, UTC: when it first failed (the earliest fault line or abnormal process end of
+    its server, for a FAULT dump); crashed_at where unknown"""
+    server_role: str | None = None
+    """the server's --disaggregation-mode (prefill, decode; plain: not disaggregated); null
+    where unknown or not SGLang"""
     files: list[CrashFile] = Field(default_factory=list)
+    """Its files: coredump first, then request dumps."""
 
 
 class Signature(_Model):
+    """One signature as the index tallies it: the crashes that share it, first and last seen."""
+
     hash: str
+    """The signature's hash (12 hex digits)."""
     version: int
+    """The signature rules' version it was computed with."""
     kind: str
+    """The kind of crash it names (gpu-fault, python-exception, ...)."""
     title: str
+    """One line for a human."""
     search: str
-    first_seen: str = Field(description="ISO 8601, UTC")
-    last_seen: str = Field(description="ISO 8601, UTC")
+    """A query for an issue tracker's search box."""
+    first_seen: str
+    """ISO 8601, UTC"""
+    last_seen: str
+    """ISO 8601, UTC"""
     count: int
-    body: dict = Field(description="the signature as crashlab.signature computed it")
-    coarse: str | None = Field(None, description="the hash of the signature without its site "
-                               "(the same bug across releases); null if recorded before it existed")
+    """How many recorded crashes have this signature."""
+    body: dict
+    """the signature as crashlab.signature computed it"""
+    coarse: str | None = None
+    """the hash of the signature without its site (the same bug across releases); null if
+    recorded before it existed"""
 
 
 class Tally(_Model):
+    """How many of a signature's crashes share one value (a host, a driver, ...)."""
+
     value: str | None
+    """The value; null for crashes where it is unknown."""
     count: int
-    first_seen: str | None = Field(None, description="its first crash of the signature (UTC, ISO 8601): "
-                                                     "\"first on driver 580.95\"")
-    last_seen: str | None = Field(None, description="its last crash of the signature (UTC, ISO 8601)")
+    """How many of the signature's crashes have it."""
+    first_seen: str | None = None
+    """When its first crash of the signature happened (UTC, ISO 8601), as in 'first on driver
+    580.95'."""
+    last_seen: str | None = None
+    """its last crash of the signature (UTC, ISO 8601)"""
 
 
 class CrashList(_Model):
     """What ``crashlab list --json`` prints."""
 
     schema_version: Literal[1] = 1
+    """Always 1 in this schema; changes only when a field is renamed or removed, or changes type
+    or meaning."""
     tool: Tool
-    index: str = Field(description="where the index is (a password shown as ***)")
-    crashes: list[Crash] = Field(description="newest first")
+    """The crashlab that wrote the JSON."""
+    index: str
+    """where the index is (a password shown as ***)"""
+    crashes: list[Crash]
+    """newest first"""
 
 
 class Shown(_Model):
     """What ``crashlab show --json`` prints: one crash with its report, or one signature's tally."""
 
     schema_version: Literal[1] = 1
+    """Always 1 in this schema; changes only when a field is renamed or removed, or changes type
+    or meaning."""
     tool: Tool
+    """The crashlab that wrote the JSON."""
     index: str
+    """Where the index is (a password shown as ***)."""
     kind: Literal["crash", "signature", "coarse"]
+    """What was asked for: a crash id, a signature hash, or a coarse hash."""
     crash: Crash | None = None
-    report: dict | None = Field(None, description="the crash's report.json (a run) or triage "
-                                                  "(a coredump), when it can still be read")
-    signature: Signature | None = Field(None, description="the crash's or the signature's; "
-                                        "null for a coarse key")
-    by: dict[str, list[Tally]] = Field(default_factory=dict, description="signatures: crashes "
-                                       "per host, gpus, driver, sglang, torch")
-    incident: "IncidentShown | None" = Field(None, description="a crash: the incident it belongs to")
-    coarse: str | None = Field(None, description="a coarse key: the key")
-    signatures: list[Signature] = Field(default_factory=list, description="a coarse key: the "
-                                        "signatures under it, most crashes first")
+    """The crash asked for; null where a signature or coarse key was asked for."""
+    report: dict | None = None
+    """the crash's report.json (a run) or triage (a coredump), when it can still be read"""
+    signature: Signature | None = None
+    """the crash's or the signature's; null for a coarse key"""
+    by: dict[str, list[Tally]] = Field(default_factory=dict)
+    """signatures: crashes per host, gpus, driver, sglang, torch"""
+    incident: "IncidentShown | None" = None
+    """a crash: the incident it belongs to"""
+    coarse: str | None = None
+    """a coarse key: the key"""
+    signatures: list[Signature] = Field(default_factory=list)
+    """a coarse key: the signatures under it, most crashes first"""
 
 
 class Collected(_Model):
+    """One file crashlab gc looked at, and what it did with it."""
+
     crash: int
+    """The id of the crash the file belongs to."""
     signature: str
+    """That crash's signature hash."""
     path: str
+    """The file, absolute."""
     size_bytes: int
-    action: Literal["kept", "deleted", "forgotten", "missing"] = Field(
-        description="kept: within the retention; deleted (or, with --dry-run, to delete): past "
-                    "it, a file crashlab owns; forgotten: past it, a file recorded by reference, "
-                    "dropped from the index and left on disk; missing: already gone from the "
-                    "disk, marked gone")
+    """The file's size in bytes, as recorded."""
+    action: Literal["kept", "deleted", "forgotten", "missing"]
+    """kept: within the retention; deleted (or, with --dry-run, to delete): past it, a file
+    crashlab owns; forgotten: past it, a file recorded by reference, dropped from the index
+    and left on disk; missing: already gone from the disk, marked gone"""
     why: str
+    """Why, in one line: its place among its signature's dumps, the size budget, or that it is
+    gone."""
 
 
 class Collection(_Model):
     """What ``crashlab gc --json`` prints."""
 
     schema_version: Literal[1] = 1
+    """Always 1 in this schema; changes only when a field is renamed or removed, or changes type
+    or meaning."""
     tool: Tool
+    """The crashlab that wrote the JSON."""
     index: str
+    """Where the index is (a password shown as ***)."""
     dry_run: bool
+    """True with --dry-run: nothing was deleted or forgotten, files marked deleted are those gc
+    would delete."""
     keep_per_signature: int
+    """--keep: the dumps kept per signature."""
     max_bytes: int | None
+    """--max-size in bytes: the disk budget for every kept dump; null where not given."""
     kept_bytes: int
+    """Bytes of the files kept."""
     freed_bytes: int
+    """Bytes of the files deleted (or, with --dry-run, to delete)."""
     files: list[Collected]
+    """Every file looked at, with what was done."""
 
 
 class XidSeen(_Model):
-    time: str = Field(description="ISO 8601, UTC: when crashlab serve read it")
+    """One NVIDIA driver Xid line (NVRM: Xid) crashlab serve read from the kernel log."""
+
+    time: str
+    """ISO 8601, UTC: when crashlab serve read it"""
     host: str
+    """The host whose kernel log held it."""
     xid: int
-    device: str = Field(description="what the line's parentheses name: the PCI address")
-    text: str = Field(description="the line from NVRM: Xid on")
-    run_dir: str | None = Field(description="the serve run that read it")
+    """The Xid number, the driver's error code (e.g. 79: the GPU has fallen off the bus)."""
+    device: str
+    """what the line's parentheses name: the PCI address"""
+    text: str
+    """the line from NVRM: Xid on"""
+    run_dir: str | None
+    """the serve run that read it"""
 
 
 class IncidentShown(_Model):
     """One incident: crashes of one server's ranks, or of the servers of one deployment, within
     the window of its first failure, with the Xid lines around it."""
 
-    id: str = Field(description="inc- and 12 hex digits, stable once its first failure is recorded")
-    first_failure: str = Field(description="ISO 8601, UTC")
+    id: str
+    """inc- and 12 hex digits, stable once its first failure is recorded"""
+    first_failure: str
+    """ISO 8601, UTC"""
     hosts: list[str]
-    crashes: list[Crash] = Field(description="first failure first; each server's ranks FAULT "
-                                             "first, COLLATERAL after")
-    xids: list[XidSeen] = Field(description="in time order")
-    notes: list[str] = Field(description="why each crash and Xid line is part of it")
+    """The hosts whose crashes it holds, sorted."""
+    crashes: list[Crash]
+    """first failure first; each server's ranks FAULT first, COLLATERAL after"""
+    xids: list[XidSeen]
+    """in time order"""
+    notes: list[str]
+    """why each crash and Xid line is part of it"""
 
 
 class IncidentList(_Model):
     """What ``crashlab list --incidents --json`` prints."""
 
     schema_version: Literal[1] = 1
+    """Always 1 in this schema; changes only when a field is renamed or removed, or changes type
+    or meaning."""
     tool: Tool
-    index: str = Field(description="where the index is (a password shown as ***)")
-    window_s: float = Field(description="--incident-window")
-    incidents: list[IncidentShown] = Field(description="newest first (by first failure)")
+    """The crashlab that wrote the JSON."""
+    index: str
+    """where the index is (a password shown as ***)"""
+    window_s: float
+    """--incident-window"""
+    incidents: list[IncidentShown]
+    """newest first (by first failure)"""
 
 
 Shown.model_rebuild()

@@ -19,59 +19,100 @@ MemberKind = Literal["report", "run", "environment", "log", "triage", "coredump"
 
 
 class Member(_Model):
-    name: str = Field(description="its path inside the bundle")
+    """One file of the bundle."""
+
+    name: str
+    """its path inside the bundle"""
     kind: MemberKind
-    size_bytes: int = Field(description="as extracted")
-    compressed_bytes: int = Field(description="its share of the bundle (tar header and gzip included)")
-    source: str = Field(description="the file it was made from on the machine of the report "
-                                    "(cleaned like everything else)")
+    """What the member is: the report, the run's report.json, the environment, a log, a
+    coredump's triage JSON, a coredump, or a request dump."""
+    size_bytes: int
+    """as extracted"""
+    compressed_bytes: int
+    """its share of the bundle (tar header and gzip included)"""
+    source: str
+    """the file it was made from on the machine of the report (cleaned like everything else)"""
 
 
 class LeftOut(_Model):
-    path: str = Field(description="where it is on the machine the report was made on (for a "
-                                  "member made from a file, such as a coredump's triage, that file)")
-    member: str | None = Field(None, description="the name it would have had in the bundle")
+    """One file kept out of the bundle, with where it is on the machine the report was made on."""
+
+    path: str
+    """where it is on the machine the report was made on (for a member made from a file, such as
+    a coredump's triage, that file)"""
+    member: str | None = None
+    """the name it would have had in the bundle"""
     kind: MemberKind
+    """What the file is, as a member's kind."""
     size_bytes: int
+    """The file's size in bytes."""
     reason: str
+    """Why it was left out, in one line (it does not fit in what is left of --max-size, it could
+    not be read or cleaned, ...)."""
 
 
 class RequestDumpSummary(_Model):
+    """One SGLang request dump the report found, with how to replay it."""
+
     path: str
-    member: str | None = Field(description="its name in the bundle, null when left out")
+    """The request dump on the machine the report was made on (cleaned)."""
+    member: str | None
+    """its name in the bundle, null when left out"""
     requests: int
+    """How many requests it holds."""
     in_flight: int
+    """How many of them were still running when the server crashed."""
     layout: str
-    replay: str = Field(description="the command that replays it, as a maintainer runs it from "
-                                    "the extracted bundle")
-    minimized: str | None = Field(None, description="the bundle member of the minimal reproducer "
-                                                    "crashlab replay --minimize wrote, if any")
+    """Which SGLang writer its keys match, e.g. 'sglang-0.5.12 crash dump'."""
+    replay: str
+    """the command that replays it, as a maintainer runs it from the extracted bundle"""
+    minimized: str | None = None
+    """the bundle member of the minimal reproducer crashlab replay --minimize wrote, if any"""
 
 
 class IssueReport(_Model):
+    """What crashlab report made: an issue body and a bundle to attach, with every member of the
+    bundle and everything left out."""
+
     schema_version: Literal[1] = SCHEMA_VERSION
+    """Always 1 in this schema; changes only when a field is renamed or removed, or changes type
+    or meaning."""
     tool: Tool
-    title: str = Field(description="the suggested issue title, one line")
-    inputs: list[str] = Field(description="what crashlab report was given (cleaned)")
-    found: bool = Field(description="whether the inputs show a crash (exit 0) or not (exit 1)")
+    """The crashlab that wrote the report."""
+    title: str
+    """the suggested issue title, one line"""
+    inputs: list[str]
+    """what crashlab report was given (cleaned)"""
+    found: bool
+    """whether the inputs show a crash (exit 0) or not (exit 1)"""
     anonymized: bool
-    body: str = Field(description="the issue body's file")
-    body_chars: int = Field(description="at most 65,536, GitHub's limit")
-    shortened: list[str] = Field(default_factory=list,
-                                 description="what the body left out to fit, in the order it was cut")
-    bundle: str = Field(description="the .tar.gz to attach")
-    bundle_bytes: int | None = Field(None, description="the bundle's size; null inside the bundle "
-                                     "itself, whose size is known only once this file is in it")
-    max_bytes: int = Field(description="the size budget the bundle was made under")
-    compression: str = Field(description="gzip: GitHub takes .gz attachments, not .zst")
-    members: list[Member] = Field(description="every file of the bundle except report.md and "
-                                  "report.json, in the bundle's order")
+    """True where --anonymize replaced host names, user names, home folders and IP addresses
+    throughout."""
+    body: str
+    """the issue body's file"""
+    body_chars: int
+    """at most 65,536, GitHub's limit"""
+    shortened: list[str] = Field(default_factory=list)
+    """what the body left out to fit, in the order it was cut"""
+    bundle: str
+    """the .tar.gz to attach"""
+    bundle_bytes: int | None = None
+    """the bundle's size; null inside the bundle itself, whose size is known only once this file
+    is in it"""
+    max_bytes: int
+    """the size budget the bundle was made under"""
+    compression: str
+    """gzip: GitHub takes .gz attachments, not .zst"""
+    members: list[Member]
+    """every file of the bundle except report.md and report.json, in the bundle's order"""
     left_out: list[LeftOut] = Field(default_factory=list)
+    """Every file kept out of the bundle, with why and where it is."""
     request_dumps: list[RequestDumpSummary] = Field(default_factory=list)
-    environment_origin: str = Field(description="where the Environment section's facts of the "
-                                    "crashed machine came from (the run's environment.json, a "
-                                    "coredump's tables), or 'not known: ' and why")
-    launch: str | None = Field(None, description="the command that starts the server, shell-quoted, "
-                               "secrets masked: the launch line serve kept, else the one a request "
-                               "dump recorded, made runnable (its interpreter with -m "
-                               "sglang.launch_server); null when neither is known")
+    """Every SGLang request dump found, with the command that replays it."""
+    environment_origin: str
+    """where the Environment section's facts of the crashed machine came from (the run's
+    environment.json, a coredump's tables), or 'not known: ' and why"""
+    launch: str | None = None
+    """the command that starts the server, shell-quoted, secrets masked: the launch line serve
+    kept, else the one a request dump recorded, made runnable (its interpreter with -m
+    sglang.launch_server); null when neither is known"""

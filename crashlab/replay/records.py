@@ -56,42 +56,78 @@ TokenSequence = Annotated[
 
 
 class LogprobOptions(_Model):
+    """The request's logprob options, from its return_logprob, logprob_start_len,
+    top_logprobs_num and token_ids_logprob fields."""
+
     return_logprob: bool = False
+    """The request's return_logprob."""
     logprob_start_len: int | list[int] | None = None
+    """The request's logprob_start_len (a list for a batch); null where not set."""
     top_logprobs_num: int | list[int] | None = None
-    token_ids_logprob: bool = Field(False, description="whether token ids for logprobs were given")
+    """The request's top_logprobs_num (a list for a batch); null where not set."""
+    token_ids_logprob: bool = False
+    """whether token ids for logprobs were given"""
 
 
 class Output(_Model):
     """What the dump recorded as the request's output (for in-flight requests, the partial one)."""
 
     finish_reason: str | None = None
+    """The finish reason's type from meta_info (stop, length, abort); null for a request still
+    in flight."""
     prompt_tokens: int | None = None
+    """meta_info's prompt_tokens; null where not recorded."""
     completion_tokens: int | None = None
+    """meta_info's completion_tokens; null where not recorded."""
     text: str | None = None
+    """The output text as recorded; null where the dump has none (an embedding, a request cut
+    short)."""
     output_ids: TokenSequence = None
+    """The output token ids as recorded (a list of lists for a batch); null where not recorded."""
     embedding_size: int | None = None
+    """Length of the recorded embedding, for an embedding request; null otherwise."""
 
 
 class Request(_Model):
-    index: int = Field(description="position in arrival order (created time), from 0")
-    position: int = Field(description="position of the record in the dump's list")
+    """One request record of an SGLang crash dump: the request object, its output and its times."""
+
+    index: int
+    """position in arrival order (created time), from 0"""
+    position: int
+    """position of the record in the dump's list"""
     kind: Literal["generate", "embedding"]
+    """generate (GenerateReqInput) or embedding (EmbeddingReqInput)."""
     sglang_class: str
+    """The request object's class, module-qualified, as the pickle names it."""
     rid: str | list[str] | None = None
+    """The request's rid (a list for a batch); null where it has none."""
     text: str | list[str] | None = None
+    """The request's prompt text (a list for a batch); null where it has none (token ids sent
+    instead)."""
     input_ids: TokenSequence = None
-    input_embeds: bool = Field(False, description="whether the request carries input embeddings")
+    """The request's prompt token ids (a list of lists for a batch); null where it sent text."""
+    input_embeds: bool = False
+    """whether the request carries input embeddings"""
     sampling_params: dict[str, Any] = Field(default_factory=dict)
+    """The request's sampling_params as plain data (temperature, max_new_tokens, ...)."""
     stream: bool = False
-    multimodal: dict[str, int] = Field(default_factory=dict, description="items per modality")
+    """The request's stream flag: whether the client asked for a streamed answer."""
+    multimodal: dict[str, int] = Field(default_factory=dict)
+    """items per modality"""
     lora_path: str | list[str | None] | None = None
+    """The request's lora_path (a list for a batch); null where no LoRA adapter was asked for."""
     logprob: LogprobOptions = Field(default_factory=LogprobOptions)
-    created: float = Field(description="arrival, epoch seconds")
-    finished: float = Field(description="finish (or crash, for in-flight requests), epoch seconds")
-    offset_s: float = Field(description="arrival relative to the first request")
-    in_flight: bool = Field(description="still running when the server crashed")
+    """The request's logprob options."""
+    created: float
+    """arrival, epoch seconds"""
+    finished: float
+    """finish (or crash, for in-flight requests), epoch seconds"""
+    offset_s: float
+    """arrival relative to the first request"""
+    in_flight: bool
+    """still running when the server crashed"""
     output: Output = Field(default_factory=Output)
+    """What the dump recorded as the request's output."""
 
     _raw: Instance = PrivateAttr()
     _record: tuple = PrivateAttr()
@@ -109,13 +145,15 @@ class Request(_Model):
 class Partial(_Model):
     """What is known of a dump file that was cut short (salvage.py)."""
 
-    requests_read: int = Field(description="whole requests read before the cut")
-    ends_inside: int | None = Field(None, description="the request (from 1, in the dump's order) "
-                                    "the file ends inside; null when it ends between two")
-    requests_complete: bool = Field(False, description="whether the requests list was read to "
-                                    "its end (the cut came after it)")
-    bytes_missing_at_least: int | None = Field(None, description="bytes the file's last FRAME "
-                                               "declared beyond its end; null when unknown")
+    requests_read: int
+    """whole requests read before the cut"""
+    ends_inside: int | None = None
+    """the request (from 1, in the dump's order) the file ends inside; null when it ends between
+    two"""
+    requests_complete: bool = False
+    """whether the requests list was read to its end (the cut came after it)"""
+    bytes_missing_at_least: int | None = None
+    """bytes the file's last FRAME declared beyond its end; null when unknown"""
 
     def line(self) -> str:
         """The one-line warning: how many requests, and where the file ends."""
@@ -132,19 +170,37 @@ class Partial(_Model):
 
 
 class CrashDump(_Model):
+    """An SGLang crash dump (a pickle of server arguments and recent requests), read safely:
+    what replay --json lists."""
+
     path: str
+    """The dump file, as given."""
     size_bytes: int
-    layout: str = Field(description="which SGLang writer the keys match")
+    """The file's size in bytes."""
+    layout: str
+    """which SGLang writer the keys match"""
     keys: list[str]
+    """The dump's top-level string keys, in the pickle's order."""
     server_args: dict[str, Any] | None = None
+    """SGLang's ServerArgs as plain fields; null where the dump has none."""
     server_args_class: str | None = None
+    """The ServerArgs object's class, module-qualified; null where the dump holds a plain dict
+    or nothing."""
     launch_command: str | None = None
+    """The server's launch command as the dump records it (SGLang 0.5.12 and later); null where
+    absent."""
     config_updates: Any = None
+    """The dump's config_updates as plain data (SGLang 0.5.23 and later); null where absent."""
     resolved_config: Any = None
+    """The dump's resolved_config as plain data (SGLang 0.5.23 and later); null where absent."""
     requests: list[Request]
+    """Every request record read, in arrival order."""
     warnings: list[str] = Field(default_factory=list)
-    partial: Partial | None = Field(None, description="set when the file was cut short and only "
-                                    "the requests read whole before the cut are listed")
+    """What crashlab met while reading the dump (records skipped, unknown keys) and reports
+    instead of failing."""
+    partial: Partial | None = None
+    """set when the file was cut short and only the requests read whole before the cut are
+    listed"""
 
     _root: Any = PrivateAttr(default=None)
 

@@ -41,27 +41,40 @@ _END = re.compile(r"^(?:Extension modules:|\S)")
 
 
 class PythonFrame(_Model):
+    """One frame of faulthandler's stack: 'File "FILE", line N in FUNCTION'."""
+
     file: str
-    line: int | None = Field(None, description="None where faulthandler printed ???")
+    """The file the frame names, as printed."""
+    line: int | None = None
+    """None where faulthandler printed ???"""
     function: str
+    """The function the frame names, as printed ('<module>' for module level)."""
 
 
 class PythonStack(_Model):
     """One faulthandler block: the crashing thread's frames, innermost first."""
 
-    error: str = Field(description="faulthandler's 'Fatal Python error: ...', e.g. Segmentation fault")
-    thread: str | None = Field(None, description="the crashing thread's id as printed (0x...)")
+    error: str
+    """faulthandler's 'Fatal Python error: ...', e.g. Segmentation fault"""
+    thread: str | None = None
+    """the crashing thread's id as printed (0x...)"""
     frames: list[PythonFrame] = Field(default_factory=list)
-    other_threads: int = Field(0, description="how many other threads' stacks the block showed")
+    """The crashing thread's frames, innermost first (faulthandler cuts at 100)."""
+    other_threads: int = 0
+    """how many other threads' stacks the block showed"""
 
 
 class NativeStack(_Model):
     """The crashing thread of a host core as gdb's ``bt`` shows it, or why there is none."""
 
-    core: str | None = Field(None, description="the host core, relative to the run directory")
+    core: str | None = None
+    """the host core, relative to the run directory"""
     frames: list[DebuggerFrame] = Field(default_factory=list)
-    signal: str | None = Field(None, description="gdb's 'terminated with signal SIGSEGV, ...'")
+    """gdb's bt of the crashing thread, innermost first; empty where there is no core or gdb."""
+    signal: str | None = None
+    """gdb's 'terminated with signal SIGSEGV, ...'"""
     unavailable_reason: str | None = None
+    """Why there are no frames (no host core was written, no gdb); null where frames are listed."""
 
 
 def faulthandler_stacks(text: str) -> list[PythonStack]:

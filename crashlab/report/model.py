@@ -40,160 +40,282 @@ ProblemKind = Literal["not-cuda-gdb", "start-failed", "cannot-read-dump", "forma
 
 
 class Tool(_Model):
+    """The program that wrote the report."""
+
     name: str = "crashlab"
+    """Always 'crashlab'."""
     version: str
+    """crashlab's version (crashlab.__version__) when it wrote the report."""
 
 
 class Source(_Model):
+    """The file or directory the report was made from."""
+
     path: str
+    """The coredump file (inspect) or run directory (serve) as crashlab was given it."""
     size_bytes: int
+    """Size of the file on disk in bytes, compressed size for a .gz dump; for a run directory,
+    the total of the files it collected."""
     kind: SourceKind
+    """cuda-coredump: a CUDA GPU coredump; run: a run directory written by crashlab serve."""
     compressed: bool = False
+    """True where the dump file was gzip-compressed (CUDA's gzip_compress flag, or gzip by hand)
+    and crashlab read it decompressed."""
 
 
 class Dump(_Model):
+    """Facts about the coredump file itself: its ELF header, its section table and the driver's
+    metadata section."""
+
     abi_version: int
+    """The ELF header's EI_ABIVERSION byte (7 for the current CUDA coredump ABI); crashlab reads
+    other versions and warns."""
     driver_version: str | None = None
+    """The driver version that wrote the dump, 'major.minor' (e.g. '570.86'), from the
+    .cudbg.meta section; null where the dump has none (drivers before r565)."""
     cuda_version: str | None = None
+    """The CUDA version of that driver, 'major.minor', from .cudbg.meta; null where the dump has
+    no metadata section."""
     generator: str | None = None
+    """The name of the program that wrote the dump, from .cudbg.meta; null where the section is
+    absent or the name empty."""
     generation_flags: list[str] = Field(default_factory=list)
+    """Names of the CUcoredumpGenerationFlags the dump was made with (e.g. skip_global_memory),
+    from .cudbg.meta; empty where none were set or the section is absent."""
     timestamp: int | None = None
+    """The timestamp field of .cudbg.meta, as the driver wrote it; null where the dump has no
+    metadata section."""
     section_count: int
+    """Number of ELF sections in the dump (e_shnum)."""
     memory_sections: int = 0
-    memory_bytes: int = Field(0, description="bytes of memory sections, listed but not read")
+    """Number of device memory sections (global, shared, local, managed, ...) the dump lists."""
+    memory_bytes: int = 0
+    """bytes of memory sections, listed but not read"""
 
 
 class Device(_Model):
-    index: int = Field(description="devId, as cuda-gdb numbers devices")
+    """One GPU the dump describes, from the device table (.cudbg.devtbl)."""
+
+    index: int
+    """devId, as cuda-gdb numbers devices"""
     name: str
+    """The device's marketing name, e.g. 'NVIDIA H100 80GB HBM3'."""
     sm_type: str
+    """The SM architecture, e.g. 'sm_90'."""
     num_sms: int
+    """Number of streaming multiprocessors on the device."""
     warps_per_sm: int
+    """Warp slots per SM (numWarpsPerSM)."""
     lanes_per_warp: int
+    """Lanes (threads) per warp, 32 on every NVIDIA GPU so far."""
     regs_per_lane: int
+    """Registers per lane the hardware offers (numRegsPerLane), not what a kernel uses."""
 
 
 class SourceLine(_Model):
+    """One source position of an instruction, from the cubin's line table (.debug_line, in a
+    cubin built with -lineinfo or -G)."""
+
     file: str
+    """The source file as the compiler recorded it (often an absolute path on the build
+    machine)."""
     line: int
+    """1-based line number in that file."""
 
 
 class WarpPosition(_Model):
     """Where a group of warps stands: what a dump with no exception (a hang) is read for."""
 
     pc: HexAddress | None
+    """The PC the warps stand at, the head lane's virtual PC; null where no lane of the warp has
+    one."""
     function_offset: int | None = None
+    """Bytes from the start of the function holding the PC; null where no cubin in the dump
+    holds it."""
     warps: int
-    function: str | None = Field(None, description="the function holding the PC (may be a device function)")
-    source: list[SourceLine] = Field(
-        default_factory=list, description="inline chain of the instruction at the PC, innermost first")
-    instruction: str | None = Field(None, description="the SASS instruction at the PC (nvdisasm)")
+    """How many resident warps of the kernel stand at this PC."""
+    function: str | None = None
+    """the function holding the PC (may be a device function)"""
+    source: list[SourceLine] = Field(default_factory=list)
+    """inline chain of the instruction at the PC, innermost first"""
+    instruction: str | None = None
+    """the SASS instruction at the PC (nvdisasm)"""
 
 
 class Kernel(_Model):
+    """One grid (kernel launch) the dump records, from the grid table, with where its resident
+    warps stand."""
+
     device: int
+    """The device (devId) the grid runs on."""
     grid_id: int
+    """The grid's id (gridId64), as cuda-gdb's 'info cuda kernels' shows it."""
     name: str
+    """The kernel's demangled name."""
     mangled: str
+    """The kernel's mangled (symbol) name, as the grid table records it."""
     grid_dim: Dim3
+    """The launch's gridDim (x, y, z), in blocks."""
     block_dim: Dim3
+    """The launch's blockDim (x, y, z), in threads."""
     cluster_dim: Dim3 | None = None
+    """The launch's cluster shape (x, y, z), in blocks; null where the kernel was launched
+    without clusters or the dump predates clusters (r525)."""
     status: int
+    """The grid table's gridStatus, the driver's CUDBGGridStatus number."""
     resident_sms: int = 0
+    """Number of SMs holding at least one of the grid's blocks when the dump was taken."""
     resident_blocks: int = 0
+    """Number of the grid's blocks resident on the SMs when the dump was taken."""
     resident_warps: int = 0
-    warps_at: list[WarpPosition] = Field(
-        default_factory=list, description="where the resident warps stand, most warps first"
-    )
-    waits: list[Wait] = Field(default_factory=list, description="a dump with no exception: what "
-                              "the resident warps wait for, one entry per class")
+    """Number of the grid's warps resident on the SMs when the dump was taken."""
+    warps_at: list[WarpPosition] = Field(default_factory=list)
+    """where the resident warps stand, most warps first"""
+    waits: list[Wait] = Field(default_factory=list)
+    """a dump with no exception: what the resident warps wait for, one entry per class"""
 
 
 class ExceptionInfo(_Model):
-    code: int = Field(description="CUDBG exception code, the driver's numbering")
-    name: str = Field(description="CUDBG_EXCEPTION_* name")
-    display: str = Field(description="the text cuda-gdb prints")
-    display_from_cuda_gdb: bool = Field(
-        True, description="false where cuda-gdb has no text for this code and crashlab made one")
-    cuda_gdb_signal: str | None = Field(None, description="cuda-gdb's CUDA_EXCEPTION_n")
+    """The CUDA exception of a fault, as the driver numbers it and cuda-gdb names it."""
+
+    code: int
+    """CUDBG exception code, the driver's numbering"""
+    name: str
+    """CUDBG_EXCEPTION_* name"""
+    display: str
+    """the text cuda-gdb prints"""
+    display_from_cuda_gdb: bool = True
+    """false where cuda-gdb has no text for this code and crashlab made one"""
+    cuda_gdb_signal: str | None = None
+    """cuda-gdb's CUDA_EXCEPTION_n"""
     scope: ExceptionScope
+    """What the exception belongs to: a lane, a warp, a cluster, or the device (device-level
+    exceptions, and codes crashlab does not know)."""
     known: bool = True
+    """False where the code is newer than crashlab's table: name and display are then made up."""
 
 
 class KernelRef(_Model):
+    """The kernel of a fault, by name."""
+
     name: str
+    """The kernel's demangled name."""
     mangled: str
+    """The kernel's mangled (symbol) name, from the grid table."""
 
 
 class SassInstruction(_Model):
+    """One instruction of the SASS window around a faulting PC, as nvdisasm prints it."""
+
     address: HexAddress
+    """The instruction's virtual address on the device."""
     text: str
+    """The instruction as nvdisasm prints it, e.g. 'LDG.E R2, desc[UR4][R2.64]'."""
     faulting: bool
+    """True for the instruction at the fault's PC."""
     current: bool = False
+    """True for the instruction at the shown lane's current PC (often a few past the faulting
+    one)."""
     source: list[SourceLine] = Field(default_factory=list)
+    """Inline chain of this instruction, innermost first; empty where the cubin has no line
+    table."""
 
 
 class Sass(_Model):
+    """The disassembly window around a fault's PC: the relocated cubin in the dump that holds
+    the PC, read with nvdisasm."""
+
     instructions: list[SassInstruction] = Field(default_factory=list)
-    source: list[SourceLine] = Field(
-        default_factory=list, description="inline chain of the faulting instruction, innermost first"
-    )
+    """The instructions either side of the faulting one (8 each side unless inspect --context
+    says otherwise), in address order; empty where the disassembly is unavailable."""
+    source: list[SourceLine] = Field(default_factory=list)
+    """inline chain of the faulting instruction, innermost first"""
     section: str | None = None
+    """The cubin's .text section holding the PC (.text.<mangled>); null where no cubin in the
+    dump holds it."""
     tool: str | None = None
+    """nvdisasm's version, the tool that made the listing; null where nvdisasm was not found."""
     unavailable_reason: str | None = None
+    """Why there are no instructions (no cubin holds the PC, nvdisasm missing or failed, only
+    the most relevant faults are disassembled); null where instructions are listed."""
 
 
 class Range(_Model):
+    """The first and last of a set of 3D indices (blocks or threads) a fault group spans, and
+    how many there are."""
+
     first: Dim3
+    """The smallest index (x, y, z) of the set, z-major as CUDA numbers blocks and threads."""
     last: Dim3
+    """The largest index (x, y, z) of the set."""
     count: int
+    """How many distinct indices the set holds (not the volume between first and last)."""
 
 
 class Frame(_Model):
-    level: int = Field(description="frame number as cuda-gdb shows it: #0 is the faulting function, "
-                                   "the dump's backtrace row of level L is frame L+1")
+    """One caller of the faulting function, from the lane's backtrace section (.cudbg.bt)."""
+
+    level: int
+    """frame number as cuda-gdb shows it: #0 is the faulting function, the dump's backtrace row
+    of level L is frame L+1"""
     pc: HexAddress
+    """The frame's return address on the device."""
     function: str | None = None
+    """The demangled function holding that address; null where no cubin symbol holds it."""
     function_offset: int | None = None
+    """Bytes from that function's start; null where no cubin in the dump holds the address."""
 
 
 class Param(_Model):
     """One kernel parameter: where the cubin's parameter info puts it, and its bytes."""
 
     ordinal: int
-    offset: int = Field(description="offset into the parameter buffer (EIATTR_KPARAM_INFO)")
+    """The parameter's position in the kernel's argument list, from 0 (EIATTR_KPARAM_INFO)."""
+    offset: int
+    """offset into the parameter buffer (EIATTR_KPARAM_INFO)"""
     size: int
-    type: str | None = Field(None, description="from the demangled kernel signature, where its "
-                                               "argument count matches the cubin's")
-    value: int | None = Field(None, description="little-endian unsigned integer of a 1, 2, 4 or "
-                                                "8-byte parameter")
-    hex: str | None = Field(None, description="the parameter's bytes; null where the dump's "
-                                              "buffer ends before them")
-    shown: str = Field(description="the value as the views print it: hex for 8 bytes and pointers, "
-                                   "decimal (signed for signed types) for smaller integers, a "
-                                   "float for float/double, bytes for structs")
-    suspect: str | None = Field(None, description="why this value is not what its type says (a "
-                                "null, small-integer, packed or misaligned pointer, or one outside "
-                                "every address window the dump knows); null where nothing is seen")
+    """The parameter's size in bytes (EIATTR_KPARAM_INFO)."""
+    type: str | None = None
+    """from the demangled kernel signature, where its argument count matches the cubin's"""
+    value: int | None = None
+    """little-endian unsigned integer of a 1, 2, 4 or 8-byte parameter"""
+    hex: str | None = None
+    """the parameter's bytes; null where the dump's buffer ends before them"""
+    shown: str
+    """the value as the views print it: hex for 8 bytes and pointers, decimal (signed for signed
+    types) for smaller integers, a float for float/double, bytes for structs"""
+    suspect: str | None = None
+    """why this value is not what its type says (a null, small-integer, packed or misaligned
+    pointer, or one outside every address window the dump knows); null where nothing is seen"""
 
 
 class Verdict(_Model):
+    """What the explainer concluded about the faulting address."""
+
     kind: VerdictKind
-    basis: str = Field(description="one sentence: the bound compared with and where the dump "
-                                   "holds it, or why there is none")
+    """out-of-bounds: past a bound the dump holds; inside: within it (the fault lies elsewhere);
+    null / not-a-pointer / misaligned: the address itself is wrong; undetermined: no bound
+    was found."""
+    basis: str
+    """one sentence: the bound compared with and where the dump holds it, or why there is none"""
 
 
 class Root(_Model):
     """Where one input of the faulting address came from, at the end of the backward slice."""
 
     kind: RootKind
-    name: str = Field(description="what a reader calls it: 'param 0 (int const*)', "
-                                  "'threadIdx.x', 'LDG at +0x1d0', '0x400'")
+    """What the slice ended at: a kernel parameter, a special register (threadIdx, blockIdx,
+    ...), a load from memory, a constant, or something it could not follow."""
+    name: str
+    """what a reader calls it: 'param 0 (int const*)', 'threadIdx.x', 'LDG at +0x1d0', '0x400'"""
     param_ordinal: int | None = None
-    value: str | None = Field(None, description="hex, where known")
+    """For a param root: the parameter's ordinal; null for every other kind."""
+    value: str | None = None
+    """hex, where known"""
     provenance: Provenance | None = None
-    detail: str | None = Field(None, description="for a load: what it read, e.g. 'element 288 "
-                                                 "of param 0'")
+    """Where value was read; null where it has no value."""
+    detail: str | None = None
+    """for a load: what it read, e.g. 'element 288 of param 0'"""
 
 
 class Explanation(_Model):
@@ -201,164 +323,296 @@ class Explanation(_Model):
     it broke and where its address came from. A recomputed address that contradicts the dumped
     registers makes trust 'mismatch', and then nothing here is a cause."""
 
-    instruction: str = Field(description="the faulting instruction's text (nvdisasm)")
+    instruction: str
+    """the faulting instruction's text (nvdisasm)"""
     pc: HexAddress
+    """The faulting instruction's address."""
     access: Literal["load", "store", "atomic", "prefetch"]
+    """What the instruction does to memory."""
     space: MemorySpace
+    """The memory space the address falls in, from the instruction and the shared/local window
+    bases (generic where they could not tell)."""
     access_bytes: int | None = None
+    """Bytes the instruction reads or writes; null where the opcode's width is unknown."""
     address: HexAddress | None = None
+    """The faulting address: read from the dumped registers or recomputed from the slice; null
+    where neither could be done."""
     address_provenance: Provenance | None = None
-    operand: str | None = Field(None, description="the memory operand, as nvdisasm prints it")
+    """Where address was read: dump (the registers) or recomputed; null where address is null."""
+    operand: str | None = None
+    """the memory operand, as nvdisasm prints it"""
     verdict: Verdict
+    """What the address is, against the bound the dump holds."""
     roots: list[Root] = Field(default_factory=list)
-    stops: list[str] = Field(default_factory=list,
-                             description="where the backward slice stopped short, and why")
+    """The inputs the address was computed from, in the order the slice met them."""
+    stops: list[str] = Field(default_factory=list)
+    """where the backward slice stopped short, and why"""
     trust: Literal["consistent", "mismatch"]
-    formula: str | None = Field(None, description="one line: address = arg0[i]*4 + 0x400")
-    story: list[str] = Field(default_factory=list, description="the 'why', a few short sentences")
-    compare_with: list[str] = Field(
-        default_factory=list, description="integer parameters to compare the index with: "
-                                          "candidates, never asserted as the bound")
+    """consistent: the recomputed address matches the dumped registers; mismatch: it does not,
+    and nothing here is a cause."""
+    formula: str | None = None
+    """one line: address = arg0[i]*4 + 0x400"""
+    story: list[str] = Field(default_factory=list)
+    """the 'why', a few short sentences"""
+    compare_with: list[str] = Field(default_factory=list)
+    """integer parameters to compare the index with: candidates, never asserted as the bound"""
 
 
 class Wait(_Model):
     """One class of where a hung kernel's warps stand, with its evidence."""
 
     kind: WaitKind
+    """What the warps wait at: a barrier other warps exited past, a barrier, a loop polling
+    memory, a collective (NCCL) wait, or other."""
     warps: int
+    """How many of the kernel's resident warps stand so."""
     pcs: list[HexAddress] = Field(default_factory=list)
-    summary: str = Field(description="one line, e.g. '48 warps at BAR.SYNC while 16 exited'")
+    """The PCs those warps stand at."""
+    summary: str
+    """one line, e.g. '48 warps at BAR.SYNC while 16 exited'"""
     evidence: list[str] = Field(default_factory=list)
-    address: HexAddress | None = Field(None, description="the polled address, where known")
-    root: Root | None = Field(None, description="where the polled address came from")
+    """The facts read from the dump that make this the class, one sentence each."""
+    address: HexAddress | None = None
+    """the polled address, where known"""
+    root: Root | None = None
+    """where the polled address came from"""
 
 
 class Params(_Model):
+    """A fault's kernel parameter buffer, from the grid's parameter section
+    (.cudbg.param.devD.gridG)."""
+
     address: HexAddress
+    """Device address of the parameter buffer."""
     size: int
-    hex: str = Field(description="the parameter buffer's bytes (at most 32 KiB)")
-    values: list[Param] = Field(default_factory=list, description="the buffer split into the "
-                                "kernel's parameters, ordinal order")
-    layout_unavailable: str | None = Field(None, description="why values is empty")
+    """Size of the buffer in bytes, as the dump records it."""
+    hex: str
+    """the parameter buffer's bytes (at most 32 KiB)"""
+    values: list[Param] = Field(default_factory=list)
+    """the buffer split into the kernel's parameters, ordinal order"""
+    layout_unavailable: str | None = None
+    """why values is empty"""
 
 
 class ConstBank(_Model):
+    """One constant bank of the fault's grid, from the constant-bank table (r550 and later)."""
+
     bank: int
+    """The bank's number (bankId)."""
     address: HexAddress
+    """Device address of the bank."""
     size: int
+    """Size of the bank in bytes."""
 
 
 class Candidate(_Model):
     """A warp still resident on the SM of an SM-level exception: listed, not blamed."""
 
     sm: int
+    """The SM (smId) the warp is on."""
     warp: int
+    """The warp's slot on that SM (warpId)."""
     grid_id: int | None
+    """The grid (gridId64) of the warp's block; null where the block table has none."""
     kernel: str | None = None
+    """The demangled kernel name of that grid; null where it is unknown."""
     block_idx: Dim3
-    error_pc: HexAddress | None = Field(None, description="the warp's errorPC where it is valid")
+    """The warp's block index (x, y, z)."""
+    error_pc: HexAddress | None = None
+    """the warp's errorPC where it is valid"""
     broken: bool = False
+    """True where the warp table marks the warp broken (isWarpBroken)."""
 
 
 class Fault(_Model):
+    """One fault group: the lanes that faulted alike (one device, grid, PC and exception), shown
+    through one of them, the head lane."""
+
     exception: ExceptionInfo
+    """The CUDA exception the driver recorded for the group."""
     device: int
+    """The device (devId) the fault happened on."""
     device_name: str
+    """That device's name, e.g. 'NVIDIA H100 80GB HBM3'."""
     sm_type: str
+    """That device's SM architecture, e.g. 'sm_90'."""
     sm: int
+    """The SM (smId) of the head lane, or of the SM-level exception."""
     warp: int | None
+    """The head lane's warp slot on its SM (warpId); null for an SM-level exception no warp
+    claims."""
     lane: int | None
+    """The head lane's number in its warp (laneId); null where no lane is marked."""
     grid_id: int | None
+    """The grid (gridId64) that faulted; null where neither a block nor the PC names one."""
     kernel: KernelRef | None
-    kernel_inferred: bool = Field(False, description="kernel deduced from the PC, not a block")
-    function: str | None = Field(None, description="the function holding the PC (may be a device function)")
+    """The kernel of that grid; null where the grid is unknown."""
+    kernel_inferred: bool = False
+    """kernel deduced from the PC, not a block"""
+    function: str | None = None
+    """the function holding the PC (may be a device function)"""
     block_idx: Dim3 | None
+    """The head lane's block index (x, y, z); null where no warp claims the fault."""
     thread_idx: Dim3 | None
+    """The head lane's thread index in its block (x, y, z); null where no lane is marked."""
     cluster_idx: Dim3 | None = None
+    """The block's cluster index (x, y, z); null where the kernel uses no clusters."""
     grid_dim: Dim3 | None = None
+    """The grid's gridDim (x, y, z), in blocks; null where the grid is unknown."""
     block_dim: Dim3 | None = None
+    """The grid's blockDim (x, y, z), in threads; null where the grid is unknown."""
     cluster_dim: Dim3 | None = None
+    """The cluster shape (x, y, z) in blocks, from the block or else the grid; null where the
+    launch used no clusters."""
     cluster_target_block: Dim3 | None = None
+    """For a cluster exception: the block (x, y, z) the access targeted, from the SM table (r565
+    and later); null where the SM does not record one."""
     pc: HexAddress | None
+    """The faulting PC, from where pc_source says; null where no PC is recorded."""
     pc_source: PcSource
-    current_pc: HexAddress | None = Field(None, description="the shown lane's PC when the dump was taken")
+    """Which table the PC was read from: the SM's errorPC (r555+), the warp's errorPC, or the
+    lane's current PC where no errorPC is valid."""
+    current_pc: HexAddress | None = None
+    """the shown lane's PC when the dump was taken"""
     function_offset: int | None
+    """Bytes from the start of the function holding the PC (or from the kernel's entry where no
+    cubin symbol holds it); null where the PC or the grid is unknown."""
     faulting_lanes: int
+    """How many lanes the group holds."""
     faulting_warps: int
+    """How many warps those lanes are in."""
     blocks: Range | None = None
+    """The blocks the group's lanes run, first to last; null where no warp claims the fault."""
     threads: Range | None = None
+    """The threads (within their blocks) the group's lanes run, first to last; null where no
+    lane is marked."""
     reported_by_sm: bool = False
-    sms: list[int] = Field(default_factory=list, description="every SM (smId) of this fault group")
-    candidates: list[Candidate] = Field(
-        default_factory=list,
-        description="SM-level exception only: the warps still on that SM, candidates, not culprits")
+    """True where the SM table, not a warp, recorded the exception (an SM-level exception, r555
+    and later)."""
+    sms: list[int] = Field(default_factory=list)
+    """every SM (smId) of this fault group"""
+    candidates: list[Candidate] = Field(default_factory=list)
+    """SM-level exception only: the warps still on that SM, candidates, not culprits"""
     notes: list[str] = Field(default_factory=list)
+    """Facts a reader needs to weigh this fault: an inferred kernel, an errorPC that is not
+    valid, what cuda-gdb would show instead, the driver's own message."""
     registers: dict[str, int] | None = None
+    """The head lane's registers R0..Rn as unsigned 32-bit integers, from its .cudbg.regs
+    section; null where the dump has none (e.g. no lane is marked)."""
     predicates: dict[str, bool] | None = None
+    """The head lane's predicates P0..Pn, from its .cudbg.pred section; null where the dump has
+    none."""
     uniform_registers: dict[str, int] | None = None
+    """The warp's uniform registers UR0..URn as unsigned 32-bit integers, from .cudbg.uregs
+    (Turing and later); null where the dump has none."""
     uniform_predicates: dict[str, bool] | None = None
+    """The warp's uniform predicates UP0..UPn, from .cudbg.upred; null where the dump has none."""
     backtrace: list[Frame] = Field(default_factory=list)
+    """The head lane's callers, from its .cudbg.bt section, innermost first; empty where the
+    dump records no caller."""
     params: Params | None = None
+    """The kernel's parameter buffer; null where the dump holds none for this grid (see
+    params_missing)."""
     const_banks: list[ConstBank] = Field(default_factory=list)
+    """The grid's constant banks (r550 and later); empty where the dump has no constant-bank
+    table."""
     sass: Sass = Field(default_factory=Sass)
-    explanation: Explanation | None = Field(
-        None, description="why the access faulted (crashlab.explain); null where the faulting "
-                          "instruction is not a memory access, nothing could be read, or "
-                          "--no-explain")
-    params_missing: str | None = Field(
-        None, description="why the dump has no parameter buffer for this kernel, and the flag to "
-                          "drop next time")
+    """The disassembly around the PC."""
+    explanation: Explanation | None = None
+    """why the access faulted (crashlab.explain); null where the faulting instruction is not a
+    memory access, nothing could be read, or --no-explain"""
+    params_missing: str | None = None
+    """why the dump has no parameter buffer for this kernel, and the flag to drop next time"""
 
 
 class DebuggerProblem(_Model):
     """Something the debugger did or said that kept part of its view from the report."""
 
     kind: ProblemKind
+    """What went wrong, e.g. not-cuda-gdb (the tool is another debugger), timeout, died,
+    command-error."""
     message: str
+    """What the debugger printed, or what crashlab saw, in one line."""
     command: str | None = None
+    """The command that met the problem; null where the debugger printed it unasked (while
+    loading the dump)."""
 
 
 class DebuggerCommand(_Model):
     """One command of the session, as sent, with what came back (cut to a few KiB)."""
 
     command: str
+    """The command as sent to cuda-gdb."""
     status: Literal["ok", "timeout", "died", "not-run"]
+    """ok: it answered; timeout: no answer in time; died: the debugger exited; not-run: not
+    sent, the debugger having given up or failed to restart."""
     seconds: float
+    """How long the command took, in seconds."""
     output: str
+    """What cuda-gdb printed for it, cut to a few KiB."""
     note: str | None = None
+    """What happened to the command (no answer in time, how the debugger died, why it was not
+    run); null where it answered."""
 
 
 class DebuggerFocus(_Model):
     """cuda-gdb's focus: physical (device, sm, warp, lane) and logical coordinates."""
 
     device: int | None = None
+    """The focus's device; null where cuda-gdb did not print it."""
     sm: int | None = None
+    """The focus's SM; null where cuda-gdb did not print it."""
     warp: int | None = None
+    """The focus's warp slot; null where cuda-gdb did not print it."""
     lane: int | None = None
+    """The focus's lane; null where cuda-gdb did not print it."""
     kernel: int | None = None
+    """cuda-gdb's kernel number (not the grid id); null where it did not print it."""
     grid: int | None = None
+    """The focus's grid id; null where cuda-gdb did not print it."""
     cluster_idx: Dim3 | None = None
+    """The focus's cluster (x, y, z); null on launches without clusters."""
     block_idx: Dim3 | None = None
+    """The focus's block (x, y, z); null where cuda-gdb did not print it."""
     thread_idx: Dim3 | None = None
+    """The focus's thread (x, y, z); null where cuda-gdb did not print it."""
 
 
 class DebuggerFrame(_Model):
+    """One frame of a backtrace as gdb or cuda-gdb prints it."""
+
     level: int
+    """The frame number gdb prints (#0 innermost)."""
     pc: HexAddress | None = None
+    """The frame's PC as printed; null where gdb printed none (it omits it at the start of a
+    source line)."""
     function: str | None = None
-    launch: str | None = Field(None, description="cuda-gdb's <<<grid,block>>> of a kernel frame")
+    """The function name as printed, without its arguments or <<<grid,block>>>; null where gdb
+    printed none."""
+    launch: str | None = None
+    """cuda-gdb's <<<grid,block>>> of a kernel frame"""
     file: str | None = None
+    """The source file after 'at FILE:LINE', or the shared library after 'from'; null where gdb
+    printed neither."""
     line: int | None = None
-    inlined: str | None = Field(None, description="cuda-gdb's 'in F inlined from FILE:LINE' tail")
+    """The source line after 'at FILE:'; null where there is none."""
+    inlined: str | None = None
+    """cuda-gdb's 'in F inlined from FILE:LINE' tail"""
 
 
 class DebuggerInstruction(_Model):
+    """One line of cuda-gdb's x/i disassembly around $errorpc."""
+
     address: HexAddress
+    """The instruction's address as printed."""
     function: str | None = None
+    """The function in cuda-gdb's <function+offset>; null where it prints none."""
     offset: int | None = None
+    """The offset in <function+offset>; null where it prints none."""
     text: str
-    marker: Literal["", "=>", "*>", "*=>"] = Field(
-        "", description="cuda-gdb's markers: => current PC, *> errorPC, *=> both")
+    """The instruction as cuda-gdb prints it."""
+    marker: Literal["", "=>", "*>", "*=>"] = ""
+    """cuda-gdb's markers: => current PC, *> errorPC, *=> both"""
 
     @property
     def at_error_pc(self) -> bool:
@@ -372,28 +626,52 @@ class DebuggerInstruction(_Model):
 class DebuggerLoad(_Model):
     """What the debugger printed while opening the dump, whatever the order it printed it in."""
 
-    exception: str | None = Field(None, description="'CUDA Exception: ...' or the signal's text")
-    signal: str | None = Field(None, description="e.g. CUDA_EXCEPTION_14, or SIGTRAP for no exception")
+    exception: str | None = None
+    """'CUDA Exception: ...' or the signal's text"""
+    signal: str | None = None
+    """e.g. CUDA_EXCEPTION_14, or SIGTRAP for no exception"""
     triggered_pc: HexAddress | None = None
+    """The PC of 'The exception was triggered at PC ...'; null where cuda-gdb printed no such
+    line (device-scope exceptions name only a device)."""
     triggered_function: str | None = None
+    """The function named on that line; null where there is none."""
     triggered_source: str | None = None
+    """The 'file:line' named on that line; null where there is none."""
     triggered_device: int | None = None
+    """The device of 'The exception was triggered in device N.' (device-scope exceptions); null
+    where cuda-gdb printed no such line."""
     assertion: bool = False
+    """True where cuda-gdb printed 'Assertion failed.' while loading (a device-side assert)."""
     focus: DebuggerFocus | None = None
+    """The focus cuda-gdb set on load ('[Current focus set to CUDA ...]'); null where it printed
+    none."""
     frame: DebuggerFrame | None = None
+    """The frame cuda-gdb printed after the focus line; null where it printed none."""
     warnings: list[str] = Field(default_factory=list)
+    """warning: lines cuda-gdb printed while loading, as printed."""
 
 
 class DebuggerKernel(_Model):
+    """One row of cuda-gdb's 'info cuda kernels'."""
+
     kernel: int
+    """cuda-gdb's kernel number (the Kernel column)."""
     device: int | None = None
+    """The Dev column; null where the row lacks it."""
     grid: int | None = None
+    """The Grid column, the grid id; null where the row lacks it."""
     status: str | None = None
+    """The Status column as printed, e.g. 'Active'; null where the row lacks it."""
     grid_dim: Dim3 | None = None
+    """The GridDim column (x, y, z); null where the row lacks it."""
     block_dim: Dim3 | None = None
+    """The BlockDim column (x, y, z); null where the row lacks it."""
     name: str
+    """The Name column, the kernel's name as cuda-gdb prints it."""
     args: str | None = None
+    """The Args column as printed; null where it is empty."""
     current: bool = False
+    """True on the row cuda-gdb marks with '*', the kernel in focus."""
 
 
 class Agreement(_Model):
@@ -401,63 +679,110 @@ class Agreement(_Model):
 
     field: Literal["kernel", "exception", "block", "thread", "pc", "registers", "predicates",
                    "uniform", "backtrace", "disassembly", "source"]
+    """Which fact was compared."""
     verdict: Literal["agree", "disagree", "unknown"]
+    """agree, disagree, or unknown where one side could not read the fact."""
     native: str | None = None
+    """The value crashlab read from the dump, as text; null where it read none."""
     debugger: str | None = None
+    """The value cuda-gdb printed, as text; null where it printed none."""
     note: str | None = None
+    """Why the verdict is unknown or how the values were compared; null where nothing is to be
+    said."""
 
 
 class DebuggerFaultView(_Model):
     """The debugger's view of one natively found fault, taken with its focus on that fault."""
 
-    fault: int = Field(description="index into faults")
+    fault: int
+    """index into faults"""
     focus: DebuggerFocus | None = None
+    """The focus cuda-gdb reported after switching to the fault; null where it printed none."""
     exception: str | None = None
+    """The exception cuda-gdb reported for the focus; null where it printed none."""
     error_pc: HexAddress | None = None
+    """cuda-gdb's $errorpc; null where it printed <unavailable> (the warp has exited or its
+    errorPC is not valid)."""
     kernel: str | None = None
-    source: str | None = Field(None, description="'info line *$errorpc', as printed")
-    source_lines: list[SourceLine] = Field(
-        default_factory=list, description="'info line *$errorpc' as a chain, innermost first")
+    """The kernel cuda-gdb names at the focus; null where it named none."""
+    source: str | None = None
+    """'info line *$errorpc', as printed"""
+    source_lines: list[SourceLine] = Field(default_factory=list)
+    """'info line *$errorpc' as a chain, innermost first"""
     backtrace: list[DebuggerFrame] = Field(default_factory=list)
+    """cuda-gdb's bt at the focus, innermost first."""
     disassembly: list[DebuggerInstruction] = Field(default_factory=list)
+    """cuda-gdb's x/i around $errorpc."""
     registers: dict[str, int] = Field(default_factory=dict)
-    registers_unavailable: list[str] = Field(
-        default_factory=list, description="registers the debugger printed as <unavailable>")
+    """cuda-gdb's 'info registers' at the focus: name to unsigned value (those it printed as
+    <unavailable> are in registers_unavailable)."""
+    registers_unavailable: list[str] = Field(default_factory=list)
+    """registers the debugger printed as <unavailable>"""
     agreement: list[Agreement] = Field(default_factory=list)
+    """Each fact read natively and by cuda-gdb, compared."""
 
 
 class DebuggerSection(_Model):
     """cuda-gdb's answers beside crashlab's own; the native report stands whatever happens here."""
 
-    tool: str | None = Field(None, description="the debugger's path")
+    tool: str | None = None
+    """the debugger's path"""
     version: str | None = None
+    """The debugger's version, from 'show version'; null where it did not start."""
     status: Literal["ok", "partial", "failed", "unavailable"]
-    reason: str | None = Field(None, description="why the section is empty or partial, in one sentence")
+    """ok: no problem; partial: problems are listed; failed: the debugger did not start;
+    unavailable: no cuda-gdb was found, or the dump came from a pipe."""
+    reason: str | None = None
+    """why the section is empty or partial, in one sentence"""
     load: DebuggerLoad | None = None
+    """What cuda-gdb printed while opening the dump; null where it could not open it."""
     kernels: list[DebuggerKernel] = Field(default_factory=list)
+    """cuda-gdb's 'info cuda kernels'."""
     faults: list[DebuggerFaultView] = Field(default_factory=list)
+    """cuda-gdb's view of each detailed fault, in the order of the report's faults."""
     problems: list[DebuggerProblem] = Field(default_factory=list)
+    """What kept part of the debugger's view from the report."""
     transcript: list[DebuggerCommand] = Field(default_factory=list)
+    """Every command of the session with its answer, in order."""
     seconds: float = 0.0
+    """How long the whole session took, in seconds."""
 
 
 class TriageReport(_Model):
+    """What crashlab found in one CUDA GPU coredump: the dump, its devices and kernels, the
+    faults most relevant first, and optionally cuda-gdb's view beside it."""
+
     schema_version: Literal[1] = SCHEMA_VERSION
+    """Always 1 in this schema; changes only when a field is renamed or removed, or changes type
+    or meaning."""
     tool: Tool
+    """The crashlab that wrote the report."""
     status: Literal["fault", "no-exception"]
+    """fault: the dump records at least one exception; no-exception: none (a dump taken on a
+    hang, an abort or by hand)."""
     summary: str
+    """One line a human reads first: the first fault, where it happened and its source line, or
+    the resident kernels."""
     source: Source
+    """The coredump file the report was made from."""
     dump: Dump
+    """Facts about the coredump file: its ABI, driver and generation flags."""
     devices: list[Device]
+    """Every device in the dump's device table, in table order."""
     kernels: list[Kernel]
-    faults: list[Fault] = Field(description="most relevant first")
+    """Every grid in the dump's grid table, with its resident warps."""
+    faults: list[Fault]
+    """most relevant first"""
     omitted_faults: int = 0
+    """Fault groups past the first 256, counted but not listed."""
     warnings: list[str] = Field(default_factory=list)
-    debugger: DebuggerSection | None = Field(
-        None, description="cuda-gdb's view and its agreement with the native one (inspect --debugger)")
-    signature: CrashSignature | None = Field(
-        None, description="what makes this crash the same bug as another (crashlab.signature); "
-                          "absent from reports older than it")
+    """What crashlab met while reading the dump and reports instead of failing (an unknown ABI
+    version, rows cuda-gdb would show differently, a missing tool)."""
+    debugger: DebuggerSection | None = None
+    """cuda-gdb's view and its agreement with the native one (inspect --debugger)"""
+    signature: CrashSignature | None = None
+    """what makes this crash the same bug as another (crashlab.signature); absent from reports
+    older than it"""
 
     @property
     def found(self) -> bool:

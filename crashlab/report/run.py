@@ -22,13 +22,20 @@ from .signature import CrashSignature
 
 
 class ExitStatus(_Model):
-    code: int | None = Field(None, description="exit code, when the process exited")
-    signal: int | None = Field(None, description="signal number, when a signal ended it")
+    """How a process ended: its exit code or the signal that killed it, and how crashlab learnt
+    it."""
+
+    code: int | None = None
+    """exit code, when the process exited"""
+    signal: int | None = None
+    """signal number, when a signal ended it"""
     signal_name: str | None = None
-    observed: Literal["waited", "zombie", "log", "unknown"] = Field(
-        "waited", description="waited: exact (crashlab reaped it); zombie: read from /proc while "
-        "it was a zombie; log: from SGLang's own watchdog line 'Subprocess ... (pid=P) crashed "
-        "with exit code X'; unknown: its parent reaped it before crashlab could look")
+    """The signal's name, e.g. SIGSEGV; null where no signal ended the process or the number has
+    no name."""
+    observed: Literal["waited", "zombie", "log", "unknown"] = "waited"
+    """waited: exact (crashlab reaped it); zombie: read from /proc while it was a zombie; log:
+    from SGLang's own watchdog line 'Subprocess ... (pid=P) crashed with exit code X';
+    unknown: its parent reaped it before crashlab could look"""
 
     @property
     def clean(self) -> bool:
@@ -43,22 +50,41 @@ class ExitStatus(_Model):
 
 
 class ProcessRecord(_Model):
+    """One process of the server's tree, as crashlab watched it (psutil) from its start to its
+    end."""
+
     pid: int
+    """The process id."""
     ppid: int
-    role: str = Field(description="server (the launched command), scheduler, detokenizer, "
-                                  "data_parallel_controller, tokenizer_worker, process, ...")
-    ranks: str | None = Field(None, description="SGLang's rank tags from the process title (TP0, DP1 TP3)")
+    """The parent's process id."""
+    role: str
+    """server (the launched command), scheduler, detokenizer, data_parallel_controller,
+    tokenizer_worker, process, ..."""
+    ranks: str | None = None
+    """SGLang's rank tags from the process title (TP0, DP1 TP3)"""
     cmdline: str
+    """The process's command line, arguments joined by spaces, secrets masked and cut to a
+    readable length."""
     started_at: str
+    """When the process started (UTC, ISO 8601, milliseconds)."""
     ended_at: str | None = None
+    """When crashlab saw it end (UTC, ISO 8601); null while it runs or where its end was not
+    seen."""
     exit: ExitStatus | None = None
+    """How it ended; null while it runs or where its end was not seen."""
 
 
 class TracebackFrame(_Model):
+    """One frame of a Python traceback found in the server's log."""
+
     file: str
+    """The file the frame names ('File "..."')."""
     line: int
+    """The line number the frame names."""
     function: str
+    """The function the frame names ('in ...')."""
     code: str | None = None
+    """The source line Python printed under the frame, stripped; null where it printed none."""
 
 
 #: How a traceback that ended without an exception line is quoted (an excerpt, a rank that died
@@ -69,39 +95,64 @@ NO_EXCEPTION_LINE = "traceback without an exception line"
 class Finding(_Model):
     """A log line that matched a fault pattern, time-stamped, with the lines around it."""
 
-    kind: str = Field(description="cuda-error, coredump, nccl-timeout, xid, scheduler-exception, "
-                                  "sglang-crash, fatal, oom, traceback")
+    kind: str
+    """cuda-error, coredump, nccl-timeout, xid, scheduler-exception, sglang-crash, fatal, oom,
+    traceback"""
     text: str
-    stream: str = Field(description="stdout, stderr or kmsg (the kernel log)")
-    line: int = Field(description="1-based line number in that stream's log file (lines end at "
-                                  "a newline; a carriage return, a progress bar's redraw, ends none)")
-    end_line: int | None = Field(None, description="tracebacks: the line of their exception (or "
-                                                   "of their last frame, when none was printed)")
-    time: str = Field(description="when crashlab read the line (UTC, ISO 8601)")
-    rank: str | None = Field(None, description="rank prefix of the line ([rank0]:, TP0), if any")
+    """The matched line, secrets masked (for a traceback: its exception line, or the phrase
+    'traceback without an exception line')."""
+    stream: str
+    """stdout, stderr or kmsg (the kernel log)"""
+    line: int
+    """1-based line number in that stream's log file (lines end at a newline; a carriage return,
+    a progress bar's redraw, ends none)"""
+    end_line: int | None = None
+    """tracebacks: the line of their exception (or of their last frame, when none was printed)"""
+    time: str
+    """when crashlab read the line (UTC, ISO 8601)"""
+    rank: str | None = None
+    """rank prefix of the line ([rank0]:, TP0), if any"""
     before: list[str] = Field(default_factory=list)
+    """Up to 5 log lines before the matched one, secrets masked."""
     after: list[str] = Field(default_factory=list)
-    frames: list[TracebackFrame] = Field(default_factory=list, description="tracebacks: in order")
+    """Up to 5 log lines after the matched one, secrets masked."""
+    frames: list[TracebackFrame] = Field(default_factory=list)
+    """tracebacks: in order"""
 
 
 class FileRecord(_Model):
-    path: str = Field(description="relative to the run directory")
+    """One file crashlab collected into the run directory: a log, a coredump, a request dump,
+    the environment."""
+
+    path: str
+    """relative to the run directory"""
     kind: Literal["log", "coredump", "request-dump", "server-info", "launch", "report", "host-core",
                   "environment"]
+    """What the file is: a log, a GPU coredump, an SGLang request dump, the server's
+    /server_info answer, the incarnation's launch (argv, cwd, environment, secrets masked), a
+    report, a host core, or the captured environment."""
     size_bytes: int
-    sha256: str = Field(description="of the file as collected (logs: once the server has ended)")
+    """The file's size in bytes, as collected."""
+    sha256: str
+    """of the file as collected (logs: once the server has ended)"""
     complete: bool = True
-    origin: str | None = Field(None, description="where it was written, when crashlab adopted it")
-    requests: int | None = Field(None, description="request dumps: how many requests it holds "
-                                                   "(None: not read)")
+    """False where the file was still being written when crashlab collected it (a dump cut short
+    by the server's death)."""
+    origin: str | None = None
+    """where it was written, when crashlab adopted it"""
+    requests: int | None = None
+    """request dumps: how many requests it holds (None: not read)"""
 
 
 class LogTail(_Model):
     """The last lines of a log, for an incident no pattern explains."""
 
-    stream: str = Field(description="stderr, or stdout when stderr is empty")
-    first_line: int = Field(description="1-based line number of the first line kept")
-    lines: list[str] = Field(description="secrets masked, each line cut to a readable length")
+    stream: str
+    """stderr, or stdout when stderr is empty"""
+    first_line: int
+    """1-based line number of the first line kept"""
+    lines: list[str]
+    """secrets masked, each line cut to a readable length"""
 
 
 #: The pid in the names serve asks the driver for (core.%h.%p.%t.nvcudmp; the host may hold dots).
@@ -115,15 +166,29 @@ def dump_pid(path: str) -> int | None:
 
 
 class DumpTriage(_Model):
+    """One GPU coredump of an incident, triaged: FAULT, COLLATERAL or UNREADABLE, with its full
+    report."""
+
     path: str
+    """The dump, relative to the run directory."""
     label: DumpLabel
+    """FAULT: an exception with a valid PC; COLLATERAL: no exception, or one without a PC (a
+    rank waiting for the faulting one); UNREADABLE: crashlab could not read it."""
     reasons: list[str] = Field(default_factory=list)
-    written_at: str = Field(description="when the dump file was last written (its mtime)")
+    """Why the dump has its label: where its warps were parked, how long after the first FAULT
+    dump it was written, whether the server died while it was written."""
+    written_at: str
+    """when the dump file was last written (its mtime)"""
     size_bytes: int
+    """The dump's size in bytes."""
     sha256: str
+    """SHA-256 of the dump file, hex."""
     summary: str
-    error: str | None = Field(None, description="why crashlab.inspect could not read it")
+    """The report's one-line summary, or 'unreadable: ' and the error."""
+    error: str | None = None
+    """why crashlab.inspect could not read it"""
     report: TriageReport | None = None
+    """The dump's TriageReport, unchanged (crashlab schema triage); null where it is UNREADABLE."""
 
     def writer(self, processes: list[ProcessRecord]) -> ProcessRecord | None:
         """Which of the server's processes wrote this dump (its rank, role), by the pid in its name."""
@@ -132,57 +197,93 @@ class DumpTriage(_Model):
 
 
 class Incident(_Model):
+    """One incarnation of the server that crashed or left dumps, with what crashlab collected
+    from it."""
+
     incarnation: int
+    """The incarnation's number, from 1: serve restarts the server after a crash, each start one
+    incarnation."""
     directory: str
-    kind: Literal["crash", "dumps"] = Field(
-        description="crash: the server ended abnormally; dumps: it was stopped or exited, and "
-                    "dumps were collected on the way (a hang captured with dump-now)")
+    """The incarnation's directory, relative to the run directory."""
+    kind: Literal["crash", "dumps"]
+    """crash: the server ended abnormally; dumps: it was stopped or exited, and dumps were
+    collected on the way (a hang captured with dump-now)"""
     started_at: str
+    """When the incarnation started (UTC, ISO 8601)."""
     ended_at: str
+    """When it ended (UTC, ISO 8601); its start where no end was recorded."""
     exit: ExitStatus | None
+    """How the launched command ended; null where its end is unknown."""
     stopped_by_crashlab: bool
+    """True where crashlab stopped the server, false where it ended on its own."""
     summary: str
-    dumps: list[DumpTriage] = Field(description="FAULT dumps first (earliest first), then COLLATERAL")
+    """One line a human reads first: the processes whose death started the crash, the GPU fault
+    or else the log's most telling line, then how the server ended."""
+    dumps: list[DumpTriage]
+    """FAULT dumps first (earliest first), then COLLATERAL"""
     request_dumps: list[FileRecord] = Field(default_factory=list)
+    """SGLang's request dumps of this incarnation (--crash-dump-folder), collected into the run
+    directory."""
     replay_commands: list[str] = Field(default_factory=list)
+    """A 'crashlab replay' command for each request dump that holds requests."""
     findings: list[Finding] = Field(default_factory=list)
+    """Log lines that matched a fault pattern, in the order they were read (at most 200)."""
     omitted_findings: int = 0
-    log_tail: LogTail | None = Field(None, description="when no fault pattern matched: where "
-                                     "the server's log ended")
+    """Findings past the first 200, counted but not kept."""
+    log_tail: LogTail | None = None
+    """when no fault pattern matched: where the server's log ended"""
     processes: list[ProcessRecord] = Field(default_factory=list)
+    """Every process of the server's tree crashlab saw in this incarnation."""
     notes: list[str] = Field(default_factory=list)
-    signature: CrashSignature | None = Field(
-        None, description="this incident's signature: its first FAULT dump's, else its log's, "
-                          "else the collective its COLLATERAL dump waits in")
-    python_stacks: list[PythonStack] = Field(
-        default_factory=list, description="what Python's faulthandler printed into the logs "
-                                          "(PYTHONFAULTHANDLER, which serve sets)")
-    native_stacks: list[NativeStack] = Field(
-        default_factory=list, description="per process killed by a host signal: gdb's bt of "
-                                          "its host core, or why there is no core")
+    """What the reader should know about how the incident was read (e.g. no cuda-gdb for
+    --debugger)."""
+    signature: CrashSignature | None = None
+    """this incident's signature: its first FAULT dump's, else its log's, else the collective
+    its COLLATERAL dump waits in"""
+    python_stacks: list[PythonStack] = Field(default_factory=list)
+    """what Python's faulthandler printed into the logs (PYTHONFAULTHANDLER, which serve sets)"""
+    native_stacks: list[NativeStack] = Field(default_factory=list)
+    """per process killed by a host signal: gdb's bt of its host core, or why there is no core"""
 
 
 class Deployment(_Model):
     """Where the server stood, for grouping its crashes with those of other servers."""
 
     host: str
-    label: str | None = Field(None, description="crashlab serve --deployment, if given")
-    role: Role | None = Field(
-        None, description="SGLang's --disaggregation-mode (plain: not disaggregated); null "
-        "when the command is not SGLang's")
-    incident_window_s: float = Field(description="crashlab serve --incident-window")
+    """The host name of the machine serve ran on."""
+    label: str | None = None
+    """crashlab serve --deployment, if given"""
+    role: Role | None = None
+    """SGLang's --disaggregation-mode (plain: not disaggregated); null when the command is not
+    SGLang's"""
+    incident_window_s: float
+    """crashlab serve --incident-window"""
 
 
 class RunReport(_Model):
+    """What crashlab serve found in one run directory: every incident of the server it launched,
+    with the triage of each coredump embedded."""
+
     schema_version: Literal[1] = SCHEMA_VERSION
+    """Always 1 in this schema; changes only when a field is renamed or removed, or changes type
+    or meaning."""
     tool: Tool
-    status: Literal["crash", "dumps"] = Field(description="crash when any incarnation crashed")
+    """The crashlab that wrote the report."""
+    status: Literal["crash", "dumps"]
+    """crash when any incarnation crashed"""
     summary: str
+    """One line a human reads first: the incident's summary, or how many incidents there were
+    and the first one's."""
     source: Source
-    command: list[str] = Field(description="the launch command, secrets masked")
+    """The run directory (kind 'run'); size_bytes is the total of the files collected."""
+    command: list[str]
+    """the launch command, secrets masked"""
     incidents: list[Incident]
+    """Every incarnation that crashed or left dumps, in order."""
     warnings: list[str] = Field(default_factory=list)
-    deployment: Deployment | None = Field(None, description="absent in reports of crashlab "
-                                          "before --deployment")
-    signature: CrashSignature | None = Field(
-        None, description="the first crash's signature (its incident's)")
+    """What crashlab met while supervising the server and reports instead of failing, from every
+    incarnation."""
+    deployment: Deployment | None = None
+    """absent in reports of crashlab before --deployment"""
+    signature: CrashSignature | None = None
+    """the first crash's signature (its incident's)"""

@@ -45,11 +45,25 @@ class _PublishedSchema(GenerateJsonSchema):
             del published["additionalProperties"]
         return published
 
+    def generate(self, schema: core_schema.CoreSchema, mode="validation") -> JsonSchemaValue:
+        return _unwrapped(super().generate(schema, mode))
+
     def literal_schema(self, schema: core_schema.LiteralSchema) -> JsonSchemaValue:
         values = schema["expected"]
         if not all(isinstance(value, str) for value in values):
             return super().literal_schema(schema)
         return {"type": "string", "examples": list(values)}
+
+
+def _unwrapped(node):
+    """Every description on one line: they are docstrings, wrapped to fit the source, and a
+    reader (or a generated reference page) shows each as one paragraph."""
+    if isinstance(node, dict):
+        return {key: " ".join(value.split()) if key == "description" and isinstance(value, str)
+                else _unwrapped(value) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_unwrapped(value) for value in node]
+    return node
 
 
 def json_schema(model: type[BaseModel] = TriageReport, name: str = "triage") -> dict:

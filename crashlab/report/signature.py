@@ -27,23 +27,33 @@ HASH_DIGITS = 12
 
 
 class CrashSignature(ClosedModel):
+    """What makes two crashes the same bug: a canonical text made by versioned rules from the
+    crash's kind and parts, and its hash."""
+
     schema_version: Literal[1] = 1
-    version: int = Field(VERSION, description="the signature rules' version; texts of different "
-                                              "versions are not compared")
+    """Always 1 in this schema; changes only when a field is renamed or removed, or changes type
+    or meaning."""
+    version: int = VERSION
+    """the signature rules' version; texts of different versions are not compared"""
     kind: SignatureKind
-    text: str = Field(description="the canonical text: kind and parts, one line")
-    hash: str = Field(pattern=r"^[0-9a-f]{12}$",
-                      description="first 12 hex digits of SHA-256 over version and text")
-    title: str = Field(description="one line for a human")
-    search: str = Field(description="a query for an issue tracker's search box")
-    parts: list[str] = Field(description="the components of text, in order")
-    notes: list[str] = Field(default_factory=list,
-                             description="why it looks as it does: which rules fired")
-    coarse: str | None = Field(None, pattern=r"^[0-9a-f]{12}$",
-                               description="hash of the signature without its site (source line, "
-                                           "offset, innermost frames): the same bug across "
-                                           "releases, where lines move; absent in signatures "
-                                           "made before it existed")
+    """What kind of crash it names: a GPU fault, a GPU hang, a collateral dump, a Python
+    exception, a host signal, an NCCL timeout, a CUDA error in the log, a plain exit, or
+    unknown."""
+    text: str
+    """the canonical text: kind and parts, one line"""
+    hash: str = Field(pattern=r"^[0-9a-f]{12}$")
+    """first 12 hex digits of SHA-256 over version and text"""
+    title: str
+    """one line for a human"""
+    search: str
+    """a query for an issue tracker's search box"""
+    parts: list[str]
+    """the components of text, in order"""
+    notes: list[str] = Field(default_factory=list)
+    """why it looks as it does: which rules fired"""
+    coarse: str | None = Field(None, pattern=r"^[0-9a-f]{12}$")
+    """hash of the signature without its site (source line, offset, innermost frames): the same
+    bug across releases, where lines move; absent in signatures made before it existed"""
 
     @property
     def short(self) -> str:

@@ -29,74 +29,136 @@ MAX_FINDINGS = 200
 
 
 class EnvironmentEntry(_Model):
+    """One coredump variable of the server's environment (CUDA_ENABLE_COREDUMP_ON_EXCEPTION,
+    ...), and whose value it is."""
+
     value: str
+    """The value the server was started with."""
     set_by: Literal["crashlab", "user"]
-    crashlab_value: str | None = Field(None, description="what crashlab would have set")
+    """crashlab: crashlab set it; user: the user's environment already did, and crashlab kept
+    it."""
+    crashlab_value: str | None = None
+    """what crashlab would have set"""
 
 
 class Health(_Model):
+    """How the server's health endpoint answered crashlab's polls."""
+
     url: str | None
+    """The health URL polled (--health-url, else the one the launch command implies); null where
+    there is none to poll."""
     state: str = "not polled"
+    """The last state the polls saw: not polled, starting, healthy or unhealthy."""
     checks: int = 0
+    """How many polls were sent."""
     failures: int = 0
+    """How many of them failed (no answer in time, an error, a status other than 200)."""
     first_healthy_at: str | None = None
+    """When the server first answered 200 (UTC, ISO 8601); null until it has."""
     last_error: str | None = None
+    """What the last poll that found the server unhealthy saw (only after it was first healthy);
+    null where none did."""
 
 
 class Incarnation(_Model):
+    """One start of the server under crashlab serve, from its launch to its end."""
+
     number: int
+    """The incarnation's number, from 1."""
     directory: str
-    status: str = Field(description="starting, running, healthy, unhealthy, crashing, stopping, "
-                                    "exited, crashed, stopped")
+    """The incarnation's directory, relative to the run directory."""
+    status: str
+    """starting, running, healthy, unhealthy, crashing, stopping, exited, crashed, stopped"""
     started_at: str
+    """When it was launched (UTC, ISO 8601)."""
     ended_at: str | None = None
+    """When it ended (UTC, ISO 8601); null while it runs."""
     pid: int | None = None
+    """The pid of the launched command; null until it has started."""
     exit: ExitStatus | None = None
+    """How the launched command ended; null while it runs."""
     stopped_by_crashlab: bool = False
+    """True where crashlab stopped the server."""
     incident: Literal["crash", "dumps"] | None = None
+    """crash or dumps where the incarnation became an incident; null otherwise."""
     health: Health
-    kernel_log: str = Field(description="watched, or why Xid lines are not")
+    """How the server's health polls went."""
+    kernel_log: str
+    """watched, or why Xid lines are not"""
     processes: list[ProcessRecord] = Field(default_factory=list)
-    forgotten_processes: int = Field(0, description="ended processes (clean or unseen exits) "
-                                     "dropped past 1000 records, oldest first")
+    """Every process of the server's tree crashlab saw."""
+    forgotten_processes: int = 0
+    """ended processes (clean or unseen exits) dropped past 1000 records, oldest first"""
     findings: list[Finding] = Field(default_factory=list)
+    """Log lines that matched a fault pattern, at most 200."""
     omitted_findings: int = 0
+    """Findings past the first 200, counted but not kept."""
     warnings: list[str] = Field(default_factory=list)
+    """What crashlab met while supervising this incarnation and reports instead of failing."""
 
 
 class Crashlab(_Model):
+    """The crashlab serve process that writes the manifest."""
+
     version: str
+    """crashlab's version."""
     pid: int
+    """The crashlab serve process's pid."""
     host: str
-    process_started: float = Field(description="psutil create_time of the crashlab process")
+    """The host it runs on (its host name)."""
+    process_started: float
+    """psutil create_time of the crashlab process"""
 
 
 class Outcome(_Model):
+    """How the run ended, as crashlab serve's exit code says it."""
+
     result: Literal["crash", "dumps", "clean-exit", "stopped", "failed"]
+    """crash or dumps: an incident was found; clean-exit: the server exited on its own without
+    one; stopped: stopped on request; failed: crashlab could not go on."""
     exit_code: int
+    """crashlab serve's exit code."""
     reason: str
+    """Why, in one line."""
 
 
 class Manifest(_Model):
+    """manifest.json: the live record of a run of crashlab serve, rewritten whole whenever
+    something happens."""
+
     schema_version: Literal[1] = 1
+    """Always 1; changes only when a field is renamed or removed, or changes type or meaning."""
     kind: Literal["crashlab-run"] = "crashlab-run"
-    status: str = Field(description="running, waiting-for-dumps, stopping, triaging, "
-                                    "waiting-to-restart, done")
+    """Always crashlab-run."""
+    status: str
+    """running, waiting-for-dumps, stopping, triaging, waiting-to-restart, done"""
     created_at: str
+    """When the run directory was made (UTC, ISO 8601)."""
     updated_at: str
+    """When the manifest was last written (UTC, ISO 8601)."""
     ended_at: str | None = None
+    """When the run ended (UTC, ISO 8601); null while it runs."""
     crashlab: Crashlab
-    command: list[str] = Field(description="as given, secrets masked")
+    """The crashlab serve process."""
+    command: list[str]
+    """as given, secrets masked"""
     cwd: str
+    """The folder the server was launched in."""
     sglang: bool
-    role: Role | None = Field(
-        None, description="SGLang's --disaggregation-mode: prefill or decode server of a "
-        "PD-disaggregated deployment, or plain; null when the command is not SGLang's")
+    """True where the launch command is SGLang's server."""
+    role: Role | None = None
+    """SGLang's --disaggregation-mode: prefill or decode server of a PD-disaggregated
+    deployment, or plain; null when the command is not SGLang's"""
     options: dict
+    """crashlab serve's options as given, the command excluded, a database password masked."""
     environment: dict[str, EnvironmentEntry]
+    """The coredump variables of the current incarnation, by name."""
     incarnations: list[Incarnation] = Field(default_factory=list)
+    """Every start of the server, in order."""
     files: list[FileRecord] = Field(default_factory=list)
+    """Every file collected into the run directory."""
     outcome: Outcome | None = None
+    """How the run ended; null while it runs."""
 
 
 class ManifestStore:
