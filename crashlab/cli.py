@@ -161,7 +161,7 @@ SCHEMAS = {"triage": "crashlab.report.model:TriageReport", "run": "crashlab.repo
            "environment": "crashlab.env.model:Environment",
            "doctor": "crashlab.env.doctor:DoctorReport",
            "report-bundle": "crashlab.issue.model:IssueReport",
-           "signature": "crashlab.signature.model:CrashSignature",
+           "signature": "crashlab.report.signature:CrashSignature",
            "crash-list": "crashlab.index.records:CrashList",
            "crash-show": "crashlab.index.records:Shown",
            "crash-gc": "crashlab.index.records:Collection",
@@ -453,7 +453,7 @@ def report(inputs: tuple[str, ...], out: Path | None, output_alias: Path | None,
     """
     from .issue import local
     from .issue.command import ReportOptions, make
-    from .issue.sizes import parse_size, with_bytes
+    from .textsize import parse_size, with_bytes
 
     made = make(ReportOptions(inputs=list(inputs), out=out or output_alias, max_bytes=parse_size(max_size),
                               anonymize=anonymize, this_machine=this_machine,
@@ -742,7 +742,7 @@ def gc(keep: int, max_size: str | None, dry_run: bool, as_json: bool, db: str | 
     """
     from .index.commands import collect
     from .index.retention import Retention
-    from .issue.sizes import parse_size
+    from .textsize import parse_size
 
     policy = Retention(keep_per_signature=keep,
                        max_bytes=parse_size(max_size) if max_size else None)
@@ -764,7 +764,7 @@ def dump_now_command(run: Path, timeout: float) -> None:
     codes: 0 dumps collected; 1 triggered but none collected in time; 2 not such a run;
     3 no live pipe (the server has not initialised CUDA, or has ended).
     """
-    from .issue.sizes import with_bytes
+    from .textsize import with_bytes
     from .supervise import dump_now
 
     result = dump_now(run, timeout)

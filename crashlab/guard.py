@@ -2,7 +2,8 @@
 
 Dumps, pickles and logs come from strangers' bug reports, and a command's output may go to a
 closed pipe or a full disk: whatever a verb runs into ends as one line. crashlab's own errors
-(crashlab.errors) carry their exit code; a bad option is bad input like any other (exit 2, not
+(crashlab.errors) carry their exit code, and a refused file that is another verb's gets the verb
+that reads it (crashlab.wrongverb); a bad option is bad input like any other (exit 2, not
 click's usage block); anything else is a crashlab bug, said so in one line with exit 2
 (``CRASHLAB_DEBUG=1`` shows its traceback instead). A reader that goes away (``| head -1``) ends
 the command quietly.
@@ -17,6 +18,7 @@ import click
 
 from .errors import EXIT_BAD_INPUT, EXIT_FOUND, CrashlabError
 from .escape import escape
+from .wrongverb import advised
 
 #: What click raises to end a command on purpose (--help, a usage error, ctx.exit): its own.
 _CLICK_ENDINGS = (click.exceptions.Exit, click.ClickException, click.Abort)
@@ -42,7 +44,7 @@ def guarded(subject: str | None, action):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(EXIT_FOUND)
     except CrashlabError as exc:
-        fail(str(exc), exc.exit_code)
+        fail(advised(exc), exc.exit_code)
     except _CLICK_ENDINGS:
         raise
     except MemoryError:

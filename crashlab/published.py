@@ -11,9 +11,18 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 Model = TypeVar("Model", bound=BaseModel)
+
+
+class ClosedModel(BaseModel):
+    """The base of every model crashlab writes. Closed (``extra="forbid"``): crashlab cannot write
+    a field its schema does not describe, while ``parse`` reads a later crashlab's open. A field's
+    description may be the docstring under it, as for any attribute (``use_attribute_docstrings``):
+    the schema reads as the code does."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
 
 def parse(model: type[Model], data: str | bytes | dict[str, Any]) -> Model:

@@ -24,7 +24,7 @@ PACKAGE = ROOT / "crashlab"
 #: over it, the verbs, and the command line last.
 LAYERS = (
     # words and small leaves
-    "errors", "escape", "version", "notation", "vocabulary", "logpatterns", "toolpath", "demangle",
+    "vocabulary", "errors", "escape", "version", "notation", "logpatterns", "toolpath", "demangle",
     "launchline", "published", "console", "textsize",
     # libraries
     "picklesafe", "privacy",
@@ -37,7 +37,7 @@ LAYERS = (
     # verbs
     "api", "crashlab", "replay", "index", "supervise", "issue",
     # the command line
-    "wrongverb", "cli", "__main__",
+    "wrongverb", "guard", "cli", "__main__",
 )
 
 

@@ -20,7 +20,7 @@ _databases = itertools.count(1)
 
 
 class Signature(BaseModel):
-    """The shape of crashlab.signature.CrashSignature, for recording without computing one."""
+    """The shape of crashlab.report.signature.CrashSignature, for recording without computing one."""
 
     version: int = 1
     kind: str = "gpu-fault"

@@ -11,7 +11,7 @@ import pytest
 
 from crashlab.index import Filters, Index
 from crashlab.index.location import copies_folder
-from crashlab.issue.sizes import with_bytes
+from crashlab.textsize import with_bytes
 from tests.conftest import ROOT, run_cli
 from tests.index_fixtures import crash, signature
 from tests.postgres_server import PASSWORD

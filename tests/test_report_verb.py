@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from crashlab.issue.sizes import with_bytes
+from crashlab.textsize import with_bytes
 from tests.conftest import run_cli
 from tests.schema_check import errors
 from tests.serve_harness import FAST, Serve, environment, free_port, sglang, survivors

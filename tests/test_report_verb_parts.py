@@ -21,7 +21,7 @@ import requests
 
 from crashlab.errors import BadInput
 from crashlab.issue import relaunch, title
-from crashlab.issue.sizes import parse_size
+from crashlab.textsize import parse_size
 from crashlab.issue.tarball import END, BudgetedTarball
 from crashlab.replay import loader, writer
 from crashlab.privacy.anonymize import Anonymizer

@@ -19,7 +19,7 @@ import pytest
 
 from crashlab.env import hostcore
 from crashlab.env.checks import capture
-from crashlab.issue.sizes import with_bytes
+from crashlab.textsize import with_bytes
 from tests.doctor_machine import Tree
 from tests.serve_harness import (FAST, FAULT_DUMP, GENERATE_PROMPT, HANG_DUMP, Serve, environment,
                                  free_port, post_generate, process, sglang, survivors, wait_for)

@@ -15,7 +15,8 @@ import pytest
 
 import crashlab
 from crashlab.report.model import TriageReport
-from crashlab.signature import CrashSignature, compute
+from crashlab.report.signature import CrashSignature
+from crashlab.signature import compute
 from tests import coredump_builder, scenarios
 from tests.conftest import ROOT, run_cli
 from tests.schema_check import errors

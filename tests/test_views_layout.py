@@ -221,7 +221,7 @@ def test_code_addresses_and_sources_follow_one_rule():
 def test_sizes_are_in_human_units_beside_the_bytes():
     """inspect's dump line and its Markdown File row: ``131.8 kB (131,776 bytes)``, readable at a
     glance and exact beside ``ls -l``."""
-    from crashlab.issue.sizes import with_bytes
+    from crashlab.textsize import with_bytes
 
     path = MOE
     size = with_bytes(path.stat().st_size)

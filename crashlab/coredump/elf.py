@@ -17,8 +17,10 @@ import stat
 import sys
 import tempfile
 import zlib
+from pathlib import Path
 
 from ..errors import BadInput, CoreFormatError
+from ..vocabulary import PICKLE_PROTO, InputKind
 from .constants import (
     EI_ABIVERSION,
     EI_CLASS,
@@ -42,6 +44,19 @@ from .constants import (
 from .layouts import ELF_HEADER, SECTION_HEADER, decoder
 
 _SPOOL_CHUNK = 1 << 20
+_E_TYPE, _E_MACHINE = ELF_HEADER.by_name["type"], ELF_HEADER.by_name["machine"]
+
+
+def is_cuda_core(head: bytes) -> bool:
+    """Whether a file's first bytes (up to 4096) are a CUDA coredump's, plain or gzip: how
+    another verb's reader tells the user that it was handed a coredump."""
+    if head[:2] == GZIP_MAGIC:
+        try:
+            head = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS).decompress(bytes(head[:4096]), 64)
+        except zlib.error:
+            return False
+    return (len(head) >= _E_MACHINE.end and head[:4] == ELF_MAGIC
+            and (_E_TYPE.read(head), _E_MACHINE.read(head)) == (ET_CORE, EM_CUDA))
 
 
 class SectionColumns:
@@ -82,10 +97,10 @@ class ElfImage:
         except OSError as exc:
             raise BadInput(f"{source}: cannot open ({exc.strerror})") from None
         if stat.S_ISDIR(info.st_mode):
-            from ..wrongverb import for_inspect_directory
-
-            raise BadInput(for_inspect_directory(source)
-                           or f"{source}: is a directory, not a coredump file")
+            if Path(source, "manifest.json").is_file():
+                raise BadInput(f"{source}: a crashlab serve run directory, not a coredump",
+                               InputKind.RUN_DIRECTORY, source)
+            raise BadInput(f"{source}: is a directory, not a coredump file")
         try:
             if source == "-":
                 stream = open(sys.stdin.fileno(), "rb", closefd=False)
@@ -146,11 +161,11 @@ class ElfImage:
     def _check_magic(self) -> None:
         where, head = self.path, self._map[:len(ELF_MAGIC)]
         if head != ELF_MAGIC:
-            from ..wrongverb import for_inspect
-
+            if len(head) >= 2 and head[0] == PICKLE_PROTO and 2 <= head[1] <= 5:
+                raise CoreFormatError(f"{where}: an SGLang crash dump (a pickle), not a CUDA "
+                                      "coredump", InputKind.PICKLE, where)
             raise CoreFormatError(
-                for_inspect(where, head)
-                or f"{where}: not an ELF file (starts with {head.hex(' ') or 'nothing'}), so not "
+                f"{where}: not an ELF file (starts with {head.hex(' ') or 'nothing'}), so not "
                 "a CUDA coredump"
             )
         if self.size < ELF_HEADER.size:

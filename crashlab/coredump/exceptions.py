@@ -29,7 +29,8 @@ exception; TMA_SYSCALL has none and its comment says "Warp error".
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+
+from ..vocabulary import ExceptionScope
 
 UNKNOWN = 0xFFFFFFFF
 
@@ -37,9 +38,6 @@ CUDA_GDB = "cuda-gdb"
 LLDB_NVGPU = "lldb-nvgpu"
 #: A text crashlab writes itself: only for codes newer than every table (``describe``).
 MADE_UP = "crashlab"
-
-#: How much of the GPU an exception blames: the CUDBG name's prefix.
-ExceptionScope = Literal["lane", "warp", "device", "cluster"]
 
 #: cuda-gdb's text, and its signal number, for every code it has no case for.
 DEVICE_UNKNOWN = "Device Unknown Exception"

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Literal, get_args
+from typing import get_args
 
+from ..vocabulary import PcSource
 from . import exceptions
 from .core import CoreDump, LaneScan
 from .exceptions import ExceptionKind
@@ -36,8 +37,6 @@ MAX_CANDIDATES = 64
 #: Registers, backtrace and parameters are read for this many of the most relevant groups.
 DETAILED_GROUPS = 8
 
-#: Where a fault's PC was read: the SM row's errorPC, the warp row's, or (neither valid) the lane's PC.
-PcSource = Literal["SM errorPC", "warp errorPC", "lane PC (errorPC not valid)"]
 PC_FROM_SM, PC_FROM_WARP, PC_FROM_LANE = get_args(PcSource)
 #: What cuda-gdb does with two rows of one id (libcudacore's uthash map), as seen with 12.4.
 ONE_OF_TWINS = ("cuda-gdb keys rows by id in a hash map that keeps both and returns one of them, "

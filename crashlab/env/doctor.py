@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
 
+from ..published import ClosedModel as _Model
 from ..errors import BadInput
 from ..version import __version__
 from .checks import ALL, Check, Machine, Outcome
@@ -19,10 +19,6 @@ from .capture import capture
 from .host import Host
 from .model import Environment, Tool
 from .packages import Distributions
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
 
 class CheckResult(_Model):

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import field_validator
 
 from ..escape import surrogates_escaped
+from ..published import ClosedModel
 
 ProbeStatus = Literal["ok", "failed", "timeout", "missing"]
 PackageStatus = Literal["installed", "absent", "unknown"]
@@ -34,8 +35,8 @@ def _decodable(value):
     return value
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+class _Model(ClosedModel):
+    """Every text of the environment decodable: a stranger's machine may name things in any bytes."""
 
     @field_validator("*", mode="before")
     @classmethod

@@ -9,13 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
 
-#: What a server is in a PD-disaggregated SGLang deployment (its --disaggregation-mode), or
-#: "plain" for one that is not disaggregated.
-Role = Literal["prefill", "decode", "plain"]
-#: A coredump's triage label; None for a crash without a GPU coredump (a signal, an exception).
-DumpLabel = Literal["FAULT", "COLLATERAL", "UNREADABLE"]
+from ..vocabulary import DumpLabel, Role
+
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
 from ..report.run import Finding
+from ..vocabulary import XID
 from .records import XidLine
 
 _XID = re.compile(r"NVRM: Xid \((?P<device>[^)]*)\): (?P<xid>\d+)")
@@ -41,7 +42,7 @@ def from_findings(findings: list[Finding], host: str, run_dir: str | None = None
     lines = []
     for finding in findings:
         found = _XID.search(finding.text)
-        if finding.kind == "xid" and found:
+        if finding.kind == XID and found:
             lines.append(_line(found, finding.text, datetime.fromisoformat(finding.time), host,
                                run_dir))
     return lines

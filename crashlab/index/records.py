@@ -6,17 +6,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 # env's Tool, not the report model's: reading the index needs no coredump reader
+from ..published import ClosedModel as _Model
 from ..env.model import Tool
 
 Label = Literal["FAULT", "COLLATERAL", "UNREADABLE"]
 RecordedBy = Literal["serve", "inspect", "report"]
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
 
 class CrashFile(_Model):
@@ -44,7 +41,7 @@ class NewCrash:
     """
 
     key: str
-    signature: Any  # crashlab.signature.CrashSignature
+    signature: Any  # crashlab.report.signature.CrashSignature
     crashed_at: float
     recorded_by: str
     source: str

@@ -19,7 +19,7 @@ from rich.cells import cell_len
 
 from ..console import line
 from ..escape import escape
-from ..issue.sizes import with_bytes
+from ..textsize import with_bytes
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -20,9 +20,9 @@ from ..report import run_views, text
 from ..report.markdown_escape import code, cut_to, fenced, html, inline, join
 from ..report.model import TriageReport
 from ..report.run import RunReport
+from ..textsize import shown
 from . import environment as report_environment
 from .model import IssueReport, LeftOut, RequestDumpSummary
-from .sizes import shown
 
 LIMIT = dump_markdown.GITHUB_LIMIT
 MIN_TRIAGE = 4_000

@@ -20,12 +20,12 @@ from ..privacy.policy import Privacy
 from ..report.model import Tool, TriageReport
 from ..report.run import RunReport
 from ..supervise import files
+from ..textsize import shown
 from ..version import __version__
 from . import body, local, members, relaunch, title
 from .environment import ReportEnvironment, environment
 from .inputs import CoreInput, DumpInput, Inputs, read
 from .model import IssueReport, LeftOut, Member, RequestDumpSummary
-from .sizes import shown
 from .tarball import BudgetedTarball
 
 #: GitHub's limit for a file attached to an issue.

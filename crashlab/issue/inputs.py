@@ -16,7 +16,7 @@ from ..replay.records import CrashDump
 from ..report.model import TriageReport
 from ..report.run import DumpTriage, RunReport
 from ..supervise.manifest import Manifest
-from ..wrongverb import PICKLE_PROTO
+from ..vocabulary import PICKLE_PROTO
 
 RUN_REPORT = "report.json"
 #: Where ``crashlab replay --minimize`` writes the minimal dump, beside the dump.

@@ -10,15 +10,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from ..published import ClosedModel as _Model
 from ..report.model import SCHEMA_VERSION, Tool
 
 MemberKind = Literal["report", "run", "environment", "log", "triage", "coredump", "request-dump"]
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
 
 class Member(_Model):

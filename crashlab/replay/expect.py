@@ -16,6 +16,7 @@ from pathlib import Path
 from ..errors import BadInput
 from ..published import parse
 from ..report.run import Incident, RunReport
+from ..vocabulary import CUDA_ERROR, SCHEDULER_EXCEPTION, TRACEBACK
 from .result import Expectation
 from .signature import exception_pattern, fault_class
 
@@ -94,7 +95,7 @@ def _from_fault(incident: Incident, source: str) -> Expectation | None:
 def _from_cuda_error(incident: Incident, source: str) -> Expectation | None:
     """The class of the first CUDA error line serve found that names one."""
     for finding in incident.findings:
-        found = fault_class(finding.text) if finding.kind == "cuda-error" else None
+        found = fault_class(finding.text) if finding.kind == CUDA_ERROR else None
         if found:
             return Expectation(source=source, fault_class=found)
     return None
@@ -104,10 +105,10 @@ def _from_python_exception(incident: Incident, source: str) -> Expectation | Non
     """The exception that ends the traceback starting on a "hit an exception" line, its
     numbers free to differ."""
     findings = incident.findings
-    starts = {(f.stream, f.line) for f in findings if f.kind == "scheduler-exception"}
+    starts = {(f.stream, f.line) for f in findings if f.kind == SCHEDULER_EXCEPTION}
     for finding in findings:
         pattern = exception_pattern(finding.text) \
-            if finding.kind == "traceback" and (finding.stream, finding.line) in starts else None
+            if finding.kind == TRACEBACK and (finding.stream, finding.line) in starts else None
         if pattern:
             return Expectation(source=source, patterns=[pattern])
     return None

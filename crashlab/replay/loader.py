@@ -14,11 +14,11 @@ from ..errors import BadInput
 from ..escape import printable
 from ..picklesafe import bounds, unpickler
 from ..picklesafe.opcodes import Truncated
+from ..vocabulary import PICKLE_PROTO, InputKind
 from .records import CrashDump, Request, crash_dump_from, request_from
 from .salvage import salvaged
 
 _GZIP = b"\x1f\x8b"
-_PROTO = 0x80
 
 
 @contextmanager
@@ -59,15 +59,15 @@ def _check_start(data, name: str) -> None:
             " (SGLang 0.5.6 leaves its crash dump empty when the server's arguments cannot be "
             "pickled, e.g. a --trust-remote-code model config; its requests are lost)"
             if os.path.basename(name).startswith("crash_dump_") else ""))
-    if data[:2] == _GZIP or data[0] != _PROTO:
-        from ..wrongverb import for_replay
+    if data[:2] == _GZIP or data[0] != PICKLE_PROTO:
+        from ..coredump.elf import is_cuda_core
 
-        wrong_verb = for_replay(name, data[:4096])
-        if wrong_verb:
-            raise BadInput(wrong_verb)
+        if is_cuda_core(data[:4096]):
+            raise BadInput(f"{name}: a CUDA coredump, not an SGLang crash dump", InputKind.COREDUMP,
+                           name)
     if data[:2] == _GZIP:
         raise BadInput(f"{name}: gzip-compressed; gunzip it first (SGLang writes plain pickles)")
-    if data[0] != _PROTO:
+    if data[0] != PICKLE_PROTO:
         raise BadInput(f"{name}: not a pickle of protocol 2 or later (SGLang writes protocol 4 or 5)")
 
 

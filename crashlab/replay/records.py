@@ -12,9 +12,10 @@ from __future__ import annotations
 import base64
 from typing import Annotated, Any, Literal
 
-from pydantic import (BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, PrivateAttr,
+from pydantic import (Field, PlainSerializer, PlainValidator, PrivateAttr,
                       ValidationError, WithJsonSchema)
 
+from ..published import ClosedModel as _Model
 from ..escape import printable
 from ..picklesafe.allowlist import REQUEST_KINDS, Global
 from ..picklesafe.intruns import TokenIds
@@ -52,10 +53,6 @@ TokenSequence = Annotated[
                               {"type": "array", "items": {"type": "array",
                                                           "items": {"type": "integer"}}},
                               {"type": "null"}]})]
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
 
 class LogprobOptions(_Model):

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from ..published import ClosedModel as _Model
 from ..report.model import Tool
 from .records import CrashDump, Output, Request
 
@@ -22,10 +23,6 @@ SignalKind = Literal["exited", "health", "refused", "coredump", "log"]
 DeliveryKind = Literal["answered", "failed-after-send", "never-sent"]
 Verdict = Literal["reproduced", "crashed", "different crash", "unconfirmed", "no crash"]
 ForceMode = Literal["auto", "trace", "length", "off"]
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
 
 class Divergence(_Model):

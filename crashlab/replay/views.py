@@ -13,7 +13,7 @@ from rich.text import Text
 from ..version import __version__
 from ..console import line, plain
 from ..escape import escape, printable
-from ..issue.sizes import with_bytes
+from ..textsize import with_bytes
 from ..report.model import Tool
 from ..report.terminal import wrapped
 from .records import CrashDump, Request

@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import re
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from ..published import ClosedModel as _Model
 from .model import DebuggerFrame
 
 _FATAL = re.compile(r"^Fatal Python error: (?P<error>.+?)\s*$")
@@ -37,10 +38,6 @@ _STACK = re.compile(r"^Stack \(most recent call first\):\s*$")
 _FILE = re.compile(r'^\s+File "(?P<file>.*)", line (?P<line>\d+|\?\?\?) in (?P<function>.+?)\s*$')
 #: where faulthandler's output leaves off: none of its own lines start so
 _END = re.compile(r"^(?:Extension modules:|\S)")
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
 
 class PythonFrame(_Model):

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..issue.sizes import with_bytes
+from ..textsize import with_bytes
 from ..notation import dim, marker, short_source
 from . import text, why
 from .markdown_escape import cell, code, cut_to, fenced, html, inline, join
-from ..signature.model import CrashSignature
 from .model import Fault, TriageReport
+from .signature import CrashSignature
 from .suspects import suspect_items
 
 GITHUB_LIMIT = 65_536

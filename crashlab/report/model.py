@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from ..coredump.exceptions import ExceptionScope
-from ..coredump.fault import PcSource
-from ..signature.model import CrashSignature
+from ..published import ClosedModel as _Model
+from ..vocabulary import ExceptionScope, PcSource
+from .signature import CrashSignature
 
 SCHEMA_VERSION = 1
 Dim3 = tuple[int, int, int]
@@ -37,10 +37,6 @@ Provenance = Literal["dump", "recomputed", "parameter buffer", "launch"]
 WaitKind = Literal["barrier-after-exit", "barrier", "polling-memory", "collective-wait", "other"]
 ProblemKind = Literal["not-cuda-gdb", "start-failed", "cannot-read-dump", "format-too-new",
                       "unknown-exception", "timeout", "died", "command-error", "no-focus", "given-up"]
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
 
 class Tool(_Model):

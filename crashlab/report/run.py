@@ -12,16 +12,13 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from ..incidents.records import Role
-from ..signature.model import CrashSignature
+from ..published import ClosedModel as _Model
+from ..vocabulary import DumpLabel, Role
 from .hoststacks import NativeStack, PythonStack
 from .model import SCHEMA_VERSION, Source, Tool, TriageReport
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+from .signature import CrashSignature
 
 
 class ExitStatus(_Model):
@@ -174,7 +171,7 @@ class DumpTriage(_Model):
 
     path: str
     """The dump, relative to the run directory."""
-    label: Literal["FAULT", "COLLATERAL", "UNREADABLE"]
+    label: DumpLabel
     """FAULT: an exception with a valid PC; COLLATERAL: no exception, or one without a PC (a
     rank waiting for the faulting one); UNREADABLE: crashlab could not read it."""
     reasons: list[str] = Field(default_factory=list)

@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 from itertools import groupby
 
+from ..vocabulary import TRACEBACK
 from .logline import message
 from .run import NO_EXCEPTION_LINE, Finding
 
@@ -42,7 +43,7 @@ class Entry:
 
     @property
     def traceback(self) -> Finding | None:
-        return next((f for f in self.findings if f.kind == "traceback"), None)
+        return next((f for f in self.findings if f.kind == TRACEBACK), None)
 
     @property
     def kinds(self) -> str:
@@ -134,11 +135,11 @@ class Entry:
 def entries(findings: list[Finding]) -> list[Entry]:
     """The findings as entries, in time order, repeats folded into their first entry."""
     ordered = sorted(findings, key=_when)
-    tracebacks = [Entry([f]) for f in ordered if f.kind == "traceback"]
+    tracebacks = [Entry([f]) for f in ordered if f.kind == TRACEBACK]
     grouped = list(tracebacks)
     last_block: dict[str, Entry] = {}  # per stream, the block a finding's context may touch
     for finding in ordered:
-        if finding.kind == "traceback":
+        if finding.kind == TRACEBACK:
             continue
         owner = next((e for e in tracebacks if _inside(finding, e.traceback)), None)
         if owner is None:
@@ -150,7 +151,7 @@ def entries(findings: list[Finding]) -> list[Entry]:
                 grouped.append(owner)
         owner.findings.append(finding)
     for entry in grouped:
-        entry.findings.sort(key=lambda f: (f.line, f.kind == "traceback"))
+        entry.findings.sort(key=lambda f: (f.line, f.kind == TRACEBACK))
     grouped.sort(key=lambda e: _when(e.first))
     return _without_repeats(grouped)
 

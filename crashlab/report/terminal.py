@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..console import line, plain
-from ..issue.sizes import with_bytes
+from ..textsize import with_bytes
 from ..notation import dim, marker, short_source
 from . import text, why
 from .model import Fault, Kernel, TriageReport

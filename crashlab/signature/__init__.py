@@ -4,13 +4,12 @@
 of its Incidents (``crashlab serve``); ``compute_all(run)`` adds each dump's own. (Not to be
 confused with crashlab.replay.signature, replay's test of whether a replay crashed the same way.)
 
-The reports' models hold a CrashSignature, and computing one reads those models: so the model is
-imported here at once and the functions on first use (PEP 562), which keeps the import one way.
+The published CrashSignature itself is part of the reports' model (crashlab.report.signature):
+the rules here read those models and make one, so the import runs one way, from here down. The
+functions are imported on first use (PEP 562): the command line imports this package cheaply.
 """
 
-from .model import VERSION, CrashSignature
-
-__all__ = ["VERSION", "CrashSignature", "Signed", "compute", "compute_all"]
+__all__ = ["Signed", "compute", "compute_all"]
 
 
 def __getattr__(name: str):

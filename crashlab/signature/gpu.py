@@ -20,9 +20,9 @@ import os
 import re
 
 from ..report.model import Fault, SourceLine, TriageReport, WarpPosition
+from ..report.signature import CrashSignature, seal
 from ..report.suspects import suspect_items
 from .collective import collectives
-from .model import CrashSignature, seal
 from .names import base_name, normalise
 
 #: What a user's log or issue says for an exception (the CUDA runtime's error strings), by a

@@ -20,11 +20,11 @@ from __future__ import annotations
 import re
 import signal as signals
 
+from ..logpatterns import CHILD_CRASHED, CRASH_SIGNALS, PATTERNS
 from ..report.logline import message
 from ..report.run import NO_EXCEPTION_LINE, Finding, Incident, TracebackFrame
-from ..supervise.logscan import CHILD_CRASHED, PATTERNS
-from ..supervise.proctree import CRASH_SIGNALS
-from .model import CrashSignature, seal
+from ..report.signature import CrashSignature, seal
+from ..vocabulary import CUDA_ERROR, FATAL, NCCL_TIMEOUT, SCHEDULER_EXCEPTION, SGLANG_CRASH, TRACEBACK
 from .names import normalise
 
 #: Innermost frames a signature names.
@@ -47,18 +47,18 @@ _RANK_SUFFIX = re.compile(r"_\d+$")
 
 def of_incident(incident: Incident) -> CrashSignature:
     findings = incident.findings
-    tracebacks = [f for f in findings if f.kind == "traceback"]
+    tracebacks = [f for f in findings if f.kind == TRACEBACK]
     for traceback in tracebacks:
-        if _PATTERN["cuda-error"].search(traceback.text):
+        if _PATTERN[CUDA_ERROR].search(traceback.text):
             return _cuda_error(traceback, traceback, findings)
-    cuda = next((f for f in findings if f.kind == "cuda-error"), None)
+    cuda = next((f for f in findings if f.kind == CUDA_ERROR), None)
     if cuda is not None:
         return _cuda_error(cuda, None, findings)
     raised = next((t for t in tracebacks if not t.text.startswith(NO_EXCEPTION_LINE)
                    and not _native(t, findings)), None)
     if raised is not None:
         return _python(raised, findings)
-    nccl = next((f for f in findings if f.kind == "nccl-timeout"), None)
+    nccl = next((f for f in findings if f.kind == NCCL_TIMEOUT), None)
     if nccl is not None:
         return _nccl(nccl)
     death = _first_death(incident)
@@ -70,7 +70,7 @@ def of_incident(incident: Incident) -> CrashSignature:
 
 
 def _cuda_error(finding: Finding, traceback: Finding | None, findings: list[Finding]) -> CrashSignature:
-    said = _said("cuda-error", finding.text)
+    said = _said(CUDA_ERROR, finding.text)
     parts, notes = [_variables_out(said)], ["a CUDA error in the log (no GPU coredump)"]
     title = said
     if traceback is not None:
@@ -98,7 +98,7 @@ def _python(traceback: Finding, findings: list[Finding]) -> CrashSignature:
 
 
 def _nccl(finding: Finding) -> CrashSignature:
-    said = _said("nccl-timeout", finding.text)
+    said = _said(NCCL_TIMEOUT, finding.text)
     op = _OP_TYPE.search(finding.text)
     parts = [said] + ([f"OpType={op[1]}"] if op else [])
     notes = ["an NCCL watchdog message: the message and the collective (sequence numbers, "
@@ -111,7 +111,7 @@ def _signal(role: str, number: int, findings: list[Finding]) -> CrashSignature:
     name = _signal_name(number)
     parts, notes = [name, role], ["a process killed by a signal: the signal and the process's "
                                   "role (ranks left out)"]
-    stack = next((t for t in findings if t.kind == "traceback" and _native(t, findings)), None)
+    stack = next((t for t in findings if t.kind == TRACEBACK and _native(t, findings)), None)
     frames = _frames(stack, findings, notes) if stack is not None else []
     parts += frames
     title = f"{name} in {role}" + (f" at {frames[0]}" if frames else "")
@@ -130,7 +130,7 @@ def _first_death(incident: Incident) -> tuple[str, int] | None:
     else of the first process a crash signal ended."""
     roles = {p.pid: p.role for p in incident.processes}
     for finding in incident.findings:
-        found = CHILD_CRASHED.search(finding.text) if finding.kind == "sglang-crash" else None
+        found = CHILD_CRASHED.search(finding.text) if finding.kind == SGLANG_CRASH else None
         if found and int(found["code"]) < 0:
             role = roles.get(int(found["pid"])) or _RANK_SUFFIX.sub("", finding.text[found.start():].split()[1])
             return role, -int(found["code"])
@@ -165,13 +165,13 @@ def _frames(traceback: Finding, findings: list[Finding], notes: list[str]) -> li
 
 def _native(traceback: Finding, findings: list[Finding]) -> bool:
     """A traceback right after a segfault handler's banner is a native stack."""
-    return any(f.kind == "fatal" and _NATIVE_STACK in f.text and f.stream == traceback.stream
+    return any(f.kind == FATAL and _NATIVE_STACK in f.text and f.stream == traceback.stream
                and f.line == traceback.line - 1 for f in findings)
 
 
 def _raiser(traceback: Finding, findings: list[Finding]) -> str | None:
     for finding in findings:
-        if finding.kind == "scheduler-exception" and finding.stream == traceback.stream \
+        if finding.kind == SCHEDULER_EXCEPTION and finding.stream == traceback.stream \
                 and finding.line == traceback.line:
             found = _RAISER.search(finding.text)
             return _ROLES.get(found[1], found[1].lower()) if found else None

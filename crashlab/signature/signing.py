@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..report.model import TriageReport
+from ..report.signature import CrashSignature
 from .gpu import of_triage
-from .model import CrashSignature
 
 if TYPE_CHECKING:  # serve's models: imported when a run is signed, never by inspect
     from ..report.run import Incident, RunReport

@@ -15,7 +15,7 @@ from ..gdb.hostcore import native_stack
 from ..report.hoststacks import NativeStack, PythonStack, faulthandler_stacks
 from ..report.run import ProcessRecord
 from .hostcore import collect_core
-from .proctree import CRASH_SIGNALS
+from ..logpatterns import CRASH_SIGNALS
 
 #: the end of a log that is read for faulthandler's blocks (they come last, as the process dies)
 LOG_TAIL_BYTES = 4 << 20

@@ -12,10 +12,11 @@ from pathlib import Path
 import requests
 
 from ..launchline import bearer
+from ..logpatterns import CHILD_CRASHED
 from ..privacy.redact import Redactor
 from ..report.run import Finding
+from ..vocabulary import COREDUMP, SGLANG_CRASH
 from . import collect, environment, files, launch, rundir, timestamps
-from .logscan import CHILD_CRASHED
 from .manifest import Health, Incarnation, ManifestStore
 from .options import Notify, ServeOptions
 
@@ -85,14 +86,14 @@ class LiveIncarnation:
 
     # -- findings, from the reader threads ------------------------------------------------
     def on_finding(self, finding: Finding) -> None:
-        if finding.kind == "coredump":
+        if finding.kind == COREDUMP:
             self.driver.observe(finding.text)
             if not any(milestone in finding.text for milestone in _COREDUMP_MILESTONES):
                 return  # progress chatter: tracked, not recorded
-        if finding.kind == "sglang-crash":
+        if finding.kind == SGLANG_CRASH:
             self._observe_sglang_crash(finding.text)
         self.run.store.add_finding(self.record, finding)
-        if finding.kind not in self.announced and finding.kind != "coredump":
+        if finding.kind not in self.announced and finding.kind != COREDUMP:
             self.announced.add(finding.kind)
             self._announce(finding)
 

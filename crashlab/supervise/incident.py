@@ -30,24 +30,23 @@ from typing import Callable
 
 from ..api import inspect
 from ..errors import CrashlabError
+from ..logpatterns import CHILD_CRASHED, CRASH_SIGNALS, TRACEBACK_STARTS
 from ..replay import load as load_request_dump
 from ..report.logline import SGLANG_PREFIX
 from ..report.model import TriageReport
 from ..report.run import DumpTriage, FileRecord, Finding, Incident, LogTail
 from ..signature.signing import compute_or_why as signature_of
 from ..signature.collective import collectives
+from ..vocabulary import CUDA_ERROR, FATAL, NCCL_TIMEOUT, OOM, SCHEDULER_EXCEPTION, SGLANG_CRASH, TRACEBACK, XID
 from . import rundir, timestamps
-from .logscan import CHILD_CRASHED, TRACEBACK_STARTS
 from .manifest import Incarnation
-from .proctree import CRASH_SIGNALS
 
 #: Where an incident's logs matched no fault pattern, this many of its last lines are kept,
 #: each cut at TAIL_LINE_CHARS characters.
 TAIL_LINES = 40
 TAIL_LINE_CHARS = 500
 #: Findings that explain a crash best, most telling first.
-_TELLING = ("cuda-error", "xid", "scheduler-exception", "nccl-timeout", "fatal", "oom",
-            "traceback", "sglang-crash")
+_TELLING = (CUDA_ERROR, XID, SCHEDULER_EXCEPTION, NCCL_TIMEOUT, FATAL, OOM, TRACEBACK, SGLANG_CRASH)
 
 
 def _inspect(path: Path, debugger: bool) -> tuple[TriageReport | None, str | None]:
@@ -126,7 +125,7 @@ def _telling(findings: list[Finding]) -> Finding | None:
 
 #: Findings that say more than the signal that ended a process (a native stack dump, "Fatal
 #: Python error: Segmentation fault" or SGLang's "Subprocess ... crashed" only repeat it).
-_EXPLAINING = ("cuda-error", "xid", "scheduler-exception", "nccl-timeout", "oom")
+_EXPLAINING = (CUDA_ERROR, XID, SCHEDULER_EXCEPTION, NCCL_TIMEOUT, OOM)
 
 
 def headline(finding: Finding, findings: list[Finding]) -> str:
@@ -136,7 +135,7 @@ def headline(finding: Finding, findings: list[Finding]) -> str:
     SGLang's log prefix goes (the finding keeps it); the rank is said on its own."""
     text = SGLANG_PREFIX.sub("", finding.text.strip())
     if TRACEBACK_STARTS.search(text):
-        traceback = next((f for f in findings if f.kind == "traceback" and f.stream == finding.stream
+        traceback = next((f for f in findings if f.kind == TRACEBACK and f.stream == finding.stream
                           and f.line == finding.line), None)
         if traceback is not None:
             text = TRACEBACK_STARTS.sub(lambda _: traceback.text.strip(), text)
@@ -149,7 +148,7 @@ def _first_deaths(incarnation: Incarnation) -> list:
     (whatever the signal: a SIGKILL from the OOM killer or a user ends a child the same way
     SGLang's own clean-up does, and only the watchdog's line tells the first death apart)."""
     reported = {int(found["pid"]) for found in (CHILD_CRASHED.search(f.text)
-                                                for f in incarnation.findings if f.kind == "sglang-crash")
+                                                for f in incarnation.findings if f.kind == SGLANG_CRASH)
                 if found}
     return [p for p in incarnation.processes if p.pid != incarnation.pid and p.exit is not None
             and (p.exit.signal in CRASH_SIGNALS or (p.pid in reported and not p.exit.clean))]

@@ -22,9 +22,11 @@ from collections import deque
 from functools import lru_cache
 from typing import Callable
 
+from ..logpatterns import PATTERNS, TRACEBACK_STARTS
 from ..privacy.redact import PLAIN
 from ..report.logline import SGLANG_TAGS, TORCH_RANK
 from ..report.run import NO_EXCEPTION_LINE, Finding, TracebackFrame
+from ..vocabulary import TRACEBACK
 from . import timestamps
 
 CONTEXT_LINES = 5
@@ -37,50 +39,6 @@ TRACEBACK_SILENCE = 50
 #: scanned as it is and dropped from memory: the log file keeps every byte regardless.
 MAX_LINE = 1 << 16
 
-#: (kind, regular expression, anchors). Every match of the expression contains one of its
-#: anchors: plain substrings that bytes.find looks for in a whole chunk far faster than the
-#: regular expression could (Python's re tries each alternative at every position). Sources:
-#: SGLang's own crash lines (tokenizer_manager.py's dump_requests_before_crash and SIGQUIT handler,
-#: utils/watchdog.py, the schedulers' "hit an exception"), the driver's coredump progress lines
-#: (cuda-gdb documentation, "GPU core dump support"), CUDA runtime error strings,
-#: torch.distributed's NCCL watchdog messages, the kernel's NVRM Xid lines, the native stack dump
-#: a library's segfault handler prints in SGLang 0.5.23's processes ("!!!!!!! Segfault encountered !!!!!!!").
-PATTERNS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("cuda-error", r"CUDA error: [^\r\n]*|an illegal memory access was encountered|"
-                   r"misaligned address|unspecified launch failure|"
-                   r"an illegal instruction was encountered|device-side assert triggered|"
-                   r"Warp (?:Illegal Instruction|Illegal Address|Out-of-range Address|"
-                   r"Misaligned Address|Assert)|Lane Illegal Address|CUDA_ERROR_[A-Z_]+|"
-                   r"cudaError(?:IllegalAddress|LaunchFailure|MisalignedAddress|"
-                   r"IllegalInstruction|Assert)|Failed to encode tensor map",
-     ("CUDA", "llegal", "isaligned", "launch failure", "assert", "Warp ", "cudaError", "tensor map")),
-    ("coredump", r"coredump: |Starting GPU coredump generation", ("coredump",)),
-    ("nccl-timeout", r"Watchdog caught collective operation timeout|"
-                     r"Process group watchdog thread terminated|NCCL watchdog|"
-                     r"nccl(?:UnhandledCudaError|SystemError|InternalError|RemoteError)|"
-                     r"NCCL communicator was aborted", ("atchdog", "nccl", "NCCL")),
-    ("xid", r"NVRM: Xid \([^)]*\): \d+", ("NVRM: Xid",)),
-    ("scheduler-exception", r"(?:Scheduler|DetokenizerManager|TokenizerManager|"
-                            r"DataParallelController)\w* hit an exception", ("hit an exception",)),
-    ("sglang-crash", r"SIGQUIT received|Received sigquit from a child process|"
-                     r"Subprocess \S+ \(pid=\d+\) crashed with exit code|"
-                     r"Scheduler watchdog timeout|Dumping requests before crash|"
-                     r"Dumped \d+ finished and \d+ unfinished requests before crash to|"
-                     r"scheduler died during initialization|Health check failed|"
-                     r"Waiting [\d.]+ seconds for CUDA coredumps",
-     ("SIGQUIT", "sigquit", "Subprocess ", "atchdog", "before crash", "died during",
-      "Health check failed", "CUDA")),
-    ("fatal", r"Fatal Python error: \w+|terminate called (?:after throwing|without an active)|"
-              r"Segmentation fault|Aborted \(core dumped\)|Segfault encountered",
-     ("Fatal Python error", "terminate called", "Segmentation fault", "core dumped",
-      "Segfault encountered")),
-    ("oom", r"CUDA out of memory|OutOfMemoryError", ("CUDA", "OutOfMemoryError")),
-)
-
-#: SGLang's watchdog naming the child whose death started the crash (any exit, SIGKILL included).
-CHILD_CRASHED = re.compile(r"Subprocess \S+ \(pid=(?P<pid>\d+)\) crashed with exit code (?P<code>-?\d+)")
-
-_TRACEBACK_HEAD = r"Traceback \(most recent call last\):"
 _FRAME_TEXT = r"^\s*File \"(?P<file>.+)\", line (?P<line>\d+), in (?P<function>.+?)\s*$"
 
 
@@ -94,9 +52,6 @@ _KIND = {_group(kind): kind for kind, _, _ in PATTERNS}
 ANCHORS = tuple(sorted({a.encode() for _, _, anchors in PATTERNS for a in anchors}
                        | {b"Traceback (most recent call last)", b'File "'}))
 _FRAME = re.compile(_FRAME_TEXT)
-#: A line that ends where a traceback starts (also how incident.py finds SGLang's
-#: "Scheduler hit an exception: Traceback ..." line to complete its headline).
-TRACEBACK_STARTS = re.compile(_TRACEBACK_HEAD + r"\s*$")
 _EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(?::|$)")
 #: Source code a log quotes (a traceback's code line, indented): a ``raise`` holding a fault's
 #: words is a program's text, not the fault's message.
@@ -219,13 +174,13 @@ class StreamScanner:
         ``raise RuntimeError("CUDA error: ...")`` is not a fault message of its own)."""
         if TRACEBACK_STARTS.search(body):
             self._finish(key, None)
-            self._tracebacks[key] = _Traceback(self._finding("traceback", text, tags))
+            self._tracebacks[key] = _Traceback(self._finding(TRACEBACK, text, tags))
             return False
         frame = _FRAME.match(body)
         open_one = self._tracebacks.get(key)
         if frame:
             if open_one is None:  # an excerpt that lost its header: still a traceback
-                open_one = self._tracebacks[key] = _Traceback(self._finding("traceback", text, tags))
+                open_one = self._tracebacks[key] = _Traceback(self._finding(TRACEBACK, text, tags))
             open_one.last_line = self.lines
             open_one.frames.append(TracebackFrame(file=self._redact(frame["file"]),
                                                   line=int(frame["line"]),

@@ -14,21 +14,18 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
+from ..published import ClosedModel as _Model
 from ..errors import BadInput
-from ..incidents.records import Role
 from ..privacy.redact import Redactor
 from ..published import parse
 from ..report.run import ExitStatus, FileRecord, Finding, ProcessRecord
+from ..vocabulary import Role
 from . import files
 
 MANIFEST = "manifest.json"
 MAX_FINDINGS = 200
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
 
 class EnvironmentEntry(_Model):

@@ -40,9 +40,6 @@ MAX_RECORDS = 1000
 #: process (or one whose command line read empty) is looked at again until it is this old.
 TITLE_WINDOW = 600.0
 
-#: Signals that mean the process crashed, as opposed to being told to stop.
-CRASH_SIGNALS = frozenset({signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS, signal.SIGFPE,
-                           signal.SIGILL, signal.SIGSYS, signal.SIGTRAP})
 
 
 def subreaper(enable: bool) -> bool | None:

@@ -38,6 +38,7 @@ from ..report import run_views
 from ..report.run import FileRecord, Incident
 from ..env import hostcore
 from ..report.hoststacks import NativeStack, PythonStack
+from ..vocabulary import XID
 from . import collect, files, hostcrash, incident, launch, rundir, runreport, timestamps
 from .health import HealthWatch
 from .envcapture import write_environment
@@ -151,7 +152,7 @@ class Supervisor:
         for tee in tees:
             tee.start()
         tree = ProcessTree(process, self.redactor)
-        kernel_log = KernelLog(StreamScanner("kmsg", incarnation.on_finding, kinds=frozenset({"xid"}),
+        kernel_log = KernelLog(StreamScanner("kmsg", incarnation.on_finding, kinds=frozenset({XID}),
                                              redact=self.redactor.text), self.options.kernel_log)
         with self.store.edit():
             incarnation.record.pid = process.pid

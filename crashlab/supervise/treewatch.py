@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..issue.sizes import with_bytes
+from ..logpatterns import CRASH_SIGNALS
+from ..textsize import with_bytes
 from ..report.run import FileRecord
 from .collect import DumpCollector
 from .incarnation import LiveIncarnation
 from .manifest import ManifestStore
-from .proctree import CRASH_SIGNALS, ProcessTree
+from .proctree import ProcessTree
 from .options import Notify
 
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 import hashlib
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from ..published import ClosedModel
 
 #: The rules' version: bumped whenever a rule changes what a signature's text is, so that an
 #: index never compares texts made by different rules. 2: a site without a source line is the
@@ -24,11 +26,9 @@ SignatureKind = Literal["gpu-fault", "gpu-hang", "collateral", "python-exception
 HASH_DIGITS = 12
 
 
-class CrashSignature(BaseModel):
+class CrashSignature(ClosedModel):
     """What makes two crashes the same bug: a canonical text made by versioned rules from the
     crash's kind and parts, and its hash."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     schema_version: Literal[1] = 1
     """Always 1 in this schema; changes only when a field is renamed or removed, or changes type

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from ..errors import BadInput
+from .errors import BadInput
 
 _UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9,
           "gb": 10**9, "kib": 2**10, "mib": 2**20, "gib": 2**30}
