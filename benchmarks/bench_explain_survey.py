@@ -8,7 +8,7 @@ No dump is involved: the slice is structural (values need a dump).
 --timing adds, on the bundled MoE fixture, in this process (median of 5): inspect with an empty
 SASS cache (one nvdisasm run), with a warm one (none), and the same without the explanation.
 
-README's table comes from --markdown; tests/test_explain_survey.py holds the counts as floors.
+docs/benchmarks.md's table comes from --markdown; tests/test_explain_survey.py holds the counts as floors.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def timing() -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--markdown", action="store_true", help="print README's table")
+    parser.add_argument("--markdown", action="store_true", help="print docs/benchmarks.md's table")
     parser.add_argument("--timing", action="store_true", help="also time inspect on the fixture")
     args = parser.parse_args()
     if args.timing:

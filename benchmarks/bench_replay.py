@@ -15,7 +15,7 @@ started afresh for each run. Figures, in milliseconds:
   late         the replay result's own schedule figures (attempt.schedule: sent - scheduled,
                p50 / p99 / max) and whether the schedule was kept at the default 50 ms p99.
 
-The figures the README quotes for lateness: ``--seconds 4 --rates 500`` (2,000 requests
+The figures docs/benchmarks.md quotes for lateness: ``--seconds 4 --rates 500`` (2,000 requests
 recorded at 500/s, as ``make_dumps.py synthetic --count 2000 --rate 500``).
 
 "unthrottled" sends 2,000 requests as fast as each tool can (crashlab: --concurrency 512;

@@ -1,4 +1,4 @@
-"""The explainer's survey on the production cubins (README's table): every memory instruction's
+"""The explainer's survey on the production cubins (docs/benchmarks.md's table): every memory instruction's
 address operand is read, except the TMA and tensor-memory ones, whose address is in a descriptor;
 the counts of slices reaching their roots are floors (the slice may learn more, never less)."""
 
@@ -14,7 +14,7 @@ from crashlab.explain.survey import survey
 from crashlab.sass import find_nvdisasm
 
 PRODUCTION = Path(__file__).resolve().parent.parent / "fixtures" / "cubins" / "production"
-#: cubin -> (slices reaching their roots, slices), as README gives them
+#: cubin -> (slices reaching their roots, slices), as docs/benchmarks.md gives them
 FLOORS = {
     "cutlass_mxfp8_grouped_gemm.sm_100.cubin": (556, 720),
     "merge_attn_states.sm_90a.cubin": (0, 18),

@@ -2,7 +2,7 @@
 
 A large dump has over a million sections, so the section header table is not turned into one
 Python object per section (what pyelftools does, and what dominated its time on such dumps: see
-README's figures). It is mapped and read as columns: zero-copy strided views over the table, one
+docs/benchmarks.md's figures). It is mapped and read as columns: zero-copy strided views over the table, one
 per header field. Section contents are only read when a caller asks for them.
 """
 

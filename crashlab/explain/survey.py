@@ -1,7 +1,7 @@
 """A survey of the explainer on cubins without a dump: for every memory instruction, whether the
 access table knows it, whether its address operand decodes (TMA and tensor-memory ops say their
 address is in a descriptor), and whether the backward slice of the address reaches its roots
-(parameters, launch coordinates, loads, constants) with no stop. README's figures come from here
+(parameters, launch coordinates, loads, constants) with no stop. docs/benchmarks.md's figures come from here
 (benchmarks/explain_survey.py) and tests/test_explain_survey.py holds them as floors.
 """
 
