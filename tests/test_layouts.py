@@ -70,15 +70,18 @@ def test_a_field_the_oldest_rows_lack_is_optional_in_its_record():
 
 
 def test_the_records_declare_what_their_layouts_say():
-    """model.py's written-out fields are exactly what tests/declare_records.py makes of the
-    layouts (run it after changing a layout), one marked block per table."""
-    source = declare_records.MODEL.read_text()
-    assert declare_records.declared(source) == source
-    assert source.count("# -- fields of layouts.") == len(TABLE_LAYOUTS)
+    """model.py's and elf.py's written-out attributes are exactly what tests/declare_records.py
+    makes of the layouts (run it after changing a layout): a block per table, the section header
+    columns."""
+    model_source, elf_source = (path.read_text() for path in declare_records.FILES)
+    assert declare_records.declared(model_source) == model_source
+    assert declare_records.declared(elf_source) == elf_source
+    assert model_source.count("# -- fields of layouts.") == len(TABLE_LAYOUTS)
+    assert elf_source.count("# -- columns of layouts.SECTION_HEADER") == 1
 
 
 def test_a_stale_declaration_is_rewritten():
-    source = declare_records.MODEL.read_text()
+    source = declare_records.FILES[0].read_text()
     stale = source.replace("    barrier_scope: int | None = None\n", "")
     assert stale != source and declare_records.declared(stale) == source
 

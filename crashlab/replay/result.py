@@ -199,4 +199,6 @@ class DumpListing(CrashDump):
 
     schema_version: Literal[1] = 1
     tool: Tool
-    requests: list[ListedRequest]
+    # pydantic validates the field as this subclass declares it (each request in its listed
+    # form); mypy holds the override to list's invariance
+    requests: list[ListedRequest]  # type: ignore[assignment]

@@ -12,9 +12,11 @@ of its replay script since 0.5.10) allows the request classes but refuses those 
 
 from __future__ import annotations
 
+import builtins
 import os
 import struct
-from pickletools import code2op
+# pickletools' own table of opcodes by code, which typeshed does not declare
+from pickletools import code2op  # type: ignore[attr-defined]
 
 from .allowlist import Global
 from .intruns import TokenIds
@@ -141,7 +143,7 @@ class _Emitter:
                 self.value(item)
             self.op(opcode)
 
-    def call(self, function: Global, args: tuple) -> None:
+    def call(self, function: Global, args: builtins.tuple[object, ...]) -> None:
         self.value(function)
         self.tuple(args)
         self.op("REDUCE")
