@@ -43,7 +43,9 @@ def entries(env: Environment, *, public: bool = False) -> list[Entry]:
                                             f"git {torch.git_version}" if torch.git_version else "",
                                             "debug build" if torch.debug else "") if part)
         out.append(("PyTorch build", [f"{torch.version} ({built})" if built else str(torch.version)]))
-    out += [(package.name, [package.version if package.status == "installed" else package.status])
+    out += [(package.name, [package.version
+                            if package.status == "installed" and package.version is not None
+                            else package.status])
             for package in env.packages]
     if env.topology:
         out.append(("NVIDIA Topology", env.topology.expandtabs().splitlines()))
