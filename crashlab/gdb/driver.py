@@ -194,7 +194,8 @@ class Debugger:
         The wait is cut into short slices to notice a debugger that died while what it started
         still holds the pty open (then no EOF comes until they end)."""
         child = self._spawned
-        patterns = [self._prompt, *PAGER_PROMPTS, pexpect.EOF, pexpect.TIMEOUT]
+        patterns: list[str | type[pexpect.EOF] | type[pexpect.TIMEOUT]] = [
+            self._prompt, *PAGER_PROMPTS, pexpect.EOF, pexpect.TIMEOUT]
         chunks: list[str] = []
         deadline = began + timeout
         while True:
@@ -203,12 +204,12 @@ class Debugger:
             if patterns[index] is pexpect.TIMEOUT:
                 # pexpect keeps what came so far and hands it over with the next match
                 if self._exited():
-                    chunks.append(child.before)
+                    chunks.append(child.before or "")  # None only before any expect
                     return self._died(command, chunks, began)
                 if time.monotonic() < deadline:
                     continue
                 return self._interrupt(command, chunks, began, timeout)
-            chunks.append(child.before)
+            chunks.append(child.before or "")
             if index == 0:
                 return Reply(command, _clean(chunks), "ok", time.monotonic() - began)
             if 0 < index <= len(PAGER_PROMPTS):
@@ -236,7 +237,7 @@ class Debugger:
         child.sendintr()
         index = child.expect_exact([self._prompt, pexpect.EOF, pexpect.TIMEOUT],
                                    timeout=self.interrupt_grace)
-        chunks.append(child.before)
+        chunks.append(child.before or "")
         if index == 0:
             return Reply(command, _clean(chunks), "timeout", time.monotonic() - began,
                          note=f"no answer in {timeout:g} s; interrupted, the session goes on")
@@ -249,7 +250,7 @@ class Debugger:
         """SIGKILL the debugger's process group and any child that left it, then reap. Never
         after reaping: the pid could then belong to another process."""
         child = self._child
-        if child is None or child.closed:
+        if child is None or child.closed or child.pid is None:  # pid: set by the spawn
             return
         try:
             family = psutil.Process(child.pid).children(recursive=True)
