@@ -13,16 +13,33 @@ import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from .lineinfo import SourceLine
-
-if TYPE_CHECKING:
-    from .sass import Instruction
 
 #: one stored instruction, as JSON gives it back
 Row = dict[str, Any]
 Made = TypeVar("Made")
+
+
+class Listed(Protocol):
+    """What :func:`encode` reads of an instruction (crashlab.sass.Instruction: sass imports
+    this module, not the other way round)."""
+
+    @property
+    def address(self) -> int: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def opcode(self) -> str: ...
+    @property
+    def predicate(self) -> str | None: ...
+    @property
+    def operands(self) -> tuple[str, ...]: ...
+    @property
+    def target(self) -> int | None: ...
+    @property
+    def source(self) -> tuple[SourceLine, ...]: ...
 
 #: bump when the stored shape or the way listings are made changes
 FORMAT = 1
@@ -95,7 +112,7 @@ def _write_atomically(entry: Path, value: object) -> None:
             os.unlink(temporary)
 
 
-def encode(instruction: Instruction) -> Row:
+def encode(instruction: Listed) -> Row:
     return {"address": instruction.address, "text": instruction.text, "opcode": instruction.opcode,
             "predicate": instruction.predicate, "operands": list(instruction.operands),
             "target": instruction.target,

@@ -114,12 +114,17 @@ def _at(reading: Reading, pc: int) -> str:
         f" ({source})" if source else "")
 
 
+def _read_as(readings: Readings, kind: ReadingKind) -> list[int]:
+    """The PCs whose code reads as ``kind`` (warps with no PC read as 'other')."""
+    return [pc for pc, r in readings.items() if r.kind == kind and pc is not None]
+
+
 def _pcs(pcs: Iterable[int | None]) -> list[str]:
     return [f"{pc:#x}" for pc in pcs if pc is not None]
 
 
 def _barrier_wait(grid_warps: GridWarps, by_pc: ByPc, readings: Readings) -> model.Wait | None:
-    pcs = [pc for pc, r in readings.items() if r.kind == "barrier" and pc is not None]
+    pcs = _read_as(readings, "barrier")
     if not pcs:
         return None
     waiting = {id(at) for pc in pcs for at in by_pc[pc]}
