@@ -34,8 +34,8 @@ def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
         location = locate(core)
         finder = CodeFinder(core)
         views = []
-        for fault in location.faults[:DETAILED_GROUPS]:
-            site = fault.site
+        for group in location.faults[:DETAILED_GROUPS]:
+            site = group.site
             if site.pc is None:
                 views.append(SassView(unavailable_reason="the dump records no PC for this fault"))
             elif not sass:  # the function and its source line are still named: no nvdisasm needed
@@ -52,8 +52,8 @@ def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
         layouts = _param_layouts(core, finder, location)
         report = build(core, location, views, code, warnings, layouts, stands)
         if explain and sass:
-            for found, fault, (layout, _) in zip(location.faults, report.faults, layouts):
-                fault.explanation = explain_fault(core, finder, found, fault, layout)
+            for group, fault, (layout, _) in zip(location.faults, report.faults, layouts):
+                fault.explanation = explain_fault(core, finder, group, fault, layout)
             if not report.faults:
                 _attach_waits(report, explain_waits(core, finder))
     report.signature = signature_of(report)

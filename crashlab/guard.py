@@ -65,7 +65,7 @@ class _OneLineUsageError(click.UsageError):
         say(self.format_message())
 
 
-class _OneLineUsage:
+class _OneLineUsage(click.Command):
     """A bad option is bad input like any other: one line, exit 2, not click's usage block."""
 
     def parse_args(self, ctx, args):

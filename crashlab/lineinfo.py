@@ -39,6 +39,8 @@ from dataclasses import dataclass, field
 from elftools.common.utils import struct_parse
 from elftools.dwarf.structs import DWARFStructs
 from elftools.elf.elffile import ELFFile
+from elftools.elf.relocation import RelocationSection
+from elftools.elf.sections import SymbolTableSection
 
 from .coredump.constants import SHF_EXECINSTR
 
@@ -90,7 +92,7 @@ class _Sequence:
             first = self.shown[-1] if self.shown else None
             same = first is not None and (self.rows[first].file, self.rows[first].line) == (row.file, row.line)
             self.offsets.append(row.address)
-            self.shown.append(first if same else index)
+            self.shown.append(index if first is None or not same else first)
 
 
 @dataclass
@@ -170,7 +172,7 @@ class _Placer:
         symbols = elf.get_section_by_name(".symtab")
         for name in LINE_RELOCATIONS:
             relocations = elf.get_section_by_name(name)
-            if relocations is None or symbols is None:
+            if not isinstance(relocations, RelocationSection) or not isinstance(symbols, SymbolTableSection):
                 continue
             for relocation in relocations.iter_relocations():
                 symbol = symbols.get_symbol(relocation["r_info_sym"])

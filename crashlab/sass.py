@@ -25,6 +25,7 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 
 from elftools.elf.elffile import ELFFile
+from elftools.elf.sections import SymbolTableSection
 
 from .coredump.constants import SHF_EXECINSTR
 from .coredump.core import CoreDump
@@ -136,7 +137,7 @@ def _parse_cubin(section: int, data: bytes) -> _Cubin:
                                sec["sh_info"] & _TEXT_SYMBOL_BITS, []))
     by_index = {text.index: text for text in texts}
     symtab = elf.get_section_by_name(".symtab")
-    if symtab is not None:
+    if isinstance(symtab, SymbolTableSection):
         base, entsize = symtab["sh_offset"], symtab["sh_entsize"]
         for number, symbol in enumerate(symtab.iter_symbols()):
             shndx = symbol["st_shndx"]
@@ -447,7 +448,7 @@ def disassemble(
     base = location.text_address
     offset = pc - base
     at = None if isinstance(listing, str) else _index_at(listing, offset)
-    if at is None:
+    if isinstance(listing, str) or at is None:
         view.unavailable_reason = listing if isinstance(listing, str) else (
             f"nvdisasm's listing has no instruction at offset {offset:#x}")
         view.source = finder.source_lines(location)
@@ -478,7 +479,7 @@ def instruction_at(finder: CodeFinder, pc: int, grid: Grid | None = None, *,
     location, cubin = found
     listing = _listing(finder, location, cubin) if sass else "disassembly not requested"
     at = None if isinstance(listing, str) else _index_at(listing, pc - location.text_address)
-    if at is None:
+    if isinstance(listing, str) or at is None:
         return Instruction(address=pc, text="", source=tuple(finder.source_lines(location)))
     ins = listing[at]
     return Instruction(address=location.text_address + ins.address, text=ins.text, source=ins.source)

@@ -11,9 +11,35 @@ import contextlib
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, Protocol, TypeVar
 
 from .lineinfo import SourceLine
+
+#: one stored instruction, as JSON gives it back
+Row = dict[str, Any]
+Made = TypeVar("Made")
+
+
+class Listed(Protocol):
+    """What :func:`encode` reads of an instruction (crashlab.sass.Instruction: sass imports
+    this module, not the other way round)."""
+
+    @property
+    def address(self) -> int: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def opcode(self) -> str: ...
+    @property
+    def predicate(self) -> str | None: ...
+    @property
+    def operands(self) -> tuple[str, ...]: ...
+    @property
+    def target(self) -> int | None: ...
+    @property
+    def source(self) -> tuple[SourceLine, ...]: ...
 
 #: bump when the stored shape or the way listings are made changes
 FORMAT = 1
@@ -28,7 +54,7 @@ def _entry(key: str) -> Path:
     return cache_folder() / f"{key}.json"
 
 
-def load(key: str, tool: str) -> dict[str, list[dict]] | None:
+def load(key: str, tool: str) -> dict[str, list[Row]] | None:
     """The listings stored for ``key`` by the same nvdisasm version, else None."""
     try:
         stored = json.loads(_entry(key).read_text())
@@ -40,13 +66,13 @@ def load(key: str, tool: str) -> dict[str, list[dict]] | None:
     return listings if isinstance(listings, dict) else None
 
 
-def store(key: str, tool: str, listings: dict[str, list[dict]]) -> None:
+def store(key: str, tool: str, listings: dict[str, list[Row]]) -> None:
     """Write the entry atomically; a cache that cannot be written is no error (the next inspect
     runs nvdisasm again)."""
     _write_atomically(_entry(key), {"format": FORMAT, "tool": tool, "listings": listings})
 
 
-def tool_version(path: str, query) -> str:
+def tool_version(path: str, query: Callable[[], str]) -> str:
     """nvdisasm's version, asked once per binary (its real path, size and mtime) and kept beside
     the listings, so that a warm inspect starts no nvdisasm at all, not even ``--version``."""
     try:
@@ -61,14 +87,15 @@ def tool_version(path: str, query) -> str:
         known = {}
     if not isinstance(known, dict):
         known = {}
-    if isinstance(known.get(identity), str):
-        return known[identity]
+    remembered = known.get(identity)
+    if isinstance(remembered, str):
+        return remembered
     version = known[identity] = query()
     _write_atomically(entry, known)
     return version
 
 
-def _write_atomically(entry: Path, value) -> None:
+def _write_atomically(entry: Path, value: object) -> None:
     """Write ``value`` as JSON to ``entry`` through a temporary file and a rename; a folder that
     cannot be written is no error (the work is only done again next time)."""
     try:
@@ -85,14 +112,14 @@ def _write_atomically(entry: Path, value) -> None:
             os.unlink(temporary)
 
 
-def encode(instruction) -> dict:
+def encode(instruction: Listed) -> Row:
     return {"address": instruction.address, "text": instruction.text, "opcode": instruction.opcode,
             "predicate": instruction.predicate, "operands": list(instruction.operands),
             "target": instruction.target,
             "source": [[s.file, s.line] for s in instruction.source]}
 
 
-def decode(row: dict, make) -> object:
+def decode(row: Row, make: Callable[..., Made]) -> Made:
     """One stored instruction, through ``make`` (crashlab.sass.Instruction)."""
     return make(address=int(row["address"]), text=str(row["text"]), opcode=str(row["opcode"]),
                 predicate=row["predicate"], operands=tuple(map(str, row["operands"])),

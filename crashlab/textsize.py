@@ -17,8 +17,8 @@ _SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*")
 
 def parse_size(text: str, what: str = "--max-size") -> int:
     match = _SIZE.fullmatch(text)
-    unit = match and _UNITS.get(match[2].lower())
-    if not unit:
+    unit = _UNITS.get(match[2].lower()) if match else None
+    if not match or not unit:
         raise BadInput(f"{what} {text!r}: not a size (write e.g. 25MB, 10M, 500k or 4096)")
     size = int(float(match[1]) * unit)
     if size <= 0:

@@ -23,6 +23,6 @@ def advice(kind: InputKind, name: str) -> str:
 
 def advised(error: CrashlabError) -> str:
     """The error's one line, with the verb for its file where the reader said what the file is."""
-    if isinstance(error, BadInput) and error.kind is not None:
+    if isinstance(error, BadInput) and error.kind is not None and error.subject is not None:
         return f"{error}: {advice(error.kind, error.subject)}"
     return str(error)

@@ -34,6 +34,7 @@ from crashlab.coredump.layouts import (
     RowLayout,
     decoder,
 )
+from tests import declare_records
 from tests.conftest import ROOT
 from tests.coredump_builder import ROW_GENERATIONS, _layout, pack_row
 
@@ -66,6 +67,23 @@ def test_a_field_the_oldest_rows_lack_is_optional_in_its_record():
     assert fields["num_regs"].type == "int | None" and fields["num_regs"].default is None
     assert {f.name: f.type for f in dataclasses.fields(model.Device)}["name"] == "str"
     assert model.SM(section=1, row=2, device=None, sm_id=3).valid_error_pc is None
+
+
+def test_the_records_declare_what_their_layouts_say():
+    """model.py's and elf.py's written-out attributes are exactly what tests/declare_records.py
+    makes of the layouts (run it after changing a layout): a block per table, the section header
+    columns."""
+    model_source, elf_source = (path.read_text() for path in declare_records.FILES)
+    assert declare_records.declared(model_source) == model_source
+    assert declare_records.declared(elf_source) == elf_source
+    assert model_source.count("# -- fields of layouts.") == len(TABLE_LAYOUTS)
+    assert elf_source.count("# -- columns of layouts.SECTION_HEADER") == 1
+
+
+def test_a_stale_declaration_is_rewritten():
+    source = declare_records.FILES[0].read_text()
+    stale = source.replace("    barrier_scope: int | None = None\n", "")
+    assert stale != source and declare_records.declared(stale) == source
 
 
 @pytest.mark.parametrize("kind", list(RECORDS), ids=lambda k: k.name)

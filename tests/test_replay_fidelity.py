@@ -11,9 +11,12 @@ import shutil
 
 import pytest
 
+import crashlab
 import crashlab.replay as replay
+from crashlab.replay import runner
 from crashlab.replay.result import Expectation, ObservedFault
 from crashlab.replay.signature import compare, kernels_in, observe, short_kernel
+from tests import scenarios
 from tests.conftest import ROOT, run_cli
 from tests.keepalive_server import KeepAliveServer
 from tests.replay_support import FAST_WATCH, FIXTURES, free_port, server_command, standin, synthetic
@@ -329,6 +332,18 @@ def test_only_what_the_evidence_names_contradicts():
     assert compare(expected, ObservedFault(), False)[0] == "no crash"
     assert compare(None, observe([ASSERT]), True)[0] == "crashed"
     assert short_kernel("void a::b::k1<int, (char)3>(int*)") == "k1"
+
+
+def test_a_new_coredump_whose_fault_names_no_kernel_is_evidence_of_its_exception(build):
+    """The oracle reads the first fault of each coredump written during a replay; a fault with
+    no kernel (no grid entry point to name one) still gives its exception, where it used to
+    stop the replay with an AttributeError."""
+    scenario = scenarios.exited_warp()
+    for grid in scenario.spec.devices[0].grids:
+        grid.function_entry = 0
+    core = str(build(scenario).path)
+    exception = crashlab.inspect(core, sass=False).faults[0].exception.name
+    assert runner._core_faults([core]) == [(None, exception)]
 
 
 # -- the hardened profile ------------------------------------------------------------------------

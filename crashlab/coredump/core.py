@@ -218,8 +218,8 @@ class CoreDump:
             if ids.tobytes() == _in_order(count):  # the usual layout: row n holds lane n
                 zero = [0] if count and data.count(0, 0, entsize) == entsize else []
                 live = mask & ~1 if zero else mask
-                first = (live & -live).bit_length() - 1
-                first = first if 0 <= first < count else None
+                lowest = (live & -live).bit_length() - 1
+                first = lowest if 0 <= lowest < count else None
             else:
                 ids = ids.tolist()
                 zero = _zero_rows(ids, data, entsize)

@@ -63,6 +63,19 @@ class SectionColumns:
     """The section header table as columns, one per Elf64_Shdr field of
     crashlab.coredump.layouts.SECTION_HEADER: ``columns.type[i]`` is section i's sh_type."""
 
+    # -- columns of layouts.SECTION_HEADER: written by `python -m tests.declare_records`
+    name: memoryview
+    type: memoryview
+    flags: memoryview
+    addr: memoryview
+    offset: memoryview
+    size: memoryview
+    link: memoryview
+    info: memoryview
+    addralign: memoryview
+    entsize: memoryview
+    # -- end of layouts.SECTION_HEADER
+
     def __init__(self, table: memoryview, count: int):
         self.count = count
         for f in SECTION_HEADER.fields:
@@ -309,7 +322,7 @@ class ElfImage:
     def close(self) -> None:
         view = getattr(self, "_view", None)
         if view is not None:
-            self.sections = None
+            vars(self).pop("sections", None)  # its columns are views of the map: drop them first
             view.release()
         try:
             self._map.close()

@@ -165,7 +165,7 @@ def locate(core: CoreDump) -> Location:
                 seen_sm_code |= site.exception.code == sm.exception
                 _add(groups, site)
             if sm.exception and not seen_sm_code:
-                site = _sm_level_site(device, sm, grids, candidates)
+                site = _sm_level_site(device, sm, sm.exception, grids, candidates)
                 site.unseen_by_cuda_gdb = never.get(sm.row)
                 site.twin_in_cuda_gdb = twins.get(sm.row)
                 _add(groups, site)
@@ -285,8 +285,8 @@ def _warn_lanes(device, sm, warp, scan: LaneScan, warnings) -> None:
     where = f"device {device.dev_id} SM {sm.sm_id} warp {warp.warp_id}"
     if scan.zero_rows:
         section = scan.zero_rows[0][0]
-        rows = ", ".join(str(row) for _, row in scan.zero_rows)
-        warnings.append(f"{where}: lane table (section {section}) rows {rows} are all zero: "
+        zero = ", ".join(str(row) for _, row in scan.zero_rows)
+        warnings.append(f"{where}: lane table (section {section}) rows {zero} are all zero: "
                         "padding, not lanes; skipped (cuda-gdb, which keys lanes by laneId, reads "
                         "such a row as lane 0, in place of or beside a real lane 0 row)")
     for ln, rows in scan.duplicates.items():
@@ -306,13 +306,13 @@ def _invalid_lane(device, warp, lane) -> str | None:
     return None
 
 
-def _sm_level_site(device: Device, sm: SM, grids: dict[int, Grid],
+def _sm_level_site(device: Device, sm: SM, code: int, grids: dict[int, Grid],
                    candidates: list[Candidate]) -> Site:
     """An exception only the SM row records: no warp, block or thread is blamed (cuda-gdb's
     coordinate for it has wildcard warp and lane); the warps still on the SM are candidates."""
     pc = sm.valid_error_pc
     resident = {c.grid.grid_id: c.grid for c in candidates if c.grid is not None}
-    return Site(exceptions.describe(sm.exception), device, sm, None, None, None,
+    return Site(exceptions.describe(code), device, sm, None, None, None,
                 _grid_holding(pc, resident or grids), pc, PC_FROM_SM, False,
                 candidates=candidates)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import struct
 import sys
 from dataclasses import dataclass, field
+from typing import Any
 
 from .constants import SectionType
 
@@ -54,7 +55,8 @@ class Field:
         strided view, native little-endian: ``column[i]`` is row i's value. ``stride`` and the
         table's length must be multiples of the field's size."""
         step, index = stride // self.size, self.offset // self.size
-        return table.cast(self.code)[index::step]
+        # typeshed lists cast's formats as literals; a Field's code is one of them by construction
+        return table.cast(self.code)[index::step]  # type: ignore[call-overload]
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,10 +100,11 @@ class RowDecoder:
     string_names: tuple[str, ...]
     packer: struct.Struct
 
-    def decode(self, buffer, offset: int = 0) -> dict[str, int]:
+    def decode(self, buffer, offset: int = 0) -> dict[str, Any]:
+        """The row at ``offset`` by field name: ints, and bytes for a "16s" field."""
         return dict(zip(self.names, self.packer.unpack_from(buffer, offset)))
 
-    def decode_all(self, buffer) -> list[dict[str, int]]:
+    def decode_all(self, buffer) -> list[dict[str, Any]]:
         names = self.names
         return [dict(zip(names, values)) for values in self.packer.iter_unpack(buffer)]
 

@@ -140,7 +140,7 @@ class SectionIndex:
             flags = self._type_mask([k for k in LEAF_TYPES if PARENT_TYPE[k] is parent_type])
             if 1 not in flags:
                 continue
-            if links is None:
+            if links is None or infos is None:
                 links = array("I", columns.link.tobytes())
                 infos = array("I", columns.info.tobytes())
             targets = set(compress(links, flags))

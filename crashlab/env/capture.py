@@ -153,8 +153,7 @@ def _packages(distributions: Distributions, readable: bool) -> list[Package]:
         return [Package(name="/".join(names), status="unknown") for names in PACKAGES]
     packages = []
     for names in PACKAGES:
-        found = [distributions.get(name) for name in names]
-        found = [item for item in found if item is not None]
+        found = [item for item in map(distributions.get, names) if item is not None]
         packages += [Package(name=item.name, status="installed", version=item.version,
                              location=str(item.location)) for item in found]
         if not found:

@@ -97,5 +97,5 @@ def _gpu_memory(environment: Environment) -> tuple[int, ...] | None:
     """Each GPU's memory in bytes; () with no driver and no GPU; None where a GPU's is unknown."""
     if not environment.gpus:
         return () if environment.driver.version is None else None
-    sizes = [gpu.memory_total_mib for gpu in environment.gpus]
-    return None if None in sizes else tuple(size << 20 for size in sizes)
+    sizes = [gpu.memory_total_mib for gpu in environment.gpus if gpu.memory_total_mib is not None]
+    return None if len(sizes) < len(environment.gpus) else tuple(size << 20 for size in sizes)

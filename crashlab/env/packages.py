@@ -14,7 +14,8 @@ import re
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Iterable
+from email.message import Message
+from typing import Iterable, cast
 
 
 def normalized(name: str) -> str:
@@ -90,7 +91,9 @@ class Distributions:
 def _installed(folder: Path) -> Installed | None:
     dist = metadata.PathDistribution(folder)
     try:
-        meta = dist.metadata
+        # an email Message (whose get() gives None for a missing field); typeshed's
+        # PackageMetadata protocol lists no get()
+        meta = cast(Message, dist.metadata)
         name = meta.get("Name") if meta else None
         requires = tuple(dist.requires or ())
     except (OSError, ValueError):
@@ -125,7 +128,7 @@ def torch_build(distributions: Distributions) -> TorchBuild | None:
     values = {}
     for node in tree.body:
         target, value = _assignment(node)
-        if target is None:
+        if target is None or value is None:
             continue
         try:
             values[target] = ast.literal_eval(value)

@@ -12,12 +12,19 @@ from rich.console import Console
 
 from ..console import line
 from ..report import markdown_escape
-from .model import Environment, Gpu
+from .model import Environment, Gpu, Package
 
 #: (key, value lines): one line for most facts, several for the topology and the variables
 Entry = tuple[str, list[str]]
 #: entries shown as a block under their key, even when they hold one line
 BLOCKS = frozenset({"NVIDIA Topology", "Environment variables", "Not answered"})
+
+
+def _version_or_status(package: Package) -> str:
+    """An installed package's version, else what is known of it (absent, unknown)."""
+    if package.status == "installed" and package.version is not None:
+        return package.version
+    return package.status
 
 
 def entries(env: Environment, *, public: bool = False) -> list[Entry]:
@@ -43,8 +50,7 @@ def entries(env: Environment, *, public: bool = False) -> list[Entry]:
                                             f"git {torch.git_version}" if torch.git_version else "",
                                             "debug build" if torch.debug else "") if part)
         out.append(("PyTorch build", [f"{torch.version} ({built})" if built else str(torch.version)]))
-    out += [(package.name, [package.version if package.status == "installed" else package.status])
-            for package in env.packages]
+    out += [(package.name, [_version_or_status(package)]) for package in env.packages]
     if env.topology:
         out.append(("NVIDIA Topology", env.topology.expandtabs().splitlines()))
     if env.variables:

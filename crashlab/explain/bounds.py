@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..report import model
+from .access import Space
 from .cubin_facts import SharedLayout
 
 #: bits 24+ of a shared address carry the CTA's rank in its cluster on sm_90+
@@ -45,12 +46,14 @@ class Bounds:
     global_segments: list[tuple[int, int]] = field(default_factory=list)
 
 
-def classify(space: str, address: int, wide: bool, windows: Windows) -> tuple[str, int]:
+def classify(space: Space, address: int, wide: bool, windows: Windows) -> tuple[Space, int]:
     """(space, address or window offset): a generic address in the shared or local window
     becomes an offset in it; a 32-bit address of a generic op is a window offset already."""
     if space != "generic":
         return space, address
-    for name, base in (("shared", windows.shared_base), ("local", windows.local_base)):
+    bases: tuple[tuple[Space, int | None], ...] = (("shared", windows.shared_base),
+                                                    ("local", windows.local_base))
+    for name, base in bases:
         if base and base <= address < base + WINDOW_SIZE:
             return name, address - base
     if windows.shared_base is None and windows.local_base is None:

@@ -16,9 +16,14 @@ from __future__ import annotations
 
 import math
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from .operands import Predicate, Register, parse_operand
+from .operands import Operand, Predicate, Register, parse_operand
+
+if TYPE_CHECKING:
+    from .cfg import FunctionCode
 
 _CONSTANT_PREDICATES = ("PT", "UPT")
 _IDIOM = "an unsigned division by a variable (float reciprocal idiom)"
@@ -44,13 +49,13 @@ def _family(opcode: str) -> tuple[str, list[str]]:
     return family, modifiers
 
 
-def _sources(operands) -> list[str]:
+def _sources(operands: Sequence[str]) -> list[str]:
     return [o for o in operands[1:] if not isinstance(parse_operand(o), Predicate)]
 
 
-def _carry_ins(operands) -> list[Predicate]:
+def _carry_ins(operands: Sequence[str]) -> list[Predicate]:
     """The trailing predicate operands: the carry-ins (destination predicates come first)."""
-    found = []
+    found: list[Predicate] = []
     for text in reversed(operands):
         operand = parse_operand(text)
         if not isinstance(operand, Predicate):
@@ -59,8 +64,8 @@ def _carry_ins(operands) -> list[Predicate]:
     return found
 
 
-def _carry_outs(operands) -> list[Predicate]:
-    outs = []
+def _carry_outs(operands: Sequence[str]) -> list[Predicate]:
+    outs: list[Predicate] = []
     for text in operands[1:]:
         operand = parse_operand(text)
         if not isinstance(operand, Predicate):
@@ -69,7 +74,7 @@ def _carry_outs(operands) -> list[Predicate]:
     return outs
 
 
-def carry_chain(code, high_at: int) -> CarryChain | str:
+def carry_chain(code: FunctionCode, high_at: int) -> CarryChain | str:
     """The chain whose ``.X`` op is at ``high_at``, or the reason it is not read."""
     high = code.instructions[high_at]
     family, modifiers = _family(high.opcode)
@@ -95,7 +100,8 @@ def carry_chain(code, high_at: int) -> CarryChain | str:
     return _pairs(defs[0], low_sources, high_sources, family, modifiers, outs)
 
 
-def _sign_extending_lea(code, low_at, high_at, low, high, modifiers) -> CarryChain | str:
+def _sign_extending_lea(code: FunctionCode, low_at: int, high_at: int, low: list[str],
+                        high: list[str], modifiers: list[str]) -> CarryChain | str:
     """``IADD3 Rl, P0, PT, a, b, RZ`` with ``LEA.HI.X.SX32 Rh, a, b_hi, 0x1, P0``: the high word
     of ``sext(a) << 1`` is a's sign word, so the pair is ``b_hi:b + sext(a)``; only where the LEA
     reads the same ``a`` (one definition reaches both) and the sum has two terms."""
@@ -113,7 +119,7 @@ def _sign_extending_lea(code, low_at, high_at, low, high, modifiers) -> CarryCha
     return CarryChain(low_at, tuple(pairs))
 
 
-def _same_register(a, b) -> bool:
+def _same_register(a: Operand | None, b: Operand | None) -> bool:
     return isinstance(a, Register) and isinstance(b, Register) and a.index is not None and \
         (a.uniform, a.index, a.negated, a.inverted, a.modifiers) == \
         (b.uniform, b.index, b.negated, b.inverted, b.modifiers)
@@ -123,7 +129,8 @@ def _name(register: Register) -> str:
     return f"{'UR' if register.uniform else 'R'}{register.index}"
 
 
-def _pairs(low_at, low, high, family, modifiers, outs) -> CarryChain | str:
+def _pairs(low_at: int, low: list[str], high: list[str], family: str, modifiers: list[str],
+           outs: list[Predicate]) -> CarryChain | str:
     if family != "LEA" and len(low) == 3 and low[2].startswith("0x") and \
             not low[1].startswith("0x"):
         return _narrow_lea(low_at, low, high, family)
@@ -146,7 +153,7 @@ def _pairs(low_at, low, high, family, modifiers, outs) -> CarryChain | str:
     return "a carry chain not modelled"
 
 
-def _narrow_lea(low_at, low, high, family) -> CarryChain | str:
+def _narrow_lea(low_at: int, low: list[str], high: list[str], family: str) -> CarryChain | str:
     """``LEA R2, P0, a, b, s`` with ``IADD3.X R3, x, y, z, P0, !PT`` (or IMAD.X): the 32-bit
     ``a << s`` plus the pair b, whose high word is the .X op's sum (sm_90's ``&arg0[tid]``)."""
     words = [w for w in high if w not in ("RZ", "URZ")] if family == "IADD3" else \
@@ -172,8 +179,8 @@ def _below(low_text: str, high_text: str) -> bool:
     over c[0x0][0x210])."""
     low_op, high_op = parse_operand(low_text), parse_operand(high_text)
     if isinstance(low_op, Register) and isinstance(high_op, Register):
-        return None not in (low_op.index, high_op.index) and high_op.uniform == low_op.uniform \
-            and high_op.index == low_op.index + 1
+        return low_op.index is not None and high_op.index is not None \
+            and high_op.uniform == low_op.uniform and high_op.index == low_op.index + 1
     return low_text.startswith("c[0x0][") and high_text.startswith("c[0x0][") and \
         _slot(high_text) == _slot(low_text) + 4
 
@@ -203,13 +210,13 @@ def _slot(text: str) -> int:
         return -1
 
 
-def constant_move(opcode: str, sources) -> int | None:
+def constant_move(opcode: str, sources: Sequence[str]) -> int | None:
     """``HFMA2.MMA Rd, -RZ, RZ, hi, lo``: -0 * 0 + (hi, lo) is the pair of halves itself, so the
     instruction moves the 32-bit constant ``half(hi) << 16 | half(lo)``; None where it is not
     that form or a half is not exactly representable."""
     if opcode.split(".")[0] != "HFMA2" or len(sources) != 4 or tuple(sources[:2]) != ("-RZ", "RZ"):
         return None
-    words = []
+    words: list[int] = []
     for text in sources[2:]:
         try:
             number = float(text)

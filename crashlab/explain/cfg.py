@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ..sass import Instruction
 from .access import memory_access
-from .operands import Register, parse_register
+from .operands import parse_register
 
 MAX_VISITS = 20_000
 _PREDICATE_NAME = re.compile(r"^(U?P(?:T|\d))$")
@@ -53,9 +53,9 @@ def destination_words(ins: Instruction) -> tuple[str, ...]:
     if not ins.operands or _family(ins.opcode) in _NO_DESTINATION:
         return ()
     register = parse_register(ins.operands[0])
-    if register is None or register.is_zero:
+    if register is None or register.index is None:
         return ()
-    return _words(register, _width(ins.opcode))
+    return _words(register.uniform, register.index, _width(ins.opcode))
 
 
 def _width(opcode: str) -> int:
@@ -70,9 +70,9 @@ def _width(opcode: str) -> int:
     return 1
 
 
-def _words(register: Register, count: int) -> tuple[str, ...]:
-    prefix = "UR" if register.uniform else "R"
-    return tuple(f"{prefix}{register.index + k}" for k in range(count))
+def _words(uniform: bool, index: int, count: int) -> tuple[str, ...]:
+    prefix = "UR" if uniform else "R"
+    return tuple(f"{prefix}{index + k}" for k in range(count))
 
 
 @dataclass
@@ -81,7 +81,7 @@ class FunctionCode:
 
     instructions: list[Instruction]
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self.index_of = {ins.address: at for at, ins in enumerate(self.instructions)}
         self.writes = [destination_words(ins) + destination_predicates(ins)
                        for ins in self.instructions]

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from ..coredump.constants import SectionType
 from ..coredump.core import CoreDump
-from ..coredump.fault import FaultGroup
+from ..coredump.fault import FaultGroup, Site
+from ..coredump.model import BacktraceFrame, ConstBank
 from ..cubin_info import ParamLayout
 from ..report import model
 from ..report.params import is_integer
@@ -139,15 +140,15 @@ def _integer_params(fault: model.Fault) -> list[str]:
     return found
 
 
-def _dump_index(code: FunctionCode, location: CodeLocation, site) -> int | None:
+def _dump_index(code: FunctionCode, location: CodeLocation, site: Site) -> int | None:
     """Where the lane's PC lies in the function (the registers are as of there)."""
     if site.lane is None:
         return None
     return code.index_of.get(site.lane.virtual_pc - location.text_address)
 
 
-def _launch(fault: model.Fault, site) -> Launch:
-    specials = {}
+def _launch(fault: model.Fault, site: Site) -> Launch:
+    specials: dict[str, int] = {}
     for axis, k in (("X", 0), ("Y", 1), ("Z", 2)):
         if fault.thread_idx is not None:
             specials[f"SR_TID.{axis}"] = fault.thread_idx[k]
@@ -177,7 +178,7 @@ def _param_source(fault: model.Fault, layout: ParamLayout | None) -> ParamSource
     return ParamSource(layout.cbank_offset if layout else None, data, params)
 
 
-def _windows(core: CoreDump, site) -> Windows:
+def _windows(core: CoreDump, site: Site) -> Windows:
     grid = site.grid
     if grid is None:
         return Windows(None, None)
@@ -187,8 +188,9 @@ def _windows(core: CoreDump, site) -> Windows:
     return Windows(None, None)
 
 
-def _bounds(core: CoreDump, site, fault: model.Fault, location: CodeLocation,
-            registers: list[int] | None, found_backtrace: list, found_banks: list) -> Bounds:
+def _bounds(core: CoreDump, site: Site, fault: model.Fault, location: CodeLocation,
+            registers: list[int] | None, found_backtrace: list[BacktraceFrame],
+            found_banks: list[ConstBank]) -> Bounds:
     grid = site.grid
     facts = kernel_facts(core.image_bytes(location.image_section), grid.function if grid else "",
                          site.device.sm_type)

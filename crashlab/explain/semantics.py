@@ -94,7 +94,7 @@ def _permute(a: int, selector: int, b: int) -> int:
 
 
 def _wide(signed: bool) -> Operation:
-    def compute(a, b, c):
+    def compute(a: int, b: int, c: int) -> int:
         if signed:
             a, b = signed32(a), signed32(b)
         else:
@@ -134,6 +134,9 @@ _OPERATIONS: dict[str, Operation] = {
 }
 #: modifiers that do not change the value an operation computes on its word
 _NEUTRAL = {"MOV", "IADD", "SHL", "U32", "S32", "reuse", "LO"}
+
+#: IMAD's a * b + c, for a caller that builds such a sum itself
+MULTIPLY_ADD = _OPERATIONS["IMAD"]
 
 
 def operation(opcode: str) -> Operation | None:

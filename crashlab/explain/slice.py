@@ -16,6 +16,7 @@ wrong listing): the slicer records a mismatch, and the explanation is then not a
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from ..report import model
@@ -23,7 +24,7 @@ from .access import memory_access
 from .cfg import FunctionCode
 from .operands import ConstantRef, Immediate, MemoryOperand, Predicate, Register, parse_operand
 from .carry import CarryChain, carry_chain, constant_move, division_idiom
-from .semantics import MASK32, MASK64, Term, apply, operation, shifted, signed32, summed
+from .semantics import MASK32, MASK64, MULTIPLY_ADD, Term, apply, operation, shifted, signed32, summed
 
 MAX_DEPTH = 24
 MAX_WORDS = 400
@@ -96,6 +97,12 @@ class ParamSource:
     params: tuple[tuple[int, int, int, str | None], ...]
 
 
+
+def _total(values: Iterable[int | None]) -> int | None:
+    """The sum of ``values``, None where one of them is not known."""
+    known = list(values)
+    return None if None in known else sum(v for v in known if v is not None)
+
 @dataclass(frozen=True)
 class Value:
     value: int | None
@@ -149,7 +156,7 @@ class Slicer:
                                           f"{index.text} + {shift}"), size)
         if operand.offset or not parts:
             parts.append(Value(operand.offset, f"{operand.offset:#x}"))
-        total = None if any(p.value is None for p in parts) else sum(p.value for p in parts)
+        total = _total(p.value for p in parts)
         mask = MASK64 if operand.wide else MASK32
         return Value(None if total is None else total & mask,
                      " + ".join(p.text for p in parts), element=element)
@@ -347,7 +354,7 @@ class Slicer:
         return Value(None, text)
 
     def _register(self, register: Register, at: int, pair: bool = False, depth: int = 0) -> Value:
-        if register.is_zero:
+        if register.index is None:
             return Value(0, "0")
         prefix = "UR" if register.uniform else "R"
         low = self.word(f"{prefix}{register.index}", at, depth + 1)
@@ -399,17 +406,19 @@ class Slicer:
         where = f"{self.code.instructions[high_at].opcode} at +{self._address(high_at):#x}"
         if isinstance(chain, str):
             return self._stopped(f"{where}: {chain}")
-        pairs = [self._pair_term(lo, hi, chain.low_at, high_at, depth)
-                 for lo, hi in chain.operand_pairs]
+        terms_read = [self._pair_term(lo, hi, chain.low_at, high_at, depth)
+                      for lo, hi in chain.operand_pairs]
+        pairs = [p for p in terms_read if p is not None]
         shift = self._term(chain.shift, chain.low_at, depth) if chain.shift else Value(0, "0")
-        if any(p is None for p in pairs) or shift.value is None:
+        if len(pairs) != len(terms_read) or shift.value is None:
             return self._stopped(f"{where}: the operands of its 64-bit sum are not read")
         base, *rest = pairs
         limit = MASK32 if chain.narrow else MASK64
         scaled = Value(None if base.value is None else base.value << shift.value & limit,
                        shifted(base.text, shift.text))
         terms = [scaled, *rest]
-        value = None if any(t.value is None for t in terms) else sum(t.value for t in terms) & MASK64
+        total = _total(t.value for t in terms)
+        value = None if total is None else total & MASK64
         element = None
         fits = not chain.narrow or base.value is None or base.value << shift.value <= MASK32
         if len(rest) == 1 and rest[0].param is not None and shift.value and fits:
@@ -433,7 +442,7 @@ class Slicer:
         if negated != (isinstance(high, Register) and high.inverted):
             return None
         low_word = self._term(low_text.removeprefix("-"), low_at, depth)
-        if high is None:
+        if high is None or high_text is None:
             joined = replace(low_word, value=None if low_word.value is None
                              else signed32(low_word.value) & MASK64)
         else:
@@ -556,13 +565,13 @@ class Slicer:
             return None
         if family == "IMAD":
             if names[2] == name:
-                product = apply(operation("IMAD"), [Term(v.value, v.text) for v in (
+                product = apply(MULTIPLY_ADD, [Term(v.value, v.text) for v in (
                     self._term(sources[0], at, depth), self._term(sources[1], at, depth),
                     Value(0, "0"))])
-                return Value(product.value, product.text)
+                return None if product is None else Value(product.value, product.text)
             return None
         others = [self._term(s, at, depth) for s, n in zip(sources, names) if n != name]
-        total = None if any(o.value is None for o in others) else sum(o.value for o in others)
+        total = _total(o.value for o in others)
         text = " + ".join(o.text for o in others if o.text != "0") or "0"
         return Value(total, text)
 

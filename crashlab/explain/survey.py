@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..cubin_info import kernel_param_layout
-from ..sass import cubin_listings
+from ..sass import Instruction, cubin_listings
 from .access import memory_access
 from .cfg import FunctionCode
 from .operands import parse_constant, parse_memory_operand
@@ -47,7 +47,7 @@ def survey(name: str, data: bytes) -> Survey | str:
     return found
 
 
-def _count(found: Survey, code: FunctionCode, at: int, ins, params: ParamSource) -> None:
+def _count(found: Survey, code: FunctionCode, at: int, ins: Instruction, params: ParamSource) -> None:
     access = memory_access(ins.opcode)
     if access is None:
         return

@@ -86,7 +86,7 @@ def _normal(text: str) -> str:
 def _exception(fault: Fault, debugger: str | None) -> Agreement:
     native = fault.exception.display
     known = {_normal(native), _normal(fault.exception.cuda_gdb_signal or "")} - {""}
-    same = bool(debugger) and _normal(debugger) in known
+    same = debugger is not None and _normal(debugger) in known  # "" normalises to no known name
     note = None
     if debugger and not same and _normal(debugger) == _normal("Device Unknown Exception"):
         note = "the debugger does not know this exception code: it is older than the driver"
@@ -102,7 +102,7 @@ def _pc(fault: Fault, debugger: str | None) -> Agreement:
     note = None
     if debugger is None and fault.pc_source == PC_FROM_LANE:
         note = "the dump has no valid errorPC for this warp, so the debugger has none either"
-    same = bool(fault.pc and debugger) and int(fault.pc, 16) == int(debugger, 16)
+    same = bool(fault.pc and debugger and int(fault.pc, 16) == int(debugger, 16))
     return _verdict("pc", fault.pc, debugger, same, note)
 
 

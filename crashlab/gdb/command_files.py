@@ -16,5 +16,5 @@ FAULT = "cudacore-fault.gdb"
 
 def commands(name: str) -> list[str]:
     """The commands of one command file, one per line, comments and blank lines left out."""
-    text = resources.files("crashlab").joinpath("gdb_scripts", name).read_text(encoding="utf-8")
+    text = (resources.files("crashlab") / "gdb_scripts" / name).read_text(encoding="utf-8")
     return [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]

@@ -143,6 +143,13 @@ class Debugger:
     def __exit__(self, *exc) -> None:
         self.close()
 
+    @property
+    def _spawned(self) -> pexpect.spawn:
+        """The debugger's process, from the first start() on."""
+        if self._child is None:
+            raise RuntimeError("the debugger was never started")
+        return self._child
+
     # -- commands --------------------------------------------------------------------------
     def run(self, command: str, timeout: float = 60.0) -> Reply:
         """Send one command, return its output once the prompt is back (or why it is not)."""
@@ -157,7 +164,7 @@ class Debugger:
                 return Reply(command, problem.output, "not-run", 0.0,
                              note=f"the debugger could not be restarted: {problem.note}")
         began = time.monotonic()
-        self._child.sendline(command)
+        self._spawned.sendline(command)
         reply = self._read(command, timeout, began)
         reply.restarted = restarted
         return reply
@@ -175,7 +182,7 @@ class Debugger:
             return started, first
         for step in self.setup:
             began = time.monotonic()
-            self._child.sendline(step.command)
+            self._spawned.sendline(step.command)
             reply = self._read(step.command, step.timeout, began)
             if not reply.ok:
                 return started, reply
@@ -186,8 +193,9 @@ class Debugger:
 
         The wait is cut into short slices to notice a debugger that died while what it started
         still holds the pty open (then no EOF comes until they end)."""
-        child = self._child
-        patterns = [self._prompt, *PAGER_PROMPTS, pexpect.EOF, pexpect.TIMEOUT]
+        child = self._spawned
+        patterns: list[str | type[pexpect.EOF] | type[pexpect.TIMEOUT]] = [
+            self._prompt, *PAGER_PROMPTS, pexpect.EOF, pexpect.TIMEOUT]
         chunks: list[str] = []
         deadline = began + timeout
         while True:
@@ -196,12 +204,12 @@ class Debugger:
             if patterns[index] is pexpect.TIMEOUT:
                 # pexpect keeps what came so far and hands it over with the next match
                 if self._exited():
-                    chunks.append(child.before)
+                    chunks.append(child.before or "")  # None only before any expect
                     return self._died(command, chunks, began)
                 if time.monotonic() < deadline:
                     continue
                 return self._interrupt(command, chunks, began, timeout)
-            chunks.append(child.before)
+            chunks.append(child.before or "")
             if index == 0:
                 return Reply(command, _clean(chunks), "ok", time.monotonic() - began)
             if 0 < index <= len(PAGER_PROMPTS):
@@ -212,12 +220,12 @@ class Debugger:
     def _exited(self) -> bool:
         """The debugger itself is gone (a zombie not yet reaped counts), without reaping it."""
         try:
-            return psutil.Process(self._child.pid).status() == psutil.STATUS_ZOMBIE
+            return psutil.Process(self._spawned.pid).status() == psutil.STATUS_ZOMBIE
         except psutil.NoSuchProcess:
             return True
 
     def _died(self, command: str, chunks: list[str], began: float) -> Reply:
-        child = self._child
+        child = self._spawned
         self._kill()  # before reaping: what the dead debugger started may still run
         how = (f"killed by signal {child.signalstatus}" if child.signalstatus
                else f"exit status {child.exitstatus}")
@@ -225,11 +233,11 @@ class Debugger:
                      note=f"the debugger died ({how})")
 
     def _interrupt(self, command: str, chunks: list[str], began: float, timeout: float) -> Reply:
-        child = self._child
+        child = self._spawned
         child.sendintr()
         index = child.expect_exact([self._prompt, pexpect.EOF, pexpect.TIMEOUT],
                                    timeout=self.interrupt_grace)
-        chunks.append(child.before)
+        chunks.append(child.before or "")
         if index == 0:
             return Reply(command, _clean(chunks), "timeout", time.monotonic() - began,
                          note=f"no answer in {timeout:g} s; interrupted, the session goes on")
@@ -242,7 +250,7 @@ class Debugger:
         """SIGKILL the debugger's process group and any child that left it, then reap. Never
         after reaping: the pid could then belong to another process."""
         child = self._child
-        if child is None or child.closed:
+        if child is None or child.closed or child.pid is None:  # pid: set by the spawn
             return
         try:
             family = psutil.Process(child.pid).children(recursive=True)

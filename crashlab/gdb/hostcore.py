@@ -19,6 +19,7 @@ from pathlib import Path
 
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
+from elftools.elf.segments import NoteSegment
 
 from ..report.hoststacks import NativeStack
 from . import parse
@@ -54,7 +55,8 @@ def _note(core: Path, kind: str):
             if elf["e_type"] != "ET_CORE":
                 return None
             for segment in elf.iter_segments():
-                if segment["p_type"] != "PT_NOTE" or segment["p_filesz"] > MAX_NOTE_BYTES:
+                # pyelftools reads every PT_NOTE segment as a NoteSegment
+                if not isinstance(segment, NoteSegment) or segment["p_filesz"] > MAX_NOTE_BYTES:
                     continue
                 for note in segment.iter_notes():
                     if note["n_type"] == kind:

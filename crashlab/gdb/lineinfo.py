@@ -36,6 +36,8 @@ from functools import lru_cache
 from elftools.common.exceptions import ELFError
 from elftools.elf.constants import SH_FLAGS
 from elftools.elf.elffile import ELFFile
+from elftools.elf.relocation import RelocationSection
+from elftools.elf.sections import SymbolTableSection
 
 from ..coredump.core import CoreDump
 from ..errors import CoreFormatError
@@ -73,11 +75,11 @@ def _image_verdicts(core_path: str, size: int, mtime_ns: int) -> tuple[tuple[int
 
 def _unapplied(elf: ELFFile) -> str | None:
     symbols = elf.get_section_by_name(".symtab")
-    if symbols is None:
+    if not isinstance(symbols, SymbolTableSection):
         return None
     for name in LINE_RELOCATIONS:
         relocations = elf.get_section_by_name(name)
-        if relocations is None:
+        if not isinstance(relocations, RelocationSection):
             continue
         table = elf.get_section(relocations["sh_info"])
         data = table.data()

@@ -112,7 +112,10 @@ def result(output: str) -> MiResult | None:
 
 def dim3(text: str | None) -> tuple[int, int, int] | None:
     match = _DIM3.match((text or "").replace(" ", ""))
-    return tuple(int(v) for v in match.groups()) if match else None
+    if match is None:
+        return None
+    x, y, z = (int(v) for v in match.groups())
+    return x, y, z
 
 
 def integer(text: str | None) -> int | None:

@@ -49,7 +49,8 @@ _CLI_FALLBACK = {
     "-cuda-focus-query": "cuda kernel grid block thread device sm warp lane",
     "-cuda-focus-switch": "cuda",
 }
-_PROBLEM_OF_STATUS = {"timeout": "timeout", "died": "died", "not-run": "given-up"}
+_PROBLEM_OF_STATUS: dict[str, model.ProblemKind] = {"timeout": "timeout", "died": "died",
+                                                    "not-run": "given-up"}
 
 
 def mi_command(command: str) -> str:
@@ -265,7 +266,7 @@ def _read_fault_line(view: model.DebuggerFaultView, line: str, result: mi.MiResu
         chain = parse.line_info(text)
         view.source_lines = [model.SourceLine(file=file, line=number) for file, number in chain]
         view.source = (f"{chain[0][0]}:{chain[0][1]}" if chain
-                       else (text.strip().splitlines() or [None])[0])
+                       else next(iter(text.strip().splitlines()), None))
     elif line.startswith("info registers"):
         for name, value in parse.registers(text).items():
             if value is None:

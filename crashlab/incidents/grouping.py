@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 from bisect import bisect_left
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from itertools import groupby
@@ -55,7 +56,7 @@ def incident_id(first: Crash) -> str:
     return "inc-" + hashlib.sha256(key.encode()).hexdigest()[:12]
 
 
-def group(crashes: list[Crash], xids: list[XidLine] = (),
+def group(crashes: list[Crash], xids: Sequence[XidLine] = (),
           window: float = DEFAULT_WINDOW) -> list[Incident]:
     """Incidents, earliest first."""
     span = timedelta(seconds=window)
@@ -131,7 +132,7 @@ def _join(incident: Incident, ranks: list[Crash], window: float) -> None:
                               "for every request's KV cache)")
 
 
-def _attach_xids(incidents: list[Incident], xids: list[XidLine], span: timedelta) -> None:
+def _attach_xids(incidents: list[Incident], xids: Sequence[XidLine], span: timedelta) -> None:
     by_host: dict[str, list[Incident]] = {}
     for incident in incidents:  # already by first failure
         for host in incident.hosts:

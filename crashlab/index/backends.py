@@ -15,7 +15,7 @@ import sqlite3
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 from ..errors import BadInput, EnvironmentProblem
 from .location import first_line, is_postgres, shown
@@ -34,6 +34,8 @@ class Backend:
     auto_id: str
     #: exceptions that mean "the index could not be read or written"
     errors: tuple[type[BaseException], ...]
+    #: the driver's connection (sqlite3's or psycopg's, whose classes share no base)
+    connection: Any
 
     def __init__(self, address: str):
         self.address = shown(address)

@@ -74,11 +74,11 @@ def from_run(run_dir: Path, report: RunReport, recorded_by: str) -> list[NewCras
                             owned=True)
                   for r in incident.request_dumps]
         if not incident.dumps:
-            crashed = min(_failed(incident), key=lambda p: _epoch(p.ended_at), default=None)
+            crashed = min(_failures(incident), key=lambda failure: failure[0], default=None)
             crashes.append(NewCrash(key=key, signature=compute(incident),
                                     crashed_at=_epoch(incident.ended_at), first_failure_at=first,
                                     summary=incident.summary, files=extras,
-                                    **_process_facts(crashed), **shared))
+                                    **_process_facts(crashed[1] if crashed else None), **shared))
         for number, dump in enumerate(incident.dumps):
             process = dump.writer(incident.processes)
             signature = compute(dump.report if dump.report is not None else incident)
@@ -100,13 +100,13 @@ def _first_failure(incident: Incident) -> float:
     multi-gigabyte dump takes minutes to write); a COLLATERAL dump keeps the time it was
     finished."""
     seen = [_epoch(f.time) for f in incident.findings]
-    seen += [_epoch(p.ended_at) for p in _failed(incident)]
+    seen += [ended for ended, _ in _failures(incident)]
     return min(seen, default=_epoch(incident.ended_at))
 
 
-def _failed(incident: Incident) -> list[ProcessRecord]:
-    """The server's processes that ended abnormally."""
-    return [p for p in incident.processes
+def _failures(incident: Incident) -> list[tuple[float, ProcessRecord]]:
+    """(when it ended, the process) for each of the server's processes that ended abnormally."""
+    return [(_epoch(p.ended_at), p) for p in incident.processes
             if p.ended_at and p.exit is not None and not p.exit.clean]
 
 

@@ -212,7 +212,7 @@ class Index:
 
     def where(self, filters: Filters) -> tuple[list[str], list]:
         """The SQL conditions on crashes c that FILTERS (less its limit) make, and their values."""
-        where, params = ["1 = 1"], []
+        where, params = ["1 = 1"], list[object]()
         if filters.since is not None:
             where.append("c.crashed_at >= ?")
             params.append(filters.since)
@@ -329,7 +329,7 @@ class Index:
                     tuple(params))]
 
     def crashes_by_id(self, ids: list[int]) -> dict[int, Crash]:
-        found = {}
+        found: dict[int, Crash] = {}
         for start in range(0, len(ids), _IDS_AT_ONCE):
             chunk = ids[start:start + _IDS_AT_ONCE]
             found.update((row[0], _crash(row)) for batch in self._rows(
@@ -342,7 +342,8 @@ class Index:
         kernel line read by several serve runs of one host is one line (the first reader's)."""
         from ..incidents import XidLine
 
-        lines, last_read = [], {}
+        lines: list[XidLine] = []
+        last_read: dict[tuple[str, str], float] = {}
         for host, at, xid, device, text, run_dir in self.backend.execute(
                 "SELECT host, seen_at, xid, device, text, run_dir FROM xid_lines "
                 "WHERE seen_at >= ? AND seen_at <= ? ORDER BY seen_at, id", (start, end)):

@@ -71,8 +71,9 @@ def heading(address: str, console: Console) -> None:
     _say(console, f"index: {address}", 7, "dim")
 
 
-def _when(iso: str) -> str:
-    return iso.replace("T", " ")[:19]
+def _when(iso: str | None) -> str:
+    """A UTC time to the second; a tally's times are null only in a hand-made document."""
+    return "unknown" if iso is None else iso.replace("T", " ")[:19]
 
 
 def crash_list(crashes: list[tuple], console: Console) -> None:
@@ -133,14 +134,14 @@ def incident_list(incidents: list[IncidentShown], console: Console) -> None:
             _say(console, f"  note {note}", 7)
 
 
-def _incident(view: Shown, console: Console) -> None:
+def _incident(view: Shown, shown_crash: Crash, console: Console) -> None:
     incident = view.incident
     if incident is None:
         return
     _field(console, "incident", f"{incident.id} (first failure {_when(incident.first_failure)}, "
                                 f"{len(incident.crashes)} crash(es) on {', '.join(incident.hosts)})")
     for crash in incident.crashes:
-        if crash.id != view.crash.id:
+        if crash.id != shown_crash.id:
             _field(console, "with", _member(crash))
     for xid in incident.xids:
         _field(console, "with", _xid(xid))
@@ -176,17 +177,17 @@ def _field(console: Console, name: str, value: str) -> None:
 
 
 def shown(view: Shown, console: Console) -> None:
-    signature = view.signature
-    if view.kind == "coarse":
+    crash, signature = view.crash, view.signature
+    if view.kind == "coarse" or signature is None:  # a coarse key's view has no one signature
         _signatures(view, console)
         return
-    if view.kind == "crash":
-        for name, value in _facts(view.crash):
+    if view.kind == "crash" and crash is not None:
+        for name, value in _facts(crash):
             if value:
                 _field(console, name, value)
         _field(console, "signature", f"{signature.hash} {signature.title}")
-        _incident(view, console)
-        for item in view.crash.files:
+        _incident(view, crash, console)
+        for item in crash.files:
             _field(console, "file", f"{item.path}, {with_bytes(item.size_bytes)}{_fate(item)}")
         _report(view, console)
         return

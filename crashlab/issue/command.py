@@ -76,7 +76,8 @@ def _privacy(inputs: Inputs, anonymize: bool) -> Privacy:
     argv, env = _launch_of(inputs)
     hosts = [run.manifest.crashlab.host for run in inputs.runs]
     paths = [str(run.path) for run in inputs.runs] + [run.manifest.cwd for run in inputs.runs]
-    paths += [str(item.path.resolve()) for item in [*inputs.all_cores, *inputs.all_dumps]]
+    paths += [str(item.path.resolve()) for item in inputs.all_cores]
+    paths += [str(item.path.resolve()) for item in inputs.all_dumps]
     return Privacy.for_launch(argv, env, anonymize, hosts, paths)
 
 
@@ -118,8 +119,8 @@ def _headline(inputs: Inputs) -> str:
     """What the title leads with: the crash's signature title (the run's, else that of the
     coredump that shows the crash, else of any coredump), else the summary."""
     signatures = [run.report.signature for run in inputs.runs if run.report is not None]
-    signatures += [core.report.signature for core in _faults(inputs) + inputs.all_cores
-                   if core.report is not None]
+    signatures += [report.signature for _, report in _faults(inputs)]
+    signatures += [core.report.signature for core in inputs.all_cores if core.report is not None]
     found = next((signature for signature in signatures if signature is not None), None)
     return found.title if found is not None else _summary(inputs)
 
@@ -149,16 +150,17 @@ def _notes(inputs: Inputs) -> list[str]:
     return notes
 
 
-def _faults(inputs: Inputs) -> list[CoreInput]:
-    """The coredumps that show the crash: FAULT dumps of a run, or given directly with a fault."""
-    return [core for core in inputs.all_cores if core.report is not None and core.report.found
-            and core.label in (None, "FAULT")]
+def _faults(inputs: Inputs) -> list[tuple[CoreInput, TriageReport]]:
+    """The coredumps that show the crash, with their triage: FAULT dumps of a run, or given
+    directly with a fault."""
+    return [(core, core.report) for core in inputs.all_cores
+            if core.report is not None and core.report.found and core.label in (None, "FAULT")]
 
 
-def _described_core(inputs: Inputs) -> CoreInput | None:
-    """The coredump whose tables describe the crashed machine: the first that shows the crash,
-    else the first read."""
-    read_ones = [core for core in inputs.all_cores if core.report is not None]
+def _described_core(inputs: Inputs) -> tuple[CoreInput, TriageReport] | None:
+    """The coredump whose tables describe the crashed machine, with its triage: the first that
+    shows the crash, else the first read."""
+    read_ones = [(core, core.report) for core in inputs.all_cores if core.report is not None]
     return next(iter(_faults(inputs) + read_ones), None)
 
 
@@ -171,10 +173,11 @@ def make(options: ReportOptions) -> Made:
     except OSError as problem:
         raise EnvironmentProblem(f"--out {out}: cannot be created ({problem.strerror})") from None
     candidates, names = members.candidates(inputs, privacy)
-    core = _described_core(inputs)
+    core_triage = _described_core(inputs)
     found_environment = environment(
         inputs.runs[0].path if inputs.runs else None, privacy,
-        (names[core.path], _clean_triage(core.report, privacy)) if core else None, options.this_machine)
+        (names[core_triage[0].path], _clean_triage(core_triage[1], privacy)) if core_triage else None,
+        options.this_machine)
     for name, described in (("environment.json", found_environment.environment),
                             ("this-machine.environment.json", found_environment.this_machine)):
         if described is not None:
@@ -235,6 +238,7 @@ def _pack(inputs: Inputs, options: ReportOptions, privacy: Privacy,
         if candidate.refused:
             leave_out(candidate, candidate.refused)
             continue
+        assert candidate.content is not None  # only a refused candidate has none
         room = tarball.room()
         compressed = tarball.add(candidate.name, candidate.content)
         if compressed is None:
@@ -250,7 +254,7 @@ def _pack(inputs: Inputs, options: ReportOptions, privacy: Privacy,
     direct = [(names[core.path], local.triage(_clean_triage(core.report, privacy), lacking))
               for core in inputs.cores if core.report is not None]
     faults = _faults(inputs)
-    primary = local.triage(_clean_triage(faults[0].report, privacy), lacking) if faults else None
+    primary = local.triage(_clean_triage(faults[0][1], privacy), lacking) if faults else None
     while True:
         bundled = {member.name for member in added}
         issue = IssueReport(

@@ -69,7 +69,8 @@ def environment(run_dir: Path | None, privacy: Privacy, coredump: tuple[str, Tri
     and the reporting machine's when asked."""
     from ..env import saved
 
-    found, missing = None, "no run directory was given (crashlab serve keeps one)"
+    found = None
+    missing: str | None = "no run directory was given (crashlab serve keeps one)"
     if run_dir is not None:
         missing = "the run has no environment.json"
         try:

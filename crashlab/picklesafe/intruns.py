@@ -26,6 +26,7 @@ class TokenIds(array):
     """A list (or tuple, ``was_tuple``) of integers from a dump, stored as int32s."""
 
     __slots__ = ("was_tuple",)
+    was_tuple: bool
 
     def __new__(cls, values=(), was_tuple: bool = False):
         made = super().__new__(cls, "i", values)

@@ -44,7 +44,7 @@ class Instance:
             state, slots = state
         if type(state) is dict and type(state.get("__dict__")) is dict:
             state = state["__dict__"]  # pydantic v2 (__dict__, __pydantic_extra__, ...)
-        found = dict(state) if type(state) is dict else {}
+        found: dict[object, object] = dict(state) if type(state) is dict else {}
         if type(slots) is dict:
             found.update(slots)
         names = POSITIONAL_FIELDS.get((self.cls.module, self.cls.name), ())

@@ -151,7 +151,9 @@ class PickleInterpreter(Opcodes):
         state in a dump (a request's unset fields), pushed in one go; returns the offset after
         it. ``wide``: the names are LONG_BINGETs (a dump whose ServerArgs filled the first 256
         memo entries)."""
-        end = (_WIDE_CONSTANT_FIELDS if wide else _CONSTANT_FIELDS).match(self.data, pos).end()
+        run_found = (_WIDE_CONSTANT_FIELDS if wide else _CONSTANT_FIELDS).match(self.data, pos)
+        assert run_found is not None  # the opcode loop saw its first pair before calling
+        end = run_found.end()
         run, memo = self.data[pos:end], self.memo
         stride = 6 if wide else 3
         count = len(run) // stride
@@ -162,7 +164,7 @@ class PickleInterpreter(Opcodes):
             indices = struct.unpack(f"<{count}I", packed)
         else:
             indices = run[1::3]
-        pairs = [None] * (2 * count)
+        pairs: list[object] = [None] * (2 * count)
         try:
             pairs[0::2] = map(memo.__getitem__, indices)
         except KeyError:

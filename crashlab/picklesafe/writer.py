@@ -10,8 +10,10 @@ NEWOBJ_EX, REDUCE or its builder call, then BUILD with its state).
 
 from __future__ import annotations
 
+import builtins
 import struct
-from pickletools import code2op
+# pickletools' own table of opcodes by code, which typeshed does not declare
+from pickletools import code2op  # type: ignore[attr-defined]
 
 from .allowlist import Global
 from .intruns import TokenIds
@@ -116,7 +118,7 @@ class _Emitter:
                 self.value(item)
             self.op(opcode)
 
-    def call(self, function: Global, args: tuple) -> None:
+    def call(self, function: Global, args: builtins.tuple[object, ...]) -> None:
         self.value(function)
         self.tuple(args)
         self.op("REDUCE")

@@ -18,7 +18,7 @@ from .loader import load
 from .options import ReplayOptions
 from .records import CrashDump
 from .result import ReplayResult
-from .runner import minimize, replay
+from .runner import Target, minimize, replay
 
 
 def run(options: ReplayOptions) -> int:
@@ -37,7 +37,7 @@ def run(options: ReplayOptions) -> int:
         return EXIT_FOUND
     if not dump.requests:
         raise BadInput(f"{options.dump}: holds no requests to replay")
-    result = _replayed(dump, options)
+    result = _replayed(dump, options, options.target)
     if options.as_json:
         click.echo(result.model_dump_json(indent=2))
     else:
@@ -52,7 +52,7 @@ def _say_partial(dump: CrashDump) -> None:
         click.echo(f"{dump.path}: {dump.partial.line()}", err=True)
 
 
-def _replayed(dump: CrashDump, options: ReplayOptions) -> ReplayResult:
+def _replayed(dump: CrashDump, options: ReplayOptions, target: Target) -> ReplayResult:
     """The replay, or the minimization, of ``dump``, with its progress on stderr."""
     expected, notes = options.expected, []
     if expected is None and not options.any_crash:
@@ -60,18 +60,19 @@ def _replayed(dump: CrashDump, options: ReplayOptions) -> ReplayResult:
         notes += [note] if note else []
     fidelity = options.fidelity(expected)
     err = ViewConsole(stderr=True)
-    if options.minimize:
+    budget = options.minimize
+    if budget:
         return minimize(
-            dump, options.target, options.plan, options.watch, options.minimize, options.output,
+            dump, target, options.plan, options.watch, budget, options.output,
             options.repeat,
             on_trial=lambda number, size, crashed: err.print(
                 f"trial {number}: {size} requests -> {'reproduced' if crashed else 'not reproduced'}"
-                f" ({options.minimize.elapsed():,.1f} s elapsed, {options.minimize.left()})"),
+                f" ({budget.elapsed():,.1f} s elapsed, {budget.left()})"),
             fidelity=fidelity, warnings=notes)
     progress = Progress("replay", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                         console=err, transient=True, disable=not err.is_terminal)
     with progress:
         task = progress.add_task("replay", total=len(dump.requests))
-        return replay(dump, options.target, options.plan, options.watch, options.repeat,
+        return replay(dump, target, options.plan, options.watch, options.repeat,
                       progress=lambda done, total: progress.update(task, completed=done),
                       fidelity=fidelity, warnings=notes)

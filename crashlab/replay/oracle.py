@@ -191,7 +191,7 @@ class Oracle:
         """One look at the process, the coredump folder and the log."""
         if self.child is not None and self.child.poll() is not None:
             self.add("exited", f"server process {self.pid} exited with code {self.child.returncode}")
-        if self.process is not None and not self._alive():
+        if self.process is not None and not _alive(self.process):
             self.add("exited", f"server process {self.pid} exited")
         if self.cores is not None:
             new = sorted(_files(self.cores) - self.core_baseline)
@@ -219,12 +219,6 @@ class Oracle:
             if reply.status_code != 200:
                 self.add("health", f"/health answered HTTP {reply.status_code}")
 
-    def _alive(self) -> bool:
-        try:
-            return self.process.is_running() and self.process.status() != psutil.STATUS_ZOMBIE
-        except psutil.Error:
-            return False
-
     def _monitor(self) -> None:
         while not self.stopped.wait(min(0.2, self.health_interval)):
             self.check()
@@ -240,3 +234,10 @@ def _reason(problem: Exception) -> str:
         if known in text:
             return known.lower()
     return type(problem).__name__
+
+
+def _alive(process: psutil.Process) -> bool:
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False

@@ -252,7 +252,8 @@ def _count(items) -> int:
 
 def output_of(out: dict) -> tuple[Output, bool]:
     """The recorded output and whether the request was still running (no finish reason)."""
-    meta = out.get("meta_info") if type(out.get("meta_info")) is dict else {}
+    info = out.get("meta_info")
+    meta = info if type(info) is dict else {}
     reason = meta.get("finish_reason")
     embedding = out.get("embedding")
     summary = Output(
@@ -261,7 +262,7 @@ def output_of(out: dict) -> tuple[Output, bool]:
         completion_tokens=meta.get("completion_tokens"),
         text=out.get("text"),
         output_ids=out.get("output_ids"),
-        embedding_size=len(embedding) if type(embedding) in (list, tuple) else None,
+        embedding_size=len(embedding) if type(embedding) is list or type(embedding) is tuple else None,
     )
     return summary, reason is None
 
@@ -337,9 +338,9 @@ def _top_level(root) -> tuple[dict, list[str], str, list[str]]:
     if type(root) in (list, TokenIds):
         return {"requests": root}, [], "record list", []
     if type(root) is not dict or "requests" not in root:
-        keys = (f" with keys {printable(str(sorted(map(str, root))[:8]))}"
-                if type(root) is dict else "")
-        raise ValueError(f"its top level is a {type(root).__name__}{keys}, "
+        shown = (f" with keys {printable(str(sorted(map(str, root))[:8]))}"
+                 if type(root) is dict else "")
+        raise ValueError(f"its top level is a {type(root).__name__}{shown}, "
                          "not SGLang's dict with 'requests'")
     keys = [key for key in root if type(key) is str]
     layout = next((name for wanted, name in LAYOUTS if wanted == set(keys)), None)

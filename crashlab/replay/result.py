@@ -321,5 +321,7 @@ class DumpListing(CrashDump):
     or meaning."""
     tool: Tool
     """The crashlab that wrote the listing."""
-    requests: list[ListedRequest]
+    # pydantic validates the field as this subclass declares it (each request in its listed
+    # form); mypy holds the override to list's invariance
+    requests: list[ListedRequest]  # type: ignore[assignment]
     """Every request read from the dump, in arrival order."""

@@ -159,14 +159,15 @@ def _core_faults(paths: list[str]) -> list[tuple[str | None, str | None]]:
     """(kernel, exception name) of the first fault of each new coredump crashlab can read."""
     from ..api import inspect
 
-    found = []
+    found: list[tuple[str | None, str | None]] = []
     for path in paths[:4]:
         try:
             faults = inspect(path, sass=False).faults
         except Exception:  # a core still being written, or not a CUDA core: no evidence
             continue
         if faults:
-            found.append((faults[0].kernel.name, faults[0].exception.name))
+            kernel = faults[0].kernel
+            found.append((kernel.name if kernel else None, faults[0].exception.name))
     return found
 
 
@@ -195,7 +196,8 @@ def attempt(batch: list[Request], target: Target, plan: Plan, watch: Watch, numb
     for outcome in outcomes:
         if outcome.status == "ok" and outcome.output is not None:
             outcome.divergence = divergence(by_index[outcome.index], outcome.output)
-    lags = [abs(o.sent_s - o.scheduled_s) for o in outcomes if o.sent_s is not None]
+    lags = [abs(o.sent_s - o.scheduled_s) for o in outcomes
+            if o.sent_s is not None and o.scheduled_s is not None]
     observed = observe(oracle.fault_lines, _core_faults(oracle.new_cores))
     verdict, mismatch = compare(fidelity.expected, observed, bool(oracle.signals))
     delivered = [o.delivery for o in outcomes]

@@ -12,6 +12,7 @@ failed-after-send, never-sent) and when its first byte was written, against its 
 
 from __future__ import annotations
 
+import functools
 import http.client
 import json
 import queue
@@ -59,7 +60,7 @@ class Plan:
         if self.mode == "recorded":
             start = batch[0].offset_s if batch else 0.0
             return [(request.offset_s - start) / self.speed for request in batch]
-        if self.mode == "rate":
+        if self.mode == "rate" and self.max_rate:
             return [index / self.max_rate for index in range(len(batch))]
         return [0.0] * len(batch)
 
@@ -131,7 +132,7 @@ class Sender:
             if not self._wait_until(self.started + planned) or not self._take_slot():
                 break
             self.submitted[position] = True
-            pool.submit(lambda position=position, planned=planned: self._send(position, planned))
+            pool.submit(functools.partial(self._send, position, planned))
             submitted += 1
         self._wait_for(submitted)
         pool.close()
@@ -172,8 +173,9 @@ class Sender:
         request = self.batch[position]
         path, body = request_body(request)
         forced = self.forcing.apply(request, body)
+        scheduled = round(planned, 6)
         outcome = RequestOutcome(index=request.index, rid=_rid(request.rid), endpoint=path,
-                                 status="ok", scheduled_s=round(planned, 6),
+                                 status="ok", scheduled_s=scheduled,
                                  forced=forced.kind if forced else None,
                                  forced_tokens=forced.tokens if forced else None)
         delivery = self.deliveries[position]
@@ -194,8 +196,8 @@ class Sender:
         if outcome.delivery != "answered":
             outcome.delivery = "never-sent" if delivery.written_at is None else "failed-after-send"
         if delivery.written_at is not None:
-            outcome.sent_s = round(delivery.written_at - self.started, 6)
-            outcome.late_s = round(outcome.sent_s - outcome.scheduled_s, 6)
+            outcome.sent_s = sent = round(delivery.written_at - self.started, 6)
+            outcome.late_s = round(sent - scheduled, 6)
             outcome.latency_s = round(time.monotonic() - delivery.written_at, 6)
         if self.slots is not None:
             self.slots.release()
@@ -220,14 +222,15 @@ class Sender:
         """A request that was never dispatched, or whose answer did not come within the grace."""
         request = self.batch[position]
         written = self.deliveries[position].written_at
+        scheduled = round(planned, 6)
         outcome = RequestOutcome(index=request.index, rid=_rid(request.rid),
                                  endpoint=request_body(request)[0],
                                  status="unfinished" if self.submitted[position] else "not-sent",
                                  delivery="never-sent" if written is None else "failed-after-send",
-                                 scheduled_s=round(planned, 6))
+                                 scheduled_s=scheduled)
         if written is not None:
-            outcome.sent_s = round(written - self.started, 6)
-            outcome.late_s = round(outcome.sent_s - outcome.scheduled_s, 6)
+            outcome.sent_s = sent = round(written - self.started, 6)
+            outcome.late_s = round(sent - scheduled, 6)
         return outcome
 
 

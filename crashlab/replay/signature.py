@@ -10,6 +10,7 @@ regular expressions the user gave; the verdict compares what the evidence names 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from .result import Expectation, ObservedFault
 
@@ -90,7 +91,7 @@ def kernels_in(line: str) -> list[str]:
     return [short_kernel(found) for found in _KERNEL_WORDS.findall(line)]
 
 
-def observe(lines: list[str], cores: list[tuple[str | None, str | None]] = ()) -> ObservedFault:
+def observe(lines: list[str], cores: Sequence[tuple[str | None, str | None]] = ()) -> ObservedFault:
     """The fault the evidence names: log lines, and (kernel, exception name) of new coredumps."""
     classes: list[str] = []
     kernels: list[str] = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import textwrap
 from collections.abc import Iterator
+from typing import overload
 
 from rich.console import Console
 from rich.table import Table
@@ -24,6 +25,10 @@ IDS_SHOWN = 16
 _PROBLEM_ROWS = 20
 
 
+@overload
+def short_text(text: str, limit: int = TEXT_CHARS) -> str: ...
+@overload
+def short_text(text: None, limit: int = TEXT_CHARS) -> None: ...
 def short_text(text: str | None, limit: int = TEXT_CHARS) -> str | None:
     if text is None or len(text) <= limit:
         return text

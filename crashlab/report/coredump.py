@@ -6,6 +6,8 @@ a map of PCs to functions); nothing here reads the file or runs a tool.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ..version import __version__
 from ..coredump import exceptions
 from ..coredump.constants import generation_flag_names
@@ -230,7 +232,7 @@ def build(
     views: list[SassView],
     code: dict[int, CodeLocation | None],
     warnings: list[str],
-    layouts: list[tuple[ParamLayout | None, str]] = (),
+    layouts: Sequence[tuple[ParamLayout | None, str]] = (),
     stands: dict[int, Instruction | None] | None = None,
 ) -> model.TriageReport:
     """``code`` names the functions of the PCs the report mentions besides the faults';

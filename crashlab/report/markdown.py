@@ -14,7 +14,7 @@ from ..textsize import with_bytes
 from ..notation import dim, marker, short_source
 from . import text, why
 from .markdown_escape import cell, code, cut_to, fenced, html, inline, join
-from .model import Fault, TriageReport
+from .model import DebuggerSection, Fault, TriageReport
 from .signature import CrashSignature
 from .suspects import suspect_items
 
@@ -85,7 +85,7 @@ def _render(report: TriageReport, detail: _Detail) -> str:
     if hidden > 0:
         out += [f"_{hidden} more fault group(s) in the JSON report._", ""]
     if report.debugger is not None:
-        out += _debugger(report, detail.heading + 1)
+        out += _debugger(report.debugger, detail.heading + 1)
     out += _kernels(report, detail)
     out += _dump(report)
     if report.warnings:
@@ -169,9 +169,8 @@ def _registers(fault: Fault) -> list[str]:
             *fenced(rows + ([extra] if extra else [])), "", "</details>", ""]
 
 
-def _debugger(report: TriageReport, heading: int) -> list[str]:
+def _debugger(section: DebuggerSection, heading: int) -> list[str]:
     """The debugger's view: one agreement item per fault, both values of every disagreement."""
-    section = report.debugger
     out = [f"{'#' * heading} {inline(text.debugger_headline(section))}", ""]
     if section.load is not None:
         out += [f"On load: {inline(text.load_line(section.load))}", ""]

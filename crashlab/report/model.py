@@ -9,7 +9,7 @@ code cannot write a value the set lacks.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Final, Literal
 
 from pydantic import Field
 
@@ -17,7 +17,7 @@ from ..published import ClosedModel as _Model
 from ..vocabulary import ExceptionScope, PcSource
 from .signature import CrashSignature
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION: Final = 1
 Dim3 = tuple[int, int, int]
 #: A code or data address: '0x' and hex digits, never a JSON number (which loses bits past 2**53).
 HexAddress = Annotated[str, Field(pattern=r"^0x[0-9a-fA-F]+$")]

@@ -83,8 +83,8 @@ class Entry:
         if not self.repeats:
             return ""
         every = [self, *self.repeats]
-        ranks = [e.rank for e in every]
-        if all(ranks) and len(set(ranks)) == len(ranks):
+        ranks = [e.rank for e in every if e.rank]
+        if len(ranks) == len(every) and len(set(ranks)) == len(ranks):
             who = _ranks(ranks)
         else:
             where = sorted({(e.stream, e.first.line) for e in every})
@@ -95,11 +95,11 @@ class Entry:
 
     def block(self) -> list[str]:
         """The lines to show under the entry: the traceback, or the lines around the findings."""
-        lines = self._traceback_lines() if self.traceback is not None else self._context_lines()
+        lines = self._traceback_lines(self.traceback) if self.traceback is not None \
+            else self._context_lines()
         return [_cut(line) for line in _folded_runs(lines)]
 
-    def _traceback_lines(self) -> list[str]:
-        traceback = self.traceback
+    def _traceback_lines(self, traceback: Finding) -> list[str]:
         marked = {f.line: f.text for f in self.findings if f is not traceback}
         out = [MARK + marked[traceback.line] if traceback.line in marked
                else PAD + "Traceback (most recent call last):"]
@@ -141,7 +141,8 @@ def entries(findings: list[Finding]) -> list[Entry]:
     for finding in ordered:
         if finding.kind == TRACEBACK:
             continue
-        owner = next((e for e in tracebacks if _inside(finding, e.traceback)), None)
+        owner = next((e for e in tracebacks
+                      if e.traceback is not None and _inside(finding, e.traceback)), None)
         if owner is None:
             block = last_block.get(finding.stream)
             if block is not None and _window(finding)[0] <= max(_window(f)[1] for f in block.findings) + 1:
@@ -210,9 +211,9 @@ def _ranges(numbers: list[int]) -> str:
 
 def _ranks(ranks: list[str]) -> str:
     """["rank0", ..., "rank6"] -> "ranks 0-6"; ["TP0", "TP1"] -> "TP 0-1"; else as they are."""
-    numbered = [_NUMBERED.match(rank) for rank in ranks]
-    prefixes = {m["prefix"] for m in numbered if m}
-    if all(numbered) and len(prefixes) == 1:
+    numbered = [m for m in map(_NUMBERED.match, ranks) if m]
+    prefixes = {m["prefix"] for m in numbered}
+    if len(numbered) == len(ranks) and len(prefixes) == 1:
         prefix = prefixes.pop()
         label = "ranks" if prefix in ("rank", "") else prefix
         return f"{label} {_ranges([int(m['number']) for m in numbered])}"

@@ -183,7 +183,7 @@ def incidents(report: RunReport, limit: int, findings: bool = True) -> str:
                          findings)
     if report.warnings:
         out += ["**Warnings**", ""] + [f"- {inline(w)}" for w in report.warnings] + [""]
-    if fault is None:
+    if fault is None or fault.report is None:
         return cut_to(join(out), limit)
     at = out.index(_DUMP_VIEW)
     head, tail = join(out[:at]), join(out[at + 1:])

@@ -191,4 +191,4 @@ def suspect_items(params: model.Params | None) -> list[tuple[str, str]]:
     if params is None:
         return []
     return [(f"#{p.ordinal} {readable_name(p.type, 60)} = {p.shown}", p.suspect)
-            for p in params.values if p.suspect]
+            for p in params.values if p.suspect and p.type is not None]

@@ -19,7 +19,7 @@ from ..console import line, plain
 from ..textsize import with_bytes
 from ..notation import dim, marker, short_source
 from . import text, why
-from .model import Fault, Kernel, TriageReport
+from .model import DebuggerSection, Fault, Kernel, TriageReport
 from .suspects import suspect_items
 
 MAX_OTHER_FAULTS = 20
@@ -112,7 +112,7 @@ def render(report: TriageReport, console: Console) -> None:
         if len(report.faults) > 1:
             _other_faults(report.faults[1:], report.omitted_faults, console, wide)
     if report.debugger is not None:
-        _debugger(report, console)
+        _debugger(report.debugger, console)
     console.print(_kernels(report, wide))
     _positions(report, console)
     console.print(_name(_dump_line(report), style="dim"))
@@ -207,8 +207,7 @@ def _registers(fault: Fault, console: Console) -> None:
         console.print(plain("  " + predicates))
 
 
-def _debugger(report: TriageReport, console: Console) -> None:
-    section = report.debugger
+def _debugger(section: DebuggerSection, console: Console) -> None:
     style = {"ok": "green", "partial": "yellow"}.get(section.status, "red")
     console.print(plain(text.debugger_headline(section), style=f"bold {style}"))
     if section.load is not None:
@@ -280,7 +279,8 @@ def _kernels(report: TriageReport, wide: bool) -> Table:
         table.add_column(column, no_wrap=column in ("dev", "grid", "SMs", "warps"))
     for kernel in report.kernels[:MAX_KERNELS]:
         launch = f"{dim(kernel.grid_dim)} x {dim(kernel.block_dim)}"
-        cells = [str(kernel.device), str(kernel.grid_id), _name(text.kernel_name(kernel.name, kernel.grid_id))]
+        cells: list[str | _Breakable] = [str(kernel.device), str(kernel.grid_id),
+                                         _name(text.kernel_name(kernel.name, kernel.grid_id))]
         if wide:
             cells += [launch, str(kernel.resident_sms), str(kernel.resident_warps)]
         else:

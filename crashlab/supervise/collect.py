@@ -120,7 +120,7 @@ class DumpCollector:
         return found
 
     def _open_by_server(self) -> set[str]:
-        opened = set()
+        opened: set[str] = set()
         for proc in self._alive():
             try:
                 opened.update(f.path for f in proc.open_files())

@@ -39,12 +39,12 @@ def collect_core(where: Destination | None, pid: int, cwd: Path, since: float, i
         return HostCore(None, "kernel.core_pattern cannot be read: where the core went is unknown")
     if where.handler == "systemd-coredump":
         return _from_coredumpctl(pid, into, timeout)
-    if where.program is not None:
+    pattern = where.glob(pid, cwd, uses_pid)
+    if pattern is None:  # core_pattern pipes cores to a program
         return HostCore(None, f"no host core in the run directory: {where.where()}")
     problem = where.problem()
     if problem is not None:
         return HostCore(None, problem)
-    pattern = where.glob(pid, cwd, uses_pid)
     found = [Path(path) for path in glob.glob(pattern)
              if os.path.isfile(path) and os.stat(path).st_mtime >= since
              and dumped_pid(Path(path)) in (pid, None)]  # a plain "core" may be another's

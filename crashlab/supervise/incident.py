@@ -26,7 +26,7 @@ from datetime import datetime
 from pathlib import Path
 
 from collections import deque
-from typing import Callable
+from typing import Callable, Literal
 
 from ..api import inspect
 from ..errors import CrashlabError
@@ -102,7 +102,7 @@ def _ordered(dumps: list[DumpTriage]) -> list[DumpTriage]:
 
 
 def kind_of(incarnation: Incarnation, dumps: list[DumpTriage], request_dumps: list[FileRecord],
-            root_ended_on_its_own: bool) -> str | None:
+            root_ended_on_its_own: bool) -> Literal["crash", "dumps"] | None:
     """crash, dumps, or None for a clean exit / a plain stop."""
     exit_ = incarnation.exit
     abnormal_root = root_ended_on_its_own and exit_ is not None and not exit_.clean
@@ -244,7 +244,7 @@ def build(run_dir: Path, incarnation: Incarnation, kind: str, dumps: list[DumpTr
         notes.append("debugger view: not asked for (--no-debugger)")
     missing = {d.report.debugger.reason for d in dumps if d.report and d.report.debugger
                and d.report.debugger.status in ("unavailable", "failed")}
-    notes.extend(f"debugger view: {reason}" for reason in sorted(missing))
+    notes.extend(f"debugger view: {reason}" for reason in sorted(missing, key=str))
     built = Incident(
         incarnation=incarnation.number, directory=incarnation.directory, kind=kind,
         started_at=incarnation.started_at, ended_at=incarnation.ended_at or incarnation.started_at,

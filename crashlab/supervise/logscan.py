@@ -150,7 +150,7 @@ class StreamScanner:
                       if self.lines - tb.last_line > TRACEBACK_SILENCE]:
             self._finish(stale, None)
         match = None if quoted_source else _MATCH.search(text)
-        if match:
+        if match and match.lastgroup:  # every alternative of _MATCH is a named group
             finding = self._finding(_KIND[match.lastgroup], text, rank)
             self._waiting.append(finding)
             self._emit(finding)

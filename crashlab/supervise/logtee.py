@@ -24,7 +24,7 @@ import re
 import select
 import threading
 from pathlib import Path
-from typing import BinaryIO, Callable
+from typing import IO, BinaryIO, Callable
 
 from .logscan import StreamScanner
 
@@ -39,7 +39,7 @@ _LAST_WORD = re.compile(r"\S*\Z")
 
 
 class StreamTee:
-    def __init__(self, pipe: BinaryIO, log_path: Path, echo: BinaryIO | None,
+    def __init__(self, pipe: IO[bytes], log_path: Path, echo: BinaryIO | None,
                  scanner: StreamScanner, redact: Callable[[str], str]):
         self.log_path = log_path
         self.bytes = 0
@@ -95,16 +95,16 @@ class StreamTee:
             end = len(data)
         self._held = data[end:]
         if end:
-            self._echo_masked(data[:end].decode("utf-8", "surrogateescape"))
+            self._echo_masked(self._echo, data[:end].decode("utf-8", "surrogateescape"))
             self._shown = ""
 
     def _show_held(self) -> None:
         """The held line so far, without its last word (it may be a secret's first half)."""
         if self._echo is not None:
             text = _LAST_WORD.sub("", self._held.decode("utf-8", "surrogateescape"))
-            self._shown = self._echo_masked(text)
+            self._shown = self._echo_masked(self._echo, text)
 
-    def _echo_masked(self, text: str) -> str:
+    def _echo_masked(self, echo: BinaryIO, text: str) -> str:
         """Write ``text`` masked, as the continuation of what the terminal shows of the held
         line, or as its redraw where masking changed that; return it masked."""
         try:
@@ -113,8 +113,8 @@ class StreamTee:
                 out = masked[len(self._shown):]
             else:
                 out = "\r" + masked  # back to the line's start: a progress bar's redraw
-            self._echo.write(out.encode("utf-8", "surrogateescape"))
-            self._echo.flush()
+            echo.write(out.encode("utf-8", "surrogateescape"))
+            echo.flush()
             return masked
         except Exception as exc:  # a closed terminal, or a masking bug: never echo unmasked
             self.problems.append(f"stopped echoing {self.log_path.name} to the terminal: {exc}")

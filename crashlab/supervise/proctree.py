@@ -139,7 +139,8 @@ class ProcessTree:
             # a zombie seen under a living parent is looked at again: once that parent dies it
             # becomes crashlab's to reap, and its status then becomes exact
             first = record.exit is None
-            if (first or record.exit.observed == "zombie") and self._observe_end(proc, record) \
+            if (record.exit is None or record.exit.observed == "zombie") \
+                    and self._observe_end(proc, record) \
                     and first:
                 ended.append(record)
         self._forget_unremarkable()

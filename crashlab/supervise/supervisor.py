@@ -148,7 +148,8 @@ class Supervisor:
                           getattr(sys, stream).buffer if self.options.echo else None,
                           StreamScanner(stream, incarnation.on_finding, redact=self.redactor.text),
                           self.redactor.text)
-                for stream, pipe in (("stdout", process.stdout), ("stderr", process.stderr))]
+                for stream, pipe in (("stdout", process.stdout), ("stderr", process.stderr))
+                if pipe is not None]  # always: launch.start() opens both
         for tee in tees:
             tee.start()
         tree = ProcessTree(process, self.redactor)
@@ -227,7 +228,7 @@ class Supervisor:
         problems = [problem for tee in tees for problem in tee.problems]
         with self.store.edit():
             incarnation.record.processes = tree.records()
-            incarnation.record.exit = tree.root_record.exit
+            incarnation.record.exit = tree.root_record.exit if tree.root_record else None
             incarnation.record.ended_at = timestamps.now()
             incarnation.record.warnings += problems
         dumps = [f for f in self.store.manifest.files

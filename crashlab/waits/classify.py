@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
 from ..coredump.core import CoreDump
+from ..coredump.model import Grid
 from ..notation import dim, short_source
 from ..report import model
 from ..report.text import count
@@ -51,7 +53,12 @@ class Reading:
     polling: Polling | None = None
 
 
-def read_pc(finder: CodeFinder, pc: int, grid) -> Reading:
+#: the warps at each PC (None: a warp with no active lane), and what the code at each PC says
+ByPc = dict[int | None, list[WarpAt]]
+Readings = dict[int | None, Reading]
+
+
+def read_pc(finder: CodeFinder, pc: int, grid: Grid | None) -> Reading:
     found = function_listing(finder, pc, grid)
     if isinstance(found, str):
         return Reading("other", why=found)
@@ -107,12 +114,17 @@ def _at(reading: Reading, pc: int) -> str:
         f" ({source})" if source else "")
 
 
-def _pcs(pcs) -> list[str]:
+def _read_as(readings: Readings, kind: ReadingKind) -> list[int]:
+    """The PCs whose code reads as ``kind`` (warps with no PC read as 'other')."""
+    return [pc for pc, r in readings.items() if r.kind == kind and pc is not None]
+
+
+def _pcs(pcs: Iterable[int | None]) -> list[str]:
     return [f"{pc:#x}" for pc in pcs if pc is not None]
 
 
-def _barrier_wait(grid_warps, by_pc, readings) -> model.Wait | None:
-    pcs = [pc for pc, r in readings.items() if r.kind == "barrier"]
+def _barrier_wait(grid_warps: GridWarps, by_pc: ByPc, readings: Readings) -> model.Wait | None:
+    pcs = _read_as(readings, "barrier")
     if not pcs:
         return None
     waiting = {id(at) for pc in pcs for at in by_pc[pc]}
@@ -172,28 +184,29 @@ def _exited_lanes(grid_warps: GridWarps, warps: list[WarpAt]) -> int:
     return total
 
 
-def _polling_wait(core, grid_warps, by_pc, readings, collective) -> model.Wait | None:
-    pcs = [pc for pc, r in readings.items() if r.kind == "polling"]
-    if not pcs:
+def _polling_wait(core: CoreDump, grid_warps: GridWarps, by_pc: ByPc, readings: Readings,
+                  collective: bool) -> model.Wait | None:
+    polled = _polled(readings)
+    if not polled:
         return None
+    pcs = [p.pc for p in polled]
     warps = sum(len(by_pc[pc]) for pc in pcs)
-    evidence = _loop_evidence(by_pc, readings, pcs)
-    first_reading = readings[pcs[0]]
-    operand = address_operand(first_reading.polling.load)
+    evidence = _loop_evidence(by_pc, polled)
+    first = polled[0]
+    operand = address_operand(first.polling.load)
     address, root = None, None
     if operand is None:
-        evidence.append(f"the load's address operand ({first_reading.polling.load.text}) is "
+        evidence.append(f"the load's address operand ({first.polling.load.text}) is "
                         "not read: polled address undetermined")
     else:
-        sample = by_pc[pcs[0]][0]
+        sample = by_pc[first.pc][0]
         address = lane_address(core, sample, operand)
         evidence.append(address_evidence(sample, operand, address))
-        origin = address_origin(core, grid_warps.grid, first_reading.location,
-                                first_reading.listing, first_reading.polling, operand, sample,
-                                address)
+        origin = address_origin(core, grid_warps.grid, first.location, first.listing,
+                                first.polling, operand, sample, address)
         evidence += origin.evidence
         root = origin.root
-        evidence += _spread(core, by_pc, readings, pcs)
+        evidence += _spread(core, by_pc, polled)
     shown = f"{address:#x}" if address is not None else None
     polls = f"polling {shown}" if shown else "polling memory"
     polls += f" ({root.name})" if root else ""
@@ -208,12 +221,31 @@ def _polling_wait(core, grid_warps, by_pc, readings, collective) -> model.Wait |
                       address=shown, root=root)
 
 
-def _loop_evidence(by_pc, readings, pcs) -> list[str]:
+@dataclass(frozen=True)
+class _Polled:
+    """A PC whose code polls memory, with its reading and what that reading found there."""
+
+    pc: int
+    reading: Reading
+    location: CodeLocation
+    listing: list[Instruction]
+    polling: Polling
+
+
+def _polled(readings: Readings) -> list[_Polled]:
+    """The PCs read as polling, in order (read_pc gives each its function and its loop)."""
+    return [_Polled(pc, r, r.location, r.listing, r.polling) for pc, r in readings.items()
+            if r.kind == "polling" and pc is not None and r.location is not None
+            and r.listing is not None and r.polling is not None]
+
+
+def _loop_evidence(by_pc: ByPc, polled: list[_Polled]) -> list[str]:
     """Each polling loop once (its exit, the condition and the load it depends on), then the
     warps at each of its PCs."""
-    evidence, seen = [], set()
-    for pc in pcs:
-        polling = readings[pc].polling
+    evidence: list[str] = []
+    seen: set[tuple[int, int]] = set()
+    for p in polled:
+        polling = p.polling
         loop = polling.loop
         if (loop.head, loop.tail) not in seen:
             seen.add((loop.head, loop.tail))
@@ -223,18 +255,18 @@ def _loop_evidence(by_pc, readings, pcs) -> list[str]:
                             f"+{polling.exit.address:#x} on {polling.condition.opcode} at "
                             f"+{polling.condition.address:#x}, fed by {polling.load.opcode} at "
                             f"+{polling.load.address:#x}")
-    evidence += [f"{count(len(by_pc[pc]), 'warp')} at {_at(readings[pc], pc)}" for pc in pcs]
+    evidence += [f"{count(len(by_pc[p.pc]), 'warp')} at {_at(p.reading, p.pc)}" for p in polled]
     return evidence
 
 
-def _spread(core, by_pc, readings, pcs) -> list[str]:
+def _spread(core: CoreDump, by_pc: ByPc, polled: list[_Polled]) -> list[str]:
     """Whether the warps poll one address or several (a flag per block, a slot per peer), from
     the registers of up to MAX_SAMPLED warps."""
     addresses: dict[int | None, int] = {}
     sampled = 0
-    for pc in pcs:
-        operand = address_operand(readings[pc].polling.load)
-        for at in by_pc[pc]:
+    for p in polled:
+        operand = address_operand(p.polling.load)
+        for at in by_pc[p.pc]:
             if sampled == MAX_SAMPLED or operand is None:
                 break
             address = lane_address(core, at, operand)
@@ -250,7 +282,8 @@ def _spread(core, by_pc, readings, pcs) -> list[str]:
             f"{listed}{more}"]
 
 
-def _other_wait(grid_warps, by_pc, readings, collective) -> model.Wait | None:
+def _other_wait(grid_warps: GridWarps, by_pc: ByPc, readings: Readings,
+                collective: bool) -> model.Wait | None:
     pcs = [pc for pc, r in readings.items() if r.kind == "other"]
     if not pcs:
         return None

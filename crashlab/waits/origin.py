@@ -85,7 +85,9 @@ def _launch(at: WarpAt, grid: Grid) -> Launch:
         specials.update({f"SR_TID.{axis}": v for axis, v in zip("XYZ", at.head.thread_idx)})
         specials["SR_LANEID"] = at.head.ln
     shape = at.cta.cluster_dim if at.cta.cluster_dim and all(at.cta.cluster_dim) else (1, 1, 1)
-    specials["SR_CgaCtaId"] = cluster_rank(at.cta.block_idx, shape)
+    rank = cluster_rank(at.cta.block_idx, shape)
+    if rank is not None:  # always: the shape has no zero in it
+        specials["SR_CgaCtaId"] = rank
     return Launch(specials, launch_dimensions(grid.block_dim, grid.grid_dim))
 
 

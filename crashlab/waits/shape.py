@@ -142,17 +142,17 @@ def innermost_loop(listing: list[Instruction], offset: int) -> Loop | None:
     """The smallest natural loop holding ``offset``; a back edge is a branch to an instruction
     at or before it. None where there is none (or every one is over MAX_LOOP_INSTRUCTIONS)."""
     preds = _predecessors(listing)
-    best: set[int] | None = None
-    edge = None
+    best: tuple[set[int], int, int] | None = None
     for ins in listing:
         if root(ins.opcode) in _BRANCH_ROOTS and ins.target is not None \
                 and ins.target <= ins.address and ins.target in preds:
             body = _natural_body(preds, ins.target, ins.address)
-            if body is not None and offset in body and (best is None or len(body) < len(best)):
-                best, edge = body, (ins.target, ins.address)
+            if body is not None and offset in body and (best is None or len(body) < len(best[0])):
+                best = body, ins.target, ins.address
     if best is None:
         return None
-    return Loop(edge[0], edge[1], tuple(ins for ins in listing if ins.address in best))
+    inside, head, back = best
+    return Loop(head, back, tuple(ins for ins in listing if ins.address in inside))
 
 
 def _exits(loop: Loop) -> list[tuple[Instruction, str]]:
@@ -189,7 +189,7 @@ def _load_behind(loop: Loop, start: Instruction, predicate: str) -> tuple[Instru
     condition = reaching_definition(loop, index[id(start)], predicate)
     if condition is None:
         return None
-    pending, seen = [condition], set()
+    pending, seen = [condition], set[int]()
     while pending and len(seen) < MAX_SLICE_STEPS:
         ins = pending.pop()
         if id(ins) in seen:
@@ -224,7 +224,7 @@ def polling_loop(listing: list[Instruction], offset: int) -> Polling | str:
     exits = _exits(loop)
     if not exits:
         return f"{span} has no guarded exit"
-    moving = None
+    walking = None
     for ins, predicate in exits:
         found = _load_behind(loop, ins, predicate)
         if found is None:
@@ -232,9 +232,9 @@ def polling_loop(listing: list[Instruction], offset: int) -> Polling | str:
         moving = _moving_address(loop, found[1])
         if moving is None:
             return Polling(loop, ins, *found)
-        moving = (found[1], moving)
-    if moving is not None:
-        load, change = moving
+        walking = (found[1], moving)
+    if walking is not None:
+        load, change = walking
         return (f"{span} leaves on data loaded by {load.opcode} at +{load.address:#x}, whose "
                 f"address {change.opcode} at +{change.address:#x} changes: it walks memory, "
                 "not polls one place")

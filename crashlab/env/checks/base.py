@@ -91,12 +91,13 @@ class Machine:
     def toolkit(self) -> Toolkit | None:
         """The CUDA home, or where nvcc really lives where that home holds no toolkit (nvcc on
         PATH a wrapper script, CUDA_HOME pointing at its parent)."""
-        if self.cuda_home is None and self.nvcc is None:
+        found_by = self.cuda_home_from or "nvcc on PATH"
+        if self.nvcc is not None and (self.cuda_home is None or not holds_toolkit(self.cuda_home)):
+            return Toolkit(nvcc_home(self.nvcc, self.host, self.tool_timeout), self.nvcc,
+                           self.nvcc_release, f"{found_by}, nvcc's own folder")
+        if self.cuda_home is None:
             return None
-        root, found_by = self.cuda_home, self.cuda_home_from or "nvcc on PATH"
-        if self.nvcc is not None and (root is None or not holds_toolkit(root)):
-            root, found_by = nvcc_home(self.nvcc, self.host, self.tool_timeout), f"{found_by}, nvcc's own folder"
-        return Toolkit(root, self.nvcc, self.nvcc_release, found_by)
+        return Toolkit(self.cuda_home, self.nvcc, self.nvcc_release, found_by)
 
     @cached_property
     def host_compiler(self) -> HostCompiler | None:

@@ -57,6 +57,8 @@ def torch_pins(machine: Machine):
     pinned, broken = [], []
     for name in DEPENDENTS:
         dependent = machine.distributions.get(name)
+        if dependent is None:
+            continue
         for requirement, extra in _torch_requirements(dependent):
             where = f"{dependent.name} {dependent.version}{f'[{extra}]' if extra else ''}"
             pinned.append(where)

@@ -79,7 +79,8 @@ def companions(machine: Machine):
     if why:
         return why
     version = installed.version
-    mismatched, matched = [], []
+    mismatched: list[str] = []
+    matched: list[str] = []
     for name, matches in (("flashinfer-cubin", lambda v: v == version),
                           ("flashinfer-jit-cache", lambda v: v.startswith(version))):
         theirs = machine.distributions.version(name)

@@ -10,10 +10,14 @@ every toolkit refuses host compilers newer than its host_config.h allows.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
+from packaging.version import Version
+
 from ..hostcompiler import host_limits
-from .base import Machine, cuda_version, finding, holds_toolkit, ok, registry, skipped
+from .base import Machine, Outcome, cuda_version, finding, holds_toolkit, ok, registry, skipped
 
 CHECKS, check = registry("toolchain")
 
@@ -21,43 +25,63 @@ _CMAKE_CUDA_COMPILER = re.compile(r"^CMAKE_CUDA_COMPILER:[A-Z]+=(.+)$", re.MULTI
 UNSUPPORTED_COMPILER_FLAG = "-allow-unsupported-compiler"
 
 
-def _nvcc_release(machine: Machine):
+@dataclass(frozen=True)
+class _Cuda:
+    """A CUDA version a check compares: as its source wrote it ("12.8"), as (major, minor), and
+    whose it is (the toolkit's folder for nvcc, torch's version for torch)."""
+
+    text: str
+    number: tuple[int, int]
+    owner: str = ""
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _nvcc_release(machine: Machine) -> _Cuda | Outcome:
     toolkit = machine.toolkit
     if toolkit is None:
-        return None, skipped("no nvcc: CUDA_HOME, CUDA_PATH unset and no nvcc on PATH")
+        return skipped("no nvcc: CUDA_HOME, CUDA_PATH unset and no nvcc on PATH")
     if toolkit.release is None:
-        return None, skipped(f"nvcc of {toolkit.root} ({toolkit.found_by}) is missing or did not "
-                             "say its release")
-    return _parsed(toolkit.release, f"nvcc's release {toolkit.release!r}")
+        return skipped(f"nvcc of {toolkit.root} ({toolkit.found_by}) is missing or did not "
+                       "say its release")
+    return _parsed(toolkit.release, f"nvcc's release {toolkit.release!r}", str(toolkit.root))
 
 
-def _parsed(version: str, what: str):
-    if cuda_version(version) is None:
-        return None, skipped(f"{what} is not a CUDA version")
-    return version, None
+def _parsed(version: str, what: str, owner: str = "") -> _Cuda | Outcome:
+    number = cuda_version(version)
+    if number is None:
+        return skipped(f"{what} is not a CUDA version")
+    return _Cuda(version, number, owner)
 
 
-def _torch_cuda(machine: Machine):
+def _torch_cuda(machine: Machine) -> _Cuda | Outcome:
     if machine.torch is None:
-        return None, skipped(f"torch is not installed for {machine.python}")
+        return skipped(f"torch is not installed for {machine.python}")
     if machine.torch.cuda is None:
-        return None, skipped(f"torch {machine.torch.version} is not a CUDA build")
-    return _parsed(machine.torch.cuda, f"torch's CUDA {machine.torch.cuda!r}")
+        return skipped(f"torch {machine.torch.version} is not a CUDA build")
+    return _parsed(machine.torch.cuda, f"torch's CUDA {machine.torch.cuda!r}",
+                   str(machine.torch.version))
 
 
-def _driver_cuda(machine: Machine):
+def _driver_cuda(machine: Machine) -> _Cuda | Outcome:
     if machine.driver_cuda is None:
-        return None, skipped("the driver's CUDA version is not known (no NVIDIA driver found)")
+        return skipped("the driver's CUDA version is not known (no NVIDIA driver found)")
     return _parsed(machine.driver_cuda, f"the driver's CUDA {machine.driver_cuda!r}")
 
 
-def _both(machine: Machine, first, second):
+_Source = Callable[[Machine], "_Cuda | Outcome"]
+
+
+def _both(machine: Machine, first: _Source, second: _Source) -> tuple[_Cuda, _Cuda] | Outcome:
     """Two CUDA versions a check compares, or why one of them is not known."""
-    one, why = first(machine)
-    if why:
-        return None, None, why
-    other, why = second(machine)
-    return one, other, why
+    one = first(machine)
+    if isinstance(one, Outcome):
+        return one
+    other = second(machine)
+    if isinstance(other, Outcome):
+        return other
+    return one, other
 
 
 @check("cuda-home", "the CUDA_HOME torch's extension builder would take (CUDA_HOME, CUDA_PATH, "
@@ -78,27 +102,29 @@ def cuda_home(machine: Machine):
 @check("nvcc-torch-cuda", "nvcc's CUDA major version against the CUDA torch was built with "
                           "(extension builds refuse a mismatch)")
 def nvcc_torch_cuda(machine: Machine):
-    nvcc, torch, why = _both(machine, _nvcc_release, _torch_cuda)
-    if why:
-        return why
-    if cuda_version(nvcc)[0] == cuda_version(torch)[0]:
-        minor = "" if nvcc == torch else " (minor versions differ: torch only warns)"
-        return ok(f"nvcc {nvcc} ({machine.toolkit.root}) and torch's CUDA {torch}{minor}")
-    return finding(f"nvcc {nvcc} ({machine.toolkit.root}) but torch {machine.torch.version} was "
+    both = _both(machine, _nvcc_release, _torch_cuda)
+    if isinstance(both, Outcome):
+        return both
+    nvcc, torch = both
+    if nvcc.number[0] == torch.number[0]:
+        minor = "" if nvcc.text == torch.text else " (minor versions differ: torch only warns)"
+        return ok(f"nvcc {nvcc} ({nvcc.owner}) and torch's CUDA {torch}{minor}")
+    return finding(f"nvcc {nvcc} ({nvcc.owner}) but torch {torch.owner} was "
                    f"built with CUDA {torch}: extension builds stop with 'The detected CUDA "
                    f"version ({nvcc}) mismatches the version that was used to compile PyTorch "
                    f"({torch})'",
-                   f"point CUDA_HOME at a CUDA {cuda_version(torch)[0]}.x toolkit, or install the "
+                   f"point CUDA_HOME at a CUDA {torch.number[0]}.x toolkit, or install the "
                    f"torch built for CUDA {nvcc}")
 
 
 @check("torch-cuda-driver", "the CUDA torch was built with against the newest CUDA the "
                             "driver supports")
 def torch_cuda_driver(machine: Machine):
-    torch, driver, why = _both(machine, _torch_cuda, _driver_cuda)
-    if why:
-        return why
-    return _against_driver(f"torch {machine.torch.version} (CUDA {torch})", torch, driver,
+    both = _both(machine, _torch_cuda, _driver_cuda)
+    if isinstance(both, Outcome):
+        return both
+    torch, driver = both
+    return _against_driver(f"torch {torch.owner} (CUDA {torch})", torch, driver,
                            f"install the torch built for CUDA {driver} or older, or a driver "
                            f"that supports CUDA {torch}")
 
@@ -106,20 +132,21 @@ def torch_cuda_driver(machine: Machine):
 @check("nvcc-driver", "nvcc's CUDA (what FlashInfer's JIT and source builds compile with) "
                       "against the newest CUDA the driver supports")
 def nvcc_driver(machine: Machine):
-    nvcc, driver, why = _both(machine, _nvcc_release, _driver_cuda)
-    if why:
-        return why
-    return _against_driver(f"nvcc {nvcc} ({machine.toolkit.root})", nvcc, driver,
+    both = _both(machine, _nvcc_release, _driver_cuda)
+    if isinstance(both, Outcome):
+        return both
+    nvcc, driver = both
+    return _against_driver(f"nvcc {nvcc} ({nvcc.owner})", nvcc, driver,
                            f"point CUDA_HOME at a CUDA {driver} toolkit or older, or install a "
                            f"driver that supports CUDA {nvcc}")
 
 
-def _against_driver(what: str, built: str, driver: str, fix: str):
+def _against_driver(what: str, built: _Cuda, driver: _Cuda, fix: str) -> Outcome:
     """A newer major version needs a newer driver; a newer minor runs under CUDA's minor
     version compatibility (same major, driver >= the major's first release)."""
-    if cuda_version(built)[0] <= cuda_version(driver)[0]:
+    if built.number[0] <= driver.number[0]:
         note = " (newer minor: runs under CUDA minor version compatibility)" \
-            if cuda_version(built) > cuda_version(driver) else ""
+            if built.number > driver.number else ""
         return ok(f"{what}; the driver supports CUDA {driver}{note}")
     return finding(f"{what} but the driver supports CUDA {driver} at most: CUDA fails with "
                    "'CUDA driver version is insufficient for CUDA runtime version'", fix)
@@ -171,13 +198,14 @@ def host_compiler(machine: Machine):
     if compiler is None or compiler.version is None:
         return skipped("no host compiler answered (CUDAHOSTCXX, NVCC_CCBIN, gcc on PATH)")
     name = f"{compiler.kind} {compiler.version} ({compiler.command}, from {compiler.found_by})"
+    limit: Version | int | None
     if compiler.kind == "gcc":
-        limit = limits.gcc_later_than
-        too_new = limit is not None and compiler.version.release[:len(limit.release)] > limit.release
+        limit = gcc = limits.gcc_later_than
+        too_new = gcc is not None and compiler.version.release[:len(gcc.release)] > gcc.release
         said = f"gcc versions later than {limit} are not supported"
     else:
-        limit = limits.clang_below
-        too_new = limit is not None and compiler.version.major >= limit
+        limit = clang = limits.clang_below
+        too_new = clang is not None and compiler.version.major >= clang
         said = f"clang version must be less than {limit}"
     if limit is None:
         return ok(f"{name}; {limits.path} sets no {compiler.kind} limit")
