@@ -25,7 +25,7 @@ from .environment import ReportEnvironment, environment
 from .inputs import CoreInput, DumpInput, Inputs, read
 from .model import IssueReport, LeftOut, Member, RequestDumpSummary
 from .privacy import Privacy
-from .sizes import shown
+from .sizes import parse_size, shown
 from .tarball import BudgetedTarball
 
 #: GitHub's limit for a file attached to an issue.
@@ -43,6 +43,14 @@ class ReportOptions:
     this_machine: bool = False
     #: explain each coredump's faults (crashlab.explain)
     explain: bool = True
+
+    @classmethod
+    def from_command_line(cls, *, inputs, out, max_size, anonymize, this_machine,
+                          no_explain) -> ReportOptions:
+        """The options as click parsed them (names as in crashlab/cli/report.py); BadInput for
+        a --max-size that is not a size."""
+        return cls(inputs=list(inputs), out=out, max_bytes=parse_size(max_size),
+                   anonymize=anonymize, this_machine=this_machine, explain=not no_explain)
 
 
 @dataclass(frozen=True)
