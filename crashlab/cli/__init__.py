@@ -109,9 +109,11 @@ class VerbGroup(GuardedGroup):
         self.commands = VerbCommands(verbs)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
+        """The verbs' names, from the table: nothing is imported."""
         return sorted(self.verbs)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """The verb's command, its module imported now (None: no such verb, click says so)."""
         return self.commands[cmd_name] if cmd_name in self.verbs else None
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:

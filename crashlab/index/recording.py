@@ -9,9 +9,10 @@ from typing import Callable, Iterable
 from . import capture, copies
 from .location import default_index, first_line, resolve, shown
 from ..incidents import XidLine
+from ..report.model import TriageReport
 from .records import NewCrash
 from .store import Index
-from ..report.model import TriageReport
+
 
 Records = Iterable[NewCrash | XidLine]
 

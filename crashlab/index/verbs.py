@@ -1,6 +1,8 @@
 """``crashlab list``, ``show`` and ``gc`` as the command line runs them: the index opened for
-reading, what the verb found printed as JSON or as its terminal view (rich imported only for
-that), the exit code back.
+reading, what the verb found printed as JSON or as its terminal view, the exit code back.
+
+``crashlab list`` on SQLite imports neither pydantic nor psycopg (nor, with --json, rich): each
+verb imports the models and views it prints inside its function.
 """
 
 from __future__ import annotations
@@ -12,11 +14,7 @@ from typing import Any, Callable
 import click
 
 from ..errors import EXIT_FOUND, EXIT_NOTHING, CrashlabError
-from ..issue.sizes import parse_size
-from .commands import collect, show
-from .incidents import listing
 from .location import resolve
-from .retention import Retention
 from .since import parse
 from .store import Filters, Index, UnknownSignature
 
@@ -52,6 +50,8 @@ def list_incidents(since: str | None, signature: str | None, host: str | None,
                    limit: int | None, window: float, as_json: bool, db: str | None,
                    runs_dir: Path, say: Say) -> int:
     """crashlab list --incidents: the filtered crashes grouped, a block per incident."""
+    from .incidents import listing
+
     filters, shown_at_most = _list_filters(since, signature, host, limit, as_json)
     with _read_index(db, runs_dir, say, signature) as index:
         found = listing(index, filters, window)
@@ -67,6 +67,7 @@ def list_incidents(since: str | None, signature: str | None, host: str | None,
 def show_one(what: str, window: float, as_json: bool, db: str | None, runs_dir: Path,
              say: Say) -> None:
     """crashlab show: one crash, a signature or a coarse key."""
+    from .commands import show
     from .views import shown
 
     with _read_index(db, runs_dir, say) as index:
@@ -78,6 +79,9 @@ def collect_garbage(keep: int, max_size: str | None, dry_run: bool, as_json: boo
                     db: str | None, runs_dir: Path, say: Say) -> None:
     """crashlab gc: the dumps beyond the retention (KEEP per signature, MAX_SIZE in all)
     deleted, or with DRY_RUN only said."""
+    from ..issue.sizes import parse_size
+    from .commands import collect
+    from .retention import Retention
     from .views import collection
 
     policy = Retention(keep_per_signature=keep,

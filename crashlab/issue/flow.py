@@ -17,6 +17,8 @@ from .sizes import with_bytes
 
 
 def run(options: ReportOptions, as_json: bool, db: str | None, say: Callable[[str], None]) -> int:
+    """Make the report, print it (the body, or with AS_JSON its summary), say where its files
+    went, and record its crashes in the index DB: the exit code of ``crashlab report``."""
     made = make(options)
     if as_json:
         click.echo(made.issue.model_dump_json(indent=2))

@@ -15,6 +15,8 @@ from .supervisor import Supervisor
 
 
 def run(options: ServeOptions, say: Notify) -> int:
+    """Supervise the server until it ends (serve() with the run directory and the outcome
+    said): the exit code of ``crashlab serve``."""
     supervisor = Supervisor(options, say)
     say(f"run directory: {supervisor.run_dir}")
     # Ctrl-C, SIGTERM and a closing terminal (unless nohup) stop the server as they would have
