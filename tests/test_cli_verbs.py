@@ -99,3 +99,9 @@ def test_out_and_its_former_name_fill_one_parameter(args, out):
         given = context.params[name]
         assert (str(given) if given is not None else None) == out
         assert "output_alias" not in context.params
+
+
+def test_a_verb_is_added_to_the_table_not_to_the_group():
+    with pytest.raises(TypeError, match="crashlab.cli.VERBS"):
+        main.add_command(click.Command("extra"))
+    assert "extra" not in main.commands

@@ -75,7 +75,7 @@ VERBS: dict[str, Verb] = {
 
 class VerbCommands(MutableMapping[str, click.Command]):
     """The group's commands by name, as click keeps them, each imported the first time it is
-    looked up: iterating names imports nothing."""
+    looked up: iterating names imports nothing. A verb is added to the table, not to this."""
 
     def __init__(self, verbs: Mapping[str, Verb]) -> None:
         self._verbs = verbs
@@ -88,16 +88,16 @@ class VerbCommands(MutableMapping[str, click.Command]):
         return self._loaded[name]
 
     def __setitem__(self, name: str, command: click.Command) -> None:
-        self._loaded[name] = command
+        raise TypeError(f"{name}: crashlab's verbs are declared in crashlab.cli.VERBS")
 
     def __delitem__(self, name: str) -> None:
-        del self._loaded[name]
+        raise TypeError(f"{name}: crashlab's verbs are declared in crashlab.cli.VERBS")
 
     def __iter__(self) -> Iterator[str]:
-        return iter({**dict.fromkeys(self._verbs), **self._loaded})
+        return iter(self._verbs)
 
     def __len__(self) -> int:
-        return len({**dict.fromkeys(self._verbs), **self._loaded})
+        return len(self._verbs)
 
 
 class VerbGroup(GuardedGroup):
@@ -114,7 +114,7 @@ class VerbGroup(GuardedGroup):
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         """The verb's command, its module imported now (None: no such verb, click says so)."""
-        return self.commands[cmd_name] if cmd_name in self.verbs else None
+        return self.commands.get(cmd_name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The verbs and their summaries from the table, none of them imported."""
