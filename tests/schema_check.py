@@ -6,7 +6,7 @@ import importlib
 
 from jsonschema import Draft202012Validator
 
-from crashlab.cli import SCHEMAS
+from crashlab.cli.schema import SCHEMAS
 from crashlab.report.schema import json_schema
 
 

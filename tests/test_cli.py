@@ -13,7 +13,8 @@ from pathlib import Path
 import click
 import pytest
 
-from crashlab.cli import SCHEMAS, main
+from crashlab.cli import main
+from crashlab.cli.schema import SCHEMAS
 from crashlab.replay.result import DumpListing
 from crashlab.report.schema import JSON_SCHEMA_DIALECT
 from tests.conftest import ROOT, run_cli

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import crashlab
-from crashlab.cli import SCHEMAS
+from crashlab.cli.schema import SCHEMAS
 from tests import coredump_builder, scenarios
 from tests.conftest import ROOT, run_cli
 from tests.schema_check import errors, published

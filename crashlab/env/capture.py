@@ -8,12 +8,15 @@ costs the timeout once, not once per question.
 from __future__ import annotations
 
 import re
+import shutil
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Mapping, Sequence
 
+from ..errors import BadInput
 from ..privacy.redact import Redactor
 from ..version import __version__
 from . import nvidia, toolkit
@@ -84,6 +87,17 @@ def capture(host: Host | None = None, *, python: str | None = None,
         packages=_packages(distributions, readable),
         topology=(topology.output.rstrip() or None) if topology.ok else None,
         variables=variables, probes=sorted(run.probes, key=lambda probe: probe.tool))
+
+
+def capture_of(python: str | None, host: Host | None = None, timeout: float = 2.0) -> Environment:
+    """capture() for a command's --python (the server's interpreter): one that is not there, or
+    does not answer, is refused (BadInput) rather than described with no packages."""
+    if python is not None and not Path(python).is_file() and shutil.which(python) is None:
+        raise BadInput(f"--python {python}: no such interpreter")
+    environment = capture(host, python=python, timeout=timeout)
+    if python and not environment.python.site_paths:
+        raise BadInput(f"--python {python}: not a Python interpreter that answers")
+    return environment
 
 
 class _Runner:

@@ -15,7 +15,7 @@ from ..errors import BadInput
 from ..version import __version__
 from .checks import ALL, Check, Machine, Outcome
 from .checks.base import Concern, Status
-from .capture import capture
+from .capture import capture_of
 from .host import Host
 from .model import Environment, Tool
 from .packages import Distributions
@@ -78,10 +78,8 @@ def machine_for(runs_dir: Path, python: str | None, cmake_cache: Path | None,
     host = host or Host()
     if cmake_cache is not None and not cmake_cache.is_file():
         raise BadInput(f"--cmake-cache {cmake_cache}: no such file")
-    environment = capture(host, python=python, timeout=timeout)
-    if python and not environment.python.site_paths:
-        raise BadInput(f"--python {python}: not a Python interpreter that answers")
-    return machine_from(environment, host, runs_dir=runs_dir, cmake_cache=cmake_cache)
+    return machine_from(capture_of(python, host, timeout), host, runs_dir=runs_dir,
+                        cmake_cache=cmake_cache)
 
 
 def machine_from(environment: Environment, host: Host, **options) -> Machine:

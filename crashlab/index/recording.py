@@ -6,8 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Iterable
 
+from . import capture, copies
 from .location import default_index, first_line, resolve, shown
 from ..incidents import XidLine
+from ..report.model import TriageReport
 from .records import NewCrash
 from .store import Index
 
@@ -45,3 +47,20 @@ def record_all(crashes: Records | Callable[[], Records], db: str | None, runs_di
         warn(f"warning: the crash was not recorded in the index {shown(address)}: "
              f"{first_line(exc, address)}")
         return 0
+
+
+def record_core(core: str, report: TriageReport, db: str | None, copy: bool,
+                say: Callable[[str], None]) -> None:
+    """What ``inspect --record`` does: record the dump by reference, or (COPY) the copy the index
+    takes of it; a copy taken for a crash recorded before (or not recorded at all) is not left
+    behind."""
+    if core == "-":
+        say("warning: --record: a dump read from standard input is not recorded (no file to keep)")
+        return
+    address = resolve(db, Path("crashlab-runs"), say)
+    kept, made = copies.take(Path(core), address) if copy else (None, False)
+    new = record_all(lambda: [capture.from_coredump(Path(core), report, "inspect", kept)],
+                     address, Path("crashlab-runs"), say, announce=say)
+    if made and kept is not None and not new:
+        copies.drop(kept)
+        say("--copy: no copy kept (the crash was recorded before, or not at all)")

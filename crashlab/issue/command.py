@@ -20,7 +20,7 @@ from ..privacy.policy import Privacy
 from ..report.model import Tool, TriageReport
 from ..report.run import RunReport
 from ..supervise import files
-from ..textsize import shown
+from ..textsize import parse_size, shown
 from ..version import __version__
 from . import body, local, members, relaunch, title
 from .environment import ReportEnvironment, environment
@@ -43,6 +43,14 @@ class ReportOptions:
     this_machine: bool = False
     #: explain each coredump's faults (crashlab.explain)
     explain: bool = True
+
+    @classmethod
+    def from_command_line(cls, *, inputs, out, max_size, anonymize, this_machine,
+                          no_explain) -> ReportOptions:
+        """The options as click parsed them (names as in crashlab/cli/report.py); BadInput for
+        a --max-size that is not a size."""
+        return cls(inputs=list(inputs), out=out, max_bytes=parse_size(max_size),
+                   anonymize=anonymize, this_machine=this_machine, explain=not no_explain)
 
 
 @dataclass(frozen=True)

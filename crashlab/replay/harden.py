@@ -19,10 +19,10 @@ from __future__ import annotations
 import shlex
 
 from ..errors import EnvironmentProblem
+from ..hardening import PROFILES
 from ..toolpath import find_cuda_tool
 from .result import Harden
 
-PROFILES = ("sanitizer", "sglang", "all")
 SANITIZER_OPTIONS = ("--tool", "memcheck", "--target-processes", "all", "--generate-coredump", "yes")
 SGLANG_ENV = {
     "SGLANG_DEBUG_POISON_POOL": "1",
@@ -39,10 +39,11 @@ def harden(command: str, profile: str) -> Harden:
     ($CRASHLAB_COMPUTE_SANITIZER, PATH, CUDA_HOME/bin, /usr/local/cuda/bin).
     """
     env: dict[str, str] = {}
-    if profile in ("sglang", "all"):
+    wanted = PROFILES[profile]
+    if wanted.sglang:
         env.update(SGLANG_ENV)
         command = f"{command} {shlex.join(SGLANG_ARGS)}"
-    if profile in ("sanitizer", "all"):
+    if wanted.sanitizer:
         sanitizer, problem = find_cuda_tool("compute-sanitizer", "CRASHLAB_COMPUTE_SANITIZER")
         if sanitizer is None:
             raise EnvironmentProblem(problem or "--harden sanitizer: compute-sanitizer not found "

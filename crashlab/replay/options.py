@@ -48,7 +48,7 @@ class ReplayOptions:
                           health_interval, health_timeout, settle, restart_cmd, start_timeout,
                           do_minimize, budget, output, late_threshold, force_decode, expect,
                           expect_kernel, any_crash, harden, api_key) -> ReplayOptions:
-        """The options as click parsed them (names as in crashlab/cli.py); BadInput, or
+        """The options as click parsed them (names as in crashlab/cli/replay.py); BadInput, or
         EnvironmentProblem for --harden sanitizer without compute-sanitizer."""
         contradiction = _contradiction(as_list=as_list, url=url, minimize=do_minimize,
                                        restart_cmd=restart_cmd, harden=harden,

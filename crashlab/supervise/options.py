@@ -42,6 +42,20 @@ class ServeOptions:
     #: the crash index to record the run's crashes in (crashlab.index.location.resolve)
     db: str | None = None
 
+    @classmethod
+    def from_command_line(cls, *, command, runs_dir, coredump, user_dumps, health_url,
+                          health_interval, health_timeout, dump_timeout, grace, restart,
+                          max_restarts, restart_delay, quiet, no_debugger, deployment,
+                          incident_window, db) -> ServeOptions:
+        """The options as click parsed them (names as in crashlab/cli/serve.py): the launch
+        command as a list, the coredump mode as its enum, the negated switches turned round."""
+        return cls(command=list(command), runs_dir=runs_dir, coredump=CoredumpMode(coredump),
+                   user_dumps=user_dumps, health_url=health_url, health_interval=health_interval,
+                   health_timeout=health_timeout, dump_timeout=dump_timeout, grace=grace,
+                   restart=restart, max_restarts=max_restarts, restart_delay=restart_delay,
+                   echo=not quiet, debugger=not no_debugger, db=db, deployment=deployment,
+                   incident_window=incident_window)
+
     def as_manifest(self) -> dict:
         values = asdict(self)
         values.pop("command")

@@ -1,0 +1,56 @@
+"""crashlab report: an upstream issue's body and the bundle to attach beside it."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..guard import GuardedCommand, say
+from .options import db_option, json_option, out_option
+
+
+@click.command(cls=GuardedCommand, subject="inputs")
+@click.argument("inputs", nargs=-1, type=click.Path())
+@out_option("out", click.Path(file_okay=False, path_type=Path),
+            "Folder for the body and the bundle [default: the current folder].")
+@click.option("--max-size", default="25MB", show_default=True,
+              help="Largest bundle (GitHub takes attachments up to 25 MB): e.g. 10MB, 500k.")
+@click.option("--anonymize", is_flag=True,
+              help="Also replace host and user names, home folders, IP addresses, and the "
+                   "requests' texts and token ids (lengths, sampling parameters and timing kept).")
+@click.option("--this-machine", is_flag=True,
+              help="Also describe the machine the report is made on, labelled as such (by "
+                   "default the environment is the crashed machine's: the run's and the coredump's).")
+@json_option("Print a JSON summary instead of the body (schema: crashlab schema report-bundle).")
+@click.option("--no-explain", is_flag=True,
+              help="Skip the explanation of each coredump's faults.")
+@db_option
+def report(as_json: bool, db: str | None, **options: Any) -> None:
+    """Write an upstream issue: a Markdown body and one .tar.gz to attach beside it.
+
+    INPUTS are serve run directories, CUDA coredumps and SGLang request dumps, in any mix. The
+    body (at most 65,536 characters) follows SGLang's bug template: what happened, reproduction
+    (launch and replay commands), environment, triage, logs. The crashes are recorded in the
+    crash index (the one beside the first run's runs directory by default). The bundle holds report.md,
+    report.json, the environment, log excerpts, each coredump's triage, and the dumps and request
+    pickles that fit under --max-size; the body lists what was left out and where it is.
+    Secrets are masked everywhere. The body goes to stdout; the title, the two paths and what
+    the triaging machine lacked (no cuda-gdb: not news for upstream) to stderr.
+
+    Exit codes: 0 written, the inputs show a crash; 1 written, they show none (a run that ended
+    cleanly); 2 bad input (also a --max-size too small for the report itself); 3 the output
+    folder cannot be written.
+
+    \b
+    Examples:
+      crashlab report crashlab-runs/20261123-201500-node7-4242
+      crashlab report core_1754_node_12345.nvcudmp crash_dump_2026-11-23_20-08-06.pkl
+      crashlab report RUN --anonymize --max-size 10MB --out /tmp/issue
+    """
+    from ..issue.command import ReportOptions
+    from ..issue.flow import run
+
+    sys.exit(run(ReportOptions.from_command_line(**options), as_json, db, say))

@@ -1,0 +1,38 @@
+"""``crashlab report``'s flow: make the issue, print its body (or its JSON summary) and where
+its files are, record its crashes in the index; the command's exit code back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import click
+
+from ..errors import EXIT_FOUND, EXIT_NOTHING
+from ..index import capture
+from ..index.recording import record_all
+from . import local
+from .command import ReportOptions, make
+from ..textsize import with_bytes
+
+
+def run(options: ReportOptions, as_json: bool, db: str | None, say: Callable[[str], None]) -> int:
+    """Make the report, print it (the body, or with AS_JSON its summary), say where its files
+    went, and record its crashes in the index DB: the exit code of ``crashlab report``."""
+    made = make(options)
+    # make() returns once the bundle is written: it sets both
+    assert made.inputs is not None and made.issue.bundle_bytes is not None
+    if as_json:
+        click.echo(made.issue.model_dump_json(indent=2))
+    else:
+        click.echo(made.body, nl=False)
+    say(f"title: {made.issue.title}")
+    say(f"body: {made.issue.body}")
+    say(f"bundle: {made.issue.bundle}: {with_bytes(made.issue.bundle_bytes)}, "
+        f"{len(made.issue.left_out)} files left out")
+    for reason in made.lacking:
+        say(local.message(reason))
+    runs = [Path(run.path).absolute().parent for run in made.inputs.runs]
+    record_all(lambda: capture.from_report_inputs(made.inputs), db,
+               runs[0] if runs else Path("crashlab-runs"), say)
+    return EXIT_FOUND if made.issue.found else EXIT_NOTHING
