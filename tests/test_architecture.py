@@ -96,7 +96,7 @@ def _subclasses(model: type) -> set[type]:
 
 
 def test_every_model_crashlab_writes_has_the_one_base():
-    from crashlab.cli import SCHEMAS
+    from crashlab.cli.schema import SCHEMAS
 
     for where in SCHEMAS.values():
         importlib.import_module(where.split(":")[0])
@@ -113,3 +113,10 @@ def test_the_base_is_closed_and_reads_descriptions_from_docstrings():
     assert Sample.model_json_schema()["properties"]["size"]["description"] == "bytes on disk"
     with pytest.raises(ValidationError):
         Sample(size=1, unknown=2)
+
+
+def test_contributing_names_every_layer_in_its_layer_order():
+    """CONTRIBUTING.md's layer order is prose beside LAYERS: a unit added to one is added to both."""
+    text = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    section = text.split("## The layer order", 1)[1].split("\n## ", 1)[0]
+    assert [unit for unit in LAYERS if f"`{unit}`" not in section] == []

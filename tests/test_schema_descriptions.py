@@ -11,7 +11,7 @@ import importlib
 
 import pytest
 
-from crashlab.cli import SCHEMAS
+from crashlab.cli.schema import SCHEMAS
 from tests.schema_check import published
 
 
