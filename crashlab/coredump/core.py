@@ -89,6 +89,25 @@ def _note_duplicates(scan: LaneScan, section: int, ids: list[int], zero: list[in
             seen[ln] = row
 
 
+def _first_active_row(scan: LaneScan, section: int, ids, data: bytes, entsize: int, count: int,
+                      mask: int):
+    """(laneId column, all-zero rows, row of the active lane with the lowest laneId or None) of
+    one lane table. The usual layout, row n holding lane n, is answered from the mask alone; any
+    other is sorted by laneId, and its repeated laneIds are noted in ``scan``."""
+    if ids.tobytes() == _in_order(count):
+        zero = [0] if count and data.count(0, 0, entsize) == entsize else []
+        live = mask & ~1 if zero else mask
+        lowest = (live & -live).bit_length() - 1
+        return ids, zero, lowest if 0 <= lowest < count else None
+    ids = ids.tolist()
+    zero = _zero_rows(ids, data, entsize)
+    if len(set(ids)) != count:
+        _note_duplicates(scan, section, ids, zero)
+    first = next((r for r in sorted(range(count), key=ids.__getitem__)
+                  if ids[r] < 32 and mask >> ids[r] & 1 and r not in zero), None)
+    return ids, zero, first
+
+
 class CoreDump:
     """Open with ``CoreDump(path)`` (or as a context manager); close to unmap the file."""
 
@@ -215,18 +234,7 @@ class CoreDump:
             reader = decoder(layout, entsize)
             data = self.image.data(section)
             ids, codes = _lane_columns(reader, data, entsize, count)
-            if ids.tobytes() == _in_order(count):  # the usual layout: row n holds lane n
-                zero = [0] if count and data.count(0, 0, entsize) == entsize else []
-                live = mask & ~1 if zero else mask
-                lowest = (live & -live).bit_length() - 1
-                first = lowest if 0 <= lowest < count else None
-            else:
-                ids = ids.tolist()
-                zero = _zero_rows(ids, data, entsize)
-                if len(set(ids)) != count:
-                    _note_duplicates(scan, section, ids, zero)
-                first = next((r for r in sorted(range(count), key=ids.__getitem__)
-                              if ids[r] < 32 and mask >> ids[r] & 1 and r not in zero), None)
+            ids, zero, first = _first_active_row(scan, section, ids, data, entsize, count, mask)
             if zero:
                 scan.zero_rows += [(section, row) for row in zero]
             wanted = [r for r, code in enumerate(codes) if code and r not in zero] \

@@ -28,29 +28,51 @@ def _version_or_status(package: Package) -> str:
 
 
 def entries(env: Environment, *, public: bool = False) -> list[Entry]:
-    out: list[Entry] = [("Python", [(env.python.version or "unknown").replace("\n", " ")]),
-                        ("Python executable", [env.python.executable])]
+    """check_env's rows, in its order: the host, the driver and GPUs, CUDA, PyTorch, the
+    packages, then the multi-line blocks (BLOCKS)."""
+    return (_host(env, public) + [("NVIDIA driver", [env.driver.version or "not found"]),
+                                  ("Driver CUDA version", [env.driver.cuda_version or "unknown"])]
+            + _gpus(env.gpus, public) + _cuda(env) + _torch(env)
+            + [(package.name, [_version_or_status(package)]) for package in env.packages]
+            + _blocks(env))
+
+
+def _host(env: Environment, public: bool) -> list[Entry]:
+    """Python, the OS and, outside public views, the host's name."""
     os_name = env.os.name or "unknown"
-    out += [("OS", [f"{os_name} ({env.os.arch})" if env.os.arch else os_name]),
-            ("Kernel", [env.os.kernel or "unknown"])]
+    out: list[Entry] = [("Python", [(env.python.version or "unknown").replace("\n", " ")]),
+                        ("Python executable", [env.python.executable]),
+                        ("OS", [f"{os_name} ({env.os.arch})" if env.os.arch else os_name]),
+                        ("Kernel", [env.os.kernel or "unknown"])]
     if not public:
         out.append(("Host", [env.host_name or "unknown"]))
-    out += [("NVIDIA driver", [env.driver.version or "not found"]),
-            ("Driver CUDA version", [env.driver.cuda_version or "unknown"])]
-    out += _gpus(env.gpus, public)
-    out.append(("CUDA_HOME", [f"{env.cuda.home} (from {env.cuda.home_from})" if env.cuda.home
-                              else "not found"]))
+    return out
+
+
+def _cuda(env: Environment) -> list[Entry]:
+    """CUDA_HOME and nvcc, with where each was found."""
     nvcc = env.cuda.nvcc
-    out.append(("NVCC", [f"{nvcc.path}: release {nvcc.release}, V{nvcc.version}" if nvcc and nvcc.version
-                         else f"{nvcc.path}: version unknown" if nvcc else "not found"]))
-    if env.torch is not None:
-        torch = env.torch
-        built = ", ".join(part for part in (f"CUDA {torch.cuda}" if torch.cuda else "",
-                                            f"HIP {torch.hip}" if torch.hip else "",
-                                            f"git {torch.git_version}" if torch.git_version else "",
-                                            "debug build" if torch.debug else "") if part)
-        out.append(("PyTorch build", [f"{torch.version} ({built})" if built else str(torch.version)]))
-    out += [(package.name, [_version_or_status(package)]) for package in env.packages]
+    return [("CUDA_HOME", [f"{env.cuda.home} (from {env.cuda.home_from})" if env.cuda.home
+                           else "not found"]),
+            ("NVCC", [f"{nvcc.path}: release {nvcc.release}, V{nvcc.version}" if nvcc and nvcc.version
+                      else f"{nvcc.path}: version unknown" if nvcc else "not found"])]
+
+
+def _torch(env: Environment) -> list[Entry]:
+    """PyTorch's version and what it was built with; no row where it is not installed."""
+    torch = env.torch
+    if torch is None:
+        return []
+    built = ", ".join(part for part in (f"CUDA {torch.cuda}" if torch.cuda else "",
+                                        f"HIP {torch.hip}" if torch.hip else "",
+                                        f"git {torch.git_version}" if torch.git_version else "",
+                                        "debug build" if torch.debug else "") if part)
+    return [("PyTorch build", [f"{torch.version} ({built})" if built else str(torch.version)])]
+
+
+def _blocks(env: Environment) -> list[Entry]:
+    """The multi-line rows (BLOCKS), each only where it has something to show."""
+    out: list[Entry] = []
     if env.topology:
         out.append(("NVIDIA Topology", env.topology.expandtabs().splitlines()))
     if env.variables:

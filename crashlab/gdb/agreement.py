@@ -9,14 +9,9 @@ import os
 import re
 
 from ..coredump.fault import DETAILED_GROUPS, PC_FROM_LANE
-from ..report.model import (
-    Agreement,
-    DebuggerFaultView,
-    DebuggerFrame,
-    DebuggerInstruction,
-    Fault,
-    SourceLine,
-)
+from ..report.debugger import Agreement, DebuggerFaultView, DebuggerFrame, DebuggerInstruction
+from ..report.model import Fault
+from ..report.places import SourceLine
 from ..notation import dim, marker, short_source
 from .mi import split_invocation
 
@@ -155,19 +150,14 @@ def _backtrace(fault: Fault, view: DebuggerFaultView, source_note: str | None) -
     The first frame's source chain (its inline frames) is compared where both sides have one.
     GDB leaves frame #0's PC out when it is the first address of a line (``#0  kernel<<<...>>> ()
     at f.cu:7``); it is then the ``pc`` register."""
-    frames = view.backtrace
     native_pcs = [fault.current_pc] + [frame.pc for frame in fault.backtrace] if fault.current_pc else []
-    debugger_pcs: list[str] = []
-    for frame in frames:
-        pc = int(frame.pc, 16) if frame.pc else view.registers.get("pc") if frame.level == 0 else None
-        if pc is not None and (not debugger_pcs or int(debugger_pcs[-1], 16) != pc):
-            debugger_pcs.append(f"{pc:#x}")
+    debugger_pcs = _debugger_pcs(view)
     if not native_pcs or not debugger_pcs:
         return _verdict("backtrace", " <- ".join(native_pcs) or None,
                         " <- ".join(debugger_pcs) or None, False)
     same = [int(pc, 16) for pc in native_pcs] == [int(pc, 16) for pc in debugger_pcs]
     native_chain = next((ins.source for ins in fault.sass.instructions if ins.current), [])
-    debugger_chain = _frame_chain(frames)
+    debugger_chain = _frame_chain(view.backtrace)
     native, debugger = " <- ".join(native_pcs), " <- ".join(debugger_pcs)
     note = None
     if native_chain and debugger_chain:
@@ -177,11 +167,29 @@ def _backtrace(fault: Fault, view: DebuggerFaultView, source_note: str | None) -
     elif native_chain:
         note = f"frame #0's source ({short_source(native_chain)}) not compared: " + (
             source_note or "the debugger shows none")
+    return _verdict("backtrace", native, debugger, same,
+                    _stopped_at_level_0(fault, len(debugger_pcs), len(native_pcs)) or note)
+
+
+def _debugger_pcs(view: DebuggerFaultView) -> list[str]:
+    """The PCs of the debugger's frames, innermost first, an inline frame's repeat of its
+    caller's PC dropped; frame #0 without a printed PC takes the ``pc`` register."""
+    pcs: list[str] = []
+    for frame in view.backtrace:
+        pc = int(frame.pc, 16) if frame.pc else view.registers.get("pc") if frame.level == 0 else None
+        if pc is not None and (not pcs or int(pcs[-1], 16) != pc):
+            pcs.append(f"{pc:#x}")
+    return pcs
+
+
+def _stopped_at_level_0(fault: Fault, debugger_count: int, native_count: int) -> str | None:
+    """Why cuda-gdb shows fewer frames than the dump, where the dump's first return address has
+    a level above 0; None otherwise."""
     first_level = min((frame.level - 1 for frame in fault.backtrace), default=0)  # the dump's row level
-    if len(debugger_pcs) < len(native_pcs) and first_level > 0:
-        note = (f"the dump numbers its first return address level {first_level}; cuda-gdb asks "
+    if debugger_count < native_count and first_level > 0:
+        return (f"the dump numbers its first return address level {first_level}; cuda-gdb asks "
                 "for level 0 first and stops there (CUDBG_ERROR_INVALID_CALL_LEVEL)")
-    return _verdict("backtrace", native, debugger, same, note)
+    return None
 
 
 def _frame_chain(frames: list[DebuggerFrame]) -> list[SourceLine]:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from pygdbmi import gdbmiparser
 
-from ..report.model import DebuggerFocus, DebuggerKernel
+from ..report.debugger import DebuggerFocus, DebuggerKernel
 
 _DIM3 = re.compile(r"^\((\d+),(\d+),(\d+)\)$")
 #: A C string (with its escapes) or any one other character; a lone '"' is a string left open.

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from ..report.model import (
+from ..report.debugger import (
     DebuggerFocus,
     DebuggerFrame,
     DebuggerInstruction,

@@ -30,7 +30,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..coredump.elf import copy_within_room
-from ..report import model
+from ..report import model, places
+from ..report.debugger import (DebuggerCommand, DebuggerFaultView, DebuggerFocus, DebuggerProblem,
+                               DebuggerSection, ProblemKind)
 from . import mi, parse
 from .agreement import compare
 from . import command_files
@@ -49,7 +51,7 @@ _CLI_FALLBACK = {
     "-cuda-focus-query": "cuda kernel grid block thread device sm warp lane",
     "-cuda-focus-switch": "cuda",
 }
-_PROBLEM_OF_STATUS: dict[str, model.ProblemKind] = {"timeout": "timeout", "died": "died",
+_PROBLEM_OF_STATUS: dict[str, ProblemKind] = {"timeout": "timeout", "died": "died",
                                                     "not-run": "given-up"}
 
 
@@ -60,7 +62,7 @@ def mi_command(command: str) -> str:
 class _Session:
     """A Debugger plus the transcript and the problems of the section being built."""
 
-    def __init__(self, debugger: Debugger, section: model.DebuggerSection, timeout: float):
+    def __init__(self, debugger: Debugger, section: DebuggerSection, timeout: float):
         self.debugger, self.section, self.timeout = debugger, section, timeout
 
     def run(self, command: str, timeout: float | None = None) -> Reply:
@@ -72,14 +74,14 @@ class _Session:
         output = reply.output
         if len(output) > TRANSCRIPT_LIMIT:
             output = output[:TRANSCRIPT_LIMIT] + f"\n[... {len(reply.output) - TRANSCRIPT_LIMIT} more characters cut]"
-        self.section.transcript.append(model.DebuggerCommand(
+        self.section.transcript.append(DebuggerCommand(
             command=reply.command, status=reply.status, seconds=round(reply.seconds, 3),
             output=output, note=reply.note or None))
         if not reply.ok:
             self.problem(_PROBLEM_OF_STATUS[reply.status], reply.note or reply.status, reply.command)
 
-    def problem(self, kind: model.ProblemKind, message: str, command: str | None = None) -> None:
-        self.section.problems.append(model.DebuggerProblem(kind=kind, message=message, command=command))
+    def problem(self, kind: ProblemKind, message: str, command: str | None = None) -> None:
+        self.section.problems.append(DebuggerProblem(kind=kind, message=message, command=command))
 
     def ask(self, line: str) -> tuple[mi.MiResult | None, str]:
         """Run one script line. An MI line gives its result record; where the debugger lacks the
@@ -101,15 +103,15 @@ class _Session:
 
 def view(core_path: str, report: model.TriageReport, *, program: str | None = None,
          command_timeout: float = 60.0, load_timeout: float = 900.0,
-         context: int = 8) -> model.DebuggerSection:
+         context: int = 8) -> DebuggerSection:
     """The debugger section for ``report``, read from the dump at ``core_path``. ``context`` is
     the disassembly window's half-width where a fault has no native SASS window to follow."""
     began = time.monotonic()
     if program is None:
         program, why = find_cuda_gdb()
         if program is None:
-            return model.DebuggerSection(status="unavailable", reason=why)
-    section = model.DebuggerSection(tool=program, status="ok")
+            return DebuggerSection(status="unavailable", reason=why)
+    section = DebuggerSection(tool=program, status="ok")
     if not Path(core_path).is_file():
         section.status = "unavailable"
         section.reason = "the dump came from a pipe or standard input; cuda-gdb reads only files"
@@ -187,7 +189,7 @@ def _version(text: str) -> str | None:
     return gnu or (lines[0] if lines else None)
 
 
-def _focus(result: mi.MiResult | None, text: str) -> model.DebuggerFocus | None:
+def _focus(result: mi.MiResult | None, text: str) -> DebuggerFocus | None:
     """From a CudaFocus tuple, from the sentence cuda-gdb 12.4 answers ``-cuda-focus-query`` with
     (``^done,"kernel 0, grid 7, ..."``), or from CLI text."""
     if result is not None:
@@ -196,9 +198,9 @@ def _focus(result: mi.MiResult | None, text: str) -> model.DebuggerFocus | None:
 
 
 def _fault_view(session: _Session, core: str, index: int, fault: model.Fault,
-                context: int) -> model.DebuggerFaultView:
+                context: int) -> DebuggerFaultView:
     section = session.section
-    view = model.DebuggerFaultView(fault=index)
+    view = DebuggerFaultView(fault=index)
     if fault.warp is None or fault.lane is None:
         session.problem("no-focus", f"fault {index + 1}: no thread of it is left in the dump, so "
                                     "the debugger cannot focus on it")
@@ -249,7 +251,7 @@ def _disassemble(fault: model.Fault, context: int) -> str:
     return f"x/{2 * context + 1}i $errorpc-{context * INSTRUCTION_BYTES:#x}"
 
 
-def _read_fault_line(view: model.DebuggerFaultView, line: str, result: mi.MiResult | None, text: str) -> None:
+def _read_fault_line(view: DebuggerFaultView, line: str, result: mi.MiResult | None, text: str) -> None:
     if "-cuda-focus-query" in line:
         view.focus = _focus(result, text) or view.focus
     elif "-cuda-info-lanes" in line:
@@ -264,7 +266,7 @@ def _read_fault_line(view: model.DebuggerFaultView, line: str, result: mi.MiResu
         view.disassembly = parse.disassembly(text)
     elif line.startswith("info line"):
         chain = parse.line_info(text)
-        view.source_lines = [model.SourceLine(file=file, line=number) for file, number in chain]
+        view.source_lines = [places.SourceLine(file=file, line=number) for file, number in chain]
         view.source = (f"{chain[0][0]}:{chain[0][1]}" if chain
                        else next(iter(text.strip().splitlines()), None))
     elif line.startswith("info registers"):
@@ -275,7 +277,7 @@ def _read_fault_line(view: model.DebuggerFaultView, line: str, result: mi.MiResu
                 view.registers[name] = value
 
 
-def _kernel_name(section: model.DebuggerSection, view: model.DebuggerFaultView) -> str | None:
+def _kernel_name(section: DebuggerSection, view: DebuggerFaultView) -> str | None:
     if view.focus is not None and view.focus.kernel is not None:
         for kernel in section.kernels:
             if kernel.kernel == view.focus.kernel:
@@ -284,6 +286,6 @@ def _kernel_name(section: model.DebuggerSection, view: model.DebuggerFaultView) 
     return top.function if top else None
 
 
-def _same_lane(a: model.DebuggerFocus | None, b: model.DebuggerFocus | None) -> bool:
+def _same_lane(a: DebuggerFocus | None, b: DebuggerFocus | None) -> bool:
     return (a is not None and b is not None and a.device is not None
             and (a.device, a.sm, a.warp, a.lane) == (b.device, b.sm, b.warp, b.lane))

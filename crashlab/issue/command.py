@@ -230,10 +230,10 @@ def _reserve(out: Path) -> tuple[Path, Path]:
         name = f"{stem}-{number}"
 
 
-def _pack(inputs: Inputs, options: ReportOptions, privacy: Privacy,
-          found_environment: ReportEnvironment, candidates: list[members.Candidate],
-          names: dict[Path, str], tarball: BudgetedTarball, body_path: Path,
-          bundle_path: Path) -> Made:
+def _add_members(candidates: list[members.Candidate], tarball: BudgetedTarball, privacy: Privacy,
+                 max_bytes: int) -> tuple[list[Member], list[LeftOut]]:
+    """Add each candidate the tarball has room for, in order; the (added, left out) lists, a
+    refused candidate or one past the budget left out with why."""
     added: list[Member] = []
     left_out: list[LeftOut] = []
 
@@ -251,10 +251,18 @@ def _pack(inputs: Inputs, options: ReportOptions, privacy: Privacy,
         compressed = tarball.add(candidate.name, candidate.content)
         if compressed is None:
             leave_out(candidate, f"does not fit in the {shown(max(room, 0))} left of the "
-                                 f"{shown(options.max_bytes)} budget")
+                                 f"{shown(max_bytes)} budget")
         else:
             added.append(Member(name=candidate.name, kind=candidate.kind, size_bytes=candidate.size,
                                 compressed_bytes=compressed, source=privacy.text(str(candidate.source))))
+    return added, left_out
+
+
+def _pack(inputs: Inputs, options: ReportOptions, privacy: Privacy,
+          found_environment: ReportEnvironment, candidates: list[members.Candidate],
+          names: dict[Path, str], tarball: BudgetedTarball, body_path: Path,
+          bundle_path: Path) -> Made:
+    added, left_out = _add_members(candidates, tarball, privacy, options.max_bytes)
     launch = privacy.argv(_launch_of(inputs)[0])
     lacking: set[str] = set()
     runs = [local.run(_clean_run(run.report, privacy), lacking)

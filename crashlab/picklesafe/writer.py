@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import builtins
 import struct
+from collections.abc import Callable
+from typing import Any
 # pickletools' own table of opcodes by code, which typeshed does not declare
 from pickletools import code2op  # type: ignore[attr-defined]
 
@@ -32,51 +34,61 @@ class _Emitter:
     def op(self, name: str, payload: bytes = b"") -> None:
         self.out += _OP[name] + payload
 
-    def value(self, value) -> None:  # noqa: C901 - one branch per pickled type
-        kind = type(value)
-        if value is None:
-            self.op("NONE")
-        elif kind is bool:
-            self.op("NEWTRUE" if value else "NEWFALSE")
-        elif kind is int:
-            self.integer(value)
-        elif kind is float:
-            self.op("BINFLOAT", struct.pack(">d", value))
-        elif kind is str:
-            self.sized(value.encode("utf-8", "surrogatepass"), "SHORT_BINUNICODE", "BINUNICODE",
-                       "BINUNICODE8")
-        elif kind is bytes:
-            self.sized(value, "SHORT_BINBYTES", "BINBYTES", "BINBYTES8")
-        elif kind is bytearray:
-            self.call(_BYTEARRAY, (bytes(value),))
-        elif kind is complex:
-            self.call(_COMPLEX, (value.real, value.imag))
-        elif kind is tuple:
-            self.tuple(value)
-        elif kind is TokenIds:
-            self.value(tuple(value) if value.was_tuple else value.tolist())
-        elif kind is list:
-            self.op("EMPTY_LIST")
-            self.batches(value, "APPENDS")
-        elif kind is dict:
-            self.op("EMPTY_DICT")
-            self.batches([part for pair in value.items() for part in pair], "SETITEMS", step=2)
-        elif kind is set:
-            self.op("EMPTY_SET")
-            self.batches(list(value), "ADDITEMS")
-        elif kind is frozenset:
-            self.op("MARK")
-            for item in value:
-                self.value(item)
-            self.op("FROZENSET")
-        elif kind is Global:
-            self.value(value.module)
-            self.value(value.name)
-            self.op("STACK_GLOBAL")
-        elif kind is Instance:
-            self.instance(value)
-        else:
-            raise TypeError(f"cannot write a {kind.__name__} into a dump")
+    def value(self, value) -> None:
+        """Append ``value``'s opcodes, by its exact type (as the stdlib pickler dispatches)."""
+        write = _WRITERS.get(type(value))
+        if write is None:
+            raise TypeError(f"cannot write a {type(value).__name__} into a dump")
+        write(self, value)
+
+    def none(self, value: None) -> None:
+        self.op("NONE")
+
+    def boolean(self, value: bool) -> None:
+        self.op("NEWTRUE" if value else "NEWFALSE")
+
+    def floating(self, value: float) -> None:
+        self.op("BINFLOAT", struct.pack(">d", value))
+
+    def text(self, value: str) -> None:
+        self.sized(value.encode("utf-8", "surrogatepass"), "SHORT_BINUNICODE", "BINUNICODE",
+                   "BINUNICODE8")
+
+    def raw_bytes(self, value: bytes) -> None:
+        self.sized(value, "SHORT_BINBYTES", "BINBYTES", "BINBYTES8")
+
+    def byte_array(self, value: bytearray) -> None:
+        self.call(_BYTEARRAY, (bytes(value),))
+
+    def complex_number(self, value: complex) -> None:
+        self.call(_COMPLEX, (value.real, value.imag))
+
+    def token_ids(self, value: TokenIds) -> None:
+        """A run of token ids goes back as the list or tuple it was read from."""
+        self.value(tuple(value) if value.was_tuple else value.tolist())
+
+    def list_items(self, value: list) -> None:
+        self.op("EMPTY_LIST")
+        self.batches(value, "APPENDS")
+
+    def dict_items(self, value: dict) -> None:
+        self.op("EMPTY_DICT")
+        self.batches([part for pair in value.items() for part in pair], "SETITEMS", step=2)
+
+    def set_items(self, value: set) -> None:
+        self.op("EMPTY_SET")
+        self.batches(list(value), "ADDITEMS")
+
+    def frozenset_items(self, value: frozenset) -> None:
+        self.op("MARK")
+        for item in value:
+            self.value(item)
+        self.op("FROZENSET")
+
+    def global_name(self, value: Global) -> None:
+        self.value(value.module)
+        self.value(value.name)
+        self.op("STACK_GLOBAL")
 
     def integer(self, value: int) -> None:
         if 0 <= value < 256:
@@ -137,6 +149,16 @@ class _Emitter:
         if value.state is not None:
             self.value(value.state)
             self.op("BUILD")
+
+
+#: The writer of each type a decoded dump holds (exact types: a subclass is not written).
+#: the writer of each exact type (a subclass is refused, as by the stdlib pickler's dispatch)
+_WRITERS: dict[type, Callable[[_Emitter, Any], None]] = {type(None): _Emitter.none, bool: _Emitter.boolean, int: _Emitter.integer,
+            float: _Emitter.floating, str: _Emitter.text, bytes: _Emitter.raw_bytes,
+            bytearray: _Emitter.byte_array, complex: _Emitter.complex_number,
+            tuple: _Emitter.tuple, TokenIds: _Emitter.token_ids, list: _Emitter.list_items,
+            dict: _Emitter.dict_items, set: _Emitter.set_items, frozenset: _Emitter.frozenset_items,
+            Global: _Emitter.global_name, Instance: _Emitter.instance}
 
 
 def dumps(value) -> bytes:

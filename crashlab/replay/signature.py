@@ -120,6 +120,17 @@ def compare(expected: Expectation | None, observed: ObservedFault,
     if not observed.lines and not observed.classes and not observed.kernels:
         return "unconfirmed", ("no fault line or coredump to compare with the expected crash "
                                "(give --watch-log, --watch-cores or --restart-cmd)")
+    problems = _contradictions(expected, observed)
+    if problems:
+        return "different crash", "; ".join(problems)
+    if expected.fault_class and not observed.classes and not expected.patterns:
+        return "unconfirmed", f"no fault line names a fault class to compare with {expected.fault_class}"
+    return "reproduced", None
+
+
+def _contradictions(expected: Expectation, observed: ObservedFault) -> list[str]:
+    """Where the replay's evidence names something other than the expectation: its fault class,
+    its kernel, a --expect pattern no fault line matches."""
     problems = []
     if expected.fault_class and observed.classes and expected.fault_class not in observed.classes:
         problems.append(f"expected {expected.fault_class}, the replay shows "
@@ -131,8 +142,4 @@ def compare(expected: Expectation | None, observed: ObservedFault,
     for pattern in expected.patterns:
         if not any(re.search(pattern, line) for line in observed.lines):
             problems.append(f"no fault line matches --expect {pattern!r}")
-    if problems:
-        return "different crash", "; ".join(problems)
-    if expected.fault_class and not observed.classes and not expected.patterns:
-        return "unconfirmed", f"no fault line names a fault class to compare with {expected.fault_class}"
-    return "reproduced", None
+    return problems

@@ -16,7 +16,7 @@ from ..coredump.fault import DETAILED_GROUPS, FaultGroup, Location, Residency
 from ..cubin_info import ParamLayout
 from ..demangle import demangle
 from ..sass import CodeLocation, Instruction, SassView
-from . import model
+from . import model, places
 from .params import kernel_params
 from .suspects import flag_arguments, known_memory, params_missing
 from ..notation import dim, short_source
@@ -52,8 +52,8 @@ def _named(values: list | None, prefix: str) -> dict | None:
     return None if values is None else {f"{prefix}{i}": v for i, v in enumerate(values)}
 
 
-def _source(chain) -> list[model.SourceLine]:
-    return [model.SourceLine(file=s.file, line=s.line) for s in chain]
+def _source(chain) -> list[places.SourceLine]:
+    return [places.SourceLine(file=s.file, line=s.line) for s in chain]
 
 
 def _sass(view: SassView) -> model.Sass:

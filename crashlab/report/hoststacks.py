@@ -29,7 +29,7 @@ import re
 from pydantic import Field
 
 from ..published import ClosedModel as _Model
-from .model import DebuggerFrame
+from .debugger import DebuggerFrame
 
 _FATAL = re.compile(r"^Fatal Python error: (?P<error>.+?)\s*$")
 _THREAD = re.compile(r"^(?P<current>Current thread|Thread) (?P<ident>0x[0-9a-fA-F]+) "

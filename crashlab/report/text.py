@@ -6,7 +6,8 @@ import re
 
 from ..demangle import demangle
 from ..notation import dim, short_source
-from .model import Fault, Params, Range, SourceLine
+from .model import Fault, Params, Range
+from .places import SourceLine
 
 MAX_REGISTERS_SHOWN = 64
 

@@ -19,7 +19,8 @@ from __future__ import annotations
 import os
 import re
 
-from ..report.model import Fault, SourceLine, TriageReport, WarpPosition
+from ..report.model import Fault, TriageReport, WarpPosition
+from ..report.places import SourceLine
 from ..report.signature import CrashSignature, seal
 from ..report.suspects import suspect_items
 from .collective import collectives
