@@ -29,8 +29,21 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests import scenarios  # noqa: E402
-from tests.coredump_builder import CTA, SM, Context, Device, Grid, Lane, Module, Spec, Warp, write  # noqa: E402
-from tests.coredump_builder import load_cubin, markers, relocate  # noqa: E402
+from tests.coredump_builder import (  # noqa: E402  # noqa: E402
+    CTA,
+    SM,
+    Context,
+    Device,
+    Grid,
+    Lane,
+    Module,
+    Spec,
+    Warp,
+    load_cubin,
+    markers,
+    relocate,
+    write,
+)
 
 GIB = 1 << 30
 REGISTERS = list(range(255))

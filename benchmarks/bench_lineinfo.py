@@ -30,8 +30,8 @@ from benchmarks.bench_env import timed  # noqa: E402
 from crashlab import lineinfo, sass  # noqa: E402
 from crashlab.coredump.core import CoreDump  # noqa: E402
 from crashlab.coredump.fault import locate  # noqa: E402
-from tests.line_tables import FIXTURES_WITH_LINES, Agreement, agreement, build, nvcc  # noqa: E402
 from tests.coredump_builder import CUBINS  # noqa: E402
+from tests.line_tables import FIXTURES_WITH_LINES, Agreement, agreement, build, nvcc  # noqa: E402
 
 MOE_DUMP = ROOT / "fixtures" / "synthetic" / "moe_align_out_of_range.nvcudmp"
 

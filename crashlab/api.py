@@ -10,8 +10,8 @@ from .cubin_info import ParamLayout, kernel_param_layout
 from .explain.engine import explain as explain_fault
 from .report.coredump import MAX_POSITIONS, build
 from .report.model import TriageReport
-from .signature import compute as signature_of
 from .sass import CodeFinder, CodeLocation, Instruction, SassView, disassemble, instruction_at
+from .signature import compute as signature_of
 from .waits import explain_waits
 
 

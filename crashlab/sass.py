@@ -27,13 +27,13 @@ from pathlib import Path
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
+from . import sass_cache
 from .coredump.constants import SHF_EXECINSTR
 from .coredump.core import CoreDump
 from .coredump.layouts import SECTION_HEADER, SYMBOL, Field
 from .coredump.model import Grid
 from .lineinfo import LineTable, LineTableError, SourceLine
 from .lineinfo import read as read_line_table
-from . import sass_cache
 from .toolpath import find_cuda_tool
 
 NVDISASM_TIMEOUT_S = 120

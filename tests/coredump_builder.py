@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import gzip
 import json
-from collections import Counter
 import shutil
 import struct
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 

@@ -18,8 +18,8 @@ from crashlab.replay.oracle import Oracle, Watch
 from crashlab.replay.result import ReplayResult
 from crashlab.replay.send import Plan, Sender
 from tests.conftest import run_cli
-from tests.schema_check import errors
 from tests.replay_support import FAST_WATCH, FIXTURES, free_port, server_command, standin, synthetic
+from tests.schema_check import errors
 
 FIXTURE = FIXTURES / "crash_dump_0.5.23.pkl"
 INTERNAL = {"rid", "http_worker_ipc", "received_time", "lora_id", "is_single", "batch_size",

@@ -15,9 +15,9 @@ import pytest
 from markdown_it import MarkdownIt
 
 from crashlab.privacy.redact import MASK, Redactor
-from crashlab.report.run import ExitStatus, FileRecord, Finding, NO_EXCEPTION_LINE, RunReport
-from crashlab.report.run_views import TITLE_CHARS, markdown, summary_lines
 from crashlab.report.model import Source, Tool
+from crashlab.report.run import NO_EXCEPTION_LINE, ExitStatus, FileRecord, Finding, RunReport
+from crashlab.report.run_views import TITLE_CHARS, markdown, summary_lines
 from crashlab.supervise import files, incident, manifest
 from crashlab.supervise.incident import TAIL_LINE_CHARS
 from crashlab.supervise.logscan import StreamScanner

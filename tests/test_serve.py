@@ -20,11 +20,23 @@ import pytest
 from crashlab.env import hostcore
 from crashlab.env.checks import capture
 from crashlab.textsize import with_bytes
-from tests.doctor_machine import Tree
-from tests.serve_harness import (FAST, FAULT_DUMP, GENERATE_PROMPT, HANG_DUMP, Serve, environment,
-                                 free_port, post_generate, process, sglang, survivors, wait_for)
 from tests.conftest import run_cli
+from tests.doctor_machine import Tree
 from tests.schema_check import errors
+from tests.serve_harness import (
+    FAST,
+    FAULT_DUMP,
+    GENERATE_PROMPT,
+    HANG_DUMP,
+    Serve,
+    environment,
+    free_port,
+    post_generate,
+    process,
+    sglang,
+    survivors,
+    wait_for,
+)
 
 
 def sha256(path: Path) -> str:

@@ -13,7 +13,7 @@ import pytest
 
 from crashlab.errors import BadInput
 from crashlab.privacy import redact
-from crashlab.report.run import Finding, RunReport
+from crashlab.report.run import FileRecord, Finding, RunReport
 from crashlab.report.run_views import markdown
 from crashlab.supervise import environment as cuda_env
 from crashlab.supervise import files, incident, launch, manifest
@@ -21,7 +21,6 @@ from crashlab.supervise.environment import CoredumpMode
 from crashlab.supervise.kernellog import KernelLog
 from crashlab.supervise.logscan import StreamScanner
 from crashlab.supervise.proctree import role_of
-from crashlab.report.run import FileRecord
 from tests import scenarios
 from tests.serve_harness import wait_for
 
@@ -330,7 +329,7 @@ def test_debugger_view_is_asked_for_and_its_absence_noted(build, tmp_path, monke
 
 def test_the_run_report_fits_github_and_names_the_replay_command(build, tmp_path):
     from crashlab.report.model import Source, Tool
-    from crashlab.report.run import Incident, ExitStatus
+    from crashlab.report.run import ExitStatus, Incident
 
     fault = build(scenarios.fault(), "core.nvcudmp").path
     dumps = incident.triage_dumps(tmp_path, [_dump_record(tmp_path, fault, 1000.0)], debugger=False)

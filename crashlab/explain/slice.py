@@ -21,10 +21,20 @@ from dataclasses import dataclass, field, replace
 
 from ..report import model
 from .access import memory_access
+from .carry import CarryChain, carry_chain, constant_move, division_idiom
 from .cfg import FunctionCode
 from .operands import ConstantRef, Immediate, MemoryOperand, Predicate, Register, parse_operand
-from .carry import CarryChain, carry_chain, constant_move, division_idiom
-from .semantics import MASK32, MASK64, MULTIPLY_ADD, Term, apply, operation, shifted, signed32, summed
+from .semantics import (
+    MASK32,
+    MASK64,
+    MULTIPLY_ADD,
+    Term,
+    apply,
+    operation,
+    shifted,
+    signed32,
+    summed,
+)
 
 MAX_DEPTH = 24
 MAX_WORDS = 400
@@ -109,11 +119,11 @@ class Value:
     text: str
     #: the definition this word came from and that definition's whole (pair-wide) value
     origin: int | None = None
-    whole: "Value | None" = None
+    whole: Value | None = None
     #: a parameter's value: its ordinal (a pointer argument, when it is used as a base)
     param: int | None = None
     #: an element address: (param ordinal, index, element size)
-    element: tuple[int, "Value", int] | None = None
+    element: tuple[int, Value, int] | None = None
 
 
 @dataclass

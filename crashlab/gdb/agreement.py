@@ -9,6 +9,7 @@ import os
 import re
 
 from ..coredump.fault import DETAILED_GROUPS, PC_FROM_LANE
+from ..notation import dim, marker, short_source
 from ..report.model import (
     Agreement,
     DebuggerFaultView,
@@ -17,7 +18,6 @@ from ..report.model import (
     Fault,
     SourceLine,
 )
-from ..notation import dim, marker, short_source
 from .mi import split_invocation
 
 _LAUNCH = re.compile(r"<<<[^>]*>>>")

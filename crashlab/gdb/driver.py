@@ -28,7 +28,6 @@ import psutil
 from ..toolpath import find_cuda_tool
 from . import command_files
 
-
 #: The pager's prompt (GDB 9 and later, then older releases) and the answer that lets it go on.
 PAGER_PROMPTS = {
     "--Type <RET> for more, q to quit, c to continue without paging--": "c",

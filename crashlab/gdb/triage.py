@@ -31,9 +31,8 @@ from pathlib import Path
 
 from ..coredump.elf import copy_within_room
 from ..report import model
-from . import mi, parse
+from . import command_files, mi, parse
 from .agreement import compare
-from . import command_files
 from .driver import Debugger, Reply, SetupCommand, find_cuda_gdb
 from .lineinfo import unrelocated_line_table
 

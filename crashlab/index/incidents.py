@@ -7,7 +7,8 @@ incident's first), with the recorded Xid lines of their hosts around them. What 
 from __future__ import annotations
 
 from .. import __version__
-from ..incidents import Crash as GroupedCrash, Incident, group
+from ..incidents import Crash as GroupedCrash
+from ..incidents import Incident, group
 from ..incidents.grouping import deployment_key
 from .records import Crash, IncidentList, IncidentShown, Tool, XidSeen
 from .store import Filters, Index, iso

@@ -11,9 +11,8 @@ identifier.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import re
+from typing import TYPE_CHECKING
 
 from rich.cells import cell_len
 

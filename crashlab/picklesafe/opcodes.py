@@ -10,6 +10,7 @@ loop that drives these handlers, and inlines the commonest opcodes, is unpickler
 from __future__ import annotations
 
 import struct
+
 # pickletools' own table of opcodes by code, which typeshed does not declare
 from pickletools import code2op  # type: ignore[attr-defined]
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import builtins
 import struct
+
 # pickletools' own table of opcodes by code, which typeshed does not declare
 from pickletools import code2op  # type: ignore[attr-defined]
 

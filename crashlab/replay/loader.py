@@ -5,8 +5,8 @@ from __future__ import annotations
 import gc
 import mmap
 import os
+from collections.abc import Callable
 from contextlib import contextmanager
-from typing import Callable
 
 from pydantic import ValidationError
 

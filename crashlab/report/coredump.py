@@ -8,18 +8,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..version import __version__
 from ..coredump import exceptions
 from ..coredump.constants import generation_flag_names
 from ..coredump.core import CoreDump
 from ..coredump.fault import DETAILED_GROUPS, FaultGroup, Location, Residency
 from ..cubin_info import ParamLayout
 from ..demangle import demangle
+from ..notation import dim, short_source
 from ..sass import CodeLocation, Instruction, SassView
+from ..version import __version__
 from . import model
 from .params import kernel_params
 from .suspects import flag_arguments, known_memory, params_missing
-from ..notation import dim, short_source
 from .text import kernel_name, sm_phrase
 
 #: Distinct PCs listed per kernel in ``warps_at``; the rest are counted in the totals.

@@ -16,8 +16,8 @@ from rich.table import Table
 from rich.text import Text
 
 from ..console import line, plain
-from ..textsize import with_bytes
 from ..notation import dim, marker, short_source
+from ..textsize import with_bytes
 from . import text, why
 from .model import DebuggerSection, Fault, Kernel, TriageReport
 from .suspects import suspect_items

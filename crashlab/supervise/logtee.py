@@ -23,8 +23,9 @@ import os
 import re
 import select
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import IO, BinaryIO, Callable
+from typing import IO, BinaryIO
 
 from .logscan import StreamScanner
 

@@ -24,6 +24,7 @@ from .polled import lane_registers
 from .shape import Polling
 from .stand import WarpAt
 
+
 @dataclass
 class Origin:
     """The polled address's formula, its roots (the parameter first) and what stopped it."""
