@@ -8,6 +8,7 @@ per header field. Section contents are only read when a caller asks for them.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import mmap
 import operator
@@ -324,10 +325,9 @@ class ElfImage:
         if view is not None:
             vars(self).pop("sections", None)  # its columns are views of the map: drop them first
             view.release()
-        try:
+        # A caller still holding a view keeps the mapping; it goes when that view does.
+        with contextlib.suppress(BufferError):
             self._map.close()
-        except BufferError:
-            pass  # a caller still holds a view; the mapping goes when that view does
         self._file.close()
 
     def __enter__(self):

@@ -8,6 +8,7 @@ no more than the timeout.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -76,7 +77,5 @@ def _drain(stream, into: bytearray) -> None:
 
 
 def _kill_session(child: subprocess.Popen) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(child.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
