@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 from rich.console import Console
@@ -124,7 +125,7 @@ def test_a_killed_server_is_a_reproduction(tmp_path):
     assert "exited with code" in signals["exited"]
     assert "refused" in signals or "health" in signals
     assert "Scheduler hit an exception" in signals["log"]
-    assert "an illegal memory access" in open(data["server_log"]).read()
+    assert "an illegal memory access" in Path(data["server_log"]).read_text()
     statuses = {o["rid"]: o["status"] for o in data["attempts"][0]["requests"]}
     assert statuses["r6-inflight-stream"] in ("refused", "unfinished")
     assert statuses["r0-text"] == "ok"

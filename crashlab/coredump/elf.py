@@ -115,11 +115,11 @@ class ElfImage:
                 raise BadInput(f"{source}: a crashlab serve run directory, not a coredump",
                                InputKind.RUN_DIRECTORY, source)
             raise BadInput(f"{source}: is a directory, not a coredump file")
-        try:
+        try:  # the stream is returned: the image maps it and its close() closes it
             if source == "-":
-                stream = open(sys.stdin.fileno(), "rb", closefd=False)
+                stream = open(sys.stdin.fileno(), "rb", closefd=False)  # noqa: SIM115
             else:
-                stream = open(source, "rb")
+                stream = open(source, "rb")  # noqa: SIM115
         except OSError as exc:
             raise BadInput(f"{source}: cannot open ({exc.strerror})") from None
         try:
@@ -146,7 +146,7 @@ class ElfImage:
 
     def _copy_to_temp(self, reader):
         """Copy a stream into an unlinked temporary file, refusing to fill the disk."""
-        spool = tempfile.TemporaryFile()
+        spool = tempfile.TemporaryFile()  # noqa: SIM115 (returned: the image's file)
         try:
             if copy_within_room(reader, spool, tempfile.gettempdir(), self.path) == 0:
                 raise BadInput(f"{self.path}: empty input, not a coredump")
