@@ -35,6 +35,7 @@ import sys
 import tempfile
 import time
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -144,7 +145,7 @@ def bench_list(address: str, count: int, runs: int) -> None:
         return sum(len(batch) for batch in listed)
 
     with Index(address) as index:
-        queried = {label: _median_of_5(lambda: read(index, args, filters))
+        queried = {label: _median_of_5(partial(read, index, args, filters))
                    for label, args, filters in cases}
         as_objects = _median_of_5(lambda: index.crashes(Filters()))
     for label, args, _ in cases:

@@ -134,7 +134,7 @@ def main() -> None:
     args.keep.mkdir(parents=True, exist_ok=True)
     print(f"{'dump':<28} {'sections':>10} {'on disk':>9} {'apparent':>9} "
           f"{'build s':>8} {'inspect s best/median':>22} {'peak RSS MiB':>13}")
-    for name, shape in sizes.items():
+    for name in sizes:
         if args.only and name != args.only:
             continue
         path = args.keep / f"{name}.nvcudmp"

@@ -116,7 +116,8 @@ class Serve:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-            raise AssertionError(f"crashlab serve did not end within {timeout:g} s:\n{self.stderr}")
+            raise AssertionError(
+                f"crashlab serve did not end within {timeout:g} s:\n{self.stderr}") from None
 
     @property
     def stderr(self) -> str:

@@ -92,7 +92,7 @@ def test_an_sglang_scheduler_exception_is_attributed_to_the_ranks_of_its_record(
 
 def test_interleaved_ranks_give_one_traceback_each():
     lines = []
-    for rank, function in ((0, "alpha"), (1, "beta")):
+    for rank in (0, 1):
         lines.append(f"[rank{rank}]: Traceback (most recent call last):")
     for depth in range(3):
         for rank, function in ((0, "alpha"), (1, "beta")):
@@ -550,7 +550,7 @@ def test_the_terminal_echo_is_masked_by_lines_and_a_begun_line_shows_once_the_pi
                                           b"password: ", None]):
             os.write(write_end, chunk)
             if shown:  # the pipe stays quiet until the begun line, but its last word, is shown
-                wait_for(lambda: echo.read_bytes().endswith(shown), "the begun line on the terminal")
+                wait_for(lambda shown=shown: echo.read_bytes().endswith(shown), "the begun line on the terminal")
         os.close(write_end)
         assert tee.join(30)
     assert (tmp_path / "stderr.log").read_bytes() == b"".join(written)
