@@ -169,7 +169,8 @@ def bench_writers(address: str, writers: int, crashes: int) -> None:
                               stderr=subprocess.PIPE) for w in range(writers)]
     results = [p.communicate() for p in procs]
     wall = time.time() - start
-    failed = [err.decode()[-500:] for p, (_, err) in zip(procs, results) if p.returncode]
+    failed = [err.decode()[-500:] for p, (_, err) in zip(procs, results, strict=True)
+              if p.returncode]
     with Index(address) as index:
         db = index.backend
         rows = db.execute("SELECT count(*), count(DISTINCT crash_key) FROM crashes").fetchone()

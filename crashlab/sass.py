@@ -405,7 +405,7 @@ _SECTION_HEADER = re.compile(r"^//-+ (\.text\.\S+) +-+$", re.M)
 def split_listing(listing: str) -> dict[str, list[Instruction]]:
     """A whole cubin's ``nvdisasm -c -gi`` listing, split at its text sections' headers."""
     parts = _SECTION_HEADER.split(listing)
-    return {name: parse_listing(body) for name, body in zip(parts[1::2], parts[2::2])}
+    return {name: parse_listing(body) for name, body in zip(parts[1::2], parts[2::2], strict=True)}
 
 
 def function_listing(finder: CodeFinder, pc: int,

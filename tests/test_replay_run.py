@@ -84,7 +84,7 @@ def test_schedules_follow_the_recorded_offsets(tmp_path):
         outcomes = Sender(server.url, dump.requests, Plan.choose(speed=2.0), oracle).run()
         oracle.stop()
         arrivals = server.received()
-    for request, outcome in zip(dump.requests, outcomes):
+    for request, outcome in zip(dump.requests, outcomes, strict=True):
         assert outcome.scheduled_s == pytest.approx(request.offset_s / 2, abs=1e-6)
         assert outcome.sent_s >= outcome.scheduled_s  # never early
     order = [entry["body"].get("text") or entry["body"].get("input_ids")[0] for entry in arrivals]
@@ -97,7 +97,7 @@ def test_concurrency_one_waits_for_each_answer(tmp_path):
         oracle = Oracle(server.url, Watch(health_interval=10)).start()
         outcomes = Sender(server.url, dump.requests, Plan.choose(concurrency=1), oracle).run()
         oracle.stop()
-    for before, after in zip(outcomes, outcomes[1:]):
+    for before, after in zip(outcomes, outcomes[1:], strict=False):
         assert after.sent_s >= before.sent_s + before.latency_s - 1e-3
 
 

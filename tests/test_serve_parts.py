@@ -547,7 +547,7 @@ def test_the_terminal_echo_is_masked_by_lines_and_a_begun_line_shows_once_the_pi
                         StreamScanner("stderr", lambda finding: None), redactor.text)
         tee.start()
         for chunk, shown in zip(written, [None, None, b"Loading ", None, b"client key ", None,
-                                          b"password: ", None]):
+                                          b"password: ", None], strict=True):
             os.write(write_end, chunk)
             if shown:  # the pipe stays quiet until the begun line, but its last word, is shown
                 wait_for(lambda shown=shown: echo.read_bytes().endswith(shown), "the begun line on the terminal")

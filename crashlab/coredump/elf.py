@@ -269,7 +269,7 @@ class ElfImage:
             return
         skipped: dict[int, list[int]] = {}
         for index, (kind, offset, length) in enumerate(
-            zip(columns.type, columns.offset, columns.size)
+            zip(columns.type, columns.offset, columns.size, strict=True)
         ):
             if offset + length <= size or kind == SHT_NOBITS:
                 continue

@@ -83,7 +83,7 @@ def cluster_rank(block_idx: tuple[int, int, int], shape: tuple[int, int, int]) -
     zero in it."""
     if not all(shape):
         return None
-    x, y, z = (index % size for index, size in zip(block_idx, shape))
+    x, y, z = (index % size for index, size in zip(block_idx, shape, strict=True))
     return x + y * shape[0] + z * shape[0] * shape[1]
 
 
@@ -93,7 +93,8 @@ def launch_dimensions(block_dim: tuple[int, int, int] | None,
     named = {}
     for kind, shape in (("blockDim", block_dim), ("gridDim", grid_dim)):
         if shape is not None:
-            named.update({f"{kind}.{axis}": value for axis, value in zip("xyz", shape)})
+            named.update({f"{kind}.{axis}": value
+                          for axis, value in zip("xyz", shape, strict=True)})
     return named
 
 
@@ -580,7 +581,8 @@ class Slicer:
                     Value(0, "0"))])
                 return None if product is None else Value(product.value, product.text)
             return None
-        others = [self._term(s, at, depth) for s, n in zip(sources, names) if n != name]
+        others = [self._term(s, at, depth)
+                  for s, n in zip(sources, names, strict=True) if n != name]
         total = _total(o.value for o in others)
         text = " + ".join(o.text for o in others if o.text != "0") or "0"
         return Value(total, text)

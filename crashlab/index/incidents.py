@@ -76,8 +76,8 @@ def _settled(incidents: list[Incident], since: float, window: float) -> list[Inc
     unsettled_until = since
     for times in servers.values():
         read = sorted(t for t in times.values() if t >= since)
-        gap = next((later for earlier, later in zip(read, read[1:]) if later - earlier > window),
-                   None)
+        gap = next((later for earlier, later in zip(read, read[1:], strict=False)
+                    if later - earlier > window), None)
         unsettled_until = max(unsettled_until, max(times.values()) if gap is None
                               else max(t for t in times.values() if t < gap))
     return [incident for incident in incidents

@@ -387,7 +387,7 @@ def _crash(row: tuple) -> Crash:
     """A row of every LISTED field as a Crash."""
     from .records import Crash
 
-    values = dict(zip(_FIELD_NAMES, row))
+    values = dict(zip(_FIELD_NAMES, row, strict=True))
     for name in _JSON_FIELDS:
         values[name] = json.loads(values[name])
     return Crash(**values)

@@ -285,7 +285,7 @@ def _check_arguments(core: CoreDump, location: Location, faults: list[model.Faul
                      flags: list[str] | None) -> None:
     """Flag each detailed fault's suspect arguments, or say why its kernel's parameter buffer
     is missing (the faults past DETAILED_GROUPS were never looked up: nothing is said of them)."""
-    detailed = list(zip(location.faults[:DETAILED_GROUPS], faults))
+    detailed = list(zip(location.faults[:DETAILED_GROUPS], faults, strict=False))
     known = known_memory(core) if any(f.params is not None for _, f in detailed) else None
     for found, fault in detailed:
         if fault.params is not None:

@@ -41,7 +41,8 @@ class _Breakable:
 
     def _pieces(self) -> list[int]:
         starts = [0] + self.points[:-1]
-        return [cell_len(self.value.plain[a:b].rstrip()) for a, b in zip(starts, self.points)]
+        return [cell_len(self.value.plain[a:b].rstrip())
+                for a, b in zip(starts, self.points, strict=True)]
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         whole = cell_len(self.value.plain)
