@@ -47,7 +47,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
     for python in (None, args.python) if args.python else (None,):
-        median, best = timed(lambda: run_checks(machine_for(Path("crashlab-runs"), python, None)),
+        median, best = timed(lambda python=python: run_checks(machine_for(Path("crashlab-runs"),
+                                                                          python, None)),
                              args.runs)
         print(f"doctor, {python or 'crashlab own Python'}: median {median * 1000:.0f} ms, "
               f"best {best * 1000:.0f} ms ({args.runs} runs)")

@@ -21,6 +21,7 @@ import statistics
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -71,10 +72,10 @@ def main() -> None:
     for name, environ in environments().items():
         command = [sys.executable, "-m", "crashlab", "env", "--json", "--timeout",
                    str(options.timeout), *extra]
-        process = timed(lambda: subprocess.run(command, cwd=ROOT, env=environ, check=True,
-                                               stdout=subprocess.DEVNULL), options.repeat)
+        process = timed(partial(subprocess.run, command, cwd=ROOT, env=environ, check=True,
+                                stdout=subprocess.DEVNULL), options.repeat)
         host = Host(environ=environ)
-        alone = timed(lambda: capture(host, python=options.python, timeout=options.timeout),
+        alone = timed(partial(capture, host, python=options.python, timeout=options.timeout),
                       options.repeat)
         print(f"{name:<10} {figure(process):>30} {figure(alone):>22}")
 

@@ -35,6 +35,7 @@ import sys
 import tempfile
 import time
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -144,7 +145,7 @@ def bench_list(address: str, count: int, runs: int) -> None:
         return sum(len(batch) for batch in listed)
 
     with Index(address) as index:
-        queried = {label: _median_of_5(lambda: read(index, args, filters))
+        queried = {label: _median_of_5(partial(read, index, args, filters))
                    for label, args, filters in cases}
         as_objects = _median_of_5(lambda: index.crashes(Filters()))
     for label, args, _ in cases:
@@ -168,7 +169,8 @@ def bench_writers(address: str, writers: int, crashes: int) -> None:
                               stderr=subprocess.PIPE) for w in range(writers)]
     results = [p.communicate() for p in procs]
     wall = time.time() - start
-    failed = [err.decode()[-500:] for p, (_, err) in zip(procs, results) if p.returncode]
+    failed = [err.decode()[-500:] for p, (_, err) in zip(procs, results, strict=True)
+              if p.returncode]
     with Index(address) as index:
         db = index.backend
         rows = db.execute("SELECT count(*), count(DISTINCT crash_key) FROM crashes").fetchone()

@@ -29,8 +29,21 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests import scenarios  # noqa: E402
-from tests.coredump_builder import CTA, SM, Context, Device, Grid, Lane, Module, Spec, Warp, write  # noqa: E402
-from tests.coredump_builder import load_cubin, markers, relocate  # noqa: E402
+from tests.coredump_builder import (  # noqa: E402  # noqa: E402
+    CTA,
+    SM,
+    Context,
+    Device,
+    Grid,
+    Lane,
+    Module,
+    Spec,
+    Warp,
+    load_cubin,
+    markers,
+    relocate,
+    write,
+)
 
 GIB = 1 << 30
 REGISTERS = list(range(255))
@@ -121,7 +134,7 @@ def main() -> None:
     args.keep.mkdir(parents=True, exist_ok=True)
     print(f"{'dump':<28} {'sections':>10} {'on disk':>9} {'apparent':>9} "
           f"{'build s':>8} {'inspect s best/median':>22} {'peak RSS MiB':>13}")
-    for name, shape in sizes.items():
+    for name in sizes:
         if args.only and name != args.only:
             continue
         path = args.keep / f"{name}.nvcudmp"

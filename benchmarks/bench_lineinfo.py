@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 from elftools.elf.elffile import ELFFile
@@ -30,8 +31,8 @@ from benchmarks.bench_env import timed  # noqa: E402
 from crashlab import lineinfo, sass  # noqa: E402
 from crashlab.coredump.core import CoreDump  # noqa: E402
 from crashlab.coredump.fault import locate  # noqa: E402
-from tests.line_tables import FIXTURES_WITH_LINES, Agreement, agreement, build, nvcc  # noqa: E402
 from tests.coredump_builder import CUBINS  # noqa: E402
+from tests.line_tables import FIXTURES_WITH_LINES, Agreement, agreement, build, nvcc  # noqa: E402
 
 MOE_DUMP = ROOT / "fixtures" / "synthetic" / "moe_align_out_of_range.nvcudmp"
 
@@ -87,7 +88,7 @@ def main() -> None:
             table = lineinfo.read(data)
             rows = sum(len(s.rows) for sequences in table.sequences.values() for s in sequences)
             print(f"{describe(path)}: {rows} rows in {len(table.sections)} function sections")
-            print(f"  lineinfo.read         {figure(timed(lambda: lineinfo.read(data), repeat))}")
+            print(f"  lineinfo.read         {figure(timed(partial(lineinfo.read, data), repeat))}")
             print(f"  nvdisasm -gi, one run {statistics.median(nvdisasm_once(path) for _ in range(5)) * 1e3:8.2f} ms")
     print(f"{MOE_DUMP.name}: open, locate the fault, read its cubin's table, chain at the PC")
     print(f"  with the reader       {figure(timed(dump_read, repeat))}")

@@ -261,7 +261,8 @@ def memory(minutes: float) -> None:
         incarnation = manifest(run)["incarnations"][0]
     marks = [10.0] + [60.0 * m for m in range(1, int(minutes) + 1)]
     at = [next((rss for t, rss in samples if t >= mark), samples[-1][1]) for mark in marks]
-    rss_line = ", ".join(f"{rss / 2**20:.1f} MiB at {mark:g} s" for mark, rss in zip(marks, at))
+    rss_line = ", ".join(f"{rss / 2**20:.1f} MiB at {mark:g} s"
+                         for mark, rss in zip(marks, at, strict=True))
     peak = max(rss for _, rss in samples)
     print(f"memory over {minutes:g} min (2,000 log lines/s with faults and tracebacks, a helper "
           f"process (0.5 s) started every 0.1 s, health every 1 s against a closed port): RSS "

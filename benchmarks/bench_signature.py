@@ -30,8 +30,8 @@ from crashlab.demangle import demangle  # noqa: E402
 from crashlab.signature import compute  # noqa: E402
 from crashlab.signature.names import _normalised  # noqa: E402
 from tests.test_production_cubins import fault_dump, kernel_of, site  # noqa: E402
-from tests.test_signature_logs import incident  # noqa: E402
 from tests.test_run_report_md import EXCEPTION_LOG, SEGV_LOG, scan  # noqa: E402
+from tests.test_signature_logs import incident  # noqa: E402
 
 CUTLASS = "cutlass_mxfp8_grouped_gemm.sm_100.cubin"
 

@@ -10,8 +10,8 @@ from .cubin_info import ParamLayout, kernel_param_layout
 from .explain.engine import explain as explain_fault
 from .report.coredump import MAX_POSITIONS, build
 from .report.model import TriageReport
-from .signature import compute as signature_of
 from .sass import CodeFinder, CodeLocation, Instruction, SassView, disassemble, instruction_at
+from .signature import compute as signature_of
 from .waits import explain_waits
 
 
@@ -52,7 +52,9 @@ def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
         layouts = _param_layouts(core, finder, location)
         report = build(core, location, views, code, warnings, layouts, stands)
         if explain and sass:
-            for group, fault, (layout, _) in zip(location.faults, report.faults, layouts):
+            # layouts covers the first DETAILED_GROUPS groups only: the rest are not explained
+            for group, fault, (layout, _) in zip(location.faults, report.faults, layouts,
+                                                 strict=False):
                 fault.explanation = explain_fault(core, finder, group, fault, layout)
             if not report.faults:
                 _attach_waits(report, explain_waits(core, finder))

@@ -27,13 +27,13 @@ from pathlib import Path
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
+from . import sass_cache
 from .coredump.constants import SHF_EXECINSTR
 from .coredump.core import CoreDump
 from .coredump.layouts import SECTION_HEADER, SYMBOL, Field
 from .coredump.model import Grid
 from .lineinfo import LineTable, LineTableError, SourceLine
 from .lineinfo import read as read_line_table
-from . import sass_cache
 from .toolpath import find_cuda_tool
 
 NVDISASM_TIMEOUT_S = 120
@@ -405,7 +405,7 @@ _SECTION_HEADER = re.compile(r"^//-+ (\.text\.\S+) +-+$", re.M)
 def split_listing(listing: str) -> dict[str, list[Instruction]]:
     """A whole cubin's ``nvdisasm -c -gi`` listing, split at its text sections' headers."""
     parts = _SECTION_HEADER.split(listing)
-    return {name: parse_listing(body) for name, body in zip(parts[1::2], parts[2::2])}
+    return {name: parse_listing(body) for name, body in zip(parts[1::2], parts[2::2], strict=True)}
 
 
 def function_listing(finder: CodeFinder, pc: int,

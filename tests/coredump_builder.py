@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import gzip
 import json
-from collections import Counter
 import shutil
 import struct
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -175,7 +175,7 @@ def relocate(cubin: bytes, base: int, *, absolute_symbols: bool = True) -> Reloc
 
     addresses, by_index = {}, {}
     cursor = base
-    for index, (name, kind, flags, _addr, _off, size, _l, _i, align, _e) in enumerate(headers):
+    for index, (name, _kind, flags, _addr, _off, size, _l, _i, align, _e) in enumerate(headers):
         if flags & 0x2 and size:  # SHF_ALLOC
             align = max(align, 1)
             cursor = (cursor + align - 1) // align * align
@@ -183,7 +183,7 @@ def relocate(cubin: bytes, base: int, *, absolute_symbols: bool = True) -> Reloc
             addresses[name_of(name)] = by_index[index] = cursor
             cursor += size
     if absolute_symbols:
-        for kind_index, header in enumerate(headers):
+        for header in headers:
             if header[1] != 2:  # SHT_SYMTAB
                 continue
             offset, size, entsize = header[4], header[5], header[9]
@@ -490,7 +490,7 @@ def _write_all(w: _Writer, spec: Spec, keys: dict[str, int]) -> None:
                                     entsize=size("dev"))
     for row, d in enumerate(spec.devices):
         _write_device(w, spec, keys, devtbl, row, d)
-    for number in range(spec.filler_sections):
+    for _ in range(spec.filler_sections):
         w.add("", 1, b"", align=1)  # SHT_PROGBITS, empty: only there to be counted
 
 

@@ -60,7 +60,7 @@ class KeepAliveServer:
                         connection.close()
                         return
                     buffer += chunk
-            except socket.timeout:
+            except TimeoutError:
                 return self._reset(connection) if self.idle_reset else connection.close()
             head, buffer = buffer.split(b"\r\n\r\n", 1)
             lines = head.decode().split("\r\n")

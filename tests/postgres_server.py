@@ -53,7 +53,7 @@ class PostgresServer:
         if done.returncode != 0:
             raise RuntimeError(f"{Path(argv[0]).name} failed: {done.stderr.decode()[-2000:]}")
 
-    def start(self) -> "PostgresServer":
+    def start(self) -> PostgresServer:
         password_file = self.folder / "password"
         password_file.write_text(PASSWORD + "\n")
         if self._owner:

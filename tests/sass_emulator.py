@@ -19,7 +19,7 @@ import re
 import struct
 import subprocess
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 
 from crashlab.sass import Instruction, find_nvdisasm, parse_listing
 
@@ -107,7 +107,7 @@ class Stopped:
         return [int(self.predicates.get(p, False)) for p in range(7)]
 
 
-@lru_cache(maxsize=None)
+@cache
 def function_listing(cubin_path: str, function: str) -> tuple[Instruction, ...]:
     """The instructions of ``function``'s text section, offsets from its start (nvdisasm -c)."""
     tool, why = find_nvdisasm()

@@ -502,7 +502,7 @@ def explained(case: str, arch: str, *, contradicted: bool = False) -> Scenario:
     lanes = [Lane(ln, (tid, 0, 0), pc=pc, exception=recipe.exception if ln in _MARKED_LANES else 0,
                   registers=s.register_list(REGISTERS_PER_LANE, UNWRITTEN),
                   predicates=s.predicate_list())
-             for ln, (tid, s) in enumerate(zip(tids, stops))]
+             for ln, (tid, s) in enumerate(zip(tids, stops, strict=True))]
     if contradicted:
         for ln in _MARKED_LANES:
             _contradict(lanes[ln].registers, stops[ln].instruction)

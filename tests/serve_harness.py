@@ -19,6 +19,7 @@ from pathlib import Path
 import psutil
 
 from tests.conftest import ROOT, STANDIN, free_port  # noqa: F401  (re-exported for the tests)
+
 FAULT_DUMP = ROOT / "fixtures" / "synthetic" / "moe_align_out_of_range.nvcudmp"
 HANG_DUMP = ROOT / "fixtures" / "synthetic" / "hang_no_exception.nvcudmp"
 DEADLINE = 90.0
@@ -115,7 +116,8 @@ class Serve:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-            raise AssertionError(f"crashlab serve did not end within {timeout:g} s:\n{self.stderr}")
+            raise AssertionError(
+                f"crashlab serve did not end within {timeout:g} s:\n{self.stderr}") from None
 
     @property
     def stderr(self) -> str:

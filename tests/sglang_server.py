@@ -57,7 +57,8 @@ class StandIn:
         self.hung = threading.Event()
         self.failed = False
         self.started = time.monotonic()
-        self.record = open(options.record, "a", buffering=1) if options.record else None
+        # Open for the server's whole life: every request is appended as it comes.
+        self.record = open(options.record, "a", buffering=1) if options.record else None  # noqa: SIM115
 
     def matches(self, body: dict, markers: set[str]) -> set[str]:
         ids, text = body.get("input_ids"), body.get("text")

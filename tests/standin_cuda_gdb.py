@@ -167,7 +167,7 @@ def main() -> None:
         scenario = json.load(handle)
     args = sys.argv[1:]
     prompt = "(cuda-gdb) "
-    for flag, value in zip(args, args[1:]):
+    for flag, value in zip(args, args[1:], strict=False):
         if flag == "-iex" and value.startswith("set prompt "):
             prompt = value[len("set prompt "):]
     while True:

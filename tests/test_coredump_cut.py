@@ -9,8 +9,8 @@ the table but inside the sections a leaf section needs is the reader's existing 
 
 from __future__ import annotations
 
-import struct
 import resource
+import struct
 import subprocess
 import tracemalloc
 

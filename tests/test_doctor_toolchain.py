@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from crashlab.env.hostcompiler import host_limits
 from crashlab.env.capture import capture
 from crashlab.env.checks import toolchain
 from crashlab.env.doctor import machine_from
+from crashlab.env.hostcompiler import host_limits
 from tests.doctor_machine import Tree, torch
 
 GCC_MAJOR = int(subprocess.run(["gcc", "-dumpversion"], capture_output=True, text=True,

@@ -5,14 +5,22 @@ cubins of every arch."""
 from __future__ import annotations
 
 import subprocess
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
 
 from crashlab.explain.access import NOT_DECODED, memory_access
-from crashlab.explain.operands import (ConstantRef, Immediate, MemoryOperand, Predicate, Register,
-                                       effective_address, parse_memory_operand, parse_operand)
+from crashlab.explain.operands import (
+    ConstantRef,
+    Immediate,
+    MemoryOperand,
+    Predicate,
+    Register,
+    effective_address,
+    parse_memory_operand,
+    parse_operand,
+)
 from crashlab.sass import find_nvdisasm, parse_listing
 
 CUBINS = Path(__file__).resolve().parent.parent / "fixtures" / "cubins"
@@ -150,7 +158,7 @@ def test_other_opcodes_touch_no_memory(opcode):
     assert memory_access(opcode) is None
 
 
-@lru_cache(maxsize=None)
+@cache
 def _listing(cubin: Path):
     tool, why = find_nvdisasm()
     if tool is None:

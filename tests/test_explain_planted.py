@@ -14,7 +14,7 @@ register moved off what the code computes must give trust "mismatch".
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -24,8 +24,8 @@ from crashlab.sass import Instruction, parse_listing
 from tests.coredump_builder import write
 from tests.sass_emulator import Launch, Unmodelled, memory_operand, operand_address, run_to
 from tests.scenarios import (
-    EXPLAINED_ARCHS,
     EXPLAINED,
+    EXPLAINED_ARCHS,
     LOCAL_SLOTS,
     MEMORY_DESCRIPTOR,
     STACK_TOP,
@@ -38,12 +38,12 @@ from tests.scenarios import (
 CASES = list(EXPLAINED)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _scenario(case: str, arch: str, contradicted: bool = False):
     return explained(case, arch, contradicted=contradicted)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _report(case: str, arch: str, directory: str, contradicted: bool = False):
     path = Path(directory) / f"{case}.{arch}.{'contradicted' if contradicted else 'planted'}.nvcudmp"
     write(_scenario(case, arch, contradicted).spec, path)

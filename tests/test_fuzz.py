@@ -20,14 +20,14 @@ import crashlab
 from crashlab.errors import BadInput
 from tests import scenarios
 from tests.coredump_builder import write
-from tests.elf_patch import SHDR, section_count, section_header_offset, read_section, set_section
+from tests.elf_patch import SHDR, read_section, section_count, section_header_offset, set_section
 
 EDGE_VALUES = [0, 1, 7, 8, 63, 64, 0xFF00, 0xFFFF, 0xFFFFFFFF, 1 << 32, 1 << 40, (1 << 64) - 1]
 MEMORY_FACTOR = 8
 MEMORY_SLACK = 24 << 20
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def seed(which: str) -> bytes:
     """The unmutated dump (built once; kept out of hypothesis' arguments to keep reports short)."""
     folder = Path(tempfile.mkdtemp(prefix="crashlab-fuzz-"))

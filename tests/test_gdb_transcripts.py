@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+
 import pytest
 
 import crashlab
@@ -44,7 +45,7 @@ def session(name: str) -> list[tuple[str, str]]:
     """(command, output) of NAME.session.txt, in order (a command may come more than once)."""
     text = (TRANSCRIPTS / f"{name}.session.txt").read_text()
     parts = re.split(r"^\(cuda-gdb\) (.*)\n", text, flags=re.M)[1:]
-    return list(zip(parts[0::2], parts[1::2]))
+    return list(zip(parts[0::2], parts[1::2], strict=True))
 
 
 def output(name: str, command: str) -> str:
@@ -54,7 +55,7 @@ def output(name: str, command: str) -> str:
 def batch(name: str) -> dict[str, str]:
     text = (TRANSCRIPTS / f"{name}.batch.txt").read_text()
     parts = re.split(r"^### (.*)\n", text, flags=re.M)[1:]
-    return dict(zip(parts[0::2], parts[1::2]))
+    return dict(zip(parts[0::2], parts[1::2], strict=True))
 
 
 #: cuda-gdb's marker of an instruction that is (faulting, current).
@@ -166,7 +167,7 @@ def test_cli_readers_on_the_batch_listing(name):
     window = parse.disassembly(output(name, "x/"))
     assert fault.sass.instructions, fault.sass.unavailable_reason
     assert [i.address for i in window] == [i.address for i in fault.sass.instructions]
-    for ins, theirs in zip(fault.sass.instructions, window):
+    for ins, theirs in zip(fault.sass.instructions, window, strict=True):
         assert same_instruction(ins.text, theirs.text), (ins, theirs)
         assert theirs.marker == MARKERS[(ins.faulting, ins.current)]
     assert {name: registers[name] for name in fault.registers} == fault.registers

@@ -10,8 +10,7 @@ import time
 import pytest
 
 from crashlab.errors import BadInput
-from crashlab.index import Filters, Index
-from crashlab.index import retention
+from crashlab.index import Filters, Index, retention
 from crashlab.index.backends import connect
 from crashlab.index.commands import collect, show
 from crashlab.index.schema import LATEST

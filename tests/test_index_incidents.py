@@ -262,7 +262,7 @@ def test_dumps_recorded_by_hand_are_incidents_of_their_own_labelled_so(index_add
     groups = sorted(([c["source"] for c in i["crashes"]], i["notes"]) for i in listed["incidents"])
     assert [sources for sources, _ in groups] == [["/runs/run0", "/runs/run1"], *[
         [str(dump)] for dump in dumps]]
-    for dump, (_, notes) in zip(dumps, groups[1:]):
+    for dump, (_, notes) in zip(dumps, groups[1:], strict=True):
         assert notes == [f"recorded by hand: inspect {dump} on {host}: first failure at "
                          f"{datetime.fromtimestamp(dump.stat().st_mtime, timezone.utc).isoformat()}"]
     joined = groups[0][1][1]

@@ -64,7 +64,7 @@ def test_list_json_is_the_models_dump_row_by_row_and_valid(index_address, option
     assert {key: value for key, value in document.items() if key != "crashes"} == \
         {key: value for key, value in expected.items() if key != "crashes"}
     assert len(document["crashes"]) == len(expected["crashes"]) > 0
-    for streamed, dumped in zip(document["crashes"], expected["crashes"]):
+    for streamed, dumped in zip(document["crashes"], expected["crashes"], strict=True):
         assert list(streamed) == list(dumped)  # the same fields, in the same order
         assert streamed == dumped
     assert len(lines) == len(expected["crashes"]) + 2  # one crash per line, between head and tail
@@ -100,9 +100,10 @@ def test_the_terminal_view_aligns_escaped_cells_and_shows_what_the_json_holds(in
     escaped = escape(HOSTILE)
     assert "\\x1b" in escaped and "\x1b" not in escaped
     assert len(rows) == len(crashes)
-    for row, listed in zip(rows, crashes):
+    for row, listed in zip(rows, crashes, strict=True):
         assert not row.endswith(" ")
-        cells = [row[:starts[0]]] + [row[a:b] for a, b in zip(starts, starts[1:])] + [row[starts[-1]:]]
+        cells = [row[:starts[0]]] + [row[a:b] for a, b in zip(starts, starts[1:], strict=False)] \
+            + [row[starts[-1]:]]
         host = escaped if listed["host"] == HOSTILE else listed["host"] or "-"
         title = escaped if listed["title"] == HOSTILE else listed["title"]
         assert [cell.rstrip() for cell in cells] == [

@@ -22,7 +22,14 @@ from crashlab import lineinfo
 from tests import coredump_builder, scenarios
 from tests.conftest import ROOT, run_cli
 from tests.coredump_builder import CUBINS, load_cubin, relocate
-from tests.line_tables import FIXTURES_WITH_LINES, Agreement, agreement, apply_line_relocations, build, nvcc
+from tests.line_tables import (
+    FIXTURES_WITH_LINES,
+    Agreement,
+    agreement,
+    apply_line_relocations,
+    build,
+    nvcc,
+)
 
 MOE_DUMP = ROOT / "fixtures" / "synthetic" / "moe_align_out_of_range.nvcudmp"
 FAULT_MARKERS = sorted(key for key, marker in coredump_builder.markers().items()

@@ -12,7 +12,7 @@ import re
 import shutil
 import subprocess
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 import cxxfilt
 import pytest
@@ -20,9 +20,21 @@ from elftools.elf.elffile import ELFFile
 
 import crashlab
 from crashlab import sass
-from tests.coredump_builder import CTA, CUBINS, SM, Context, Device, Grid, Lane, Module, Spec, Warp
 from tests.conftest import run_cli
-from tests.coredump_builder import relocate, write
+from tests.coredump_builder import (
+    CTA,
+    CUBINS,
+    SM,
+    Context,
+    Device,
+    Grid,
+    Lane,
+    Module,
+    Spec,
+    Warp,
+    relocate,
+    write,
+)
 
 PRODUCTION = CUBINS / "production"
 CODE_BASE = 0x7FFF_3A00_0000
@@ -54,7 +66,7 @@ class Kernel:
     callees: tuple[Symbol, ...]
 
 
-@lru_cache(maxsize=None)
+@cache
 def kernel_of(cubin: str) -> Kernel:
     with open(PRODUCTION / cubin, "rb") as stream:
         elf = ELFFile(stream)
@@ -67,7 +79,7 @@ def kernel_of(cubin: str) -> Kernel:
     return Kernel(cubin.split(".")[1], kernel, callees)
 
 
-@lru_cache(maxsize=None)
+@cache
 def original_disassembly(cubin: str) -> str:
     """nvdisasm's listing of the kernel's section of the ORIGINAL cubin."""
     tool, why = sass.find_nvdisasm()

@@ -116,8 +116,8 @@ SGLANG_0_5_23_REFUSAL = ('{"error":"unknown field `trace_decode_token_ids`, expe
 def test_the_trace_probe_reads_how_the_server_refused(status, answer, takes):
     """SGLang 0.5.23's refusal lists max_new_tokens among the fields it knows: that is not the
     refusal of a count it accepted the field for."""
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
     import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     from crashlab.replay.force import probe_trace
 

@@ -27,7 +27,7 @@ MEMORY_FACTOR = 16
 MEMORY_SLACK = 4 << 20
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def seed(name: str) -> bytes:
     return (FIXTURES / name).read_bytes()
 

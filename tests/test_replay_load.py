@@ -179,7 +179,7 @@ def test_requests_stream_in_dump_order_and_are_the_ones_returned():
     dump = replay.load(FIXTURES / "crash_dump_0.5.23.pkl", on_request=streamed.append)
     in_dump_order = sorted(dump.requests, key=lambda request: request.position)
     assert len(streamed) == len(in_dump_order) == 8
-    assert all(a is b for a, b in zip(streamed, in_dump_order))
+    assert all(a is b for a, b in zip(streamed, in_dump_order, strict=True))
 
 
 def test_a_pipe_is_read_like_a_file(tmp_path):

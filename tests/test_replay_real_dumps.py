@@ -56,7 +56,7 @@ def test_a_real_dump_loads_with_the_requests_sglang_wrote(name):
         assert not dump.warnings
     records = by_position(dump)
     assert len(records) == truth["num_records"]
-    for request, record in zip(records, truth["records"]):
+    for request, record in zip(records, truth["records"], strict=True):
         assert request.rid == record["rid"]
         assert request.sglang_class == record["class"]
         assert request.in_flight == record["in_flight"], request.rid

@@ -223,7 +223,7 @@ def test_runs_of_constant_fields_decode_exactly(rows, memo_before):
     of (key, None/True/False) are pushed in one go."""
     keys = [f"field_{index}" for index in range(6)]
     value = [f"filler {index}" for index in range(memo_before)]
-    value += [dict(zip(keys, row)) for row in rows]
+    value += [dict(zip(keys, row, strict=True)) for row in rows]
     data = pickle.dumps(value, protocol=4)
     assert as_python(unpickler.loads(data)) == value
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 from rich.console import Console
@@ -18,8 +19,8 @@ from crashlab.replay.oracle import Oracle, Watch
 from crashlab.replay.result import ReplayResult
 from crashlab.replay.send import Plan, Sender
 from tests.conftest import run_cli
-from tests.schema_check import errors
 from tests.replay_support import FAST_WATCH, FIXTURES, free_port, server_command, standin, synthetic
+from tests.schema_check import errors
 
 FIXTURE = FIXTURES / "crash_dump_0.5.23.pkl"
 INTERNAL = {"rid", "http_worker_ipc", "received_time", "lora_id", "is_single", "batch_size",
@@ -83,7 +84,7 @@ def test_schedules_follow_the_recorded_offsets(tmp_path):
         outcomes = Sender(server.url, dump.requests, Plan.choose(speed=2.0), oracle).run()
         oracle.stop()
         arrivals = server.received()
-    for request, outcome in zip(dump.requests, outcomes):
+    for request, outcome in zip(dump.requests, outcomes, strict=True):
         assert outcome.scheduled_s == pytest.approx(request.offset_s / 2, abs=1e-6)
         assert outcome.sent_s >= outcome.scheduled_s  # never early
     order = [entry["body"].get("text") or entry["body"].get("input_ids")[0] for entry in arrivals]
@@ -96,7 +97,7 @@ def test_concurrency_one_waits_for_each_answer(tmp_path):
         oracle = Oracle(server.url, Watch(health_interval=10)).start()
         outcomes = Sender(server.url, dump.requests, Plan.choose(concurrency=1), oracle).run()
         oracle.stop()
-    for before, after in zip(outcomes, outcomes[1:]):
+    for before, after in zip(outcomes, outcomes[1:], strict=False):
         assert after.sent_s >= before.sent_s + before.latency_s - 1e-3
 
 
@@ -124,7 +125,7 @@ def test_a_killed_server_is_a_reproduction(tmp_path):
     assert "exited with code" in signals["exited"]
     assert "refused" in signals or "health" in signals
     assert "Scheduler hit an exception" in signals["log"]
-    assert "an illegal memory access" in open(data["server_log"]).read()
+    assert "an illegal memory access" in Path(data["server_log"]).read_text()
     statuses = {o["rid"]: o["status"] for o in data["attempts"][0]["requests"]}
     assert statuses["r6-inflight-stream"] in ("refused", "unfinished")
     assert statuses["r0-text"] == "ok"

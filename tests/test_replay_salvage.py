@@ -33,7 +33,7 @@ def in_dump_order(dump) -> list[dict]:
             for request in sorted(dump.requests, key=lambda request: request.position)]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def full(version: str) -> list[dict]:
     return in_dump_order(replay.load(REAL[version]))
 

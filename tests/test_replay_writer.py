@@ -67,7 +67,7 @@ def test_subset_reads_back_like_the_original(tmp_path, version):
     assert again.layout == dump.layout and again.keys == dump.keys
     assert again.launch_command == dump.launch_command
     assert [r.rid for r in again.requests] == ["r1-ids", "r4-image", "r5-embed", "r7-inflight-ids"]
-    for before, after in zip(sorted(keep, key=lambda r: r.index), again.requests):
+    for before, after in zip(sorted(keep, key=lambda r: r.index), again.requests, strict=True):
         assert after.model_dump(exclude={"index", "position", "offset_s"}) == \
             before.model_dump(exclude={"index", "position", "offset_s"})
 

@@ -21,10 +21,10 @@ import requests
 
 from crashlab.errors import BadInput
 from crashlab.issue import relaunch, title
-from crashlab.textsize import parse_size
 from crashlab.issue.tarball import END, BudgetedTarball
-from crashlab.replay import loader, writer
 from crashlab.privacy.anonymize import Anonymizer
+from crashlab.replay import loader, writer
+from crashlab.textsize import parse_size
 from tests.conftest import ROOT, free_port, run_cli
 from tests.serve_harness import environment, wait_for
 from tests.test_report_verb import bundle_members

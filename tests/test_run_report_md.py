@@ -15,9 +15,9 @@ import pytest
 from markdown_it import MarkdownIt
 
 from crashlab.privacy.redact import MASK, Redactor
-from crashlab.report.run import ExitStatus, FileRecord, Finding, NO_EXCEPTION_LINE, RunReport
-from crashlab.report.run_views import TITLE_CHARS, markdown, summary_lines
 from crashlab.report.model import Source, Tool
+from crashlab.report.run import NO_EXCEPTION_LINE, ExitStatus, FileRecord, Finding, RunReport
+from crashlab.report.run_views import TITLE_CHARS, markdown, summary_lines
 from crashlab.supervise import files, incident, manifest
 from crashlab.supervise.incident import TAIL_LINE_CHARS
 from crashlab.supervise.logscan import StreamScanner
@@ -195,7 +195,7 @@ def test_headings_nest_under_the_title_and_there_is_one_footer(build, tmp_path, 
     body = markdown(report_of(tmp_path, scan(EXCEPTION_LOG.read_bytes()), fault_dumps(build, tmp_path)))
     levels = headings(body)
     assert levels[0] == 3 and 3 not in levels[1:]
-    assert all(b <= a + 1 for a, b in zip(levels, levels[1:])), levels
+    assert all(b <= a + 1 for a, b in zip(levels, levels[1:], strict=False)), levels
     assert levels.count(6) >= 2  # the fault and the debugger's view, under the dump's title
     assert body.count("<sub>") == 1 and body.rstrip().splitlines()[-1].startswith("<sub>crashlab t,")
 

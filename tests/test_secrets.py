@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from crashlab.replay.oracle import LogWatch
 from crashlab.privacy.redact import MASK, PLAIN, Redactor
+from crashlab.replay.oracle import LogWatch
 from tests.conftest import run_cli
 from tests.replay_support import FAST_WATCH, FIXTURES, standin
 from tests.serve_harness import FAST, Serve, environment, free_port, sglang, survivors

@@ -20,11 +20,23 @@ import pytest
 from crashlab.env import hostcore
 from crashlab.env.checks import capture
 from crashlab.textsize import with_bytes
-from tests.doctor_machine import Tree
-from tests.serve_harness import (FAST, FAULT_DUMP, GENERATE_PROMPT, HANG_DUMP, Serve, environment,
-                                 free_port, post_generate, process, sglang, survivors, wait_for)
 from tests.conftest import run_cli
+from tests.doctor_machine import Tree
 from tests.schema_check import errors
+from tests.serve_harness import (
+    FAST,
+    FAULT_DUMP,
+    GENERATE_PROMPT,
+    HANG_DUMP,
+    Serve,
+    environment,
+    free_port,
+    post_generate,
+    process,
+    sglang,
+    survivors,
+    wait_for,
+)
 
 
 def sha256(path: Path) -> str:
@@ -388,9 +400,9 @@ def test_the_users_faulthandler_value_is_kept_and_a_hard_limit_of_0_is_said(tmp_
 
 def test_no_line_is_lost_in_a_flood_and_faults_keep_their_line_numbers(tmp_path):
     lines = 200_000
-    script = ("import sys\nw = sys.stdout.write\nfor i in range(1, %d):\n"
-              "    w('CUDA error: an illegal memory access was encountered\\n' if i %% 50000 == 0 "
-              "else 'line %%07d of the flood, nothing to see here\\n' %% i)\n") % (lines + 1)
+    script = (f"import sys\nw = sys.stdout.write\nfor i in range(1, {lines + 1}):\n"
+              "    w('CUDA error: an illegal memory access was encountered\\n' if i % 50000 == 0 "
+              "else 'line %07d of the flood, nothing to see here\\n' % i)\n")
     serve = Serve(tmp_path, [sys.executable, "-c", script], "--quiet", env=environment())
     manifest = finished(serve, 1)  # fault lines, but a clean exit: nothing crashed
     log = (serve.incarnation / "stdout.log").read_text().splitlines()

@@ -13,7 +13,7 @@ import pytest
 
 from crashlab.errors import BadInput
 from crashlab.privacy import redact
-from crashlab.report.run import Finding, RunReport
+from crashlab.report.run import FileRecord, Finding, RunReport
 from crashlab.report.run_views import markdown
 from crashlab.supervise import environment as cuda_env
 from crashlab.supervise import files, incident, launch, manifest
@@ -21,7 +21,6 @@ from crashlab.supervise.environment import CoredumpMode
 from crashlab.supervise.kernellog import KernelLog
 from crashlab.supervise.logscan import StreamScanner
 from crashlab.supervise.proctree import role_of
-from crashlab.report.run import FileRecord
 from tests import scenarios
 from tests.serve_harness import wait_for
 
@@ -93,7 +92,7 @@ def test_an_sglang_scheduler_exception_is_attributed_to_the_ranks_of_its_record(
 
 def test_interleaved_ranks_give_one_traceback_each():
     lines = []
-    for rank, function in ((0, "alpha"), (1, "beta")):
+    for rank in (0, 1):
         lines.append(f"[rank{rank}]: Traceback (most recent call last):")
     for depth in range(3):
         for rank, function in ((0, "alpha"), (1, "beta")):
@@ -330,7 +329,7 @@ def test_debugger_view_is_asked_for_and_its_absence_noted(build, tmp_path, monke
 
 def test_the_run_report_fits_github_and_names_the_replay_command(build, tmp_path):
     from crashlab.report.model import Source, Tool
-    from crashlab.report.run import Incident, ExitStatus
+    from crashlab.report.run import ExitStatus, Incident
 
     fault = build(scenarios.fault(), "core.nvcudmp").path
     dumps = incident.triage_dumps(tmp_path, [_dump_record(tmp_path, fault, 1000.0)], debugger=False)
@@ -548,10 +547,10 @@ def test_the_terminal_echo_is_masked_by_lines_and_a_begun_line_shows_once_the_pi
                         StreamScanner("stderr", lambda finding: None), redactor.text)
         tee.start()
         for chunk, shown in zip(written, [None, None, b"Loading ", None, b"client key ", None,
-                                          b"password: ", None]):
+                                          b"password: ", None], strict=True):
             os.write(write_end, chunk)
             if shown:  # the pipe stays quiet until the begun line, but its last word, is shown
-                wait_for(lambda: echo.read_bytes().endswith(shown), "the begun line on the terminal")
+                wait_for(lambda shown=shown: echo.read_bytes().endswith(shown), "the begun line on the terminal")
         os.close(write_end)
         assert tee.join(30)
     assert (tmp_path / "stderr.log").read_bytes() == b"".join(written)

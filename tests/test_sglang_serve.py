@@ -101,7 +101,8 @@ def test_report_md_names_the_lines_it_quotes_nests_its_headings_and_has_one_foot
     assert title.startswith("### crashlab serve: ") and len(title) <= 4 + 120 + 20  # escapes aside
     levels = [int(t.tag[1]) for t in MarkdownIt("commonmark").enable("table").parse(text)
               if t.type == "heading_open"]
-    assert levels[0] == 3 and all(b <= a + 1 for a, b in zip(levels, levels[1:])), levels
+    assert levels[0] == 3 and all(b <= a + 1
+                                  for a, b in zip(levels, levels[1:], strict=False)), levels
     assert text.count("<sub>crashlab ") == 1
     entries = [ENTRY.match(line) for line in text.splitlines() if line.startswith("- `")]
     assert entries and all(entries), text

@@ -6,14 +6,13 @@ restart, is the same signature.
 
 from __future__ import annotations
 
+import crashlab
 from crashlab.report.run import RunReport
 from crashlab.signature import compute, compute_all
 from tests import coredump_builder, scenarios
 from tests.schema_check import errors
 from tests.serve_harness import FAST, FAULT_DUMP, Serve, environment, free_port, sglang
 from tests.test_serve import finished
-
-import crashlab
 
 
 def run(tmp_path, *options, **standin) -> tuple[Serve, RunReport]:

@@ -27,11 +27,12 @@ import crashlab
 from crashlab import replay
 from crashlab.console import ViewConsole
 from crashlab.escape import escape
+from crashlab.picklesafe.writer import dumps
 from crashlab.replay import views as replay_views
 from crashlab.replay.result import ReplayResult
-from crashlab.picklesafe.writer import dumps
 from crashlab.report import markdown, terminal
 from crashlab.report.markdown_escape import cell, html, inline, join
+from crashlab.report.model import Explanation, Root, Source, Tool, Verdict
 from crashlab.report.run import (
     DumpTriage,
     ExitStatus,
@@ -43,7 +44,6 @@ from crashlab.report.run import (
 )
 from crashlab.report.run_views import markdown as run_markdown
 from crashlab.report.run_views import title as run_title
-from crashlab.report.model import Explanation, Root, Source, Tool, Verdict
 from tests import coredump_builder, scenarios
 from tests.conftest import ROOT, run_cli
 from tests.replay_support import FAST_WATCH, FIXTURES, standin

@@ -148,7 +148,7 @@ def test_the_index_views_fit_80_columns_and_never_break_a_word(crash_index, view
     too_wide = [line for line in shown.lines if cell_len(line) > 80 and line != summary]
     assert not too_wide, f"{len(too_wide)} line(s) wider than 80 columns: {too_wide[:3]}"
     # a word cut in two ends one line and starts the next: together they are in a text printed
-    broken = [(line, below) for line, below in zip(shown.lines, shown.lines[1:])
+    broken = [(line, below) for line, below in zip(shown.lines, shown.lines[1:], strict=False)
               if (tail := WORD_END.search(line)) and (head := WORD_START.match(below.lstrip()))
               and tail[0] + head[0] in texts]
     assert not broken, f"a word broken across lines in {view}: {broken[:3]}"

@@ -8,6 +8,7 @@ per header field. Section contents are only read when a caller asks for them.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import mmap
 import operator
@@ -114,11 +115,11 @@ class ElfImage:
                 raise BadInput(f"{source}: a crashlab serve run directory, not a coredump",
                                InputKind.RUN_DIRECTORY, source)
             raise BadInput(f"{source}: is a directory, not a coredump file")
-        try:
+        try:  # the stream is returned: the image maps it and its close() closes it
             if source == "-":
-                stream = open(sys.stdin.fileno(), "rb", closefd=False)
+                stream = open(sys.stdin.fileno(), "rb", closefd=False)  # noqa: SIM115
             else:
-                stream = open(source, "rb")
+                stream = open(source, "rb")  # noqa: SIM115
         except OSError as exc:
             raise BadInput(f"{source}: cannot open ({exc.strerror})") from None
         try:
@@ -145,7 +146,7 @@ class ElfImage:
 
     def _copy_to_temp(self, reader):
         """Copy a stream into an unlinked temporary file, refusing to fill the disk."""
-        spool = tempfile.TemporaryFile()
+        spool = tempfile.TemporaryFile()  # noqa: SIM115 (returned: the image's file)
         try:
             if copy_within_room(reader, spool, tempfile.gettempdir(), self.path) == 0:
                 raise BadInput(f"{self.path}: empty input, not a coredump")
@@ -268,7 +269,7 @@ class ElfImage:
             return
         skipped: dict[int, list[int]] = {}
         for index, (kind, offset, length) in enumerate(
-            zip(columns.type, columns.offset, columns.size)
+            zip(columns.type, columns.offset, columns.size, strict=True)
         ):
             if offset + length <= size or kind == SHT_NOBITS:
                 continue
@@ -324,10 +325,9 @@ class ElfImage:
         if view is not None:
             vars(self).pop("sections", None)  # its columns are views of the map: drop them first
             view.release()
-        try:
+        # A caller still holding a view keeps the mapping; it goes when that view does.
+        with contextlib.suppress(BufferError):
             self._map.close()
-        except BufferError:
-            pass  # a caller still holds a view; the mapping goes when that view does
         self._file.close()
 
     def __enter__(self):

@@ -63,7 +63,7 @@ class Site:
     #: why cuda-gdb may show another row in this one's place (a repeated id), if it may
     twin_in_cuda_gdb: str | None = None
     #: for an SM-level exception: the warps still resident on that SM, none of them blamed
-    candidates: list["Candidate"] = field(default_factory=list)
+    candidates: list[Candidate] = field(default_factory=list)
 
     @property
     def coordinate(self) -> tuple:
@@ -326,7 +326,7 @@ def _grid_holding(pc: int | None, grids: dict[int, Grid]) -> Grid | None:
     return max(below, key=lambda grid: grid.function_entry, default=None)
 
 
-def _add(groups: dict[tuple, "_Group"], site: Site) -> None:
+def _add(groups: dict[tuple, _Group], site: Site) -> None:
     key = (site.device.row, site.grid.grid_id if site.grid else None, site.pc, site.exception.code)
     group = groups.get(key)
     if group is None:

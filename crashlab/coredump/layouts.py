@@ -102,11 +102,11 @@ class RowDecoder:
 
     def decode(self, buffer, offset: int = 0) -> dict[str, Any]:
         """The row at ``offset`` by field name: ints, and bytes for a "16s" field."""
-        return dict(zip(self.names, self.packer.unpack_from(buffer, offset)))
+        return dict(zip(self.names, self.packer.unpack_from(buffer, offset), strict=True))
 
     def decode_all(self, buffer) -> list[dict[str, Any]]:
         names = self.names
-        return [dict(zip(names, values)) for values in self.packer.iter_unpack(buffer)]
+        return [dict(zip(names, values, strict=True)) for values in self.packer.iter_unpack(buffer)]
 
 
 _DECODERS: dict[tuple[str, int], RowDecoder] = {}

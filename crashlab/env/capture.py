@@ -11,10 +11,10 @@ import re
 import shutil
 import sys
 import threading
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Mapping, Sequence
 
 from ..errors import BadInput
 from ..privacy.redact import Redactor
@@ -22,8 +22,18 @@ from ..version import __version__
 from . import nvidia, toolkit
 from .host import Host
 from .interpreter import ask
-from .model import (Cuda, Driver, Environment, Nvcc, OperatingSystem, Package, Probe, Python,
-                    Tool, Torch)
+from .model import (
+    Cuda,
+    Driver,
+    Environment,
+    Nvcc,
+    OperatingSystem,
+    Package,
+    Probe,
+    Python,
+    Tool,
+    Torch,
+)
 from .packages import Distributions, torch_build
 from .probe import ToolRun, run_tool
 

@@ -9,13 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-
-from ..published import ClosedModel as _Model
 from ..errors import BadInput
+from ..published import ClosedModel as _Model
 from ..version import __version__
+from .capture import capture_of
 from .checks import ALL, Check, Machine, Outcome
 from .checks.base import Concern, Status
-from .capture import capture_of
 from .host import Host
 from .model import Environment, Tool
 from .packages import Distributions

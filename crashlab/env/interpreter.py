@@ -11,9 +11,9 @@ import json
 import re
 import shutil
 import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
 
 from .probe import ToolRun, run_tool
 

@@ -81,7 +81,7 @@ def gpus_from_query(output: str) -> list[Gpu]:
         if len(values) != len(QUERY_FIELDS):
             continue
         fields = {name: (None if value in ("", "[N/A]", "N/A") else value)
-                  for name, value in zip(QUERY_FIELDS, values)}
+                  for name, value in zip(QUERY_FIELDS, values, strict=True)}
         gpus.append(Gpu(index=_integer(fields["index"]), name=fields["name"],
                         bus_id=bus_key(fields["pci.bus_id"]) if fields["pci.bus_id"] else None,
                         uuid=fields["uuid"], memory_total_mib=_integer(fields["memory.total"]),

@@ -11,11 +11,12 @@ from __future__ import annotations
 import ast
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
+from email.message import Message
 from importlib import metadata
 from pathlib import Path
-from email.message import Message
-from typing import Iterable, cast
+from typing import cast
 
 
 def normalized(name: str) -> str:

@@ -8,14 +8,16 @@ no more than the timeout.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
 import subprocess
 import threading
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, Mapping, Sequence
+from typing import Literal
 
 OUTPUT_LIMIT = 1 << 20
 
@@ -75,7 +77,5 @@ def _drain(stream, into: bytearray) -> None:
 
 
 def _kill_session(child: subprocess.Popen) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(child.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass

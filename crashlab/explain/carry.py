@@ -145,7 +145,7 @@ def _pairs(low_at: int, low: list[str], high: list[str], family: str, modifiers:
     if len(outs) > 1 and outs[1].name in _CONSTANT_PREDICATES and len(nonzero) > 2:
         return "a three-term sum whose second carry is dropped"
     if family == "IADD3" and len(low) == len(high) == 3:
-        return CarryChain(low_at, tuple(zip(low, high)))
+        return CarryChain(low_at, tuple(zip(low, high, strict=True)))
     if family == "IMAD" and "X" in modifiers and len(high) == 3 and len(low) == 3:
         words = _high_words(high)
         if words is not None:

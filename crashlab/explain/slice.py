@@ -21,10 +21,20 @@ from dataclasses import dataclass, field, replace
 
 from ..report import model
 from .access import memory_access
+from .carry import CarryChain, carry_chain, constant_move, division_idiom
 from .cfg import FunctionCode
 from .operands import ConstantRef, Immediate, MemoryOperand, Predicate, Register, parse_operand
-from .carry import CarryChain, carry_chain, constant_move, division_idiom
-from .semantics import MASK32, MASK64, MULTIPLY_ADD, Term, apply, operation, shifted, signed32, summed
+from .semantics import (
+    MASK32,
+    MASK64,
+    MULTIPLY_ADD,
+    Term,
+    apply,
+    operation,
+    shifted,
+    signed32,
+    summed,
+)
 
 MAX_DEPTH = 24
 MAX_WORDS = 400
@@ -73,7 +83,7 @@ def cluster_rank(block_idx: tuple[int, int, int], shape: tuple[int, int, int]) -
     zero in it."""
     if not all(shape):
         return None
-    x, y, z = (index % size for index, size in zip(block_idx, shape))
+    x, y, z = (index % size for index, size in zip(block_idx, shape, strict=True))
     return x + y * shape[0] + z * shape[0] * shape[1]
 
 
@@ -83,7 +93,8 @@ def launch_dimensions(block_dim: tuple[int, int, int] | None,
     named = {}
     for kind, shape in (("blockDim", block_dim), ("gridDim", grid_dim)):
         if shape is not None:
-            named.update({f"{kind}.{axis}": value for axis, value in zip("xyz", shape)})
+            named.update({f"{kind}.{axis}": value
+                          for axis, value in zip("xyz", shape, strict=True)})
     return named
 
 
@@ -109,11 +120,11 @@ class Value:
     text: str
     #: the definition this word came from and that definition's whole (pair-wide) value
     origin: int | None = None
-    whole: "Value | None" = None
+    whole: Value | None = None
     #: a parameter's value: its ordinal (a pointer argument, when it is used as a base)
     param: int | None = None
     #: an element address: (param ordinal, index, element size)
-    element: tuple[int, "Value", int] | None = None
+    element: tuple[int, Value, int] | None = None
 
 
 @dataclass
@@ -570,7 +581,8 @@ class Slicer:
                     Value(0, "0"))])
                 return None if product is None else Value(product.value, product.text)
             return None
-        others = [self._term(s, at, depth) for s, n in zip(sources, names) if n != name]
+        others = [self._term(s, at, depth)
+                  for s, n in zip(sources, names, strict=True) if n != name]
         total = _total(o.value for o in others)
         text = " + ".join(o.text for o in others if o.text != "0") or "0"
         return Value(total, text)

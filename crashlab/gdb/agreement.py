@@ -9,10 +9,10 @@ import os
 import re
 
 from ..coredump.fault import DETAILED_GROUPS, PC_FROM_LANE
+from ..notation import dim, marker, short_source
 from ..report.debugger import Agreement, DebuggerFaultView, DebuggerFrame, DebuggerInstruction
 from ..report.model import Fault
 from ..report.places import SourceLine
-from ..notation import dim, marker, short_source
 from .mi import split_invocation
 
 _LAUNCH = re.compile(r"<<<[^>]*>>>")

@@ -15,6 +15,7 @@ Every command's fate is a Reply; nothing here raises for what a debugger does.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import signal
@@ -27,7 +28,6 @@ import psutil
 
 from ..toolpath import find_cuda_tool
 from . import command_files
-
 
 #: The pager's prompt (GDB 9 and later, then older releases) and the answer that lets it go on.
 PAGER_PROMPTS = {
@@ -256,19 +256,13 @@ class Debugger:
             family = psutil.Process(child.pid).children(recursive=True)
         except psutil.Error:
             family = []
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(child.pid, signal.SIGKILL)  # pexpect made the debugger a session leader
-        except (ProcessLookupError, PermissionError):
-            pass
         for process in family:
-            try:
+            with contextlib.suppress(psutil.Error):
                 process.kill()
-            except psutil.Error:
-                pass
-        try:
+        with contextlib.suppress(pexpect.ExceptionPexpect, OSError):
             child.close(force=True)
-        except (pexpect.ExceptionPexpect, OSError):
-            pass
         psutil.wait_procs(family, timeout=5)
 
 

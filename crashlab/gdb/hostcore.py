@@ -67,7 +67,8 @@ def _note(core: Path, kind: str):
 
 
 def _lowest_mapping(files) -> str | None:
-    entries = sorted(zip(files["Elf_Nt_File_Entry"], files["filename"]),
+    # A stranger's core: an NT_FILE note with fewer names than entries pairs what it has.
+    entries = sorted(zip(files["Elf_Nt_File_Entry"], files["filename"], strict=False),
                      key=lambda pair: pair[0]["vm_start"])
     if not entries:
         return None

@@ -31,11 +31,16 @@ from pathlib import Path
 
 from ..coredump.elf import copy_within_room
 from ..report import model, places
-from ..report.debugger import (DebuggerCommand, DebuggerFaultView, DebuggerFocus, DebuggerProblem,
-                               DebuggerSection, ProblemKind)
-from . import mi, parse
+from ..report.debugger import (
+    DebuggerCommand,
+    DebuggerFaultView,
+    DebuggerFocus,
+    DebuggerProblem,
+    DebuggerSection,
+    ProblemKind,
+)
+from . import command_files, mi, parse
 from .agreement import compare
-from . import command_files
 from .driver import Debugger, Reply, SetupCommand, find_cuda_gdb
 from .lineinfo import unrelocated_line_table
 

@@ -13,7 +13,6 @@ from datetime import datetime
 from ..vocabulary import DumpLabel, Role
 
 
-
 @dataclass(frozen=True)
 class Crash:
     """One process's crash, as one rank of one server saw it."""

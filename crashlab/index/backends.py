@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from ..errors import BadInput, EnvironmentProblem
 from .location import first_line, is_postgres, shown

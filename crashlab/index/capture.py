@@ -15,14 +15,13 @@ from pathlib import Path
 
 from ..env import Environment, load
 from ..errors import CrashlabError
-from ..published import parse
-from ..report.model import TriageReport
 from ..incidents import XidLine
 from ..incidents.xid import from_findings
+from ..published import parse
+from ..report.model import TriageReport
 from ..report.run import Deployment, Incident, ProcessRecord, RunReport, dump_pid
 from ..signature import compute
 from .records import CrashFile, NewCrash
-
 
 
 def _epoch(iso: str) -> float:

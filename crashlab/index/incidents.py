@@ -7,7 +7,8 @@ incident's first), with the recorded Xid lines of their hosts around them. What 
 from __future__ import annotations
 
 from .. import __version__
-from ..incidents import Crash as GroupedCrash, Incident, group
+from ..incidents import Crash as GroupedCrash
+from ..incidents import Incident, group
 from ..incidents.grouping import deployment_key
 from .records import Crash, IncidentList, IncidentShown, Tool, XidSeen
 from .store import Filters, Index, iso
@@ -75,8 +76,8 @@ def _settled(incidents: list[Incident], since: float, window: float) -> list[Inc
     unsettled_until = since
     for times in servers.values():
         read = sorted(t for t in times.values() if t >= since)
-        gap = next((later for earlier, later in zip(read, read[1:]) if later - earlier > window),
-                   None)
+        gap = next((later for earlier, later in zip(read, read[1:], strict=False)
+                    if later - earlier > window), None)
         unsettled_until = max(unsettled_until, max(times.values()) if gap is None
                               else max(t for t in times.values() if t < gap))
     return [incident for incident in incidents

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 #: The environment variable that points every verb (and every node) at one index.
 ENV_VAR = "CRASHLAB_DB"

@@ -3,16 +3,15 @@ index that cannot be opened or written costs one warning line, never the verb's 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Callable, Iterable
 
-from . import capture, copies
-from .location import default_index, first_line, resolve, shown
 from ..incidents import XidLine
 from ..report.model import TriageReport
+from . import capture, copies
+from .location import default_index, first_line, resolve, shown
 from .records import NewCrash
 from .store import Index
-
 
 Records = Iterable[NewCrash | XidLine]
 

@@ -8,9 +8,10 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from ..env.model import Tool
+
 # env's Tool, not the report model's: reading the index needs no coredump reader
 from ..published import ClosedModel as _Model
-from ..env.model import Tool
 
 Label = Literal["FAULT", "COLLATERAL", "UNREADABLE"]
 RecordedBy = Literal["serve", "inspect", "report"]
@@ -196,7 +197,7 @@ class Shown(_Model):
     """the crash's or the signature's; null for a coarse key"""
     by: dict[str, list[Tally]] = Field(default_factory=dict)
     """signatures: crashes per host, gpus, driver, sglang, torch"""
-    incident: "IncidentShown | None" = None
+    incident: IncidentShown | None = None
     """a crash: the incident it belongs to"""
     coarse: str | None = None
     """a coarse key: the key"""

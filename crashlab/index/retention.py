@@ -10,6 +10,7 @@ only forgotten: the index stops counting it and leaves it on disk. Either way th
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass
 
@@ -61,9 +62,7 @@ def apply(decided: list[Collected], mark_gone) -> None:
     and what was missing, gone."""
     for item in decided:
         if item.action == "deleted":
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 os.unlink(item.path)
-            except FileNotFoundError:
-                pass
         if item.action != "kept":
             mark_gone(item.crash, item.path)

@@ -13,10 +13,11 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import EXIT_NOTHING, BadInput, CrashlabError
 from . import schema
@@ -24,7 +25,8 @@ from .backends import Backend, connect
 from .location import first_line, is_postgres
 
 if TYPE_CHECKING:  # the pydantic records cost crashlab list's start-up; read where they are made
-    from ..incidents import Crash as GroupedCrash, XidLine
+    from ..incidents import Crash as GroupedCrash
+    from ..incidents import XidLine
     from .records import Crash, NewCrash, Signature, Tally
 
 #: A crash as listed (records.Crash, ``crashlab schema crash-list``): each field in the order it
@@ -102,7 +104,7 @@ class Index:
     def close(self) -> None:
         self.backend.close()
 
-    def __enter__(self) -> "Index":
+    def __enter__(self) -> Index:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -385,7 +387,7 @@ def _crash(row: tuple) -> Crash:
     """A row of every LISTED field as a Crash."""
     from .records import Crash
 
-    values = dict(zip(_FIELD_NAMES, row))
+    values = dict(zip(_FIELD_NAMES, row, strict=True))
     for name in _JSON_FIELDS:
         values[name] = json.loads(values[name])
     return Crash(**values)

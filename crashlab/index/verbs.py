@@ -8,8 +8,9 @@ verb imports the models and views it prints inside its function.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import click
 

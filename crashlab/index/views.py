@@ -11,9 +11,8 @@ identifier.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import re
+from typing import TYPE_CHECKING
 
 from rich.cells import cell_len
 
@@ -45,7 +44,7 @@ def fitted(text: str, width: int, indent: int) -> list[str]:
     lines, current = [], ""
     starts = [0, *(m.end() for m in _BREAK.finditer(text) if 0 < m.end() < len(text)),
               len(text)]
-    for piece in (text[a:b] for a, b in zip(starts, starts[1:])):
+    for piece in (text[a:b] for a, b in zip(starts, starts[1:], strict=False)):
         if cell_len((current + piece).rstrip()) <= width:
             current += piece
             continue
@@ -81,13 +80,15 @@ def crash_list(crashes: list[tuple], console: Console) -> None:
     heading goes through the console (bold on a terminal); the rows, escaped plain text that is
     never markup, are written as they are: Rich laying out 100,000 lines one by one took seconds,
     so the rows are made a column at a time."""
-    ids, times, hosts, signatures, labels, titles = zip(*crashes) if crashes else [()] * 6
+    ids, times, hosts, signatures, labels, titles = (zip(*crashes, strict=True) if crashes
+                                                     else [()] * 6)
     columns = [list(map(str, ids)), list(map(_when, times)), _shown(hosts, "-"),
                _shown(signatures), _shown(labels, "-"), _shown(titles)]
     heading = [name for name, _ in LIST_COLUMNS]
-    widths = [max([len(name), *map(len, column)]) for name, column in zip(heading, columns)]
+    widths = [max([len(name), *map(len, column)])
+              for name, column in zip(heading, columns, strict=True)]
     template = "  ".join(f"%-{width}s" for width in widths[:-1]) + "  %s"
-    rows = [(template % row).rstrip() for row in zip(*columns)]
+    rows = [(template % row).rstrip() for row in zip(*columns, strict=True)]
     title_at = sum(widths[:-1]) + 2 * (len(widths) - 1)
     headings = [(template % tuple(heading)).rstrip()]
     if console.is_terminal:  # a title too long goes on below, under the titles; a pipe gets

@@ -3,17 +3,17 @@ its files are, record its crashes in the index; the command's exit code back."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import click
 
 from ..errors import EXIT_FOUND, EXIT_NOTHING
 from ..index import capture
 from ..index.recording import record_all
+from ..textsize import with_bytes
 from . import local
 from .command import ReportOptions, make
-from ..textsize import with_bytes
 
 
 def run(options: ReportOptions, as_json: bool, db: str | None, say: Callable[[str], None]) -> int:

@@ -17,9 +17,9 @@ from __future__ import annotations
 import gzip
 import json
 import zlib
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
 
 from ..coredump.constants import GZIP_MAGIC
 from ..env.capture import is_reported_variable

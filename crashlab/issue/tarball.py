@@ -40,7 +40,8 @@ class BudgetedTarball:
     def __init__(self, path: Path, budget: int, top: str):
         self.path, self.budget, self.top = path, budget, top
         self._temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-        self._file = open(self._temporary, "w+b")
+        # Open for the tarball's life: written member by member until it is closed.
+        self._file = open(self._temporary, "w+b")  # noqa: SIM115
         self._starts: list[int] = []
         self.mtime = int(time.time())
 

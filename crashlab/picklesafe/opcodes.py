@@ -10,6 +10,7 @@ loop that drives these handlers, and inlines the commonest opcodes, is unpickler
 from __future__ import annotations
 
 import struct
+
 # pickletools' own table of opcodes by code, which typeshed does not declare
 from pickletools import code2op  # type: ignore[attr-defined]
 
@@ -235,7 +236,7 @@ class Opcodes:
         if len(items) % 2:
             raise self.refuse("DICT with an odd number of items")
         self.keys_checked(items[::2])
-        self.stack.append(dict(zip(items[::2], items[1::2])))
+        self.stack.append(dict(zip(items[::2], items[1::2], strict=True)))
 
     def op_setitem(self):
         value, key = self.pop(), self.pop()
@@ -248,7 +249,7 @@ class Opcodes:
             raise self.refuse("SETITEMS with an odd number of items")
         keys = items[::2]
         self.keys_checked(keys)
-        self.target(dict, "SETITEMS").update(zip(keys, items[1::2]))
+        self.target(dict, "SETITEMS").update(zip(keys, items[1::2], strict=True))
 
     def op_empty_set(self):
         self.stack.append(set())

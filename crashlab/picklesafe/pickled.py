@@ -49,7 +49,7 @@ class Instance:
             found.update(slots)
         names = POSITIONAL_FIELDS.get((self.cls.module, self.cls.name), ())
         if self.args and len(self.args) <= len(names):
-            found.update(zip(names, self.args))
+            found.update(zip(names, self.args, strict=False))
         elif len(self.args) == 1 and self.how == "REDUCE" and self.state is None:
             found["value"] = self.args[0]
         elif self.args:

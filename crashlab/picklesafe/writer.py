@@ -13,9 +13,10 @@ from __future__ import annotations
 import builtins
 import struct
 from collections.abc import Callable
-from typing import Any
+
 # pickletools' own table of opcodes by code, which typeshed does not declare
 from pickletools import code2op  # type: ignore[attr-defined]
+from typing import Any
 
 from .allowlist import Global
 from .intruns import TokenIds

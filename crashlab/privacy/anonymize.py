@@ -26,7 +26,7 @@ from __future__ import annotations
 import ipaddress
 import re
 import socket
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 #: Where the placeholders for IPv4 addresses come from, in turn (RFC 5737).
 _DOCUMENTATION_V4 = ("192.0.2.", "198.51.100.", "203.0.113.")
@@ -146,7 +146,7 @@ class Anonymizer:
 
     @classmethod
     def for_launch(cls, argv: list[str], env: Mapping[str, str], hosts: Iterable[str] = (),
-                   paths: Iterable[str] = ()) -> "Anonymizer":
+                   paths: Iterable[str] = ()) -> Anonymizer:
         """One that knows the hosts and users of a launch (its command and environment), the
         given hosts (the machine's names), and the users whose home folders ``paths`` are in."""
         made = cls([*hosts, socket.gethostname(), *_hosts_in(argv, env)],

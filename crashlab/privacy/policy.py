@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from .anonymize import Anonymizer
 from .redact import Redactor
@@ -20,7 +20,7 @@ class Privacy:
 
     @classmethod
     def for_launch(cls, argv: list[str], env: Mapping[str, str], anonymize: bool,
-                   hosts: list[str], paths: list[str]) -> "Privacy":
+                   hosts: list[str], paths: list[str]) -> Privacy:
         """For a crash launched with ``argv`` and ``env`` (as recorded, secrets already masked
         there): the secrets of the environment ``crashlab report`` runs in are masked too, since a
         log keeps the values the launch had and the same shell usually still holds them."""

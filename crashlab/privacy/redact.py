@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 MASK = "***"
 #: Launch secrets shorter than this are not searched for in free text: a secret-named variable
@@ -156,7 +156,7 @@ class Redactor:
         self._serialized = sorted(values | escaped, key=len, reverse=True)
 
     @classmethod
-    def for_launch(cls, argv: list[str], env: dict[str, str]) -> "Redactor":
+    def for_launch(cls, argv: list[str], env: dict[str, str]) -> Redactor:
         """One that knows the secrets of this command and environment."""
         known = [argv[index][len(prefix):] for index, prefix in _option_secrets(argv)]
         known += [value for name, value in env.items() if is_secret_name(name)]

@@ -15,7 +15,7 @@ _EXCERPT = 24
 
 
 def _first_difference(recorded, replayed, prefix_only: bool) -> int | None:
-    for position, (before, after) in enumerate(zip(recorded, replayed)):
+    for position, (before, after) in enumerate(zip(recorded, replayed, strict=False)):
         if before != after:
             return position
     if len(recorded) == len(replayed) or (prefix_only and len(recorded) <= len(replayed)):

@@ -21,8 +21,8 @@ fails on the unknown keyword first, one with it fails on the count.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from .records import Request
 from .transport import Client, ConnectionLost, TimedOut

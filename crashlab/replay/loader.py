@@ -5,8 +5,8 @@ from __future__ import annotations
 import gc
 import mmap
 import os
+from collections.abc import Callable
 from contextlib import contextmanager
-from typing import Callable
 
 from pydantic import ValidationError
 
@@ -30,7 +30,7 @@ def _mapped(path, name: str):
     to. A pipe or an empty file is read whole.
     """
     try:
-        file = open(path, "rb")
+        file = open(path, "rb")  # noqa: SIM115 (`with file:` below, once open's errors are told)
     except FileNotFoundError:
         raise BadInput(f"{name}: no such file") from None
     except IsADirectoryError:

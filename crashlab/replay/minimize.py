@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 from ..errors import BadInput
 
@@ -32,7 +32,7 @@ class Budget:
     started: float = field(default_factory=time.monotonic)
 
     @classmethod
-    def parse(cls, text: str) -> "Budget":
+    def parse(cls, text: str) -> Budget:
         """``40`` (trials) or ``30m`` / ``90s`` / ``2h`` (wall time); BadInput otherwise."""
         text = text.strip()
         if text.isdecimal() and int(text) > 0:  # isdigit() would pass "²", which int() refuses

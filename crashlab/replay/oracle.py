@@ -16,9 +16,9 @@ import re
 import subprocess
 import threading
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
 
 import psutil
 import requests
@@ -168,7 +168,7 @@ class Oracle:
         self.thread = threading.Thread(target=self._monitor, name="crashlab-oracle", daemon=True)
         self.health = threading.Thread(target=self._health_loop, name="crashlab-health", daemon=True)
 
-    def start(self) -> "Oracle":
+    def start(self) -> Oracle:
         self.started = time.monotonic()
         self.thread.start()
         self.health.start()

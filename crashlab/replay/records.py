@@ -12,14 +12,20 @@ from __future__ import annotations
 import base64
 from typing import Annotated, Any, Literal
 
-from pydantic import (Field, PlainSerializer, PlainValidator, PrivateAttr,
-                      ValidationError, WithJsonSchema)
+from pydantic import (
+    Field,
+    PlainSerializer,
+    PlainValidator,
+    PrivateAttr,
+    ValidationError,
+    WithJsonSchema,
+)
 
-from ..published import ClosedModel as _Model
 from ..escape import printable
 from ..picklesafe.allowlist import REQUEST_KINDS, Global
 from ..picklesafe.intruns import TokenIds
 from ..picklesafe.pickled import Instance
+from ..published import ClosedModel as _Model
 
 MODALITIES = ("image", "video", "audio")
 

@@ -13,23 +13,32 @@ import os
 import shlex
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Callable
 
-from ..version import __version__
 from ..errors import EnvironmentProblem
 from ..launchline import bearer
 from ..privacy.redact import Redactor
 from ..report.model import Tool
+from ..version import __version__
 from .compare import divergence
 from .force import Forcing, forceable, probe_trace
 from .minimize import Budget, BudgetExhausted, ddmin
 from .oracle import Oracle, Watch
 from .records import CrashDump, Request
-from .result import (Attempt, Expectation, ForceDecode, Harden, Minimization, Pacing,
-                     ReplayResult, RequestOutcome, Schedule)
+from .result import (
+    Attempt,
+    Expectation,
+    ForceDecode,
+    Harden,
+    Minimization,
+    Pacing,
+    ReplayResult,
+    RequestOutcome,
+    Schedule,
+)
 from .send import Plan, Sender
 from .server import ManagedServer, healthy
 from .signature import compare, observe

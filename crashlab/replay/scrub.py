@@ -13,7 +13,7 @@ what users asked and were told is not. Embeddings keep their shape, their values
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from ..picklesafe.intruns import TokenIds
 from ..picklesafe.pickled import Instance

@@ -18,8 +18,8 @@ import json
 import queue
 import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Callable, Mapping
 
 from pydantic import ValidationError
 
@@ -46,7 +46,7 @@ class Plan:
 
     @classmethod
     def choose(cls, speed: float = 1.0, max_rate: float | None = None,
-               concurrency: int | None = None, timeout: float = 120.0) -> "Plan":
+               concurrency: int | None = None, timeout: float = 120.0) -> Plan:
         """Recorded times scaled by ``speed``, or as fast as ``max_rate``/``concurrency`` allow."""
         if speed != 1.0 and (max_rate or concurrency):
             raise BadInput("--speed scales the recorded times; --max-rate and --concurrency "

@@ -21,8 +21,8 @@ import select
 import socket
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 from urllib.parse import urlsplit
 
 _HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
@@ -102,7 +102,7 @@ class Client:
                 connection.connect()
             except ConnectionRefusedError as problem:
                 raise ConnectionLost("connection refused", sent=False) from problem
-            except (socket.timeout, TimeoutError) as problem:
+            except TimeoutError as problem:
                 raise TimedOut(sent=False) from problem
             except OSError as problem:
                 raise ConnectionLost(f"could not connect ({problem})", sent=False) from problem
@@ -128,7 +128,7 @@ class Client:
             self._drop()
             raise ConnectionLost("connection closed by the server after the request was sent",
                                  sent=True) from problem
-        except (socket.timeout, TimeoutError) as problem:
+        except TimeoutError as problem:
             self._drop()
             raise TimedOut() from problem
         except OSError:
@@ -139,7 +139,7 @@ class Client:
         except _DROPPED as problem:
             self._drop()
             raise ConnectionLost("connection dropped during the answer", sent=True) from problem
-        except (socket.timeout, TimeoutError, TimedOut) as problem:
+        except (TimeoutError, TimedOut) as problem:
             self._drop()
             raise TimedOut() from problem
 

@@ -11,12 +11,12 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..version import __version__
 from ..console import line, plain
 from ..escape import escape, printable
-from ..textsize import with_bytes
 from ..report.model import Tool
 from ..report.terminal import wrapped
+from ..textsize import with_bytes
+from ..version import __version__
 from .records import CrashDump, Request
 from .result import Attempt, DumpListing, Minimization, ReplayResult, RequestOutcome
 

@@ -8,18 +8,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..version import __version__
 from ..coredump import exceptions
 from ..coredump.constants import generation_flag_names
 from ..coredump.core import CoreDump
 from ..coredump.fault import DETAILED_GROUPS, FaultGroup, Location, Residency
 from ..cubin_info import ParamLayout
 from ..demangle import demangle
+from ..notation import dim, short_source
 from ..sass import CodeLocation, Instruction, SassView
+from ..version import __version__
 from . import model, places
 from .params import kernel_params
 from .suspects import flag_arguments, known_memory, params_missing
-from ..notation import dim, short_source
 from .text import kernel_name, sm_phrase
 
 #: Distinct PCs listed per kernel in ``warps_at``; the rest are counted in the totals.
@@ -285,7 +285,7 @@ def _check_arguments(core: CoreDump, location: Location, faults: list[model.Faul
                      flags: list[str] | None) -> None:
     """Flag each detailed fault's suspect arguments, or say why its kernel's parameter buffer
     is missing (the faults past DETAILED_GROUPS were never looked up: nothing is said of them)."""
-    detailed = list(zip(location.faults[:DETAILED_GROUPS], faults))
+    detailed = list(zip(location.faults[:DETAILED_GROUPS], faults, strict=False))
     known = known_memory(core) if any(f.params is not None for _, f in detailed) else None
     for found, fault in detailed:
         if fault.params is not None:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..textsize import with_bytes
 from ..notation import dim, marker, short_source
+from ..textsize import with_bytes
 from . import text, why
 from .markdown_escape import cell, code, cut_to, fenced, html, inline, join
 from .model import DebuggerSection, Fault, TriageReport

@@ -73,7 +73,7 @@ def _pieces(text: str) -> list[str]:
     end of the first piece is one followed by the end of the text."""
     shown = escape(text)
     cuts = [match.end() for match in _GITHUB_LINK.finditer(shown)]
-    return [shown[start:end] for start, end in zip([0, *cuts], [*cuts, len(shown)])]
+    return [shown[start:end] for start, end in zip([0, *cuts], [*cuts, len(shown)], strict=True)]
 
 
 def inline(text: str) -> str:

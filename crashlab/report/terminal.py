@@ -16,8 +16,8 @@ from rich.table import Table
 from rich.text import Text
 
 from ..console import line, plain
-from ..textsize import with_bytes
 from ..notation import dim, marker, short_source
+from ..textsize import with_bytes
 from . import text, why
 from .model import DebuggerSection, Fault, Kernel, TriageReport
 from .suspects import suspect_items
@@ -41,7 +41,8 @@ class _Breakable:
 
     def _pieces(self) -> list[int]:
         starts = [0] + self.points[:-1]
-        return [cell_len(self.value.plain[a:b].rstrip()) for a, b in zip(starts, self.points)]
+        return [cell_len(self.value.plain[a:b].rstrip())
+                for a, b in zip(starts, self.points, strict=True)]
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         whole = cell_len(self.value.plain)

@@ -24,7 +24,14 @@ from ..logpatterns import CHILD_CRASHED, CRASH_SIGNALS, PATTERNS
 from ..report.logline import message
 from ..report.run import NO_EXCEPTION_LINE, Finding, Incident, TracebackFrame
 from ..report.signature import CrashSignature, seal
-from ..vocabulary import CUDA_ERROR, FATAL, NCCL_TIMEOUT, SCHEDULER_EXCEPTION, SGLANG_CRASH, TRACEBACK
+from ..vocabulary import (
+    CUDA_ERROR,
+    FATAL,
+    NCCL_TIMEOUT,
+    SCHEDULER_EXCEPTION,
+    SGLANG_CRASH,
+    TRACEBACK,
+)
 from .names import normalise
 
 #: Innermost frames a signature names.

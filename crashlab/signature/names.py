@@ -23,9 +23,9 @@ LONGEST keeps only the kernel's own arguments.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable
 
 #: A template argument list collapsed by a rule.
 COLLAPSED = "<…>"

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import EXIT_FOUND, EXIT_NOTHING
-from ..textsize import with_bytes
 from ..report.run_views import report_line
+from ..textsize import with_bytes
 from .dumpnow import dump_now
 from .options import Notify, ServeOptions
 from .stopsignals import forwarded_stops

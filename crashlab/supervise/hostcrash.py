@@ -12,10 +12,10 @@ from pathlib import Path
 
 from ..env import hostcore
 from ..gdb.hostcore import native_stack
+from ..logpatterns import CRASH_SIGNALS
 from ..report.hoststacks import NativeStack, PythonStack, faulthandler_stacks
 from ..report.run import ProcessRecord
 from .hostcore import collect_core
-from ..logpatterns import CRASH_SIGNALS
 
 #: the end of a log that is read for faulthandler's blocks (they come last, as the process dies)
 LOG_TAIL_BYTES = 4 << 20

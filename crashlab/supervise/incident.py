@@ -22,11 +22,11 @@ tail of its log instead, masked like every other text from it.
 from __future__ import annotations
 
 import shlex
+from collections import deque
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-
-from collections import deque
-from typing import Callable, Literal
+from typing import Literal
 
 from ..api import inspect
 from ..errors import CrashlabError
@@ -35,9 +35,18 @@ from ..replay import load as load_request_dump
 from ..report.logline import SGLANG_PREFIX
 from ..report.model import TriageReport
 from ..report.run import DumpTriage, FileRecord, Finding, Incident, LogTail
-from ..signature.signing import compute_or_why as signature_of
 from ..signature.collective import collectives
-from ..vocabulary import CUDA_ERROR, FATAL, NCCL_TIMEOUT, OOM, SCHEDULER_EXCEPTION, SGLANG_CRASH, TRACEBACK, XID
+from ..signature.signing import compute_or_why as signature_of
+from ..vocabulary import (
+    CUDA_ERROR,
+    FATAL,
+    NCCL_TIMEOUT,
+    OOM,
+    SCHEDULER_EXCEPTION,
+    SGLANG_CRASH,
+    TRACEBACK,
+    XID,
+)
 from . import rundir, timestamps
 from .manifest import Incarnation
 

@@ -9,6 +9,7 @@ started are read, and only Xid lines are kept: the kernel log is the whole machi
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 
@@ -28,10 +29,10 @@ class KernelLog:
             self._fd = None
             self.unavailable = f"{path} is not readable ({exc.strerror}): Xid lines are not watched"
             return
-        try:
-            os.lseek(self._fd, 0, os.SEEK_END)  # only what happens from now on
-        except OSError:
-            pass  # not seekable (a pipe standing in for it): nothing old to skip
+        # Only what happens from now on; one not seekable (a pipe standing in for it) has
+        # nothing old to skip.
+        with contextlib.suppress(OSError):
+            os.lseek(self._fd, 0, os.SEEK_END)
 
     def poll(self) -> None:
         while self._fd is not None:

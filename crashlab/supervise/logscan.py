@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import re
 from collections import deque
+from collections.abc import Callable
 from functools import lru_cache
-from typing import Callable
 
 from ..logpatterns import PATTERNS, TRACEBACK_STARTS
 from ..privacy.redact import PLAIN

@@ -18,13 +18,15 @@ of it is completed, or redrawn from the line's start where masking the whole cha
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import re
 import select
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import IO, BinaryIO, Callable
+from typing import IO, BinaryIO
 
 from .logscan import StreamScanner
 
@@ -63,10 +65,9 @@ class StreamTee:
 
     def _run(self) -> None:
         fd = self._pipe.fileno()
-        try:
+        # Not Linux, or above /proc/sys/fs/pipe-max-size: the default pipe still works.
+        with contextlib.suppress(OSError, AttributeError):
             fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
-        except (OSError, AttributeError):
-            pass  # not Linux, or above /proc/sys/fs/pipe-max-size: the default pipe still works
         with open(self.log_path, "ab") as log:
             while True:
                 if self._held and not select.select([fd], [], [], ECHO_QUIET)[0]:
@@ -109,10 +110,9 @@ class StreamTee:
         line, or as its redraw where masking changed that; return it masked."""
         try:
             masked = self._redact(text)
-            if masked.startswith(self._shown):
-                out = masked[len(self._shown):]
-            else:
-                out = "\r" + masked  # back to the line's start: a progress bar's redraw
+            # Where masking changed what is shown: back to the line's start, a progress bar's redraw.
+            out = (masked[len(self._shown):] if masked.startswith(self._shown)
+                   else "\r" + masked)
             echo.write(out.encode("utf-8", "surrogateescape"))
             echo.flush()
             return masked

@@ -10,15 +10,16 @@ writes it at most every tick, and at once on the events that matter.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Literal
+from typing import Literal
 
 from pydantic import Field, ValidationError
 
-from ..published import ClosedModel as _Model
 from ..errors import BadInput
 from ..privacy.redact import Redactor
+from ..published import ClosedModel as _Model
 from ..published import parse
 from ..report.run import ExitStatus, FileRecord, Finding, ProcessRecord
 from ..vocabulary import Role

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable
 
 from ..incidents.window import DEFAULT_WINDOW
-from ..report.run import RunReport
 from ..index.location import shown
+from ..report.run import RunReport
 from .environment import CoredumpMode
 from .kernellog import KMSG
 

@@ -13,6 +13,7 @@ psutil has no call for the last two, hence the small amount of prctl and /proc c
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import re
@@ -266,10 +267,8 @@ class ProcessTree:
 
     def signal_all(self, signum: int) -> None:
         """The server's process group, then any tracked process that left the group."""
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.root.pid, signum)
-        except (ProcessLookupError, PermissionError):
-            pass
         for proc in self.alive():
             try:
                 if os.getpgid(proc.pid) != self.root.pid:

@@ -57,7 +57,7 @@ class IncarnationDir:
     def log(self, stream: str) -> Path:
         return self.path / f"{stream}.log"
 
-    def create(self) -> "IncarnationDir":
+    def create(self) -> IncarnationDir:
         for folder in (self.incoming, self.requests, self.pipes):
             folder.mkdir(parents=True, exist_ok=True)
         return self

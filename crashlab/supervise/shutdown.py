@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import signal
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from . import timestamps
 from .options import ServeOptions

@@ -31,17 +31,17 @@ from pathlib import Path
 import psutil
 
 from .. import __version__
+from ..env import hostcore
 from ..errors import CrashlabError
 from ..launchline import disaggregation_role
 from ..privacy.redact import Redactor
 from ..report import run_views
-from ..report.run import FileRecord, Incident
-from ..env import hostcore
 from ..report.hoststacks import NativeStack, PythonStack
+from ..report.run import FileRecord, Incident
 from ..vocabulary import XID
 from . import collect, files, hostcrash, incident, launch, rundir, runreport, timestamps
-from .health import HealthWatch
 from .envcapture import write_environment
+from .health import HealthWatch
 from .incarnation import LiveIncarnation, RunContext
 from .kernellog import KernelLog
 from .logscan import StreamScanner

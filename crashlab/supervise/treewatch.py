@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..logpatterns import CRASH_SIGNALS
-from ..textsize import with_bytes
 from ..report.run import FileRecord
+from ..textsize import with_bytes
 from .collect import DumpCollector
 from .incarnation import LiveIncarnation
 from .manifest import ManifestStore
-from .proctree import ProcessTree
 from .options import Notify
+from .proctree import ProcessTree
 
 
 @dataclass

@@ -24,6 +24,7 @@ from .polled import lane_registers
 from .shape import Polling
 from .stand import WarpAt
 
+
 @dataclass
 class Origin:
     """The polled address's formula, its roots (the parameter first) and what stopped it."""
@@ -80,9 +81,11 @@ def _fill_from_dump(origin: Origin, formula: str, polled: int | None) -> list[st
 
 def _launch(at: WarpAt, grid: Grid) -> Launch:
     """The sample lane's coordinates, as the slice reads special registers and bank-0 slots."""
-    specials = {f"SR_CTAID.{axis}": value for axis, value in zip("XYZ", at.cta.block_idx)}
+    specials = {f"SR_CTAID.{axis}": value
+                for axis, value in zip("XYZ", at.cta.block_idx, strict=True)}
     if at.head is not None:
-        specials.update({f"SR_TID.{axis}": v for axis, v in zip("XYZ", at.head.thread_idx)})
+        specials.update({f"SR_TID.{axis}": v
+                         for axis, v in zip("XYZ", at.head.thread_idx, strict=True)})
         specials["SR_LANEID"] = at.head.ln
     shape = at.cta.cluster_dim if at.cta.cluster_dim and all(at.cta.cluster_dim) else (1, 1, 1)
     rank = cluster_rank(at.cta.block_idx, shape)

@@ -116,7 +116,7 @@ def _predecessors(listing: list[Instruction]) -> dict[int, list[int]]:
     """Offsets each instruction is reached from: the one before it (unless that one always
     branches or leaves) and every branch that names it."""
     preds: dict[int, list[int]] = {ins.address: [] for ins in listing}
-    for before, ins in zip(listing, listing[1:]):
+    for before, ins in zip(listing, listing[1:], strict=False):
         if not _unconditional(before) or before.target == ins.address:
             preds[ins.address].append(before.address)
     for ins in listing:

@@ -9,10 +9,11 @@ doctor run, when the first check asks for them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Callable, Literal
+from typing import Literal
 
 from ..host import Host
 from ..hostcompiler import HostCompiler, host_compiler, nvcc_home
