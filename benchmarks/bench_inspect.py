@@ -29,7 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests import scenarios  # noqa: E402
-from tests.coredump_builder import (  # noqa: E402  # noqa: E402
+from tests.coredump_builder import (  # noqa: E402
     CTA,
     SM,
     Context,
