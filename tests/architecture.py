@@ -35,9 +35,9 @@ LAYERS = (
     # analyses over the model
     "explain", "waits", "gdb", "signature", "incidents", "env",
     # verbs
-    "api", "crashlab", "replay", "index", "supervise", "issue",
+    "api", "crashlab", "wrongverb", "replay", "index", "supervise", "issue",
     # the command line
-    "wrongverb", "guard", "cli", "__main__",
+    "guard", "cli", "__main__",
 )
 
 

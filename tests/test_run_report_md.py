@@ -300,3 +300,14 @@ def test_only_a_request_dump_holding_requests_gets_a_replay_line(tmp_path):
     assert f"`{empty.path}` ({empty.size_bytes} bytes, 0 requests)" in body
     replays = [line for line in summary_lines(report) if "replay" in line]
     assert replays == [f"  replay: crashlab replay {tmp_path / real.path}"]
+
+
+def test_a_coredump_kept_as_a_request_dump_is_noted_with_the_verb_that_reads_it(tmp_path):
+    """The reader refuses it saying what it is (a kind); the run report's note adds the verb, as
+    the command line does."""
+    core = ROOT / "fixtures" / "synthetic" / "moe_align_out_of_range.nvcudmp"
+    misplaced = _request_dump(tmp_path, "crash_dump_misnamed.pkl", core.read_bytes())
+    report = report_of(tmp_path, scan(SIGKILL_LOG.read_bytes()), request_dumps=[misplaced])
+    [note] = [n for n in report.incidents[0].notes if misplaced.path in n]
+    assert note.endswith(f"a CUDA coredump, not an SGLang crash dump: use crashlab inspect "
+                         f"{tmp_path / misplaced.path}")

@@ -17,6 +17,7 @@ from ..report.model import TriageReport
 from ..report.run import DumpTriage, RunReport
 from ..supervise.manifest import Manifest
 from ..vocabulary import PICKLE_PROTO
+from ..wrongverb import advised
 
 RUN_REPORT = "report.json"
 #: Where ``crashlab replay --minimize`` writes the minimal dump, beside the dump.
@@ -105,7 +106,7 @@ def _request_dump(path: Path, strict: bool) -> DumpInput:
     except BadInput as problem:
         if strict:
             raise
-        return DumpInput(path, None, str(problem))
+        return DumpInput(path, None, advised(problem))
 
 
 def _run_report(path: Path) -> RunReport | None:

@@ -29,6 +29,7 @@ from ..privacy.policy import Privacy
 from ..privacy.redact import MASK
 from ..supervise import rundir
 from ..supervise.incident import lines_at_ends
+from ..wrongverb import advised
 from .inputs import CoreInput, DumpInput, Inputs, RunInput
 from .model import MemberKind
 
@@ -204,7 +205,7 @@ def _dump_members(dump: DumpInput, privacy: Privacy, name: str) -> Iterable[Cand
         try:
             content, refused = rewritten(load(dump.minimized)), None
         except BadInput as problem:
-            content, refused = None, _unloadable(str(problem))
+            content, refused = None, _unloadable(advised(problem))
         yield Candidate(minimized, "request-dump", 2, dump.minimized, content, refused=refused)
 
 

@@ -47,6 +47,7 @@ from ..vocabulary import (
     TRACEBACK,
     XID,
 )
+from ..wrongverb import advised
 from . import rundir, timestamps
 from .manifest import Incarnation
 
@@ -62,7 +63,7 @@ def _inspect(path: Path, debugger: bool) -> tuple[TriageReport | None, str | Non
     try:
         return inspect(path, debugger=debugger), None
     except CrashlabError as exc:
-        return None, str(exc)
+        return None, advised(exc)
     except Exception as exc:  # one unreadable dump must not cost the run its report
         return None, f"crashlab could not read it ({type(exc).__name__}: {exc}); a crashlab bug"
 
@@ -192,7 +193,7 @@ def _counted(run_dir: Path, records: list[FileRecord]) -> tuple[list[FileRecord]
         try:
             requests = len(load_request_dump(run_dir / record.path).requests)
         except CrashlabError as exc:
-            notes.append(f"request dump {record.path} cannot be replayed: {exc}")
+            notes.append(f"request dump {record.path} cannot be replayed: {advised(exc)}")
             counted.append(record)
             continue
         if not requests:
