@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ..errors import BadInput
 from ..privacy.redact import Redactor
+from ..report.model import Tool
 from ..version import __version__
 from . import nvidia, toolkit
 from .host import Host
@@ -31,7 +32,6 @@ from .model import (
     Package,
     Probe,
     Python,
-    Tool,
     Torch,
 )
 from .packages import Distributions, torch_build

@@ -11,12 +11,13 @@ from typing import Literal
 
 from ..errors import BadInput
 from ..published import ClosedModel as _Model
+from ..report.model import Tool
 from ..version import __version__
 from .capture import capture_of
 from .checks import ALL, Check, Machine, Outcome
 from .checks.base import Concern, Status
 from .host import Host
-from .model import Environment, Tool
+from .model import Environment
 from .packages import Distributions
 
 

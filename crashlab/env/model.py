@@ -18,6 +18,7 @@ from pydantic import field_validator
 
 from ..escape import surrogates_escaped
 from ..published import ClosedModel
+from ..report.model import Tool
 
 ProbeStatus = Literal["ok", "failed", "timeout", "missing"]
 PackageStatus = Literal["installed", "absent", "unknown"]
@@ -42,16 +43,6 @@ class _Model(ClosedModel):
     @classmethod
     def _decodable_text(cls, value):
         return _decodable(value)
-
-
-class Tool(_Model):
-    """What wrote the JSON, shaped as every crashlab report says it (report.model.Tool), declared
-    here so that crashlab env does not import the coredump reader that model stands on."""
-
-    name: str = "crashlab"
-    """Always 'crashlab'."""
-    version: str
-    """crashlab's version (crashlab.__version__) when it wrote the JSON."""
 
 
 class Probe(_Model):

@@ -37,7 +37,7 @@ WaitKind = Literal["barrier-after-exit", "barrier", "polling-memory", "collectiv
 
 
 class Tool(_Model):
-    """The program that wrote the report."""
+    """The program that wrote the report (every JSON crashlab writes names it so)."""
 
     name: str = "crashlab"
     """Always 'crashlab'."""
