@@ -8,12 +8,10 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from ..env.model import Tool
-
-# env's Tool, not the report model's: reading the index needs no coredump reader
 from ..published import ClosedModel as _Model
+from ..report.model import Tool
+from ..vocabulary import DumpLabel
 
-Label = Literal["FAULT", "COLLATERAL", "UNREADABLE"]
 RecordedBy = Literal["serve", "inspect", "report"]
 
 
@@ -105,7 +103,7 @@ class Crash(_Model):
     """That process's SGLang rank tags (TP0, DP1 TP3); null where unknown."""
     role: str | None
     """That process's role in the server (scheduler, detokenizer, ...); null where unknown."""
-    label: Label | None
+    label: DumpLabel | None
     """FAULT, COLLATERAL or UNREADABLE for a GPU dump"""
     deployment: str | None
     """crashlab serve --deployment; null where not given."""
