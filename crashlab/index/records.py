@@ -161,6 +161,53 @@ class Tally(_Model):
     """its last crash of the signature (UTC, ISO 8601)"""
 
 
+class FacetValue(_Model):
+    """One value a field takes across the crashes of a signature (or coarse key)."""
+
+    value: str | None
+    """The value as the index recorded it; null for the crashes where it is unknown."""
+    count: int
+    """How many of the crashes have it."""
+
+
+class Facet(_Model):
+    """One field across the crashes of a signature (or coarse key): constant, or varying."""
+
+    name: str
+    """The field (e.g. 'pc', 'kernel', 'rank', 'gpu_serial', 'driver', 'uptime_s')."""
+    constant: bool
+    """True where every crash whose value is known has the same one, and at least one is known."""
+    known: int
+    """How many of the crashes have a known value."""
+    values: list[FacetValue] = Field(default_factory=list)
+    """The distinct values, most crashes first (the unknown ones, if any, as a null value)."""
+    others: int = 0
+    """Crashes whose values are past the last one listed (a field with very many values)."""
+
+
+class Reading(_Model):
+    """A conclusion the facets allow, never more than the data does, with its evidence."""
+
+    kind: str
+    """What is read (e.g. 'not-one-device', 'one-device', 'one-driver', 'after-uptime',
+    'co-resident'); more may come."""
+    text: str
+    """The reading in one sentence, e.g. 'same PC, many ranks and GPUs: not one bad device'."""
+    evidence: list[str] = Field(default_factory=list)
+    """The facts it rests on, one per line (which field, which values, how many crashes)."""
+
+
+class Facets(_Model):
+    """What stays and what varies across the crashes of a signature (or coarse key)."""
+
+    crashes: int
+    """How many crashes the facets are taken over."""
+    fields: list[Facet] = Field(default_factory=list)
+    """One facet per field, constant ones first."""
+    readings: list[Reading] = Field(default_factory=list)
+    """What the facets allow one to say, with evidence; empty where they allow nothing."""
+
+
 class CrashList(_Model):
     """What ``crashlab list --json`` prints."""
 
@@ -201,6 +248,9 @@ class Shown(_Model):
     """a coarse key: the key"""
     signatures: list[Signature] = Field(default_factory=list)
     """a coarse key: the signatures under it, most crashes first"""
+    facets: Facets | None = None
+    """A signature or coarse key: what stays and what varies across its crashes; null for a
+    crash."""
 
 
 class Collected(_Model):

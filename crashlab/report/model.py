@@ -391,6 +391,45 @@ class ConstBank(_Model):
     """Size of the bank in bytes."""
 
 
+#: How a known upstream fix stands against the version that crashed (syzbot's "patched on /
+#: missing on"): the fix came in a later release; this release holds it already (so this crash is
+#: another bug or a regression); no fix is known for this kernel; the running version is unknown.
+FixStatus = Literal["fixed-in-later", "fixed-in-this", "no-known-fix", "version-unknown"]
+
+
+class KnownFix(_Model):
+    """One upstream fix from crashlab's table of known fixes (shipped as data, easy to extend)."""
+
+    artifact: str
+    """The artifact the fix is in, as Owner.artifact names it (e.g. 'flashinfer')."""
+    fixed_in: str
+    """The first release of that artifact holding the fix (e.g. '0.6.18')."""
+    link: str
+    """Where the fix is described: the upstream pull request, issue or release note."""
+    summary: str
+    """One line on what was fixed."""
+
+
+class Owner(_Model):
+    """The artifact (a wheel or library) that owns the faulting kernel, and whether a known fix
+    for it is missing from the version that crashed."""
+
+    artifact: str
+    """What shipped the kernel: 'sgl-kernel', 'flashinfer' (AOT cubins), 'flashinfer-jit' (its JIT
+    cache), 'cudnn', 'cublas', 'torch', 'triton-jit', 'nccl', 'cutlass', or another package's
+    name; 'unknown' where nothing the crash left names it."""
+    version: str | None = None
+    """The artifact's version where the crash left it (the environment's package list, a library's
+    file name or ELF note); null where unknown."""
+    evidence: list[str] = Field(default_factory=list)
+    """What named the owner, one fact per line: the module image's producer or ELF note, the
+    kernel name's prefix, a path in the server's /proc/PID/maps, the package list."""
+    fix: KnownFix | None = None
+    """The known upstream fix that matches this fault; null where none does."""
+    fix_status: FixStatus = "no-known-fix"
+    """How the fix stands against the version that crashed."""
+
+
 class Candidate(_Model):
     """A warp still resident on the SM of an SM-level exception: listed, not blamed."""
 
@@ -507,6 +546,9 @@ class Fault(_Model):
     explanation: Explanation | None = None
     """why the access faulted (crashlab.explain); null where the faulting instruction is not a
     memory access, nothing could be read, or --no-explain"""
+    owner: Owner | None = None
+    """The artifact that owns the faulting kernel and its known-fix status; null where the kernel
+    is unknown."""
     params_missing: str | None = None
     """why the dump has no parameter buffer for this kernel, and the flag to drop next time"""
 
