@@ -62,6 +62,8 @@ class CrashedRun:
     exit_code: int
     start_s: float
     crash_to_report_s: float
+    #: the long background request ran to its end before the crash (a loaded machine)
+    long_request_finished: bool
 
     @property
     def manifest(self) -> dict:
@@ -93,15 +95,17 @@ def crash(kind: str, sglang: Path, work: Path) -> CrashedRun:
         time.sleep(QUIET_BEFORE_CRASH)
         triggered = time.monotonic()
         if KINDS[kind] is None:
-            server.raise_in_scheduler(sglang, port)
+            long_request = server.raise_in_scheduler(sglang, port)
         else:
             role, signum = KINDS[kind]
             target = server.role_process(serve.proc.pid, role)
-            server.background(port)
+            long_request = server.background(port)
             target.send_signal(signum)
         exit_code = serve.finish(timeout=server.START_TIMEOUT)
+        long_request.thread.join(timeout=60)
         return CrashedRun(kind=kind, serve=serve, exit_code=exit_code, start_s=start_s,
-                          crash_to_report_s=time.monotonic() - triggered)
+                          crash_to_report_s=time.monotonic() - triggered,
+                          long_request_finished=long_request.finished.is_set())
     except BaseException:
         if serve.proc.poll() is None:
             serve.signal(signal.SIGINT)

@@ -21,6 +21,7 @@ import json
 import shlex
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
@@ -107,14 +108,24 @@ def crash_body(env: Path) -> dict:
                                 "custom_params": {"token_ids": [OUT_OF_VOCABULARY]}}}
 
 
-def background(port: int, prompt: str = "Hello world, this is long", tokens: int = 400) -> threading.Thread:
+@dataclass(frozen=True)
+class LongRequest:
+    """The background request: its thread, and whether its stream ran to SGLang's ``[DONE]``
+    (it finished). On a loaded machine it can finish before a crash sent after its first token
+    reaches the scheduler; the tests then expect it finished in the dump, not in flight."""
+
+    thread: threading.Thread
+    finished: threading.Event
+
+
+def background(port: int, prompt: str = "Hello world, this is long", tokens: int = 400) -> LongRequest:
     """A long request left running (in flight when the crash comes); its failure is expected.
 
     Streamed, and returned once its first tokens came back: the crash is then made while it is
     surely decoding. A fixed pause did not do that: on an idle machine the tiny model decodes
     its 400 tokens (near its 512 positions) in about half a second, and the request had
     finished before a crash made 0.5 s after it was sent."""
-    decoding = threading.Event()
+    decoding, finished = threading.Event(), threading.Event()
 
     def run() -> None:
         body = {"text": prompt, "stream": True,
@@ -125,6 +136,8 @@ def background(port: int, prompt: str = "Hello world, this is long", tokens: int
                 for line in answer.iter_lines():
                     if line.startswith(b"data:"):
                         decoding.set()
+                    if line.strip() == b"data: [DONE]":
+                        finished.set()
         except requests.RequestException:
             pass
         finally:
@@ -133,15 +146,16 @@ def background(port: int, prompt: str = "Hello world, this is long", tokens: int
     thread.start()
     if not decoding.wait(timeout=60):
         raise AssertionError("the long background request got no token within 60 s")
-    return thread
+    return LongRequest(thread, finished)
 
 
-def raise_in_scheduler(env: Path, port: int) -> None:
+def raise_in_scheduler(env: Path, port: int) -> LongRequest:
     """The request-triggered crash, sent while another request is still decoding."""
     running = background(port)
     with contextlib.suppress(requests.RequestException):  # the server may drop it as it dies
         requests.post(f"{url(port)}/generate", json=crash_body(env), timeout=60, headers=AUTH)
-    running.join(timeout=60)
+    running.thread.join(timeout=60)
+    return running
 
 
 def role_process(root_pid: int, role: str, timeout: float = 30.0) -> psutil.Process:
