@@ -8,6 +8,7 @@ from .coredump.core import CoreDump
 from .coredump.fault import DETAILED_GROUPS, Location, locate
 from .cubin_info import ParamLayout, kernel_param_layout
 from .explain.engine import explain as explain_fault
+from .owner import Clues, owner_of
 from .report.coredump import MAX_POSITIONS, build
 from .report.model import TriageReport
 from .sass import CodeFinder, CodeLocation, Instruction, SassView, disassemble, instruction_at
@@ -58,7 +59,8 @@ def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
                 fault.explanation = explain_fault(core, finder, group, fault, layout)
             if not report.faults:
                 _attach_waits(report, explain_waits(core, finder))
-    report.signature = signature_of(report)
+        report.signature = signature_of(report)
+        _attach_owners(core, finder, location, report)
     if debugger:
         from .gdb.triage import view as debugger_view  # pexpect and pygdbmi only when asked
 
@@ -67,6 +69,19 @@ def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
                                         load_timeout=15 * debugger_timeout,
                                         context=context)
     return report
+
+
+def _attach_owners(core: CoreDump, finder: CodeFinder, location: Location,
+                   report: TriageReport) -> None:
+    """Each detailed fault's owner, from its kernel's name and the module image holding its PC
+    (serve adds the server's loaded libraries and package list: crashlab.supervise.owners)."""
+    for group, fault in zip(location.faults[:DETAILED_GROUPS], report.faults, strict=False):
+        if fault.kernel is None:
+            continue
+        found = finder.locate(group.site.pc, group.site.grid) if group.site.pc is not None else None
+        cubin = core.image_bytes(found[0].image_section) if found else None
+        fault.owner = owner_of(Clues(kernel=fault.kernel.name, image=cubin,
+                                     signature=report.signature.hash if report.signature else None))
 
 
 def _attach_waits(report: TriageReport, waits: dict[tuple[int, int], list]) -> None:

@@ -48,7 +48,7 @@ from ..vocabulary import (
     XID,
 )
 from ..wrongverb import advised
-from . import rundir, timestamps
+from . import owners, rundir, timestamps
 from .manifest import Incarnation
 
 #: Where an incident's logs matched no fault pattern, this many of its last lines are kept,
@@ -84,9 +84,12 @@ def _label(report: TriageReport | None) -> tuple[str, list[str], str]:
 
 def triage_dumps(run_dir: Path, dumps: list[FileRecord], debugger: bool) -> list[DumpTriage]:
     triaged = []
+    packages = owners.installed(run_dir)
     for record in dumps:
         path = run_dir / record.path
         report, error = _inspect(path, debugger)
+        if report is not None:  # the dump's path: <incarnation>/cores/<file>
+            owners.refine(report, run_dir / Path(record.path).parts[0], packages)
         label, reasons, summary = _label(report)
         if not record.complete:
             reasons.append("the server died while this dump was being written")
