@@ -30,7 +30,10 @@ class FixEntry(BaseModel):
     @classmethod
     def _compiles(cls, value: str | None) -> str | None:
         if value is not None:
-            re.compile(value)
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"kernel_pattern {value!r} is not a regular expression: {exc}") from None
         return value
 
     @field_validator("fixed_in")
