@@ -19,7 +19,9 @@ NAMES = (CRASH, START)
 
 
 def _file_lines(text: str) -> list[str]:
-    return [line for line in text.splitlines() if len(line.split(None, 5)) == 6]
+    """The lines that map a file (``address perms offset dev inode /path``)."""
+    return [line for line in text.splitlines()
+            if (fields := line.split(None, 5)) and len(fields) == 6 and fields[5].startswith("/")]
 
 
 def snapshot(processes: list[tuple[int, str]], path: Path) -> bool:
