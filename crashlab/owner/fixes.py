@@ -8,23 +8,29 @@ from functools import lru_cache
 from importlib import resources
 
 from packaging.version import InvalidVersion, Version
-from pydantic import BaseModel, ConfigDict, field_validator, model_validator
+from pydantic import field_validator, model_validator
 
+from ..published import ClosedModel
 from ..report.model import FixStatus, KnownFix
 
 
-class FixEntry(BaseModel):
-    """One row of fixes.json: what it matches, and the fix."""
-
-    model_config = ConfigDict(extra="forbid")
+class FixEntry(ClosedModel):
+    """One row of fixes.json: what it matches, and the fix (docs/owner.md)."""
 
     artifact: str
+    """The artifact the fix is in, as Owner.artifact names it."""
     kernel_pattern: str | None = None
+    """A regular expression searched in the demangled kernel name, its return type taken off."""
     signature: str | None = None
+    """A crash signature hash, or its prefix."""
     fixed_in: str
+    """The first release of the artifact holding the fix (PEP 440)."""
     link: str
+    """The upstream pull request, issue or release note."""
     summary: str
+    """One line on what was fixed."""
     source: str
+    """Where the row came from: what says that this release holds the fix."""
 
     @field_validator("kernel_pattern")
     @classmethod
@@ -61,13 +67,13 @@ class FixEntry(BaseModel):
                         summary=self.summary)
 
 
-class FixTable(BaseModel):
+class FixTable(ClosedModel):
     """fixes.json: a note on the table, then its rows."""
 
-    model_config = ConfigDict(extra="forbid")
-
     about: str
+    """What the table is and what was left out of it, and why."""
     fixes: list[FixEntry]
+    """The known fixes, first match wins."""
 
 
 def parse(text: str) -> FixTable:
