@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from .coredump.core import CoreDump
 from .coredump.fault import DETAILED_GROUPS, Location, locate
@@ -18,7 +19,8 @@ from .waits import explain_waits
 
 def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
             debugger: bool = False, debugger_program: str | None = None,
-            debugger_timeout: float = 60.0, explain: bool = True) -> TriageReport:
+            debugger_timeout: float = 60.0, explain: bool = True,
+            triton_caches: tuple[os.PathLike, ...] = ()) -> TriageReport:
     """Triage a CUDA coredump (plain or gzip): faults, kernels, SASS around each faulting PC.
 
     Raises crashlab.errors.BadInput for a file that is not a readable CUDA coredump.
@@ -30,6 +32,8 @@ def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
     the limit of each debugger command in seconds (loading the dump gets 15 times as long).
     ``explain`` fills each detailed fault's ``explanation`` (crashlab.explain; needs ``sass``)
     and, in a dump with no exception, each kernel's ``waits`` (crashlab.waits).
+    ``triton_caches``: Triton JIT cache folders in which a faulting module image is looked for
+    (crashlab.owner), where the dump was taken on this machine (serve passes the server's).
     """
     with CoreDump(path) as core:
         location = locate(core)
@@ -60,7 +64,7 @@ def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
             if not report.faults:
                 _attach_waits(report, explain_waits(core, finder))
         report.signature = signature_of(report)
-        _attach_owners(core, finder, location, report)
+        _attach_owners(core, finder, location, report, tuple(map(Path, triton_caches)))
     if debugger:
         from .gdb.triage import view as debugger_view  # pexpect and pygdbmi only when asked
 
@@ -72,7 +76,7 @@ def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
 
 
 def _attach_owners(core: CoreDump, finder: CodeFinder, location: Location,
-                   report: TriageReport) -> None:
+                   report: TriageReport, triton_caches: tuple[Path, ...]) -> None:
     """Each detailed fault's owner, from its kernel's name and the module image holding its PC
     (serve adds the server's loaded libraries and package list: crashlab.supervise.owners)."""
     for group, fault in zip(location.faults[:DETAILED_GROUPS], report.faults, strict=False):
@@ -81,6 +85,7 @@ def _attach_owners(core: CoreDump, finder: CodeFinder, location: Location,
         found = finder.locate(group.site.pc, group.site.grid) if group.site.pc is not None else None
         cubin = core.image_bytes(found[0].image_section) if found else None
         fault.owner = owner_of(Clues(kernel=fault.kernel.name, image=cubin,
+                                     triton_caches=triton_caches,
                                      signature=report.signature.hash if report.signature else None))
 
 

@@ -19,7 +19,8 @@ from crashlab.owner.image import read_image
 from crashlab.owner.maps import loaded, mapped_paths
 from crashlab.report import markdown, terminal
 from crashlab.report.markdown_escape import cell, inline
-from tests.coredump_builder import CUBINS
+from tests import scenarios
+from tests.coredump_builder import CUBINS, relocate
 from tests.test_production_cubins import CUBIN_FILES, PRODUCTION, fault_dump, kernel_of, site
 from tests.test_views_hostile import MARKUP, _rendered_text
 
@@ -67,22 +68,38 @@ def test_a_cutlass_template_is_named_by_the_other_kernels_of_its_image():
     assert any("expert_specialization::" in fact for fact in within.evidence)
 
 
-def test_an_image_found_in_a_triton_cache_is_triton_jit(tmp_path):
-    image = STAND_IN.read_bytes()
-    entry = tmp_path / "triton" / "5XZWRQ4L3TPDYCM2" / "add_kernel.cubin"
+def _triton_cache(root, image: bytes, name: str):
+    """A folder laid out as Triton's JIT cache: <hash>/<kernel>.cubin beside <kernel>.json."""
+    entry = root / "5XZWRQ4L3TPDYCM2" / f"{name}.cubin"
     entry.parent.mkdir(parents=True)
     entry.write_bytes(image)
-    entry.with_suffix(".json").write_text(json.dumps({"name": "add_kernel", "num_warps": 4}))
-    (tmp_path / "triton" / "OTHER").mkdir()
-    (tmp_path / "triton" / "OTHER" / "other.cubin").write_bytes(image[:-1] + b"\x01")
-    owner = owner_of(Clues(kernel="add_kernel", image=image, triton_caches=(tmp_path / "triton",),
+    entry.with_suffix(".json").write_text(json.dumps({"name": name, "num_warps": 4}))
+    other = root / "OTHER" / "other.cubin"
+    other.parent.mkdir()
+    other.write_bytes((PRODUCTION / "ngram_ids.sm_80.cubin").read_bytes())
+    return entry
+
+
+def test_a_dump_whose_image_is_in_a_triton_cache_is_triton_jit(build, tmp_path):
+    """The dump holds the image relocated (its bytes differ from the cache's file): the code
+    sections and their sizes still match. The cubin is nvcc's, standing in for Triton's."""
+    entry = _triton_cache(tmp_path / "triton", STAND_IN.read_bytes(), "scatter_rows")
+    path = build(scenarios.device_function()).path
+    report = crashlab.inspect(path, sass=False, explain=False, triton_caches=(tmp_path / "triton",))
+    owner = report.faults[0].owner
+    assert owner is not None and owner.artifact == "triton-jit", owner
+    assert any(str(entry) in fact and "scatter_rows" in fact for fact in owner.evidence)
+    elsewhere = crashlab.inspect(path, sass=False, explain=False, triton_caches=(tmp_path / "no",))
+    assert elsewhere.faults[0].owner.artifact == "unknown"
+
+
+def test_a_triton_owner_takes_tritons_version_from_the_package_list(tmp_path):
+    image = relocate(STAND_IN.read_bytes(), 0x7F00_0000_0000).data
+    assert image != STAND_IN.read_bytes()
+    _triton_cache(tmp_path / "triton", STAND_IN.read_bytes(), "scatter_rows")
+    owner = owner_of(Clues(kernel="scatter_rows", image=image, triton_caches=(tmp_path / "triton",),
                            packages={"triton": "3.4.0"}))
-    assert owner.artifact == "triton-jit"
-    assert owner.version == "3.4.0"
-    assert any(str(entry) in fact and "add_kernel" in fact for fact in owner.evidence)
-    changed = image[:-1] + bytes([image[-1] ^ 0xFF])
-    assert owner_of(Clues(kernel="add_kernel", image=changed,
-                          triton_caches=(tmp_path / "triton",))).artifact == "unknown"
+    assert (owner.artifact, owner.version) == ("triton-jit", "3.4.0")
 
 
 MAPS = """\

@@ -1,7 +1,7 @@
 """owner_of: the artifact that owns a faulting kernel and its version, every fact kept as
 evidence, and how a known fix stands against that version.
 
-The clues, most telling first: the module image found byte for byte in a Triton JIT cache; the
+The clues, most telling first: the module image's code found in a Triton JIT cache; the
 kernel's own name; the names of the other kernels in its module image (a CUTLASS template is
 whoever's instantiates it); then, for the version, the environment's package list and the
 libraries the server had loaded (its /proc/PID/maps).
@@ -81,7 +81,8 @@ def _artifact(clues: Clues, facts: image.ImageFacts, evidence: list[str]) -> str
         if cached is not None:
             path, metadata = cached
             named = f" (its metadata names kernel {metadata['name']})" if "name" in metadata else ""
-            evidence.append(f"module image is byte for byte {path} in a Triton JIT cache{named}")
+            evidence.append(f"module image has the code sections of {path}, in a Triton JIT cache"
+                            f"{named}")
             return "triton-jit"
     own = names.artifact_named(clues.kernel)
     if own is not None and own not in names.GENERIC:

@@ -4,6 +4,7 @@ A lone dump names the artifact; these give its version and so the fix status."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from ..env.saved import UnusableEnvironment, load
@@ -22,6 +23,19 @@ def installed(run_dir: Path) -> dict[str, str]:
         return {}
     return {package.name: package.version for package in environment.packages
             if package.status == "installed" and package.version}
+
+
+def triton_caches(incarnation_dir: Path) -> tuple[Path, ...]:
+    """Where the server's Triton put its JIT cubins: $TRITON_CACHE_DIR as launched, else
+    $HOME/.triton/cache (Triton's default), read from the incarnation's launch.json."""
+    try:
+        launch = json.loads((incarnation_dir / "launch.json").read_text(encoding="utf-8"))
+        environ = launch["environment"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return ()
+    if environ.get("TRITON_CACHE_DIR"):
+        return (Path(environ["TRITON_CACHE_DIR"]),)
+    return (Path(environ["HOME"]) / ".triton" / "cache",) if environ.get("HOME") else ()
 
 
 def refine(report: TriageReport, incarnation_dir: Path, packages: dict[str, str]) -> None:
