@@ -3,13 +3,15 @@ processes: the stand-in SGLang server under the real ``crashlab serve``, and a l
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 from crashlab.owner.maps import mapped_paths
-from crashlab.supervise import procmaps
+from crashlab.supervise import owners, procmaps
 from tests.serve_harness import (
     FAST,
     Serve,
@@ -61,3 +63,21 @@ def test_serve_keeps_the_maps_at_start_and_at_crash(tmp_path):
         assert any(path.endswith(".py") or "python" in path for path in mapped_paths(text))
     fault = serve.report()["incidents"][0]["dumps"][0]["report"]["faults"][0]
     assert fault["owner"] is not None and fault["owner"]["evidence"]
+
+
+def test_serve_looks_in_the_servers_triton_cache(tmp_path):
+    incarnation = tmp_path / "incarnation-1"
+    incarnation.mkdir()
+    launch = incarnation / "launch.json"
+    assert owners.triton_caches(incarnation) == ()  # no launch.json
+    launch.write_text(json.dumps({"environment": {"HOME": "/home/u"}}))
+    assert owners.triton_caches(incarnation) == (Path("/home/u/.triton/cache"),)
+    launch.write_text(json.dumps({"environment": {"HOME": "/home/u", "TRITON_CACHE_DIR": "/c"}}))
+    assert owners.triton_caches(incarnation) == (Path("/c"),)
+    launch.write_text("{not json")
+    assert owners.triton_caches(incarnation) == ()
+
+
+def test_a_damaged_environment_costs_the_owner_its_version_only(tmp_path):
+    (tmp_path / "environment.json").write_text("{}")
+    assert owners.installed(tmp_path) == {}
