@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from .coredump.core import CoreDump
 from .coredump.fault import DETAILED_GROUPS, Location, locate
 from .cubin_info import ParamLayout, kernel_param_layout
 from .explain.engine import explain as explain_fault
+from .owner import Clues, owner_of
 from .report.coredump import MAX_POSITIONS, build
 from .report.model import TriageReport
 from .sass import CodeFinder, CodeLocation, Instruction, SassView, disassemble, instruction_at
@@ -17,7 +19,8 @@ from .waits import explain_waits
 
 def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
             debugger: bool = False, debugger_program: str | None = None,
-            debugger_timeout: float = 60.0, explain: bool = True) -> TriageReport:
+            debugger_timeout: float = 60.0, explain: bool = True,
+            triton_caches: tuple[os.PathLike, ...] = ()) -> TriageReport:
     """Triage a CUDA coredump (plain or gzip): faults, kernels, SASS around each faulting PC.
 
     Raises crashlab.errors.BadInput for a file that is not a readable CUDA coredump.
@@ -29,6 +32,8 @@ def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
     the limit of each debugger command in seconds (loading the dump gets 15 times as long).
     ``explain`` fills each detailed fault's ``explanation`` (crashlab.explain; needs ``sass``)
     and, in a dump with no exception, each kernel's ``waits`` (crashlab.waits).
+    ``triton_caches``: Triton JIT cache folders in which a faulting module image is looked for
+    (crashlab.owner), where the dump was taken on this machine (serve passes the server's).
     """
     with CoreDump(path) as core:
         location = locate(core)
@@ -58,7 +63,8 @@ def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
                 fault.explanation = explain_fault(core, finder, group, fault, layout)
             if not report.faults:
                 _attach_waits(report, explain_waits(core, finder))
-    report.signature = signature_of(report)
+        report.signature = signature_of(report)
+        _attach_owners(core, finder, location, report, tuple(map(Path, triton_caches)))
     if debugger:
         from .gdb.triage import view as debugger_view  # pexpect and pygdbmi only when asked
 
@@ -67,6 +73,20 @@ def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
                                         load_timeout=15 * debugger_timeout,
                                         context=context)
     return report
+
+
+def _attach_owners(core: CoreDump, finder: CodeFinder, location: Location,
+                   report: TriageReport, triton_caches: tuple[Path, ...]) -> None:
+    """Each detailed fault's owner, from its kernel's name and the module image holding its PC
+    (serve adds the server's loaded libraries and package list: crashlab.supervise.owners)."""
+    for group, fault in zip(location.faults[:DETAILED_GROUPS], report.faults, strict=False):
+        if fault.kernel is None:
+            continue
+        found = finder.locate(group.site.pc, group.site.grid) if group.site.pc is not None else None
+        cubin = core.image_bytes(found[0].image_section) if found else None
+        fault.owner = owner_of(Clues(kernel=fault.kernel.name, image=cubin,
+                                     triton_caches=triton_caches,
+                                     signature=report.signature.hash if report.signature else None))
 
 
 def _attach_waits(report: TriageReport, waits: dict[tuple[int, int], list]) -> None:

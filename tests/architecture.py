@@ -33,7 +33,7 @@ LAYERS = (
     # the published model, its builder and its views
     "report",
     # analyses over the model
-    "explain", "waits", "gdb", "signature", "incidents", "env",
+    "explain", "waits", "gdb", "signature", "incidents", "env", "owner",
     # verbs
     "api", "crashlab", "wrongverb", "replay", "index", "supervise", "issue",
     # the command line

@@ -105,6 +105,8 @@ def _fault_lines(report: TriageReport | None) -> list[str]:
            f"- Where: {inline(text.place(fault))}"]
     if fault.sass.source:
         out.append(f"- Source: {code(text.source_chain(fault.sass.source))}")
+    if fault.owner is not None:
+        out.append(f"- Owner: {inline(text.owner_line(fault.owner))}")
     if report.debugger is not None:
         out.append(f"- Debugger: {inline(text.debugger_status(report.debugger))}")
     return out

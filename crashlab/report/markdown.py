@@ -121,6 +121,9 @@ def _fault(fault: Fault, number: int, primary: bool, detail: _Detail,
                      else f"not in the dump (as fault {first})"))
     rows += [(f"Frame {f.level}", inline(text.frame_line(f))) for f in fault.backtrace]
     rows += [("Resident warp", inline(line)) for line in text.candidate_lines(fault)]
+    if fault.owner is not None:
+        rows.append(("Owner", inline(text.owner_line(fault.owner))))
+        rows += [("Owner evidence", inline(fact)) for fact in fault.owner.evidence]
     rows += [("Note", inline(note)) for note in fault.notes]
     out = [f"{'#' * (detail.heading + 1)} Fault {number}: {inline(fault.exception.display)}", "",
            *FIELD_TABLE]

@@ -127,10 +127,11 @@ class FileRecord(_Model):
     path: str
     """relative to the run directory"""
     kind: Literal["log", "coredump", "request-dump", "server-info", "launch", "report", "host-core",
-                  "environment"]
+                  "environment", "process-maps"]
     """What the file is: a log, a GPU coredump, an SGLang request dump, the server's
     /server_info answer, the incarnation's launch (argv, cwd, environment, secrets masked), a
-    report, a host core, or the captured environment."""
+    report, a host core, the captured environment, or the /proc/PID/maps of the server's processes
+    (at start and at crash: crashlab.supervise.procmaps)."""
     size_bytes: int
     """The file's size in bytes, as collected."""
     sha256: str

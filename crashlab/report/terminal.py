@@ -149,6 +149,10 @@ def _fault_panel(fault: Fault, title: str) -> Panel:
         grid.add_row(f"frame #{frame.level}", _name(text.frame_line(frame)))
     for candidate in text.candidate_lines(fault):
         grid.add_row("resident", _name(candidate))
+    if fault.owner is not None:
+        grid.add_row("owner", _name(text.owner_line(fault.owner)))
+        for fact in fault.owner.evidence:
+            grid.add_row("", _name(fact, style="dim"))
     for note in fault.notes:
         grid.add_row("note", plain(note))
     return Panel(grid, title=title, title_align="left", border_style="red")

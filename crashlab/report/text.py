@@ -6,7 +6,7 @@ import re
 
 from ..demangle import demangle
 from ..notation import dim, short_source
-from .model import Fault, Params, Range
+from .model import Fault, Owner, Params, Range
 from .places import SourceLine
 
 MAX_REGISTERS_SHOWN = 64
@@ -278,3 +278,19 @@ def load_line(load) -> str:
         said.append(f"triggered in device {load.triggered_device}")
     said.append(f"focus {focus_text(load.focus)}")
     return "; ".join(said)
+
+
+def owner_line(owner: Owner) -> str:
+    """``flashinfer 0.6.12; a fix is in flashinfer 0.6.18, this runs 0.6.12: LINK (summary)``."""
+    line = f"{owner.artifact} {owner.version or '(version unknown)'}"
+    fix = owner.fix
+    if fix is None:
+        return line
+    where = f"a fix is in {fix.artifact} {fix.fixed_in}"
+    if owner.fix_status == "fixed-in-later":
+        where += f", this runs {owner.version}"
+    elif owner.fix_status == "fixed-in-this":
+        where += ": this release holds it (another bug, or a regression)"
+    elif owner.fix_status == "version-unknown":
+        where += " (the running version is unknown)"
+    return f"{line}; {where}: {fix.link} ({fix.summary})"

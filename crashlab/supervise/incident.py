@@ -48,7 +48,7 @@ from ..vocabulary import (
     XID,
 )
 from ..wrongverb import advised
-from . import rundir, timestamps
+from . import owners, rundir, timestamps
 from .manifest import Incarnation
 
 #: Where an incident's logs matched no fault pattern, this many of its last lines are kept,
@@ -59,9 +59,10 @@ TAIL_LINE_CHARS = 500
 _TELLING = (CUDA_ERROR, XID, SCHEDULER_EXCEPTION, NCCL_TIMEOUT, FATAL, OOM, TRACEBACK, SGLANG_CRASH)
 
 
-def _inspect(path: Path, debugger: bool) -> tuple[TriageReport | None, str | None]:
+def _inspect(path: Path, debugger: bool,
+             triton_caches: tuple[Path, ...]) -> tuple[TriageReport | None, str | None]:
     try:
-        return inspect(path, debugger=debugger), None
+        return inspect(path, debugger=debugger, triton_caches=triton_caches), None
     except CrashlabError as exc:
         return None, advised(exc)
     except Exception as exc:  # one unreadable dump must not cost the run its report
@@ -84,9 +85,13 @@ def _label(report: TriageReport | None) -> tuple[str, list[str], str]:
 
 def triage_dumps(run_dir: Path, dumps: list[FileRecord], debugger: bool) -> list[DumpTriage]:
     triaged = []
+    packages = owners.installed(run_dir)
     for record in dumps:
         path = run_dir / record.path
-        report, error = _inspect(path, debugger)
+        incarnation = run_dir / Path(record.path).parts[0]  # <incarnation>/cores/<file>
+        report, error = _inspect(path, debugger, owners.triton_caches(incarnation))
+        if report is not None:
+            owners.refine(report, incarnation, packages)
         label, reasons, summary = _label(report)
         if not record.complete:
             reasons.append("the server died while this dump was being written")

@@ -8,6 +8,8 @@
         launch.json             the command and environment, as run, secrets masked
         stdout.log  stderr.log  the server's output, byte for byte
         server_info.json        SGLang's /server_info once healthy, secrets masked
+        maps-start.txt          /proc/PID/maps of the server's processes once healthy, and
+        maps-crash.txt          while the first coredump is written (crashlab.supervise.procmaps)
         cores/                  finished GPU coredumps; cores/incoming/ is where the driver writes
         requests/               SGLang's --crash-dump-folder (<host>/crash_dump_*.pkl)
         pipes/                  the driver's user-trigger pipes (crashlab dump-now)

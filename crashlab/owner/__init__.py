@@ -1,0 +1,6 @@
+"""Whose code faulted, and is a fix for it known: the artifact (wheel or library) that owns a
+faulting kernel, named from what the crash left, each fact kept as evidence (issue 28 §2)."""
+
+from .decide import Clues, owner_of, refined
+
+__all__ = ["Clues", "owner_of", "refined"]

@@ -1,0 +1,102 @@
+"""The table of known upstream fixes (fixes.json, shipped as package data) and how a fix stands
+against the version that crashed (syzbot's "patched on / missing on")."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from importlib import resources
+
+from packaging.version import InvalidVersion, Version
+from pydantic import field_validator, model_validator
+
+from ..published import ClosedModel
+from ..report.model import FixStatus, KnownFix
+
+
+class FixEntry(ClosedModel):
+    """One row of fixes.json: what it matches, and the fix (docs/owner.md)."""
+
+    artifact: str
+    """The artifact the fix is in, as Owner.artifact names it."""
+    kernel_pattern: str | None = None
+    """A regular expression searched in the demangled kernel name, its return type taken off."""
+    signature: str | None = None
+    """A crash signature hash, or its prefix."""
+    fixed_in: str
+    """The first release of the artifact holding the fix (PEP 440)."""
+    link: str
+    """The upstream pull request, issue or release note."""
+    summary: str
+    """One line on what was fixed."""
+    source: str
+    """Where the row came from: what says that this release holds the fix."""
+
+    @field_validator("kernel_pattern")
+    @classmethod
+    def _compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"kernel_pattern {value!r} is not a regular expression: {exc}") from None
+        return value
+
+    @field_validator("fixed_in")
+    @classmethod
+    def _version(cls, value: str) -> str:
+        Version(value)
+        return value
+
+    @model_validator(mode="after")
+    def _matches_something(self) -> FixEntry:
+        if self.kernel_pattern is None and self.signature is None:
+            raise ValueError("a fix needs a kernel_pattern or a signature to match")
+        return self
+
+    def matches(self, artifact: str, kernel: str, signature: str | None) -> bool:
+        if artifact != self.artifact:
+            return False
+        if self.signature is not None and signature is not None and \
+                signature.startswith(self.signature):
+            return True
+        return self.kernel_pattern is not None and re.search(self.kernel_pattern, kernel) is not None
+
+    def known(self) -> KnownFix:
+        return KnownFix(artifact=self.artifact, fixed_in=self.fixed_in, link=self.link,
+                        summary=self.summary)
+
+
+class FixTable(ClosedModel):
+    """fixes.json: a note on the table, then its rows."""
+
+    about: str
+    """What the table is and what was left out of it, and why."""
+    fixes: list[FixEntry]
+    """The known fixes, first match wins."""
+
+
+def parse(text: str) -> FixTable:
+    return FixTable.model_validate_json(text)
+
+
+@lru_cache(maxsize=1)
+def shipped() -> FixTable:
+    """The table crashlab ships."""
+    return parse(resources.files(__package__).joinpath("fixes.json").read_text(encoding="utf-8"))
+
+
+def find(table: FixTable, artifact: str, kernel: str, signature: str | None) -> FixEntry | None:
+    return next((fix for fix in table.fixes if fix.matches(artifact, kernel, signature)), None)
+
+
+def status(fix: FixEntry | None, version: str | None) -> FixStatus:
+    if fix is None:
+        return "no-known-fix"
+    try:
+        running = Version(version) if version else None
+    except InvalidVersion:
+        running = None
+    if running is None:
+        return "version-unknown"
+    return "fixed-in-later" if running < Version(fix.fixed_in) else "fixed-in-this"
