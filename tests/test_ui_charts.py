@@ -27,7 +27,7 @@ def test_bars_are_as_tall_as_their_counts_and_say_them(counts):
     heights = [float(r.get("height")) for r in rects]
     top = max(counts)
     for height, count in zip(heights, counts, strict=True):
-        expected = (charts.HEIGHT - charts.LABELS) * count / top if top else 0.0
+        expected = (charts.HEIGHT - charts.LABELS - charts.TOP) * count / top if top else 0.0
         assert height == pytest.approx(expected, abs=0.06)
 
 

@@ -10,8 +10,9 @@ from collections.abc import Sequence
 
 from markupsafe import Markup, escape
 
-#: bar chart geometry, in SVG user units (the page scales it to its width)
-WIDTH, HEIGHT, LABELS = 600, 160, 36
+#: bar chart geometry, in SVG user units (the page scales it to its width): the whole, the room
+#: for the labels under the axis and for the maximum above the bars
+WIDTH, HEIGHT, LABELS, TOP = 600, 160, 36, 16
 
 
 def sparkline(counts: Sequence[int], width: int = 120, height: int = 24) -> Markup:
@@ -34,10 +35,10 @@ def bars(labels: Sequence[str], counts: Sequence[int], caption: str) -> Markup:
         raise ValueError("one label per count")
     top = max(counts, default=0) or 1
     slot = WIDTH / max(len(counts), 1)
-    plot = HEIGHT - LABELS
+    plot = HEIGHT - LABELS  # the axis; bars rise from it at most to TOP
     rects = []
     for i, (label, count) in enumerate(zip(labels, counts, strict=True)):
-        tall = plot * count / top
+        tall = (plot - TOP) * count / top
         rects.append(f'<rect class="bar" x="{i * slot + 1:.1f}" y="{plot - tall:.1f}" '
                      f'width="{max(slot - 2, 1):.1f}" height="{tall:.1f}">'
                      f'<title>{escape(label)}: {count}</title></rect>')
@@ -46,8 +47,8 @@ def bars(labels: Sequence[str], counts: Sequence[int], caption: str) -> Markup:
         ends = (f'<text x="0" y="{HEIGHT - 20}">{escape(labels[0])}</text>'
                 f'<text x="{WIDTH}" y="{HEIGHT - 20}" text-anchor="end">{escape(labels[-1])}'
                 f'</text>')
-    return Markup(f'<svg class="chart" role="img" viewBox="0 0 {WIDTH} {HEIGHT}" '
-                  f'preserveAspectRatio="none"><title>{escape(caption)}</title>'
+    return Markup(f'<svg class="chart" role="img" viewBox="0 0 {WIDTH} {HEIGHT}">'
+                  f'<title>{escape(caption)}</title>'
                   f'<text x="{WIDTH}" y="12" text-anchor="end">max {top}</text>'
                   f'<line x1="0" y1="{plot}" x2="{WIDTH}" y2="{plot}" stroke="#888"/>'
                   f'{"".join(rects)}{ends}</svg>')
