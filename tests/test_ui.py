@@ -129,6 +129,12 @@ def test_only_what_the_index_lists_is_served(ui, fleet, path):
     assert "root:" not in response.text
 
 
+def test_a_window_that_is_neither_an_age_nor_a_date_is_a_bad_request(ui):
+    response = requests.get(ui.url + "/?since=<b>soon</b>", timeout=60)
+    assert response.status_code == 400 and "<b>soon</b>" not in response.text
+    assert "&lt;b&gt;soon&lt;/b&gt;" in response.text
+
+
 def test_the_incident_page_puts_the_first_failure_first_then_collateral_then_xid(ui, fleet):
     page = _get(ui, f"/crash/{fleet.collateral_id}/incident")
     rows = table(page, "timeline").rows[1:]

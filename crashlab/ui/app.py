@@ -57,8 +57,11 @@ class WebView:
 
     def _home(self, request: Request) -> Response:
         since = request.args.get("since", "7d")
-        return self._page("home.html", since=since,
-                          top=pages.top_signatures(self.index, pages.window_start(since)))
+        try:
+            start = pages.window_start(since)
+        except BadInput as exc:
+            return self._page("missing.html", status=400, message=str(exc))
+        return self._page("home.html", since=since, top=pages.top_signatures(self.index, start))
 
     def _signature(self, request: Request, hash_: str) -> Response:
         return self._page("signature.html", page=pages.signature_page(self.index, hash_))

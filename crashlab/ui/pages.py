@@ -204,7 +204,7 @@ def _replay(found: Shown) -> list[str]:
     dump."""
     assert found.crash is not None
     commands = [line for incident in (found.report or {}).get("incidents", [])
-                if incident.get("directory") and incident.get("incarnation") == found.crash.incarnation
+                if incident.get("incarnation") == found.crash.incarnation
                 for line in incident.get("replay_commands", [])]
     commands += [f"crashlab debug {f.path}" for f in found.crash.files
                  if f.kind == "coredump" and not f.gone]
