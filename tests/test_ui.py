@@ -70,6 +70,7 @@ def table(page: str, table_id: str) -> _Table:
     parsed = _Table(table_id)
     parsed.feed(page)
     assert parsed.rows, f"no table {table_id}"
+    parsed.rows = [[cell.strip() for cell in row] for row in parsed.rows]
     return parsed
 
 
@@ -178,3 +179,35 @@ def test_without_the_ui_extra_it_says_which_in_one_line_and_exits_3(tmp_path):
     assert done.returncode == 3
     assert done.stderr.strip().splitlines() == [
         "crashlab: crashlab ui needs werkzeug: pip install 'crashlab[ui]'"]
+
+
+def test_the_signature_page_renders_the_facets_their_readings_and_the_uptime_histogram(fleet):
+    """Shown.facets as crashlab.index.facets fills them (constructed here, to the contract),
+    rendered by the signature page's template: constant and varying fields, each value and count,
+    each reading with its evidence, and the uptime at crash as a histogram in hours."""
+    from crashlab.index.records import Facet, Facets, FacetValue, Reading
+    from crashlab.ui import pages
+    from crashlab.ui.app import templates
+
+    uptimes = {3600 * 2: 3, 3600 * 30: 4, 3600 * 50: 1}
+    facets = Facets(crashes=8, fields=[
+        Facet(name="pc", constant=True, known=8, values=[FacetValue(value="0x210", count=8)]),
+        Facet(name="host", constant=False, known=8,
+              values=[FacetValue(value=host, count=3) for host in fleet.hosts[:2]], others=2),
+        Facet(name=pages.UPTIME_FACET, constant=False, known=8,
+              values=[FacetValue(value=str(s), count=n) for s, n in uptimes.items()])],
+        readings=[Reading(kind="not-one-device", text="same PC, many hosts: not one bad device",
+                          evidence=["pc 0x210 on all 8", "3 hosts"])])
+    with Index(fleet.address, create=False, read_only=True) as index:
+        page = pages.signature_page(index, fleet.main)
+    page.facets, page.uptime = facets, pages._uptime(facets)
+    html = templates().get_template("signature.html").render(page=page)
+    rows = {row[0]: row[1:] for row in table(html, "facets").rows[1:]}
+    assert rows["pc"] == ["constant", "0x210 (8)"]
+    assert rows["host"][0] == "varies" and rows["host"][1].endswith("2 more")
+    assert all(f"{host} (3)" in rows["host"][1] for host in fleet.hosts[:2])
+    assert "same PC, many hosts: not one bad device" in html and "pc 0x210 on all 8" in html
+    uptime = html.split('id="uptime"')[1].split("</div>")[0]
+    bars = [int(n) for n in re.findall(r"h: (\d+)</title>", uptime)]
+    assert sum(bars) == sum(uptimes.values()) and bars[0] == uptimes[3600 * 2]
+    assert bars[-1] == uptimes[3600 * 50]
