@@ -104,6 +104,14 @@ def test_the_signature_page_shows_the_fleet_its_history_siblings_owner_and_crash
     assert "No crash of this signature records its uptime" in page
 
 
+def test_a_coarse_keys_page_lists_the_signatures_under_it_most_crashes_first(ui, fleet):
+    signature_page = _get(ui, f"/signature/{fleet.main}")
+    coarse = re.search(r'<a href="/signature/(\w+)">\1</a></td></tr>', signature_page)[1]
+    rows = table(_get(ui, f"/signature/{coarse}"), "signatures").rows[1:]
+    assert [(row[0], int(row[1])) for row in rows] == [
+        (fleet.main, fleet.counts[fleet.main]), (fleet.sibling, fleet.counts[fleet.sibling])]
+
+
 def test_the_crash_page_shows_the_triage_with_the_faulting_sass_line_files_and_replay(ui, fleet):
     page = _get(ui, f"/crash/{fleet.fault_id}")
     sass = table(page, "sass")

@@ -64,7 +64,12 @@ class WebView:
         return self._page("home.html", since=since, top=pages.top_signatures(self.index, start))
 
     def _signature(self, request: Request, hash_: str) -> Response:
-        return self._page("signature.html", page=pages.signature_page(self.index, hash_))
+        """A signature's page; a coarse key's lists the signatures under it."""
+        column, key = self.index.signature_key(hash_)
+        if column == "coarse":
+            return self._page("coarse.html", coarse=key,
+                              signatures=self.index.signatures_under(key))
+        return self._page("signature.html", page=pages.signature_page(self.index, key))
 
     def _crash(self, request: Request, crash_id: int) -> Response:
         return self._page("crash.html", page=pages.crash_page(self.index, crash_id))
