@@ -558,6 +558,11 @@ def test_every_page_of_crashlab_ui_shows_outside_text_as_itself(tmp_path):
 
     hostile = f"{MARKUP} {WEB} {CONTROL}"
     fleet = seed(str(tmp_path / "index.sqlite"), tmp_path, hostile=hostile)
+    report_file = fleet.core_in_run.parent.parent / "report.json"  # its triage's every string too
+    report = RunReport.model_validate_json(report_file.read_text(encoding="utf-8"))
+    dump = report.incidents[0].dumps[0]
+    dump.report = hostile_copy(dump.report, [f"{hostile} triage"])
+    report_file.write_text(report.model_dump_json(), encoding="utf-8")
     server = UiServer(fleet.address)
     try:
         pages = {path: requests.get(server.url + path, timeout=120)
@@ -567,7 +572,7 @@ def test_every_page_of_crashlab_ui_shows_outside_text_as_itself(tmp_path):
         server.stop()
     shows = {"/?since=all": ["title"], f"/signature/{fleet.main}": ["title", "host0", "host1",
                                                                       "rank", "summary"],
-             f"/crash/{fleet.fault_id}": ["title", "host0", "rank", "summary"],
+             f"/crash/{fleet.fault_id}": ["title", "host0", "rank", "summary", "triage"],
              f"/crash/{fleet.alone_id}": ["host2"],
              f"/crash/{fleet.fault_id}/incident": ["host0", "rank", "summary", "xid"]}
     for path, response in pages.items():
