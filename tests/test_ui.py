@@ -18,8 +18,6 @@ from tests.conftest import ROOT, run_cli
 from tests.index_fixtures import crash, signature
 from tests.ui_fleet import UiServer, seed
 
-pytestmark = pytest.mark.xdist_group("ui")
-
 
 @pytest.fixture
 def fleet(index_address, tmp_path):
