@@ -16,6 +16,7 @@ from html.parser import HTMLParser
 import cmarkgfm
 import pexpect
 import pytest
+import requests
 from cmarkgfm.cmark import Options
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -526,3 +527,59 @@ def test_views_link_no_outside_text_on_github(triage_report, run_report):
         assert text in "".join(t for t, _ in parser.nodes)
         for token in ("@octocat", "#4242", "#4243", ":tada:", "https://", "www.example", "@example"):
             assert not [t for t in outside_code if token in t], token
+
+
+class _Tags(HTMLParser):
+    """Every element a page opens, and its text."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.tags: set[str] = set()
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs) -> None:
+        self.tags.add(tag)
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+#: the elements crashlab ui's templates and charts write: anything else came from outside
+UI_ELEMENTS = {"html", "head", "meta", "title", "style", "body", "header", "main", "a", "span",
+               "h1", "h2", "p", "table", "tr", "th", "td", "div", "ul", "li", "pre", "strong",
+               "br", "svg", "rect", "line", "text", "polyline"}
+WEB = "<script>alert(1)</script><img src=x onerror=alert(2)> {{ 7*7 }} {% raw %}\"'&amp;"
+
+
+def test_every_page_of_crashlab_ui_shows_outside_text_as_itself(tmp_path):
+    """Hosts, ranks, titles, summaries and an Xid line made of markup, HTML and control
+    characters, on the home, signature, crash and incident pages of a real crashlab ui."""
+    from tests.ui_fleet import UiServer, seed
+
+    hostile = f"{MARKUP} {WEB} {CONTROL}"
+    fleet = seed(str(tmp_path / "index.sqlite"), tmp_path, hostile=hostile)
+    report_file = fleet.core_in_run.parent.parent / "report.json"  # its triage's every string too
+    report = RunReport.model_validate_json(report_file.read_text(encoding="utf-8"))
+    dump = report.incidents[0].dumps[0]
+    dump.report = hostile_copy(dump.report, [f"{hostile} triage"])
+    report_file.write_text(report.model_dump_json(), encoding="utf-8")
+    server = UiServer(fleet.address)
+    try:
+        pages = {path: requests.get(server.url + path, timeout=120)
+                 for path in ("/?since=all", f"/signature/{fleet.main}", f"/crash/{fleet.fault_id}",
+                              f"/crash/{fleet.alone_id}", f"/crash/{fleet.fault_id}/incident")}
+    finally:
+        server.stop()
+    shows = {"/?since=all": ["title"], f"/signature/{fleet.main}": ["title", "host0", "host1",
+                                                                      "rank", "summary"],
+             f"/crash/{fleet.fault_id}": ["title", "host0", "rank", "summary", "triage"],
+             f"/crash/{fleet.alone_id}": ["host2"],
+             f"/crash/{fleet.fault_id}/incident": ["host0", "rank", "summary", "xid"]}
+    for path, response in pages.items():
+        assert response.status_code == 200, path
+        page = _Tags()
+        page.feed(response.text)
+        assert page.tags <= UI_ELEMENTS, (path, page.tags - UI_ELEMENTS)
+        text = "".join(page.text)
+        for tag in shows[path]:
+            assert f"{hostile} {tag}" in text, (path, tag)  # {{ 7*7 }} too: never rendered

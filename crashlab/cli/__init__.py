@@ -70,6 +70,10 @@ VERBS: dict[str, Verb] = {
                  "(how many crashes, on which hosts, GPUs, drivers and versions, first and last "
                  "seen), or a coarse key (the signatures under it, which differ only in their "
                  "site: the same bug where source lines moved between releases)."),
+    "ui": Verb("crashlab.cli.ui", "ui",
+               "Serve a read-only web page of the crash index: the top signatures, each "
+               "signature's facets and charts, each crash's triage and files, each incident's "
+               "timeline."),
 }
 
 

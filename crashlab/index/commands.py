@@ -30,7 +30,7 @@ def show(index: Index, what: str, window: float = DEFAULT_WINDOW) -> Shown:
         if crash is None:
             raise BadInput(f"no crash {what} in the index {index.address}")
         return Shown(tool=tool, index=index.address, kind="crash", crash=crash,
-                     report=_report(crash.source, crash.run_dir),
+                     report=report_of(crash.source, crash.run_dir),
                      signature=index.signature(crash.signature),
                      incident=incident_of(index, crash, window))
     column, key = index.signature_key(what)
@@ -41,7 +41,7 @@ def show(index: Index, what: str, window: float = DEFAULT_WINDOW) -> Shown:
                  signature=index.signature(key), by=index.breakdown(key))
 
 
-def _report(source: str, run_dir: str | None) -> dict | None:
+def report_of(source: str, run_dir: str | None) -> dict | None:
     """The crash's report as it can be read now: its run's report.json, or its coredump read
     again. None when it is gone or unreadable."""
     try:

@@ -83,16 +83,20 @@ class UnknownSignature(BadInput):
 
 class Index:
     """An open index; opening it applies the migrations it lacks. Only a verb that records
-    CREATEs one: list, show and gc on a missing index leave no file behind."""
+    CREATEs one: list, show and gc on a missing index leave no file behind. A READ_ONLY one
+    (crashlab ui) is opened so that the database refuses writes, and is never migrated."""
 
-    def __init__(self, address: str, create: bool = True):
+    def __init__(self, address: str, create: bool = True, read_only: bool = False):
         if not create and not is_postgres(address) and not Path(address).is_file():
             raise NoIndex(address)
-        self.backend: Backend = connect(address)
+        self.backend: Backend = connect(address, read_only)
         self.address = self.backend.address
         try:
             if not create and self._current() is None:
                 raise NoIndex(self.address)
+            if read_only and self._current() != schema.LATEST:
+                raise BadInput(f"index {self.address} has schema version {self._current()}, "
+                               f"not this crashlab's {schema.LATEST}: crashlab list upgrades it")
             self._migrate()
         except self.backend.errors as exc:
             self.backend.close()

@@ -1,0 +1,89 @@
+"""The web view as a WSGI application: Werkzeug's routing and responses, Jinja2's templates
+with autoescape on (every value from a dump or a log is text, never markup). GET only: the index
+is opened read-only and no route writes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+from werkzeug.exceptions import HTTPException, NotFound
+from werkzeug.routing import Map, Rule
+from werkzeug.utils import send_file
+from werkzeug.wrappers import Request, Response
+
+from ..errors import BadInput
+from ..index.store import Index
+from ..version import __version__
+from . import pages
+
+ROUTES = Map([
+    Rule("/", endpoint="home", methods=["GET"]),
+    Rule("/signature/<hash_>", endpoint="signature", methods=["GET"]),
+    Rule("/crash/<int:crash_id>", endpoint="crash", methods=["GET"]),
+    Rule("/crash/<int:crash_id>/incident", endpoint="incident", methods=["GET"]),
+    Rule("/crash/<int:crash_id>/file/<int:number>", endpoint="file", methods=["GET"]),
+])
+
+
+def templates() -> Environment:
+    return Environment(loader=PackageLoader("crashlab.ui", "templates"),
+                       autoescape=select_autoescape(default=True, default_for_string=True))
+
+
+class WebView:
+    """The WSGI application over one index opened read-only."""
+
+    def __init__(self, index: Index):
+        self.index = index
+        self.templates = templates()
+        self.templates.globals.update(version=__version__, address=index.address)
+
+    def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
+        request = Request(environ)
+        try:
+            endpoint, arguments = ROUTES.bind_to_environ(environ).match()
+            response = getattr(self, f"_{endpoint}")(request, **arguments)
+        except HTTPException as exc:
+            response = exc.get_response(environ)
+        except BadInput as exc:
+            response = self._page("missing.html", status=404, message=str(exc))
+        return response(environ, start_response)
+
+    def _page(self, template: str, status: int = 200, **values: Any) -> Response:
+        body = self.templates.get_template(template).render(**values)
+        return Response(body, status=status, mimetype="text/html")
+
+    def _home(self, request: Request) -> Response:
+        since = request.args.get("since", "7d")
+        try:
+            start = pages.window_start(since)
+        except BadInput as exc:
+            return self._page("missing.html", status=400, message=str(exc))
+        return self._page("home.html", since=since, top=pages.top_signatures(self.index, start))
+
+    def _signature(self, request: Request, hash_: str) -> Response:
+        """A signature's page; a coarse key's lists the signatures under it."""
+        column, key = self.index.signature_key(hash_)
+        if column == "coarse":
+            return self._page("coarse.html", coarse=key,
+                              signatures=self.index.signatures_under(key))
+        return self._page("signature.html", page=pages.signature_page(self.index, key))
+
+    def _crash(self, request: Request, crash_id: int) -> Response:
+        return self._page("crash.html", page=pages.crash_page(self.index, crash_id))
+
+    def _incident(self, request: Request, crash_id: int) -> Response:
+        incident = pages.incident_page(self.index, crash_id)
+        if incident is None:
+            raise NotFound(f"crash {crash_id} is in no incident")
+        return self._page("incident.html", incident=incident, crash_id=crash_id,
+                          timeline=pages.timeline(incident))
+
+    def _file(self, request: Request, crash_id: int, number: int) -> Response:
+        try:
+            return send_file(pages.crash_file(self.index, crash_id, number), request.environ,
+                             as_attachment=True)
+        except OSError as exc:
+            raise NotFound(f"file {number} of crash {crash_id} cannot be read: {exc}") from None

@@ -1,0 +1,251 @@
+"""What each page of the web view shows, read from the index: plain data for the templates.
+
+Counts over time are taken by the database (one ``sum(CASE ...)`` per bucket, the same SQL on
+SQLite and PostgreSQL), so a page over 100,000 crashes moves a few rows, not the crashes."""
+
+from __future__ import annotations
+
+import importlib
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..errors import BadInput
+from ..incidents import DEFAULT_WINDOW
+from ..index.commands import report_of, show
+from ..index.incidents import incident_of
+from ..index.records import Crash, Facets, IncidentShown, Shown, Signature, Tally
+from ..index.since import parse
+from ..index.store import Filters, Index, iso
+from ..report.model import Owner, TriageReport
+from . import charts
+
+#: buckets of a trend (home page) and of a signature's crashes over time
+TREND_BUCKETS, HISTORY_BUCKETS = 12, 24
+#: signatures on the home page, crashes listed on a signature page
+TOP_SIGNATURES, LISTED_CRASHES = 50, 200
+#: the facet whose values are the uptime at crash, in seconds (crashlab.index.facets)
+UPTIME_FACET = "uptime_s"
+
+
+@dataclass
+class TopSignature:
+    hash: str
+    title: str
+    count: int
+    first_seen: str
+    last_seen: str
+    trend: Any  # Markup: the sparkline
+
+
+def _edges(start: float, end: float, buckets: int) -> list[float]:
+    width = max(end - start, 1.0) / buckets
+    return [start + i * width for i in range(buckets)] + [end + 1]
+
+
+def _bucket_sql(edges: list[float]) -> tuple[str, list[float]]:
+    """One count per bucket of [edges[i], edges[i+1]) of c.crashed_at, as SQL columns."""
+    columns = ", ".join("sum(CASE WHEN c.crashed_at >= ? AND c.crashed_at < ? THEN 1 ELSE 0 END)"
+                        for _ in edges[1:])
+    params = [value for pair in zip(edges, edges[1:], strict=False) for value in pair]
+    return columns, params
+
+
+def window_start(since: str) -> float | None:
+    """?since=: an age or a date (crashlab list --since's), or 'all'; None: every crash."""
+    return None if since == "all" else parse(since)
+
+
+def top_signatures(index: Index, since: float | None) -> list[TopSignature]:
+    """The signatures with the most crashes since SINCE, each with a trend over the window."""
+    now = time.time()
+    start = since if since is not None else _oldest(index)
+    columns, bucket_params = _bucket_sql(_edges(start, now, TREND_BUCKETS))
+    rows = index.backend.execute(
+        f"SELECT c.signature_hash, s.title, count(*), min(c.crashed_at), max(c.crashed_at), "
+        f"{columns} FROM crashes c JOIN signatures s ON s.hash = c.signature_hash "
+        "WHERE c.crashed_at >= ? GROUP BY c.signature_hash, s.title "
+        "ORDER BY count(*) DESC, c.signature_hash LIMIT ?",
+        (*bucket_params, start, TOP_SIGNATURES)).fetchall()
+    return [TopSignature(hash=row[0], title=row[1], count=row[2], first_seen=iso(row[3]),
+                         last_seen=iso(row[4]), trend=charts.sparkline([int(n) for n in row[5:]]))
+            for row in rows]
+
+
+def _oldest(index: Index) -> float:
+    oldest = index.backend.execute("SELECT min(crashed_at) FROM crashes").fetchone()[0]
+    return time.time() if oldest is None else oldest
+
+
+@dataclass
+class SignaturePage:
+    signature: Signature
+    facets: Facets | None
+    breakdown: dict[str, list[Tally]]
+    history: Any  # Markup
+    uptime: Any  # Markup, or None where no crash's uptime is known
+    siblings: list[Signature]
+    crashes: list[Crash]
+    owner: Owner | None
+
+
+def signature_page(index: Index, prefix: str) -> SignaturePage:
+    key = index.signature_hash(prefix)
+    signature = index.signature(key)
+    facets = _facets(index, key)
+    crashes = index.crashes(Filters(signature=key, limit=LISTED_CRASHES))
+    siblings = [s for s in index.signatures_under(signature.coarse) if s.hash != key] \
+        if signature.coarse else []
+    return SignaturePage(signature=signature, facets=facets,
+                         breakdown={} if facets else index.breakdown(key),
+                         history=_history(index, key), uptime=_uptime(facets),
+                         siblings=siblings, crashes=crashes,
+                         owner=next((o for o in map(_owner, _with_dumps(index, key)) if o), None))
+
+
+def _facets(index: Index, key: str) -> Facets | None:
+    """Shown.facets as crashlab.index.facets computes them, where that module is installed;
+    None: the page shows the index's breakdown instead."""
+    try:
+        module = importlib.import_module("crashlab.index.facets")
+    except ImportError:
+        return None
+    found: Facets = module.facets_of(index, key)
+    return found
+
+
+def _history(index: Index, key: str) -> Any:
+    first, last = index.backend.execute(
+        "SELECT min(crashed_at), max(crashed_at) FROM crashes WHERE signature_hash = ?",
+        (key,)).fetchone()
+    edges = _edges(first, last, HISTORY_BUCKETS)
+    columns, params = _bucket_sql(edges)
+    counts = index.backend.execute(f"SELECT {columns} FROM crashes c WHERE c.signature_hash = ?",
+                                   (*params, key)).fetchone()
+    labels = [iso(edge)[:16].replace("T", " ") for edge in edges[:-1]]
+    return charts.bars(labels, [int(n or 0) for n in counts], "crashes over time")
+
+
+def _uptime(facets: Facets | None) -> Any:
+    """A histogram of the uptime at crash, in hours, from the facet of that name."""
+    facet = next((f for f in facets.fields if f.name == UPTIME_FACET), None) if facets else None
+    hours: list[tuple[float, int]] = []
+    for value in facet.values if facet else []:
+        try:
+            hours.append((float(value.value or "") / 3600, value.count))
+        except ValueError:
+            continue
+    if not hours:
+        return None
+    top = max(h for h, _ in hours)
+    width = max(top / 12, 1 / 60)
+    counts = [0] * 12
+    for h, count in hours:
+        counts[min(int(h / width), 11)] += count
+    labels = [f"{i * width:.1f} h" for i in range(12)]
+    return charts.bars(labels, counts, "uptime at crash (hours)")
+
+
+#: the newest crashes with a coredump whose reports the signature page reads for the owner
+OWNER_FROM = 3
+
+
+def _with_dumps(index: Index, key: str) -> list[Crash]:
+    """The newest OWNER_FROM crashes of signature KEY whose coredump the index still lists: a
+    crash without one has no triage to name an owner."""
+    ids = [row[0] for row in index.backend.execute(
+        "SELECT DISTINCT c.id, c.crashed_at FROM crashes c JOIN crash_files f ON f.crash_id = c.id "
+        "WHERE c.signature_hash = ? AND f.kind = 'coredump' AND f.gone_at IS NULL "
+        "ORDER BY c.crashed_at DESC, c.id DESC LIMIT ?", (key, OWNER_FROM))]
+    return [crash for crash in map(index.crash, ids) if crash is not None]
+
+
+def _owner(crash: Crash) -> Owner | None:
+    """The owner of the crash's first fault, from its report where one names it."""
+    triage = triage_of(crash, report_of(crash.source, crash.run_dir))
+    return triage.faults[0].owner if triage and triage.faults else None
+
+
+def triage_of(crash: Crash, report: dict | None) -> TriageReport | None:
+    """The triage of CRASH's coredump: the report itself (a coredump recorded on its own), or
+    the dump's triage within its run's report."""
+    if report is None:
+        return None
+    if "incidents" in report:
+        dumps = {f.path for f in crash.files if f.kind == "coredump"}
+        report = next((dump.get("report") for incident in report["incidents"]
+                       for dump in incident.get("dumps", []) if dump.get("path") in dumps), None)
+        if report is None:
+            return None
+    try:
+        return TriageReport.model_validate(report)
+    except ValidationError:
+        return None
+
+
+@dataclass
+class CrashPage:
+    shown: Shown
+    triage: TriageReport | None
+    replay: list[str] = field(default_factory=list)
+
+
+def crash_page(index: Index, crash_id: int) -> CrashPage:
+    found = show(index, str(crash_id), DEFAULT_WINDOW)
+    assert found.crash is not None
+    triage = triage_of(found.crash, found.report)
+    return CrashPage(shown=found, triage=triage, replay=_replay(found))
+
+
+def _replay(found: Shown) -> list[str]:
+    """The commands that take the crash further: its run's replay lines, and cuda-gdb on its
+    dump."""
+    assert found.crash is not None
+    commands = [line for incident in (found.report or {}).get("incidents", [])
+                if incident.get("incarnation") == found.crash.incarnation
+                for line in incident.get("replay_commands", [])]
+    commands += [f"crashlab debug {f.path}" for f in found.crash.files
+                 if f.kind == "coredump" and not f.gone]
+    return commands
+
+
+def crash_file(index: Index, crash_id: int, number: int) -> str:
+    """The path of the NUMBERth file the index lists for the crash: only those are served, so a
+    URL names no path."""
+    crash = index.crash(crash_id)
+    if crash is None or not 0 <= number < len(crash.files) or crash.files[number].gone:
+        raise BadInput(f"no file {number} of crash {crash_id}")
+    return crash.files[number].path
+
+
+def incident_page(index: Index, crash_id: int) -> IncidentShown | None:
+    crash = index.crash(crash_id)
+    if crash is None:
+        raise BadInput(f"no crash {crash_id} in the index {index.address}")
+    return incident_of(index, crash, DEFAULT_WINDOW)
+
+
+@dataclass
+class Event:
+    """One line of an incident's timeline: a crash (its first failure) or an Xid line."""
+
+    time: str
+    what: str
+    host: str
+    who: str
+    detail: str
+    crash_id: int | None = None
+
+
+def timeline(incident: IncidentShown) -> list[Event]:
+    """The incident's crashes and Xid lines in time order: who failed first, then the collateral
+    dumps and the driver's lines as they came (a crash before an Xid line at the same second)."""
+    events = [Event(time=c.first_failure_at or c.crashed_at, what=c.label or "crash",
+                    host=c.host or "unknown", crash_id=c.id, detail=c.summary,
+                    who=" ".join(p for p in (c.server_role, c.role, c.rank) if p) or "-")
+              for c in incident.crashes]
+    events += [Event(time=x.time, what=f"Xid {x.xid}", host=x.host, who=x.device, detail=x.text)
+               for x in incident.xids]
+    return sorted(events, key=lambda e: (e.time, e.crash_id is None))

@@ -1,0 +1,219 @@
+"""crashlab ui: the web view of the crash index, through a real ``crashlab ui`` process on
+127.0.0.1, read with requests, on a fleet recorded into a real index on SQLite and on PostgreSQL
+(tests/ui_fleet.py). The browser's view is tests/test_ui_browser.py; hostile text is in
+tests/test_views_hostile.py."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from html.parser import HTMLParser
+
+import pytest
+import requests
+
+from crashlab.index import Index
+from tests.conftest import ROOT, run_cli
+from tests.index_fixtures import crash, signature
+from tests.ui_fleet import UiServer, seed
+
+
+@pytest.fixture
+def fleet(index_address, tmp_path):
+    return seed(index_address, tmp_path)
+
+
+@pytest.fixture
+def ui(fleet):
+    server = UiServer(fleet.address)
+    yield server
+    server.stop()
+
+
+def _get(ui, path: str, status: int = 200) -> str:
+    response = requests.get(ui.url + path, timeout=120)
+    assert response.status_code == status, (path, response.status_code)
+    return response.text
+
+
+class _Table(HTMLParser):
+    """The rows of the table with id TABLE_ID, as lists of cell texts; the links in them."""
+
+    def __init__(self, table_id: str):
+        super().__init__(convert_charrefs=True)
+        self.table_id, self.inside, self.rows, self.links = table_id, False, [], []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "table" and attrs.get("id") == self.table_id:
+            self.inside = True
+        elif self.inside and tag == "tr":
+            self.rows.append([])
+        elif self.inside and tag in ("td", "th"):
+            self.rows[-1].append("")
+        elif self.inside and tag == "a":
+            self.links.append(attrs["href"])
+
+    def handle_endtag(self, tag):
+        if tag == "table":
+            self.inside = False
+
+    def handle_data(self, data):
+        if self.inside and self.rows and self.rows[-1]:
+            self.rows[-1][-1] += data
+
+
+def table(page: str, table_id: str) -> _Table:
+    parsed = _Table(table_id)
+    parsed.feed(page)
+    assert parsed.rows, f"no table {table_id}"
+    parsed.rows = [[cell.strip() for cell in row] for row in parsed.rows]
+    return parsed
+
+
+def test_home_lists_the_windows_signatures_most_crashes_first_with_a_trend(ui, fleet):
+    week = table(_get(ui, "/"), "top")
+    listed = {row[0]: int(row[2]) for row in week.rows[1:]}
+    assert listed == {hash_: count for hash_, count in fleet.counts.items() if hash_ != fleet.old}
+    assert [int(row[2]) for row in week.rows[1:]] == sorted(listed.values(), reverse=True)
+    assert f"/signature/{fleet.main}" in week.links
+    every = table(_get(ui, "/?since=all"), "top")
+    assert {row[0] for row in every.rows[1:]} == set(fleet.counts)
+    trend = re.findall(r'<svg class="spark".*?<title>([\d, ]+)</title>', _get(ui, "/?since=all"))
+    assert sorted(sum(map(int, t.split(", "))) for t in trend) == sorted(fleet.counts.values())
+
+
+def test_the_signature_page_shows_the_fleet_its_history_siblings_owner_and_crashes(ui, fleet):
+    page = _get(ui, f"/signature/{fleet.main}")
+    hosts = (table(page, "facets") if 'id="facets"' in page else table(page, "breakdown")).rows
+    assert all(host in str(hosts) for host in fleet.hosts)
+    bars = re.findall(r'<rect class="bar"[^>]*><title>[^<]*: (\d+)</title>', page)
+    assert sum(map(int, bars)) == fleet.counts[fleet.main]
+    assert table(page, "siblings").links == [f"/signature/{fleet.sibling}"]
+    crashes = table(page, "crashes")
+    assert len(crashes.rows) - 1 == fleet.counts[fleet.main]
+    assert f"/crash/{fleet.fault_id}" in crashes.links
+    owner = fleet.owner
+    assert owner is not None and owner.fix is not None
+    for fact in (owner.artifact, owner.version, owner.fix_status, owner.fix.fixed_in,
+                 owner.fix.link):
+        assert fact in page
+    assert "No crash of this signature records its uptime" in page
+
+
+def test_a_coarse_keys_page_lists_the_signatures_under_it_most_crashes_first(ui, fleet):
+    signature_page = _get(ui, f"/signature/{fleet.main}")
+    coarse = re.search(r'<a href="/signature/(\w+)">\1</a></td></tr>', signature_page)[1]
+    rows = table(_get(ui, f"/signature/{coarse}"), "signatures").rows[1:]
+    assert [(row[0], int(row[1])) for row in rows] == [
+        (fleet.main, fleet.counts[fleet.main]), (fleet.sibling, fleet.counts[fleet.sibling])]
+
+
+def test_the_crash_page_shows_the_triage_with_the_faulting_sass_line_files_and_replay(ui, fleet):
+    page = _get(ui, f"/crash/{fleet.fault_id}")
+    sass = table(page, "sass")
+    marked = [row for row in sass.rows if row[0] == ">>"]
+    assert len(marked) == 1 and "ATOMS" in marked[0][2]
+    assert 'id="explanation"' in page and "moe_align_block_size" in page
+    assert fleet.replay in page and f"crashlab debug {fleet.core_in_run}" in page
+    files = table(page, "files")
+    assert files.links == [f"/crash/{fleet.fault_id}/file/0"]
+    download = requests.get(ui.url + files.links[0], timeout=60)
+    assert download.content == fleet.core_in_run.read_bytes()
+    assert "attachment" in download.headers["Content-Disposition"]
+    again = _get(ui, f"/crash/{fleet.alone_id}")  # no run: its coredump triaged again
+    assert len([row for row in table(again, "sass").rows if row[0] == ">>"]) == 1
+
+
+@pytest.mark.parametrize("path", ["/crash/{id}/file/1", "/crash/{id}/file/-1",
+                                  "/crash/{id}/file/..%2f..%2fetc%2fpasswd",
+                                  "/crash/{id}/file/0/../../../../etc/passwd", "/crash/99999",
+                                  "/signature/ffffffffffff", "/crash/99999/incident"])
+def test_only_what_the_index_lists_is_served(ui, fleet, path):
+    response = requests.get(ui.url + path.format(id=fleet.fault_id), timeout=60)
+    assert response.status_code == 404
+    assert "root:" not in response.text
+
+
+def test_a_window_that_is_neither_an_age_nor_a_date_is_a_bad_request(ui):
+    response = requests.get(ui.url + "/?since=<b>soon</b>", timeout=60)
+    assert response.status_code == 400 and "<b>soon</b>" not in response.text
+    assert "&lt;b&gt;soon&lt;/b&gt;" in response.text
+
+
+def test_the_incident_page_puts_the_first_failure_first_then_collateral_then_xid(ui, fleet):
+    page = _get(ui, f"/crash/{fleet.collateral_id}/incident")
+    rows = table(page, "timeline").rows[1:]
+    assert [row[1] for row in rows] == ["FAULT", "COLLATERAL", "Xid 79"]
+    assert rows[0][2] == fleet.hosts[0] and fleet.xid_text in rows[2][4]
+    assert [row[0] for row in rows] == sorted(row[0] for row in rows)
+
+
+def test_no_route_writes_and_the_index_is_opened_read_only(ui, fleet):
+    assert requests.post(ui.url + "/", timeout=30).status_code == 405
+    reader = Index(fleet.address, create=False, read_only=True)
+    with reader, pytest.raises(reader.backend.errors):
+        reader.record(crash("written", signature("f0" * 6), 1.0))
+    with Index(fleet.address, create=False) as index:
+        assert index.backend.execute("SELECT count(*) FROM crashes").fetchone()[0] \
+            == sum(fleet.counts.values())
+
+
+def test_another_address_than_this_machines_needs_public_and_warns(tmp_path):
+    address = str(tmp_path / "index.sqlite")
+    with Index(address) as index:
+        index.record(crash("one", signature("f1" * 6), 1.0))
+    refused = run_cli("ui", "--db", address, "--host", "0.0.0.0", "--port", "0")
+    assert refused.returncode == 2 and b"--public" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+    server = UiServer(address, "--host", "0.0.0.0", "--public")
+    try:
+        assert any("warning" in line and "no login" in line for line in server.said)
+    finally:
+        server.stop()
+
+
+def test_without_the_ui_extra_it_says_which_in_one_line_and_exits_3(tmp_path):
+    address = str(tmp_path / "index.sqlite")
+    with Index(address) as index:
+        index.record(crash("one", signature("f2" * 6), 1.0))
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys; sys.modules['werkzeug'] = None; "
+         "from crashlab.cli import main; sys.argv = ['crashlab', 'ui', '--db', sys.argv[1]]; "
+         "main()", address], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert done.returncode == 3
+    assert done.stderr.strip().splitlines() == [
+        "crashlab: crashlab ui needs werkzeug: pip install 'crashlab[ui]'"]
+
+
+def test_the_signature_page_renders_the_facets_their_readings_and_the_uptime_histogram(fleet):
+    """Shown.facets as crashlab.index.facets fills them (constructed here, to the contract),
+    rendered by the signature page's template: constant and varying fields, each value and count,
+    each reading with its evidence, and the uptime at crash as a histogram in hours."""
+    from crashlab.index.records import Facet, Facets, FacetValue, Reading
+    from crashlab.ui import pages
+    from crashlab.ui.app import templates
+
+    uptimes = {3600 * 2: 3, 3600 * 30: 4, 3600 * 50: 1}
+    facets = Facets(crashes=8, fields=[
+        Facet(name="pc", constant=True, known=8, values=[FacetValue(value="0x210", count=8)]),
+        Facet(name="host", constant=False, known=8,
+              values=[FacetValue(value=host, count=3) for host in fleet.hosts[:2]], others=2),
+        Facet(name=pages.UPTIME_FACET, constant=False, known=8,
+              values=[FacetValue(value=str(s), count=n) for s, n in uptimes.items()])],
+        readings=[Reading(kind="not-one-device", text="same PC, many hosts: not one bad device",
+                          evidence=["pc 0x210 on all 8", "3 hosts"])])
+    with Index(fleet.address, create=False, read_only=True) as index:
+        page = pages.signature_page(index, fleet.main)
+    page.facets, page.uptime = facets, pages._uptime(facets)
+    html = templates().get_template("signature.html").render(page=page)
+    rows = {row[0]: row[1:] for row in table(html, "facets").rows[1:]}
+    assert rows["pc"] == ["constant", "0x210 (8)"]
+    assert rows["host"][0] == "varies" and rows["host"][1].endswith("2 more")
+    assert all(f"{host} (3)" in rows["host"][1] for host in fleet.hosts[:2])
+    assert "same PC, many hosts: not one bad device" in html and "pc 0x210 on all 8" in html
+    uptime = html.split('id="uptime"')[1].split("</div>")[0]
+    bars = [int(n) for n in re.findall(r"h: (\d+)</title>", uptime)]
+    assert sum(bars) == sum(uptimes.values()) and bars[0] == uptimes[3600 * 2]
+    assert bars[-1] == uptimes[3600 * 50]

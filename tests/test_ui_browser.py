@@ -1,0 +1,103 @@
+"""crashlab ui in a real browser: Debian's headless Chromium, driven by Selenium through Debian's
+chromedriver, reads the pages of a real ``crashlab ui`` over a fleet recorded into a real index;
+it follows the links from the home page to a signature and on to a crash and checks what a
+person sees there (the breakdown or facets, the chart, the SASS with its faulting line).
+
+With CRASHLAB_UI_SCREENSHOTS=FOLDER it also saves a screenshot of each page kind there (docs/ui.md
+shows them: ``CRASHLAB_UI_SCREENSHOTS=docs/images pytest tests/test_ui_browser.py``).
+Without Chromium it skips, saying how to get it; under CI (.ci/run installs it) it fails.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.ui_fleet import UiServer, seed
+
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+#: what keeps a headless Chromium from reaching out: the machine has no internet, nor should it
+FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run",
+         "--window-size=1200,1000")
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    if not (Path(CHROMIUM).exists() and shutil.which(CHROMEDRIVER)):
+        why = "no Chromium (apt-get install chromium chromium-driver; .ci/run does)"
+        if os.environ.get("CI"):
+            pytest.fail(why)
+        pytest.skip(why)
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in (*FLAGS, f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(120)
+    yield driver
+    driver.quit()
+
+
+@pytest.fixture(scope="module")
+def fleet_ui(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("fleet")
+    fleet = seed(str(folder / "index.sqlite"), folder)
+    server = UiServer(fleet.address)
+    yield fleet, server
+    server.stop()
+
+
+def _shot(browser, name: str) -> None:
+    folder = os.environ.get("CRASHLAB_UI_SCREENSHOTS")
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        height = browser.execute_script("return document.body.scrollHeight")
+        browser.set_window_size(1200, min(max(height + 40, 600), 2400))
+        browser.save_screenshot(str(Path(folder) / f"ui-{name}.png"))
+        browser.set_window_size(1200, 1000)
+
+
+def test_a_person_follows_the_home_page_to_a_signature_and_to_a_crash(browser, fleet_ui):
+    from selenium.webdriver.common.by import By
+
+    fleet, server = fleet_ui
+    browser.get(server.url + "/?since=all")
+    rows = browser.find_elements(By.CSS_SELECTOR, "#top tr")[1:]
+    assert [row.find_elements(By.TAG_NAME, "td")[0].text for row in rows][0] == fleet.main
+    assert all(row.find_element(By.CSS_SELECTOR, "svg.spark").is_displayed() for row in rows)
+    _shot(browser, "home")
+
+    browser.find_element(By.LINK_TEXT, fleet.main).click()
+    assert browser.current_url.endswith(f"/signature/{fleet.main}")
+    fleet_table = browser.find_elements(By.CSS_SELECTOR, "#facets, #breakdown")[0]
+    assert fleet_table.is_displayed() and all(host in fleet_table.text for host in fleet.hosts)
+    chart = browser.find_element(By.CSS_SELECTOR, "#history svg.chart")
+    assert chart.is_displayed() and chart.size["width"] > 300 and chart.size["height"] > 100
+    bars = chart.find_elements(By.CSS_SELECTOR, "rect.bar")
+    assert sum(1 for bar in bars if bar.size["height"] > 0) >= 2
+    assert fleet.owner is not None and fleet.owner.fix is not None
+    assert fleet.owner.fix.fixed_in in browser.find_element(By.ID, "owner").text
+    _shot(browser, "signature")
+
+    browser.find_element(By.CSS_SELECTOR, f'#crashes a[href="/crash/{fleet.fault_id}"]').click()
+    assert browser.current_url.endswith(f"/crash/{fleet.fault_id}")
+    faulting = browser.find_element(By.CSS_SELECTOR, "#sass tr.faulting")
+    assert faulting.is_displayed() and "ATOMS" in faulting.text
+    assert faulting.value_of_css_property("background-color") != \
+        browser.find_element(By.CSS_SELECTOR, "#sass tr:not(.faulting)").value_of_css_property(
+            "background-color")
+    assert browser.find_element(By.ID, "explanation").is_displayed()
+    _shot(browser, "crash")
+
+    browser.find_element(By.PARTIAL_LINK_TEXT, "inc-").click()
+    timeline = browser.find_elements(By.CSS_SELECTOR, "#timeline tr")[1:]
+    assert [row.find_elements(By.TAG_NAME, "td")[1].text for row in timeline] == \
+        ["FAULT", "COLLATERAL", "Xid 79"]
+    _shot(browser, "incident")
