@@ -18,6 +18,10 @@ def _value(value: str | None) -> str:
     return cell(code(value)) if value is not None else "unknown"
 
 
+def _name(facet: Facet) -> str:
+    return cell(inline(facet.name))
+
+
 def _values(facet: Facet) -> str:
     listed = [f"{_value(v.value)} ({v.count})" for v in facet.values]
     if facet.others:
@@ -33,14 +37,14 @@ def facets_lines(facets: Facets, heading: str = "###") -> list[str]:
     varies = [f for f in facets.fields if not f.constant and f.known]
     if stays:
         out += ["| stays | value | crashes |", "|---|---|---|"]
-        out += [f"| {f.name} | {_value(next(v.value for v in f.values if v.value is not None))} "
+        out += [f"| {_name(f)} | {_value(next(v.value for v in f.values if v.value is not None))} "
                 f"| {f.known} of {facets.crashes} known |" for f in stays] + [""]
     if varies:
         out += ["| varies | values (crashes) |", "|---|---|"]
-        out += [f"| {f.name} | {_values(f)} |" for f in varies] + [""]
+        out += [f"| {_name(f)} | {_values(f)} |" for f in varies] + [""]
     unknown = [f.name for f in facets.fields if not f.known]
     if unknown:
-        out += [f"Unknown in every crash: {', '.join(unknown)}.", ""]
+        out += [f"Unknown in every crash: {inline(', '.join(unknown))}.", ""]
     if facets.readings:
         out += ["**Readings**", ""]
         for reading in facets.readings:
@@ -57,7 +61,8 @@ def shown(view: Shown) -> str:
         sig = view.signature
         out += [f"## {inline(sig.title)}", "",
                 f"- signature {code(sig.hash)} (version {sig.version}, {inline(sig.kind)})",
-                f"- {sig.count} crash(es), first {sig.first_seen}, last {sig.last_seen}",
+                f"- {sig.count} crash(es), first {inline(sig.first_seen)}, last "
+                f"{inline(sig.last_seen)}",
                 f"- search: {code(sig.search)}", ""]
     if view.coarse is not None:
         out += [f"## Coarse key {code(view.coarse)}", ""]
