@@ -9,14 +9,14 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from crashlab.index import Index
+from crashlab.index import Filters, Index
 from crashlab.index.backends import connect
 from crashlab.index.facets import MAX_VALUES, facets_of
 from crashlab.index.readings import HOUR_S, ONE_DEVICE_MIN
 from crashlab.index.recording import record_all
 from crashlab.index.records import FleetFacts, NewCrash
 from crashlab.index.schema import MIGRATIONS, MIGRATIONS_TABLE
-from tests.conftest import run_cli
+from tests.conftest import ROOT, run_cli
 from tests.index_fixtures import crash, signature
 
 A, B = signature("a1b2c3d4e5f6"), signature("b0b0b0b0b0b0")
@@ -246,3 +246,24 @@ def test_migration_4_adds_the_facts_to_an_index_of_the_previous_schema(index_add
         by = {f.name: f for f in facets_of(index, A.hash).fields}
     assert {v.value: v.count for v in by["pc"].values} == {"0x10": 1, None: 1}
     assert by["pc"].known == 1 and by["host"].known == 2 and by["co_resident"].known == 0
+
+
+def test_report_shows_the_facets_of_a_crash_the_index_holds(index_address, tmp_path):
+    """A dump reported once is recorded by that report; reported again, it is in the index and
+    the body shows its signature's facets, and the fleet's other crashes of that signature."""
+    core = ROOT / "fixtures" / "synthetic" / "moe_align_out_of_range.nvcudmp"
+    first = run_cli("report", core, "--out", tmp_path / "one", "--db", index_address)
+    assert first.returncode == 0, first.stderr
+    assert "Across the fleet" not in first.stdout.decode()  # not in the index before
+    with Index(index_address) as index:
+        recorded = index.crashes(Filters())[0]
+        hash_ = index.signature(recorded.signature).hash
+    _record(index_address, [crash("fleet", signature(hash_), 5.0, host=HOSTILE_HOST,
+                                  facts=FleetFacts(kernel=HOSTILE_KERNEL))], tmp_path)
+    again = run_cli("report", core, "--out", tmp_path / "two", "--db", index_address)
+    body = again.stdout.decode()
+    assert again.returncode == 0, again.stderr
+    assert "### Across the fleet: what stays and what varies over the 2 crash(es)" in body
+    host_row = next(row for row in body.splitlines() if row.startswith("| host |"))
+    assert "`[bold red]node-x[/] *x* <b>h</b>` (1)" in host_row
+    assert body.index("### Across the fleet") < body.index("### Triage")

@@ -29,10 +29,12 @@ def _values(facet: Facet) -> str:
     return ", ".join(listed)
 
 
-def facets_lines(facets: Facets, heading: str = "###") -> list[str]:
-    """The facets as Markdown lines: a table of what stays, one of what varies, the fields no
-    crash knows, then the readings with their evidence."""
-    out = [f"{heading} What stays and what varies across its {facets.crashes} crash(es)", ""]
+def facets_lines(facets: Facets, heading: str = "### What stays and what varies across its "
+                                                "{crashes} crash(es)") -> list[str]:
+    """The facets as Markdown lines under HEADING (its {crashes}, how many crashes): a table of
+    what stays, one of what varies, the fields no crash knows, then the readings with their
+    evidence."""
+    out = [heading.format(crashes=facets.crashes), ""]
     stays = [f for f in facets.fields if f.constant]
     varies = [f for f in facets.fields if not f.constant and f.known]
     if stays:
