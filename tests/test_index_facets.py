@@ -114,8 +114,11 @@ def _facts(n: int, **facts) -> NewCrash:
 
 
 def test_same_pc_on_several_gpus_is_not_one_device(index_address, tmp_path):
-    assert "not-one-device" in _readings(index_address, [
-        _facts(n, pc="0x10", gpu_uuid=f"GPU-{n}", host="node1") for n in range(2)], tmp_path)
+    _record(index_address, [_facts(n, pc="0x10", gpu_uuid=f"GPU-{n}", host="node1")
+                            for n in range(2)], tmp_path)
+    with Index(index_address) as index:
+        found = [r.text for r in facets_of(index, A.hash).readings if r.kind == "not-one-device"]
+    assert found == ["same PC across 2 GPUs: not one bad device"]  # one host: not said
 
 
 def test_same_pc_on_one_gpu_of_one_host_says_nothing_of_other_devices(index_address, tmp_path):
@@ -190,7 +193,7 @@ def test_show_prints_the_facets_in_the_terminal_as_json_and_as_markdown(index_ad
     out = terminal.stdout.decode()
     assert "what stays across its 6 crash(es)" in out and "what varies" in out
     assert "pc: 0x7f3a10 (6 of 6 known)" in out
-    assert "reading: same PC, many ranks and GPUs: not one bad device" in out
+    assert "reading: same PC across 4 GPUs, 3 hosts, 4 ranks: not one bad device" in out
     assert "reading: only after uptime > 2 h" in out
     assert HOSTILE_HOST in out and HOSTILE_KERNEL in out  # as itself, never markup
 
@@ -212,7 +215,7 @@ def test_show_prints_the_facets_in_the_terminal_as_json_and_as_markdown(index_ad
     host_row = next(row for row in text.splitlines() if row.startswith("| host |"))
     assert "`[bold red]node-x[/] *x* <b>h</b>`" in host_row  # in a code span: not markup, not HTML
     assert "<b>h</b>" not in text.replace("`[bold red]node-x[/] *x* <b>h</b>`", "")
-    assert "- same PC, many ranks and GPUs: not one bad device" in text
+    assert "- same PC across 4 GPUs, 3 hosts, 4 ranks: not one bad device" in text
 
 
 def test_show_markdown_of_a_crash_and_with_json_is_refused_in_one_line(index_address, tmp_path):

@@ -23,11 +23,13 @@ HOUR_S = 3600
 MAX_CO_RESIDENT = 3
 
 
-def readings_of(index: Index, where: str, params: tuple, fields: list[Facet]) -> list[Reading]:
-    """The readings the FIELDS of the crashes (c) WHERE selects allow."""
+def readings_of(index: Index, where: str, params: tuple, rows: str,
+                fields: list[Facet]) -> list[Reading]:
+    """The readings the FIELDS of the crashes (c) WHERE selects allow; ROWS is the table of their
+    facet values (facets._copied)."""
     by = {facet.name: facet for facet in fields}
     found = [_not_one_device(by), _one_device(by), _one_driver(index, where, params, by),
-             _after_uptime(index, where, params)]
+             _after_uptime(index, rows)]
     return [reading for reading in found if reading is not None] + _co_resident(by)
 
 
@@ -58,7 +60,9 @@ def _not_one_device(by: dict[str, Facet]) -> Reading | None:
     if not (pc.constant and pc.known >= MIN_CRASHES and
             (_spread(gpus) >= 2 or _spread(hosts) >= 2)):
         return None
-    return _reading("not-one-device", "same PC, many ranks and GPUs: not one bad device", [
+    spread = [f"{_distinct(facet)} {what}" for facet, what in
+              ((gpus, "GPUs"), (hosts, "hosts"), (ranks, "ranks")) if _spread(facet) >= 2]
+    return _reading("not-one-device", f"same PC across {', '.join(spread)}: not one bad device", [
         f"pc {pc.values[0].value} in all {pc.known} crashes whose PC is known",
         f"{_distinct(gpus)} GPU UUID(s) over {gpus.known} crashes whose GPU is known",
         f"{_distinct(hosts)} host(s), {_distinct(ranks)} rank(s)"])
@@ -78,22 +82,20 @@ def _one_driver(index: Index, where: str, params: tuple, by: dict[str, Facet]) -
     if not (driver.constant and driver.known == _total(driver) >= MIN_CRASHES):
         return None
     value = driver.values[0].value
-    elsewhere = index.backend.execute(
-        f"SELECT c.driver, count(*) FROM crashes c WHERE NOT ({where}) AND c.driver IS NOT NULL "
-        "AND c.driver <> ? GROUP BY c.driver ORDER BY count(*) DESC, c.driver LIMIT 3",
-        (*params, value)).fetchall()
+    # a few other drivers tell that the fleet runs others; the first found end the scan
+    elsewhere = [row[0] for row in index.backend.execute(
+        f"SELECT DISTINCT c.driver FROM crashes c WHERE c.driver <> ? AND NOT ({where}) LIMIT 3",
+        (value, *params)).fetchall()]
     if not elsewhere:  # the fleet's other crashes say nothing of other drivers
         return None
     return _reading("one-driver", f"only on driver {value}", [
         f"driver {value} in all {driver.known} crashes",
-        "other signatures' crashes ran on other drivers: "
-        + ", ".join(f"{name} ({count})" for name, count in elsewhere)])
+        f"other signatures' crashes ran on other drivers: {', '.join(sorted(elsewhere))}"])
 
 
-def _after_uptime(index: Index, where: str, params: tuple) -> Reading | None:
+def _after_uptime(index: Index, rows: str) -> Reading | None:
     shortest, known, total = index.backend.execute(
-        f"SELECT min(c.uptime_s), count(c.uptime_s), count(*) FROM crashes c WHERE {where}",
-        params).fetchone()
+        f"SELECT min(uptime_s), count(uptime_s), count(*) FROM {rows}").fetchone()
     if known < MIN_CRASHES or known < total or shortest <= HOUR_S:
         return None
     return _reading("after-uptime", f"only after uptime > {(shortest - 1) // HOUR_S} h", [
