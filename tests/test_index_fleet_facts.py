@@ -5,6 +5,7 @@ into a real index and read back as facets."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
@@ -55,13 +56,18 @@ def triage(tmp_path_factory):
     return report
 
 
-def _run(tmp_path, triage) -> tuple[list, object]:
-    """A run directory with environment.json (a constructed machine's) and a report.json-shaped
+def _run(tmp_path, triage, visible: str | None = None) -> tuple[list, object]:
+    """A run directory with environment.json (a constructed machine's), with VISIBLE its
+    incarnation's launch.json setting CUDA_VISIBLE_DEVICES, and a report.json-shaped
     RunReport: one incident, its FAULT dump, a request dump of 7 requests and an Xid line."""
     environment = capture_environment(machine(tmp_path / "machine", path=BARE), timeout=2)
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     (run_dir / FILE).write_text(environment.model_dump_json())
+    if visible is not None:
+        (run_dir / "incarnation-1").mkdir()
+        (run_dir / "incarnation-1" / "launch.json").write_text(json.dumps(
+            {"argv": ["python"], "environment": {"CUDA_VISIBLE_DEVICES": visible}}))
     failed = (START + UPTIME).isoformat()
     dump = DumpTriage(path="cores/core.h.4242.1.nvcudmp", label="FAULT", written_at=failed,
                       size_bytes=1, sha256="0", summary="s", report=triage)
@@ -96,6 +102,18 @@ def test_a_runs_crash_carries_the_fault_device_launch_uptime_load_and_owner(tmp_
     assert facts.uptime_s == int(UPTIME.total_seconds()) and facts.requests_in_flight == 7
     assert (facts.xid, facts.esr) == ("13", "0x51e730")
     assert facts.owner == "flashinfer 0.6.12"
+
+
+@pytest.mark.parametrize("visible, named", [("5,2", 5), ("GPU-00000003", 3), ("MIG-1", None)])
+def test_the_faulting_gpu_is_the_one_cuda_visible_devices_names(tmp_path, triage, visible, named):
+    """The dump's device 0 is the process's first visible GPU: an index, a UUID's prefix, or
+    (a MIG instance) none of the environment's GPUs."""
+    crashes, environment = _run(tmp_path, triage, visible)
+    facts = next(c for c in crashes if isinstance(c, NewCrash)).facts
+    gpu = next((g for g in environment.gpus if g.index == named), None)
+    assert triage.faults[0].device == 0
+    assert (facts.gpu_uuid, facts.pci_address) == ((gpu.uuid, gpu.bus_id) if gpu else (None, None))
+    assert named is None or facts.gpu_uuid is not None
 
 
 def test_the_runs_facts_come_back_as_facets(tmp_path, triage, index_address):

@@ -9,6 +9,7 @@ and a dumpless incident's from the incident, so that each restart of a run gets 
 
 from __future__ import annotations
 
+import json
 import socket
 from datetime import datetime
 from pathlib import Path
@@ -96,11 +97,22 @@ def from_run(run_dir: Path, report: RunReport, recorded_by: str) -> list[NewCras
                 key=f"{key}:{dump.path}", signature=signature, crashed_at=written,
                 first_failure_at=failed, summary=dump.summary, label=dump.label, files=files,
                 facts=fleet_facts.merged(
-                    fleet_facts.of_environment(environment, triaged.get("gpu_index")), launched,
+                    fleet_facts.of_environment(environment, triaged.get("gpu_index"),
+                                               _visible_devices(run_dir, incident)), launched,
                     fleet_facts.of_incident(incident, failed), triaged),
                 **_process_facts(process), **shared))
         crashes += from_findings(incident.findings, facts["host"], str(run_dir))
     return crashes
+
+
+def _visible_devices(run_dir: Path, incident: Incident) -> str | None:
+    """CUDA_VISIBLE_DEVICES as the incarnation was launched with it (its launch.json); None
+    where unset or unreadable."""
+    try:
+        launch = json.loads((run_dir / incident.directory / "launch.json").read_text("utf-8"))
+        return launch["environment"].get("CUDA_VISIBLE_DEVICES")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
 
 
 def _first_failure(incident: Incident) -> float:

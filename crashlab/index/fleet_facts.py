@@ -50,17 +50,35 @@ def of_triage(report: TriageReport) -> dict:
                                    if k.device == fault.device and k.name != kernel})}
 
 
-def of_environment(environment: Environment | None, gpu_index: int | None) -> dict:
-    """The faulting GPU's UUID and PCI address (the environment's GPU of the dump's device
-    index, where the process saw every GPU of the machine), CUDA, flashinfer and sgl-kernel."""
+def of_environment(environment: Environment | None, gpu_index: int | None,
+                   visible: str | None = None) -> dict:
+    """The faulting GPU's UUID and PCI address, CUDA, flashinfer and sgl-kernel. The dump's
+    device index is the process's CUDA ordinal: under CUDA_VISIBLE_DEVICES (VISIBLE, from the
+    launch) the ordinal names that list's entry, an index or a UUID; a MIG entry or one past
+    the list names no GPU of the environment's."""
     if environment is None:
         return {}
     versions = {p.name: p.version for p in environment.packages if p.version}
-    gpu = next((g for g in environment.gpus if g.index == gpu_index), None)
+    gpu = _visible_gpu(environment, gpu_index, visible)
     torch = environment.torch
     return {"gpu_uuid": gpu.uuid if gpu else None, "pci_address": gpu.bus_id if gpu else None,
             "cuda": (torch.cuda if torch is not None else None) or environment.driver.cuda_version,
             "flashinfer": _first(versions, FLASHINFER), "sgl_kernel": _first(versions, SGL_KERNEL)}
+
+
+def _visible_gpu(environment: Environment, ordinal: int | None, visible: str | None):
+    if ordinal is None:
+        return None
+    if visible is None:
+        return next((g for g in environment.gpus if g.index == ordinal), None)
+    entries = [entry.strip() for entry in visible.split(",")]
+    entry = entries[ordinal] if ordinal < len(entries) else ""
+    if entry.isdigit():
+        return next((g for g in environment.gpus if g.index == int(entry)), None)
+    if entry.startswith("GPU-"):  # CUDA takes a unique prefix of a UUID
+        found = [g for g in environment.gpus if g.uuid and g.uuid.startswith(entry)]
+        return found[0] if len(found) == 1 else None
+    return None
 
 
 def of_launch(argv: list[str]) -> dict:
