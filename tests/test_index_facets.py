@@ -72,8 +72,8 @@ def test_the_facets_count_each_fields_values_as_seeded(index_address, tmp_path):
         assert {v.value: v.count for v in by[name].values} == expected, name
         assert by[name].constant == (len(expected) == 1), name
         assert by[name].known == len(ours)
-    hours = Counter(f"{c.facts.uptime_s // HOUR_S}-{c.facts.uptime_s // HOUR_S + 1} h" for c in ours)
-    assert {v.value: v.count for v in by["uptime_h"].values} == hours
+    hours = Counter(str(c.facts.uptime_s // HOUR_S * HOUR_S) for c in ours)  # each hour's start
+    assert {v.value: v.count for v in by["uptime_s"].values} == hours
     assert [v.value for v in by["co_resident"].values][0] == "nccl_allreduce"
     assert by["co_resident"].constant and by["co_resident"].known == len(ours)
     # fields no crash of the fleet knows are unknown, not constant
@@ -195,6 +195,7 @@ def test_show_prints_the_facets_in_the_terminal_as_json_and_as_markdown(index_ad
     assert "pc: 0x7f3a10 (6 of 6 known)" in out
     assert "reading: same PC across 4 GPUs, 3 hosts, 4 ranks: not one bad device" in out
     assert "reading: only after uptime > 2 h" in out
+    assert "uptime_s: 2-3 h: 1, 3-4 h: 1" in out  # each hour's crashes, as hours
     assert HOSTILE_HOST in out and HOSTILE_KERNEL in out  # as itself, never markup
 
     shown = json.loads(run_cli("show", A.hash, "--json", "--db", index_address).stdout)
@@ -216,6 +217,7 @@ def test_show_prints_the_facets_in_the_terminal_as_json_and_as_markdown(index_ad
     assert "`[bold red]node-x[/] *x* <b>h</b>`" in host_row  # in a code span: not markup, not HTML
     assert "<b>h</b>" not in text.replace("`[bold red]node-x[/] *x* <b>h</b>`", "")
     assert "- same PC across 4 GPUs, 3 hosts, 4 ranks: not one bad device" in text
+    assert "| uptime_s | `2-3 h` (1), `3-4 h` (1)" in text
 
 
 def test_show_markdown_of_a_crash_and_with_json_is_refused_in_one_line(index_address, tmp_path):

@@ -128,5 +128,5 @@ def test_the_runs_facts_come_back_as_facets(tmp_path, triage, index_address):
     assert [v.value for v in by["pc"].values] == [fault.pc]
     assert [v.value for v in by["owner"].values] == ["flashinfer 0.6.12"]
     assert [v.value for v in by["tp_size"].values] == ["4"]
-    assert [v.value for v in by["uptime_h"].values] == ["5-6 h"]
+    assert [v.value for v in by["uptime_s"].values] == [str(5 * 3600)]  # 5 h 12 min: hour 5
     assert [(v.value, v.count) for v in by["co_resident"].values] == [("ring_allreduce()", 1)]

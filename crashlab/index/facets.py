@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 MAX_VALUES = 8
 
 #: Each facet: its name and the SQL of its value on a crash (c), in the order they are shown.
-#: Uptime is counted by whole hours (the integer division holds on both backends).
+#: Uptime is counted by whole hours, each value the hour's start in seconds (the integer
+#: division holds on both backends): 7200 counts the crashes after 2 to 3 hours of uptime.
 FIELDS = (("pc", "c.pc"), ("function_offset", "c.function_offset"), ("kernel", "c.kernel"),
           ("exception", "c.exception"), ("source_line", "c.source_line"), ("xid", "c.xid"),
           ("esr", "c.esr"), ("rank", "c.rank"), ("gpu_index", "c.gpu_index"),
@@ -33,7 +34,7 @@ FIELDS = (("pc", "c.pc"), ("function_offset", "c.function_offset"), ("kernel", "
           ("sglang", "c.sglang"), ("flashinfer", "c.flashinfer"), ("sgl_kernel", "c.sgl_kernel"),
           ("model", "c.model"), ("tp_size", "c.tp_size"), ("pp_size", "c.pp_size"),
           ("ep_size", "c.ep_size"), ("server_role", "c.server_role"),
-          ("uptime_h", "c.uptime_s / 3600"), ("requests_in_flight", "c.requests_in_flight"),
+          ("uptime_s", "c.uptime_s / 3600 * 3600"), ("requests_in_flight", "c.requests_in_flight"),
           ("owner", "c.owner"))
 
 
@@ -81,7 +82,7 @@ def _copied(index: Index, where: str, params: tuple) -> Iterator[str]:
     db = index.backend
     name = f"crashlab_facets_{os.getpid()}_{next(_copies)}"
     columns = ", ".join(f"{sql} AS {field}" for field, sql in FIELDS)
-    db.execute(f"CREATE TEMPORARY TABLE {name} AS SELECT c.id, c.uptime_s, {columns} FROM crashes c "
+    db.execute(f"CREATE TEMPORARY TABLE {name} AS SELECT c.id, c.uptime_s AS uptime_exact, {columns} FROM crashes c "
                f"WHERE {where}", params)
     try:
         yield name
@@ -108,8 +109,16 @@ def _facet(name: str, rows: list[tuple], total: int, known: int, many: bool = Fa
 def _text(name: str, value: object) -> str | None:
     if value is None:
         return None
-    if name == "uptime_h":
-        return f"{value}-{int(value) + 1} h"  # type: ignore[call-overload]
     if name == "function_offset":
         return hex(value)  # type: ignore[arg-type]
     return str(value)
+
+
+def shown_value(name: str, value: str | None) -> str:
+    """A facet's value as the views print it: an uptime's hour as "2-3 h", unknown as such."""
+    if value is None:
+        return "unknown"
+    if name == "uptime_s" and value.isdigit():
+        hours = int(value) // 3600
+        return f"{hours}-{hours + 1} h"
+    return value

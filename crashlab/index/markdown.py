@@ -9,13 +9,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..report.markdown_escape import cell, code, inline, join
+from .facets import shown_value
 
 if TYPE_CHECKING:
     from .records import Facet, Facets, Shown
 
 
-def _value(value: str | None) -> str:
-    return cell(code(value)) if value is not None else "unknown"
+def _value(name: str, value: str | None) -> str:
+    return cell(code(shown_value(name, value))) if value is not None else "unknown"
 
 
 def _name(facet: Facet) -> str:
@@ -23,7 +24,7 @@ def _name(facet: Facet) -> str:
 
 
 def _values(facet: Facet) -> str:
-    listed = [f"{_value(v.value)} ({v.count})" for v in facet.values]
+    listed = [f"{_value(facet.name, v.value)} ({v.count})" for v in facet.values]
     if facet.others:
         listed.append(f"{facet.others} more past these")
     return ", ".join(listed)
@@ -39,7 +40,7 @@ def facets_lines(facets: Facets, heading: str = "### What stays and what varies 
     varies = [f for f in facets.fields if not f.constant and f.known]
     if stays:
         out += ["| stays | value | crashes |", "|---|---|---|"]
-        out += [f"| {_name(f)} | {_value(next(v.value for v in f.values if v.value is not None))} "
+        out += [f"| {_name(f)} | {_value(f.name, next(v.value for v in f.values if v.value is not None))} "
                 f"| {f.known} of {facets.crashes} known |" for f in stays] + [""]
     if varies:
         out += ["| varies | values (crashes) |", "|---|---|"]

@@ -95,7 +95,7 @@ def _one_driver(index: Index, where: str, params: tuple, by: dict[str, Facet]) -
 
 def _after_uptime(index: Index, rows: str) -> Reading | None:
     shortest, known, total = index.backend.execute(
-        f"SELECT min(uptime_s), count(uptime_s), count(*) FROM {rows}").fetchone()
+        f"SELECT min(uptime_exact), count(uptime_exact), count(*) FROM {rows}").fetchone()
     if known < MIN_CRASHES or known < total or shortest <= HOUR_S:
         return None
     return _reading("after-uptime", f"only after uptime > {(shortest - 1) // HOUR_S} h", [

@@ -19,6 +19,7 @@ from rich.cells import cell_len
 from ..console import line
 from ..escape import escape
 from ..textsize import with_bytes
+from .facets import shown_value
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -211,7 +212,7 @@ def shown(view: Shown, console: Console) -> None:
 
 def facet_values(facet: Facet) -> str:
     """A facet's values and counts on one line: 'a: 3, b: 1, unknown: 2, 4 more crashes'."""
-    listed = [f"{v.value if v.value is not None else 'unknown'}: {v.count}" for v in facet.values]
+    listed = [f"{shown_value(facet.name, v.value)}: {v.count}" for v in facet.values]
     if facet.others:
         listed.append(f"{facet.others} more crash(es) past these")
     return ", ".join(listed)
@@ -227,9 +228,9 @@ def _facets(view: Shown, console: Console) -> None:
     _say(console, f"what stays across its {facets.crashes} crash(es)", 2, "bold")
     for facet in facets.fields:
         if facet.constant:
-            value = next(v for v in facet.values if v.value is not None)
-            _say(console, f"  {facet.name}: {value.value} ({facet.known} of {facets.crashes} "
-                          "known)", 4)
+            value = next(v.value for v in facet.values if v.value is not None)
+            _say(console, f"  {facet.name}: {shown_value(facet.name, value)} ({facet.known} of "
+                          f"{facets.crashes} known)", 4)
     _say(console, "what varies", 2, "bold")
     for facet in facets.fields:
         if not facet.constant and facet.known:
