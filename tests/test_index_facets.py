@@ -272,3 +272,18 @@ def test_report_shows_the_facets_of_a_crash_the_index_holds(index_address, tmp_p
     host_row = next(row for row in body.splitlines() if row.startswith("| host |"))
     assert "`[bold red]node-x[/] *x* <b>h</b>` (1)" in host_row
     assert body.index("### Across the fleet") < body.index("### Triage")
+
+
+def test_report_anonymized_renames_the_fleets_other_hosts(index_address, tmp_path):
+    core = ROOT / "fixtures" / "synthetic" / "moe_align_out_of_range.nvcudmp"
+    assert run_cli("report", core, "--out", tmp_path / "one", "--db", index_address).returncode == 0
+    with Index(index_address) as index:
+        hash_ = index.crashes(Filters())[0].signature
+    _record(index_address, [crash("fleet", signature(hash_), 5.0, host="gpu-node-secret-7.corp")],
+            tmp_path)
+    again = run_cli("report", core, "--anonymize", "--out", tmp_path / "two", "--db", index_address)
+    body = again.stdout.decode()
+    assert again.returncode == 0, again.stderr
+    assert "### Across the fleet" in body and "gpu-node-secret" not in body
+    host_row = next(row for row in body.splitlines() if row.startswith("| host |"))
+    assert ".example` (1)" in host_row  # the anonymiser's name for it

@@ -201,6 +201,12 @@ def _described_core(inputs: Inputs) -> tuple[CoreInput, TriageReport] | None:
 def make(options: ReportOptions) -> Made:
     inputs = read(options.inputs, options.explain)
     privacy = _privacy(inputs, options.anonymize)
+    warnings: list[str] = []
+    fleet = _fleet(inputs, options.db, warnings.append)
+    if fleet is not None and privacy.anonymizer is not None:  # the fleet's other hosts too
+        for host in (v.value for f in fleet.fields if f.name == "host" for v in f.values):
+            if host is not None:
+                privacy.anonymizer.add_host(host)
     out = (options.out or Path.cwd()).resolve()
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -221,8 +227,6 @@ def make(options: ReportOptions) -> Made:
     try:
         body_path, bundle_path = _reserve(out)
         tarball = BudgetedTarball(bundle_path, options.max_bytes, bundle_path.name.removesuffix(".tar.gz"))
-        warnings: list[str] = []
-        fleet = _fleet(inputs, options.db, warnings.append)
         made = _pack(inputs, options, privacy, found_environment, candidates, names, tarball,
                      body_path, bundle_path,
                      _clean_facets(fleet, privacy) if fleet is not None else None)
