@@ -82,8 +82,8 @@ def _copied(index: Index, where: str, params: tuple) -> Iterator[str]:
     db = index.backend
     name = f"crashlab_facets_{os.getpid()}_{next(_copies)}"
     columns = ", ".join(f"{sql} AS {field}" for field, sql in FIELDS)
-    db.execute(f"CREATE TEMPORARY TABLE {name} AS SELECT c.id, c.uptime_s AS uptime_exact, {columns} FROM crashes c "
-               f"WHERE {where}", params)
+    db.execute(f"CREATE TEMPORARY TABLE {name} AS SELECT c.id, c.uptime_s AS uptime_exact, "
+               f"{columns} FROM crashes c WHERE {where}", params)
     try:
         yield name
     finally:

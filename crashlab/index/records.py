@@ -31,40 +31,6 @@ class CrashFile(_Model):
     may delete it; a file recorded by reference gc only forgets"""
 
 
-@dataclass
-class NewCrash:
-    """One crash to record: a process's fault (one dump of a rank) or a run's failure with no dump.
-
-    ``key`` names it for good (host, run directory, incarnation, dump): recording it again, from
-    ``crashlab report`` after ``serve`` did, finds it and adds nothing.
-    """
-
-    key: str
-    signature: Any  # crashlab.report.signature.CrashSignature
-    crashed_at: float
-    recorded_by: str
-    source: str
-    summary: str
-    host: str | None = None
-    gpus: str | None = None
-    driver: str | None = None
-    sglang: str | None = None
-    torch: str | None = None
-    versions: dict[str, str] = field(default_factory=dict)
-    run_dir: str | None = None
-    incarnation: int | None = None
-    pid: int | None = None
-    rank: str | None = None
-    role: str | None = None
-    label: str | None = None
-    deployment: str | None = None
-    files: list[CrashFile] = field(default_factory=list)
-    #: when it first failed (a FAULT dump is finished long after its fault); None: crashed_at
-    first_failure_at: float | None = None
-    server_role: str | None = None  # prefill, decode or plain; None where not an SGLang server
-    facts: FleetFacts = field(default_factory=lambda: FleetFacts())
-
-
 #: FleetFacts' fields that are columns of crashes (co_resident is a table of its own).
 FACT_COLUMNS = ("pc", "function_offset", "kernel", "exception", "source_line", "xid", "esr",
                 "gpu_index", "gpu_uuid", "pci_address", "cuda", "flashinfer", "sgl_kernel",
@@ -99,6 +65,40 @@ class FleetFacts:
     requests_in_flight: int | None = None
     owner: str | None = None  # Fault.owner: the artifact and its version
     co_resident: list[str] = field(default_factory=list)
+
+
+@dataclass
+class NewCrash:
+    """One crash to record: a process's fault (one dump of a rank) or a run's failure with no dump.
+
+    ``key`` names it for good (host, run directory, incarnation, dump): recording it again, from
+    ``crashlab report`` after ``serve`` did, finds it and adds nothing.
+    """
+
+    key: str
+    signature: Any  # crashlab.report.signature.CrashSignature
+    crashed_at: float
+    recorded_by: str
+    source: str
+    summary: str
+    host: str | None = None
+    gpus: str | None = None
+    driver: str | None = None
+    sglang: str | None = None
+    torch: str | None = None
+    versions: dict[str, str] = field(default_factory=dict)
+    run_dir: str | None = None
+    incarnation: int | None = None
+    pid: int | None = None
+    rank: str | None = None
+    role: str | None = None
+    label: str | None = None
+    deployment: str | None = None
+    files: list[CrashFile] = field(default_factory=list)
+    #: when it first failed (a FAULT dump is finished long after its fault); None: crashed_at
+    first_failure_at: float | None = None
+    server_role: str | None = None  # prefill, decode or plain; None where not an SGLang server
+    facts: FleetFacts = field(default_factory=FleetFacts)
 
 
 class Crash(_Model):
