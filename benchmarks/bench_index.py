@@ -2,7 +2,8 @@
 100,000 recorded crashes, and 16 writer processes recording 10,000 crashes into PostgreSQL.
 
     python benchmarks/bench_index.py [--records 300] [--listed 100000] [--runs 7]
-                                     [--writers 16] [--crashes 10000] [--only record,list,writers]
+                                     [--writers 16] [--crashes 10000]
+                                     [--only record,list,show,writers]
 
 PostgreSQL is a real local server (Debian's postgresql package, started as the tests start it,
 tests/postgres_server.py) with its shipped durability settings (fsync and synchronous_commit
@@ -19,6 +20,11 @@ on); SQLite is a file on local disk in WAL mode, sqlite3's default synchronous=F
   in process, as the command reads it (Index.listed: the terminal view's fields, or each crash's
   JSON text made by the database), and Index.crashes of every crash (the Python API: the rows
   made into pydantic Crash objects).
+- show: an index of --listed crashes with every fact the facets read (migration 4's columns and
+  two co-resident kernels each), over 500 signatures under one coarse key, a fifth of them in
+  one signature; wall time of a fresh ``python -m crashlab show`` process for that signature
+  (20,000 crashes), a signature of 160 crashes and the coarse key (every crash), and
+  facets_of alone in process.
 - writers: --writers processes start at once and record --crashes crashes between them (over
   20 signatures, every writer hitting each), plus 100 crashes every writer records (one row
   each must remain); then the rows and the tallies are counted.
@@ -160,6 +166,64 @@ def bench_list(address: str, count: int, runs: int) -> None:
           f"{statistics.median(times):.3f} s, best {min(times):.3f} s)")
 
 
+def fill_with_facts(address: str, count: int) -> tuple[str, str, str]:
+    """COUNT crashes with every fact the facets read, over 500 signatures under one coarse key,
+    a fifth of them in the first; (that signature, one of the others, the coarse key)."""
+    from crashlab.index.records import FACT_COLUMNS
+
+    signatures, coarse = 500, "c0a75ec0a75e"
+    with Index(address) as index:
+        db = index.backend
+        with db.transaction():
+            _many(db, "INSERT INTO signatures (hash, version, kind, title, search, body, first_seen, "
+                      "last_seen, crash_count, coarse) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                  [(f"a{s:011x}", 1, "gpu-fault", f"Warp Illegal Address in kernel_{s}", "q", "{}",
+                    0.0, float(count), 0, coarse) for s in range(signatures)])
+            rows = []
+            for n in range(count):
+                sig = 0 if n % 5 == 0 else n % signatures
+                rows.append((f"bulk-{n}", f"a{sig:011x}", 1, 1.7e9 + n, 1.7e9 + n, "serve",
+                             f"node{n % 64}", "NVIDIA H100 80GB HBM3", ("580.95", "570.1")[n % 2],
+                             "0.5.23", "2.9.1", "{}", f"/runs/{n}", f"/runs/{n}", 1, f"TP{n % 8}",
+                             f"crash {n}", 2 * 10**9,
+                             f"0x{0x7f0000 + sig * 16:x}", 0x1a0, f"kernel_{sig}",
+                             "Warp Illegal Address", f"moe.cu:{sig}", None, None, n % 8,
+                             f"GPU-{n % 512:08x}", f"0000:{n % 8:02x}:00.0", "12.8", "0.6.12",
+                             "0.3.9", "Qwen/Qwen3-30B-A3B", 8, 1, 8, 3600 + n % 50_000,
+                             n % 64, "flashinfer 0.6.12"))
+            columns = ("crash_key, signature_hash, signature_version, crashed_at, recorded_at, "
+                       "recorded_by, host, gpus, driver, sglang, torch, versions, run_dir, "
+                       f"source, incarnation, rank, summary, total_bytes, {', '.join(FACT_COLUMNS)}")
+            _many(db, f"INSERT INTO crashes ({columns}) VALUES ({', '.join('?' * len(rows[0]))})",
+                  rows)
+            db.execute("INSERT INTO co_resident_kernels (crash_id, kernel) "
+                       "SELECT id, 'nccl_ring' FROM crashes")
+            db.execute("INSERT INTO co_resident_kernels (crash_id, kernel) "
+                       "SELECT id, 'gemm_' || CAST(mod(id, 7) AS TEXT) FROM crashes")
+        if index.address.startswith("postgres"):
+            db.execute("ANALYZE")
+    return f"a{0:011x}", f"a{7:011x}", coarse
+
+
+def bench_show(address: str, count: int, runs: int) -> None:
+    from crashlab.index.facets import facets_of
+
+    started = time.perf_counter()
+    hot, other, coarse = fill_with_facts(address, count)
+    print(f"  filled with {count:,} crashes and their facts in {time.perf_counter() - started:.1f} s")
+    with Index(address) as index:
+        for label, key, is_coarse in [("the signature of a fifth of them", hot, False),
+                                      ("a signature of few", other, False),
+                                      ("the coarse key (every crash)", coarse, True)]:
+            crashes = facets_of(index, key, is_coarse).crashes
+            in_process = _median_of_5(lambda: facets_of(index, key, is_coarse))  # noqa: B023
+            times, out = _timed_cli(runs, "show", key, "--db", address)
+            assert b"what stays" in out
+            print(f"  show {label} ({crashes:,} crashes): median {statistics.median(times):.3f} s, "
+                  f"best {min(times):.3f} s (facets_of in process {in_process * 1000:.1f} ms; "
+                  f"{_load()})")
+
+
 def bench_writers(address: str, writers: int, crashes: int) -> None:
     Index(address).close()
     own, shared = crashes // writers, 100
@@ -191,8 +255,8 @@ def main() -> None:
     parser.add_argument("--writers", type=int, default=16)
     parser.add_argument("--crashes", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=7, help="fresh processes per list figure")
-    parser.add_argument("--only", default="record,list,writers",
-                        help="which figures, comma-separated: record, list, writers")
+    parser.add_argument("--only", default="record,list,show,writers",
+                        help="which figures, comma-separated: record, list, show, writers")
     options = parser.parse_args()
     only = set(options.only.split(","))
     with postgres() as server, tempfile.TemporaryDirectory() as folder:
@@ -204,6 +268,8 @@ def main() -> None:
                 bench_record(make("record"), options.records, folder)
             if "list" in only:
                 bench_list(make("listing"), options.listed, options.runs)
+            if "show" in only:
+                bench_show(make("show"), options.listed, options.runs)
         if "writers" in only:
             print(f"PostgreSQL, concurrent writers ({_load()}):")
             bench_writers(server.create_database("writers"), options.writers, options.crashes)

@@ -583,3 +583,43 @@ def test_every_page_of_crashlab_ui_shows_outside_text_as_itself(tmp_path):
         text = "".join(page.text)
         for tag in shows[path]:
             assert f"{hostile} {tag}" in text, (path, tag)  # {{ 7*7 }} too: never rendered
+
+
+# -- crashlab show SIGNATURE: the facets of a fleet's crashes ---------------------------------------
+@pytest.fixture(scope="module")
+def signature_shown():
+    """A signature's view with a facet of each kind (constant, varying, with unknowns and
+    others) and a reading, for hostile_copy to fill with any text."""
+    from crashlab.index.records import Facet, Facets, FacetValue, Reading, Shown, Signature
+
+    facets = Facets(crashes=5, fields=[
+        Facet(name="kernel", constant=True, known=5, values=[FacetValue(value="k", count=5)]),
+        Facet(name="host", constant=False, known=4, others=1,
+              values=[FacetValue(value="h1", count=2), FacetValue(value="h2", count=1),
+                      FacetValue(value=None, count=1)])],
+        readings=[Reading(kind="not-one-device", text="t", evidence=["e1", "e2"])])
+    signature = Signature(hash="a1b2c3d4e5f6", version=1, kind="gpu-fault", title="t", search="s",
+                          first_seen="2026-01-01T00:00:00+00:00",
+                          last_seen="2026-01-01T00:00:00+00:00", count=5, body={})
+    return Shown(tool=Tool(version="t"), index="i", kind="signature", signature=signature,
+                 facets=facets)
+
+
+@VIEW_SETTINGS
+@given(texts=st.lists(HOSTILE, min_size=1, max_size=5))
+def test_signature_facets_show_any_text_as_itself(signature_shown, texts):
+    from crashlab.index import markdown as index_markdown
+    from crashlab.index import views as index_views
+
+    view = hostile_copy(signature_shown, texts)
+    facets = view.facets
+    values = [v.value for f in facets.fields for v in f.values if v.value is not None]
+    said = [r.text for r in facets.readings] + [e for r in facets.readings for e in r.evidence]
+    for number, out in enumerate(_terminal_views(lambda console: index_views.shown(view, console))):
+        _shows(out, *values, *said, *(f.name for f in facets.fields))
+        if number == 0:
+            _plain_lines(out)
+    body = index_markdown.shown(view)
+    _plain_lines(body)
+    seen = _rendered_text(body)
+    _shows(seen, view.signature.title, *values, *said, *(f.name for f in facets.fields))

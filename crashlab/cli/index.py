@@ -7,8 +7,15 @@ from pathlib import Path
 
 import click
 
+from ..errors import BadInput
 from ..guard import GuardedCommand, say
-from .options import db_option, incident_window_option, json_option, runs_dir_option
+from .options import (
+    db_option,
+    incident_window_option,
+    json_option,
+    markdown_option,
+    runs_dir_option,
+)
 
 #: --runs-dir where the index verbs look for an older crashlab's index
 _runs_dir = runs_dir_option("The runs directory; an index an older crashlab made beside it "
@@ -56,23 +63,30 @@ def list_command(since: str | None, signature: str | None, host: str | None,
 @click.argument("what", metavar="ID|SIGNATURE")
 @incident_window_option
 @json_option("Print it as JSON (its schema: crashlab schema crash-show).")
+@markdown_option("Print a signature or coarse key and its facets as Markdown for an issue.")
 @db_option
 @_runs_dir
-def show(what: str, incident_window: float, as_json: bool, db: str | None,
+def show(what: str, incident_window: float, as_json: bool, as_markdown: bool, db: str | None,
          runs_dir: Path) -> None:
     """Show one recorded crash (its facts, its incident and its report), a signature (how many
     crashes, on which hosts, GPUs, drivers and versions, first and last seen), or a coarse key
     (the signatures under it, which differ only in their site: the same bug where source
-    lines moved between releases).
+    lines moved between releases). A signature or coarse key comes with what stays and what
+    varies across its crashes (PC, kernel, rank, GPU, host, driver, versions, model, uptime...)
+    and what that allows one to say, with its evidence.
 
     \b
     Examples:
       crashlab show 42
       crashlab show 3fa2c1d0e9b7
+      crashlab show 3fa2c1d0e9b7 --markdown
     """
     from ..index.verbs import show_one
 
-    show_one(what, incident_window, as_json, db, runs_dir, say)
+    if as_json and as_markdown:
+        raise BadInput("choose one of --json and --markdown")
+    show_one(what, incident_window, "json" if as_json else "markdown" if as_markdown else None,
+             db, runs_dir, say)
 
 
 @click.command(cls=GuardedCommand)

@@ -9,6 +9,7 @@ and a dumpless incident's from the incident, so that each restart of a run gets 
 
 from __future__ import annotations
 
+import json
 import socket
 from datetime import datetime
 from pathlib import Path
@@ -21,6 +22,7 @@ from ..published import parse
 from ..report.model import TriageReport
 from ..report.run import Deployment, Incident, ProcessRecord, RunReport, dump_pid
 from ..signature import compute
+from . import fleet_facts
 from .records import CrashFile, NewCrash
 
 
@@ -59,7 +61,9 @@ def from_run(run_dir: Path, report: RunReport, recorded_by: str) -> list[NewCras
     and the server's part that grouping into incidents needs, and the driver Xid lines the run
     read from the kernel log."""
     run_dir = Path(run_dir).absolute()
-    facts = _facts(_saved_environment(run_dir))
+    environment = _saved_environment(run_dir)
+    facts = _facts(environment)
+    launched = fleet_facts.of_launch(report.command)
     facts["host"] = facts.get("host") or (report.deployment.host if report.deployment
                                           else socket.gethostname())
     crashes: list[NewCrash | XidLine] = []
@@ -77,6 +81,9 @@ def from_run(run_dir: Path, report: RunReport, recorded_by: str) -> list[NewCras
             crashes.append(NewCrash(key=key, signature=compute(incident),
                                     crashed_at=_epoch(incident.ended_at), first_failure_at=first,
                                     summary=incident.summary, files=extras,
+                                    facts=fleet_facts.merged(
+                                        fleet_facts.of_environment(environment, None), launched,
+                                        fleet_facts.of_incident(incident, first)),
                                     **_process_facts(crashed[1] if crashed else None), **shared))
         for number, dump in enumerate(incident.dumps):
             process = dump.writer(incident.processes)
@@ -84,13 +91,28 @@ def from_run(run_dir: Path, report: RunReport, recorded_by: str) -> list[NewCras
             files = [CrashFile(path=str(run_dir / dump.path), kind="coredump",
                                size_bytes=dump.size_bytes, owned=True)] + (extras if number == 0 else [])
             written = _epoch(dump.written_at)
+            failed = min(first, written) if dump.label == "FAULT" else written
+            triaged = fleet_facts.of_triage(dump.report) if dump.report is not None else {}
             crashes.append(NewCrash(
                 key=f"{key}:{dump.path}", signature=signature, crashed_at=written,
-                first_failure_at=min(first, written) if dump.label == "FAULT" else written,
-                summary=dump.summary, label=dump.label, files=files, **_process_facts(process),
-                **shared))
+                first_failure_at=failed, summary=dump.summary, label=dump.label, files=files,
+                facts=fleet_facts.merged(
+                    fleet_facts.of_environment(environment, triaged.get("gpu_index"),
+                                               _visible_devices(run_dir, incident)), launched,
+                    fleet_facts.of_incident(incident, failed), triaged),
+                **_process_facts(process), **shared))
         crashes += from_findings(incident.findings, facts["host"], str(run_dir))
     return crashes
+
+
+def _visible_devices(run_dir: Path, incident: Incident) -> str | None:
+    """CUDA_VISIBLE_DEVICES as the incarnation was launched with it (its launch.json); None
+    where unset or unreadable."""
+    try:
+        launch = json.loads((run_dir / incident.directory / "launch.json").read_text("utf-8"))
+        return launch["environment"].get("CUDA_VISIBLE_DEVICES")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
 
 
 def _first_failure(incident: Incident) -> float:
@@ -140,7 +162,7 @@ def from_coredump(path: Path, report: TriageReport, recorded_by: str,
         signature=compute(report), crashed_at=stat.st_mtime, recorded_by=recorded_by,
         source=str(kept), summary=report.summary, host=socket.gethostname(),
         gpus=", ".join(gpus) or None, driver=report.dump.driver_version,
-        pid=dump_pid(path.name),
+        pid=dump_pid(path.name), facts=fleet_facts.merged(fleet_facts.of_triage(report)),
         files=[CrashFile(path=str(kept), kind="coredump", size_bytes=stat.st_size,
                          owned=copy is not None)])
 

@@ -11,6 +11,7 @@ from .. import __version__
 from ..errors import BadInput
 from ..incidents import DEFAULT_WINDOW
 from . import retention
+from .facets import facets_of
 from .incidents import incident_of
 from .records import Collection, CrashList, Shown, Tool
 from .store import Filters, Index
@@ -34,11 +35,12 @@ def show(index: Index, what: str, window: float = DEFAULT_WINDOW) -> Shown:
                      signature=index.signature(crash.signature),
                      incident=incident_of(index, crash, window))
     column, key = index.signature_key(what)
+    facets = facets_of(index, key, coarse=column == "coarse")
     if column == "coarse":
         return Shown(tool=tool, index=index.address, kind="coarse", coarse=key,
-                     signatures=index.signatures_under(key))
+                     signatures=index.signatures_under(key), facets=facets)
     return Shown(tool=tool, index=index.address, kind="signature",
-                 signature=index.signature(key), by=index.breakdown(key))
+                 signature=index.signature(key), by=index.breakdown(key), facets=facets)
 
 
 def report_of(source: str, run_dir: str | None) -> dict | None:

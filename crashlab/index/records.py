@@ -15,6 +15,15 @@ from ..vocabulary import DumpLabel
 RecordedBy = Literal["serve", "inspect", "report"]
 
 
+@dataclass(frozen=True)
+class Rows:
+    """Where each selected crash (crashlab.index.facets)'s id and facet values are read from (a query names it with an
+    alias): a table, or a subquery to run with its PARAMS."""
+
+    sql: str
+    params: tuple = ()
+
+
 class CrashFile(_Model):
     """One file of a recorded crash: its coredump, its request dumps, a report."""
 
@@ -29,6 +38,42 @@ class CrashFile(_Model):
     owned: bool = False
     """crashlab made it (a run directory's file, a copy taken by inspect --record --copy): gc
     may delete it; a file recorded by reference gc only forgets"""
+
+
+#: FleetFacts' fields that are columns of crashes (co_resident is a table of its own).
+FACT_COLUMNS = ("pc", "function_offset", "kernel", "exception", "source_line", "xid", "esr",
+                "gpu_index", "gpu_uuid", "pci_address", "cuda", "flashinfer", "sgl_kernel",
+                "model", "tp_size", "pp_size", "ep_size", "uptime_s", "requests_in_flight",
+                "owner")
+
+
+@dataclass
+class FleetFacts:
+    """What a crash adds to its signature's facets (crashlab.index.facets): the fault, the device,
+    the versions and launch, the server's uptime and load; each None where the crash left no
+    word of it."""
+
+    pc: str | None = None
+    function_offset: int | None = None
+    kernel: str | None = None
+    exception: str | None = None
+    source_line: str | None = None  # file:line, innermost of the inline chain
+    xid: str | None = None  # the Xid numbers the run's kernel log showed, e.g. "13, 43"
+    esr: str | None = None  # the ESR words of those Xid lines
+    gpu_index: int | None = None
+    gpu_uuid: str | None = None  # the GPU's serial in the fleet's sense: its UUID
+    pci_address: str | None = None
+    cuda: str | None = None
+    flashinfer: str | None = None
+    sgl_kernel: str | None = None
+    model: str | None = None
+    tp_size: int | None = None
+    pp_size: int | None = None
+    ep_size: int | None = None
+    uptime_s: int | None = None  # from the incarnation's start to its first failure
+    requests_in_flight: int | None = None
+    owner: str | None = None  # Fault.owner: the artifact and its version
+    co_resident: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -62,6 +107,7 @@ class NewCrash:
     #: when it first failed (a FAULT dump is finished long after its fault); None: crashed_at
     first_failure_at: float | None = None
     server_role: str | None = None  # prefill, decode or plain; None where not an SGLang server
+    facts: FleetFacts = field(default_factory=FleetFacts)
 
 
 class Crash(_Model):

@@ -99,6 +99,22 @@ MIGRATIONS: tuple[Migration, ...] = (
             SELECT 1 FROM crashes c WHERE c.id = crash_files.crash_id AND c.run_dir IS NOT NULL
             AND substr(crash_files.path, 1, length(c.run_dir) + 1) = c.run_dir || '/')""",
     )),
+    Migration(4, "what stays and what varies across a signature's crashes (facets)", (
+        # the fault (from the dump's triage), the device it ran on (the environment's GPU list),
+        # the stack's versions, the launch line's model and parallel sizes, the server's uptime
+        # and load; a crash recorded before has NULLs
+        *(f"ALTER TABLE crashes ADD COLUMN {column}" for column in (
+            "pc TEXT", "function_offset BIGINT", "kernel TEXT", "exception TEXT",
+            "source_line TEXT", "xid TEXT", "esr TEXT", "gpu_index INTEGER", "gpu_uuid TEXT",
+            "pci_address TEXT", "cuda TEXT", "flashinfer TEXT", "sgl_kernel TEXT", "model TEXT",
+            "tp_size INTEGER", "pp_size INTEGER", "ep_size INTEGER", "uptime_s BIGINT",
+            "requests_in_flight INTEGER", "owner TEXT")),
+        # the other kernels resident on the faulting device: many per crash, counted per kernel
+        """CREATE TABLE co_resident_kernels (
+            crash_id BIGINT NOT NULL REFERENCES crashes (id) ON DELETE CASCADE,
+            kernel TEXT NOT NULL,
+            PRIMARY KEY (crash_id, kernel))""",
+    )),
 )
 
 #: The newest schema this crashlab knows; an index migrated further is refused, not guessed at.

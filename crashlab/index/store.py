@@ -90,6 +90,7 @@ class Index:
         if not create and not is_postgres(address) and not Path(address).is_file():
             raise NoIndex(address)
         self.backend: Backend = connect(address, read_only)
+        self.read_only = read_only
         self.address = self.backend.address
         try:
             if not create and self._current() is None:
@@ -147,6 +148,8 @@ class Index:
     # -- writing ----------------------------------------------------------------------------
     def record(self, crash: NewCrash) -> tuple[int, bool]:
         """(the crash's id, whether it was new)."""
+        from .records import FACT_COLUMNS
+
         db, sig = self.backend, crash.signature
         now = time.time()
         with db.transaction():
@@ -154,8 +157,8 @@ class Index:
                 "INSERT INTO crashes (crash_key, signature_hash, signature_version, crashed_at, "
                 "recorded_at, recorded_by, host, gpus, driver, sglang, torch, versions, run_dir, "
                 "source, incarnation, pid, rank, role, label, deployment, summary, total_bytes, "
-                "first_failure_at, server_role) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                f"first_failure_at, server_role, {', '.join(FACT_COLUMNS)}) "
+                f"VALUES ({', '.join('?' * (24 + len(FACT_COLUMNS)))}) "
                 "ON CONFLICT (crash_key) DO NOTHING RETURNING id",
                 (crash.key, sig.hash, sig.version, crash.crashed_at, now, crash.recorded_by,
                  crash.host, crash.gpus, crash.driver, crash.sglang, crash.torch,
@@ -163,12 +166,15 @@ class Index:
                  crash.incarnation, crash.pid, crash.rank, crash.role, crash.label,
                  crash.deployment, crash.summary, sum(f.size_bytes for f in crash.files),
                  crash.crashed_at if crash.first_failure_at is None else crash.first_failure_at,
-                 crash.server_role)
+                 crash.server_role, *(getattr(crash.facts, column) for column in FACT_COLUMNS))
             ).fetchone()
             if row is None:
                 found = db.execute("SELECT id FROM crashes WHERE crash_key = ?", (crash.key,))
                 return found.fetchone()[0], False
             crash_id = row[0]
+            for kernel in sorted(set(crash.facts.co_resident)):
+                db.execute("INSERT INTO co_resident_kernels (crash_id, kernel) VALUES (?, ?)",
+                           (crash_id, kernel))
             for item in crash.files:
                 db.execute("INSERT INTO crash_files (crash_id, path, kind, size_bytes, owned) "
                            "VALUES (?, ?, ?, ?, ?)",

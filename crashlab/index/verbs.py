@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from ..errors import EXIT_FOUND, EXIT_NOTHING, CrashlabError
+from ..errors import EXIT_FOUND, EXIT_NOTHING, BadInput, CrashlabError
 from .location import resolve
 from .since import parse
 from .store import Filters, Index, UnknownSignature
@@ -65,15 +65,24 @@ def list_incidents(since: str | None, signature: str | None, host: str | None,
                              found.index, say)
 
 
-def show_one(what: str, window: float, as_json: bool, db: str | None, runs_dir: Path,
+def show_one(what: str, window: float, form: str | None, db: str | None, runs_dir: Path,
              say: Say) -> None:
-    """crashlab show: one crash, a signature or a coarse key."""
+    """crashlab show: one crash, a signature or a coarse key; FORM "json", "markdown" (a
+    signature or coarse key only) or None (the terminal view)."""
     from .commands import show
     from .views import shown
 
     with _read_index(db, runs_dir, say) as index:
+        if form == "markdown" and what.isdigit():
+            raise BadInput("--markdown shows a signature or coarse key; for one crash's issue: "
+                           "crashlab report on its run directory or coredump")
         found = show(index, what, window)
-    _print(found, as_json, shown)
+    if form == "markdown":
+        from . import markdown
+
+        click.echo(markdown.shown(found), nl=False)
+        return
+    _print(found, form == "json", shown)
 
 
 def collect_garbage(keep: int, max_size: str | None, dry_run: bool, as_json: bool,

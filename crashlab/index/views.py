@@ -19,11 +19,12 @@ from rich.cells import cell_len
 from ..console import line
 from ..escape import escape
 from ..textsize import with_bytes
+from .facets import shown_value
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from .records import Collection, Crash, IncidentShown, Shown, XidSeen
+    from .records import Collection, Crash, Facet, IncidentShown, Shown, XidSeen
 
 #: ``crashlab list``'s columns: each heading and the listed field (store.LISTED) under it.
 LIST_COLUMNS = (("ID", "id"), ("TIME (UTC)", "crashed_at"), ("HOST", "host"),
@@ -181,6 +182,7 @@ def shown(view: Shown, console: Console) -> None:
     crash, signature = view.crash, view.signature
     if view.kind == "coarse" or signature is None:  # a coarse key's view has no one signature
         _signatures(view, console)
+        _facets(view, console)
         return
     if view.kind == "crash" and crash is not None:
         for name, value in _facts(crash):
@@ -205,6 +207,41 @@ def shown(view: Shown, console: Console) -> None:
         counted = ", ".join(f"{t.value or 'unknown'}: {t.count} (first {_when(t.first_seen)})"
                             for t in tallies)
         _field(console, f"by {column}", counted)
+    _facets(view, console)
+
+
+def facet_values(facet: Facet) -> str:
+    """A facet's values and counts on one line: 'a: 3, b: 1, unknown: 2, 4 more crashes'."""
+    listed = [f"{shown_value(facet.name, v.value)}: {v.count}" for v in facet.values]
+    if facet.others:
+        listed.append(f"{facet.others} more crash(es) past these")
+    return ", ".join(listed)
+
+
+def _facets(view: Shown, console: Console) -> None:
+    """What stays (the constant fields, with their value) and what varies (each value and its
+    count) across the crashes, then the readings with their evidence."""
+    facets = view.facets
+    if facets is None:
+        return
+    console.print()
+    _say(console, f"what stays across its {facets.crashes} crash(es)", 2, "bold")
+    for facet in facets.fields:
+        if facet.constant:
+            value = next(v.value for v in facet.values if v.value is not None)
+            _say(console, f"  {facet.name}: {shown_value(facet.name, value)} ({facet.known} of "
+                          f"{facets.crashes} known)", 4)
+    _say(console, "what varies", 2, "bold")
+    for facet in facets.fields:
+        if not facet.constant and facet.known:
+            _say(console, f"  {facet.name}: {facet_values(facet)}", 4)
+    unknown = [facet.name for facet in facets.fields if not facet.known]
+    if unknown:
+        _say(console, f"  unknown in every crash: {', '.join(unknown)}", 4)
+    for reading in facets.readings:
+        _say(console, f"reading: {reading.text}", 2, "bold")
+        for fact in reading.evidence:
+            _say(console, f"  - {fact}", 4)
 
 
 def _fate(item) -> str:

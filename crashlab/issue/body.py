@@ -14,6 +14,8 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field, replace
 
+from ..index.markdown import facets_lines
+from ..index.records import Facets
 from ..launchline import option_value
 from ..report import markdown as dump_markdown
 from ..report import run_views, text
@@ -41,6 +43,8 @@ class Facts:
     environment: report_environment.ReportEnvironment
     issue: IssueReport
     notes: list[str] = field(default_factory=list)
+    #: the facets of the crash's signature across the fleet, where the index holds the crash
+    fleet: Facets | None = None
 
 
 @dataclass(frozen=True)
@@ -89,6 +93,10 @@ def _parts(facts: Facts, detail: _Detail) -> list:
         out += [f"_Shortened to fit GitHub's limit: left out {inline('; '.join(detail.cuts))}._", ""]
     out += ["### Reproduction", ""] + _reproduction(facts)
     out += ["### Environment", ""] + _environment(facts, detail)
+    if facts.fleet is not None:
+        out += facets_lines(facts.fleet, heading="### Across the fleet: what stays and what "
+                                                 "varies over the {crashes} crash(es) of its "
+                                                 "signature in the crash index")
     out += ["### Triage", "", _TRIAGE]
     out += _logs(facts, detail) + _attachment(facts.issue, detail)
     out.append(f"<sub>crashlab {html(facts.issue.tool.version)}, report-bundle schema "

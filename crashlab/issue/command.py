@@ -12,10 +12,13 @@ from __future__ import annotations
 import os
 import shlex
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..errors import BadInput, EnvironmentProblem
+from ..index import capture, fleet
+from ..index.records import Facets, NewCrash
 from ..privacy.policy import Privacy
 from ..report.model import Tool, TriageReport
 from ..report.run import RunReport
@@ -43,6 +46,9 @@ class ReportOptions:
     this_machine: bool = False
     #: explain each coredump's faults (crashlab.explain)
     explain: bool = True
+    #: --db: the crash index whose facets of the crash's signature the body shows (where it
+    #: holds the crash); None: the default index
+    db: str | None = None
 
     @classmethod
     def from_command_line(cls, *, inputs, out, max_size, anonymize, this_machine,
@@ -61,6 +67,8 @@ class Made:
     inputs: Inputs | None = None
     #: what the machine that made the triage could not do, for the terminal (crashlab.issue.local)
     lacking: list[str] = field(default_factory=list)
+    #: warnings for the terminal (an index that could not be read)
+    warnings: list[str] = field(default_factory=list)
 
 
 def _launch_of(inputs: Inputs) -> tuple[list[str], dict[str, str]]:
@@ -91,6 +99,24 @@ def _privacy(inputs: Inputs, anonymize: bool) -> Privacy:
 
 def _clean_run(report: RunReport, privacy: Privacy) -> RunReport:
     return RunReport.model_validate(privacy.json(report.model_dump(mode="json")))
+
+
+def runs_dir(inputs: Inputs) -> Path:
+    """Where the index of an older crashlab would lie: beside the first run given."""
+    return Path(inputs.runs[0].path).absolute().parent if inputs.runs else Path("crashlab-runs")
+
+
+def _fleet(inputs: Inputs, db: str | None, warn: Callable[[str], None]) -> Facets | None:
+    """The facets of the first crash's signature, where the index holds that crash."""
+    try:
+        crashes = [c for c in capture.from_report_inputs(inputs) if isinstance(c, NewCrash)]
+    except Exception:  # noqa: BLE001 - recording says why, once, after the report is made
+        return None
+    return fleet.facets_of_recorded(crashes[0], db, runs_dir(inputs), warn) if crashes else None
+
+
+def _clean_facets(facets: Facets, privacy: Privacy) -> Facets:
+    return Facets.model_validate(privacy.json(facets.model_dump(mode="json")))
 
 
 def _clean_triage(report: TriageReport, privacy: Privacy) -> TriageReport:
@@ -175,6 +201,12 @@ def _described_core(inputs: Inputs) -> tuple[CoreInput, TriageReport] | None:
 def make(options: ReportOptions) -> Made:
     inputs = read(options.inputs, options.explain)
     privacy = _privacy(inputs, options.anonymize)
+    warnings: list[str] = []
+    fleet = _fleet(inputs, options.db, warnings.append)
+    if fleet is not None and privacy.anonymizer is not None:  # the fleet's other hosts too
+        for host in (v.value for f in fleet.fields if f.name == "host" for v in f.values):
+            if host is not None:
+                privacy.anonymizer.add_host(host)
     out = (options.out or Path.cwd()).resolve()
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -196,7 +228,9 @@ def make(options: ReportOptions) -> Made:
         body_path, bundle_path = _reserve(out)
         tarball = BudgetedTarball(bundle_path, options.max_bytes, bundle_path.name.removesuffix(".tar.gz"))
         made = _pack(inputs, options, privacy, found_environment, candidates, names, tarball,
-                     body_path, bundle_path)
+                     body_path, bundle_path,
+                     _clean_facets(fleet, privacy) if fleet is not None else None)
+        made = replace(made, warnings=warnings)
         made.issue.bundle_bytes = tarball.close()
         files.write_atomic(body_path, made.body.encode("utf-8"))  # the body first: never a bundle without it
         tarball.put_in_place()
@@ -261,7 +295,7 @@ def _add_members(candidates: list[members.Candidate], tarball: BudgetedTarball, 
 def _pack(inputs: Inputs, options: ReportOptions, privacy: Privacy,
           found_environment: ReportEnvironment, candidates: list[members.Candidate],
           names: dict[Path, str], tarball: BudgetedTarball, body_path: Path,
-          bundle_path: Path) -> Made:
+          bundle_path: Path, fleet: Facets | None) -> Made:
     added, left_out = _add_members(candidates, tarball, privacy, options.max_bytes)
     launch = privacy.argv(_launch_of(inputs)[0])
     lacking: set[str] = set()
@@ -284,7 +318,7 @@ def _pack(inputs: Inputs, options: ReportOptions, privacy: Privacy,
             environment_origin=found_environment.origin, launch=shlex.join(launch) if launch else None)
         text, cuts = body.render(body.Facts(
             title=issue.title, launch=launch or None, runs=runs, cores=direct,
-            primary=primary,
+            primary=primary, fleet=fleet,
             environment=found_environment, issue=issue, notes=_notes(inputs)))
         issue.shortened, issue.body_chars = cuts, len(text)
         text = privacy.redactor.serialized(text)

@@ -4,7 +4,7 @@ its files are, record its crashes in the index; the command's exit code back."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
+from dataclasses import replace
 
 import click
 
@@ -13,13 +13,13 @@ from ..index import capture
 from ..index.recording import record_all
 from ..textsize import with_bytes
 from . import local
-from .command import ReportOptions, make
+from .command import ReportOptions, make, runs_dir
 
 
 def run(options: ReportOptions, as_json: bool, db: str | None, say: Callable[[str], None]) -> int:
     """Make the report, print it (the body, or with AS_JSON its summary), say where its files
     went, and record its crashes in the index DB: the exit code of ``crashlab report``."""
-    made = make(options)
+    made = make(replace(options, db=db))
     # make() returns once the bundle is written: it sets both
     assert made.inputs is not None and made.issue.bundle_bytes is not None
     if as_json:
@@ -32,7 +32,7 @@ def run(options: ReportOptions, as_json: bool, db: str | None, say: Callable[[st
         f"{len(made.issue.left_out)} files left out")
     for reason in made.lacking:
         say(local.message(reason))
-    runs = [Path(run.path).absolute().parent for run in made.inputs.runs]
-    record_all(lambda: capture.from_report_inputs(made.inputs), db,
-               runs[0] if runs else Path("crashlab-runs"), say)
+    for warning in made.warnings:
+        say(warning)
+    record_all(lambda: capture.from_report_inputs(made.inputs), db, runs_dir(made.inputs), say)
     return EXIT_FOUND if made.issue.found else EXIT_NOTHING

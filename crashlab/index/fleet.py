@@ -1,0 +1,34 @@
+"""The fleet's view of one crash for ``crashlab report``: where the index already holds the
+crash (serve recorded it), the facets of its signature across every crash of it. The report
+stands without them: no index, or an index that cannot be read, costs at most one warning."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .facets import facets_of
+from .location import first_line, resolve, shown
+from .store import Index, NoIndex
+
+if TYPE_CHECKING:
+    from .records import Facets, NewCrash
+
+
+def facets_of_recorded(crash: NewCrash, db: str | None, runs_dir: Path,
+                       warn: Callable[[str], None]) -> Facets | None:
+    """The facets of CRASH's signature, where the index (DB, or the default one) holds CRASH;
+    None where it does not, where there is no index, or where it cannot be read (one warning)."""
+    address = resolve(db, runs_dir, warn)
+    try:
+        with Index(address, create=False) as index:
+            found = index.backend.execute("SELECT signature_hash FROM crashes WHERE crash_key = ?",
+                                          (crash.key,)).fetchone()
+            return facets_of(index, found[0]) if found else None
+    except NoIndex:
+        return None
+    except Exception as exc:  # noqa: BLE001 - the report must stand whatever the index does
+        warn(f"warning: the fleet's facets were not read from the index {shown(address)}: "
+             f"{first_line(exc, address)}")
+        return None

@@ -1,0 +1,121 @@
+"""What one crash tells its signature's facets (records.FleetFacts), read from what the crash left:
+the dump's triage (the fault, its kernel and the kernels beside it), the environment serve
+captured at launch (the GPU's UUID and PCI address, the CUDA and package versions), the launch
+line (the model and the parallel sizes, read as SGLang's argparse reads them), and the incident
+(uptime from the incarnation's start, requests in the request dumps, the Xid lines and their
+ESR words).
+
+A fact the crash did not leave stays None: the facets count it as unknown, never guess it.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+from ..env import Environment
+from ..launchline import option_value
+from ..report.model import TriageReport
+from ..report.run import Incident
+from ..vocabulary import XID
+from .records import FleetFacts
+
+#: The distributions of flashinfer and sgl-kernel, under each name they were published as.
+FLASHINFER = ("flashinfer-python", "flashinfer")
+SGL_KERNEL = ("sgl-kernel", "sglang-kernel")
+#: SGLang's flags for the model and the parallel sizes, every spelling its argparse accepts.
+MODEL_FLAGS = ("--model-path", "--model")
+TP_FLAGS = ("--tensor-parallel-size", "--tp-size", "--tp")
+PP_FLAGS = ("--pipeline-parallel-size", "--pp-size", "--pp")
+EP_FLAGS = ("--expert-parallel-size", "--ep-size", "--ep")
+#: An Xid line's Error Status Register word (Xid 13 and 43 print ``ESR 0x...``).
+_ESR = re.compile(r"\bESR\s*[=:]?\s*(0x[0-9a-fA-F]+)")
+_XID_NUMBER = re.compile(r"NVRM: Xid \([^)]*\): (\d+)")
+
+
+def of_triage(report: TriageReport) -> dict:
+    """The first fault's PC, offset, kernel, exception, source line, device and owner, and the
+    other kernels resident on its device."""
+    if not report.faults:
+        return {}
+    fault = report.faults[0]
+    kernel = fault.kernel.name if fault.kernel is not None else fault.function
+    source = fault.sass.source[0] if fault.sass.source else None
+    owner = fault.owner
+    return {"pc": fault.pc, "function_offset": fault.function_offset, "kernel": kernel,
+            "exception": fault.exception.display, "gpu_index": fault.device,
+            "source_line": f"{source.file}:{source.line}" if source is not None else None,
+            "owner": " ".join(filter(None, (owner.artifact, owner.version))) if owner else None,
+            "co_resident": sorted({k.name for k in report.kernels
+                                   if k.device == fault.device and k.name != kernel})}
+
+
+def of_environment(environment: Environment | None, gpu_index: int | None,
+                   visible: str | None = None) -> dict:
+    """The faulting GPU's UUID and PCI address, CUDA, flashinfer and sgl-kernel. The dump's
+    device index is the process's CUDA ordinal: under CUDA_VISIBLE_DEVICES (VISIBLE, from the
+    launch) the ordinal names that list's entry, an index or a UUID; a MIG entry or one past
+    the list names no GPU of the environment's."""
+    if environment is None:
+        return {}
+    versions = {p.name: p.version for p in environment.packages if p.version}
+    gpu = _visible_gpu(environment, gpu_index, visible)
+    torch = environment.torch
+    return {"gpu_uuid": gpu.uuid if gpu else None, "pci_address": gpu.bus_id if gpu else None,
+            "cuda": (torch.cuda if torch is not None else None) or environment.driver.cuda_version,
+            "flashinfer": _first(versions, FLASHINFER), "sgl_kernel": _first(versions, SGL_KERNEL)}
+
+
+def _visible_gpu(environment: Environment, ordinal: int | None, visible: str | None):
+    if ordinal is None:
+        return None
+    if visible is None:
+        return next((g for g in environment.gpus if g.index == ordinal), None)
+    entries = [entry.strip() for entry in visible.split(",")]
+    entry = entries[ordinal] if ordinal < len(entries) else ""
+    if entry.isdigit():
+        return next((g for g in environment.gpus if g.index == int(entry)), None)
+    if entry.startswith("GPU-"):  # CUDA takes a unique prefix of a UUID
+        found = [g for g in environment.gpus if g.uuid and g.uuid.startswith(entry)]
+        return found[0] if len(found) == 1 else None
+    return None
+
+
+def of_launch(argv: list[str]) -> dict:
+    """The served model and the tensor, pipeline and expert parallel sizes of the launch line."""
+    return {"model": _option(argv, MODEL_FLAGS), "tp_size": _size(argv, TP_FLAGS),
+            "pp_size": _size(argv, PP_FLAGS), "ep_size": _size(argv, EP_FLAGS)}
+
+
+def of_incident(incident: Incident, first_failure: float) -> dict:
+    """Uptime at the first failure, requests in the request dumps, the Xid numbers and ESR
+    words of the incident's kernel-log lines."""
+    started = datetime.fromisoformat(incident.started_at).timestamp()
+    counted = [r.requests for r in incident.request_dumps if r.requests is not None]
+    xids = [f.text for f in incident.findings if f.kind == XID]
+    numbers = sorted({int(m[1]) for text in xids if (m := _XID_NUMBER.search(text))})
+    esr = sorted({m for text in xids for m in _ESR.findall(text)})
+    return {"uptime_s": max(0, int(first_failure - started)),
+            "requests_in_flight": sum(counted) if counted else None,
+            "xid": ", ".join(map(str, numbers)) or None, "esr": ", ".join(esr) or None}
+
+
+def merged(*parts: dict) -> FleetFacts:
+    """One FleetFacts from the parts, a later part's known value over an earlier's None."""
+    facts: dict = {}
+    for part in parts:
+        facts.update({k: v for k, v in part.items() if v is not None or k not in facts})
+    return FleetFacts(**facts)
+
+
+def _first(versions: dict[str, str], names: tuple[str, ...]) -> str | None:
+    return next((versions[name] for name in names if name in versions), None)
+
+
+def _option(argv: list[str], flags: tuple[str, ...]) -> str | None:
+    return next((value for flag in flags if (value := option_value(argv, flag)) is not None), None)
+
+
+def _size(argv: list[str], flags: tuple[str, ...]) -> int | None:
+    value = _option(argv, flags)
+    return int(value) if value is not None and value.isdigit() else None
