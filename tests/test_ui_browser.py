@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.ui_fleet import UiServer, seed
+from tests.ui_fleet import UiServer, facts, seed
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 #: what keeps a headless Chromium from reaching out: the machine has no internet, nor should it
@@ -76,8 +76,12 @@ def test_a_person_follows_the_home_page_to_a_signature_and_to_a_crash(browser, f
 
     browser.find_element(By.LINK_TEXT, fleet.main).click()
     assert browser.current_url.endswith(f"/signature/{fleet.main}")
-    fleet_table = browser.find_elements(By.CSS_SELECTOR, "#facets, #breakdown")[0]
+    fleet_table = browser.find_element(By.ID, "facets")
     assert fleet_table.is_displayed() and all(host in fleet_table.text for host in fleet.hosts)
+    seeded = facts(0)  # one PC on every crash, each on a GPU of its own: not one bad device
+    assert seeded.pc is not None and seeded.pc in fleet_table.text
+    assert "not one bad device" in browser.find_element(By.TAG_NAME, "body").text
+    assert browser.find_element(By.CSS_SELECTOR, "#uptime svg").is_displayed()
     chart = browser.find_element(By.CSS_SELECTOR, "#history svg.chart")
     assert chart.is_displayed() and chart.size["width"] > 300 and chart.size["height"] > 100
     bars = chart.find_elements(By.CSS_SELECTOR, "rect.bar")

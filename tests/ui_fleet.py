@@ -3,7 +3,8 @@
 
 The fleet: one GPU-fault signature on three hosts, whose first server's run directory holds a
 real report.json (crashlab.inspect on a synthetic coredump, in a RunReport, its owner set), a FAULT
-rank and a COLLATERAL rank with an Xid line after them; a sibling signature under the same coarse
+rank and a COLLATERAL rank with an Xid line after them, every crash of it at one PC in one kernel
+on a GPU of its own, after hours of uptime (facts); a sibling signature under the same coarse
 key; an old crash, outside a week's window; and a crash recorded from a coredump alone, which the
 crash page triages again from its file. Texts from outside can be made hostile (HOSTILE)."""
 
@@ -22,7 +23,7 @@ from pathlib import Path
 import crashlab
 from crashlab.incidents import XidLine
 from crashlab.index import Index
-from crashlab.index.records import CrashFile, NewCrash
+from crashlab.index.records import CrashFile, FleetFacts, NewCrash
 from crashlab.report.model import KnownFix, Owner, Source, Tool
 from crashlab.report.run import DumpTriage, ExitStatus, Incident, RunReport
 from tests.conftest import ROOT
@@ -30,6 +31,14 @@ from tests.index_fixtures import crash, signature
 
 CORE = ROOT / "fixtures" / "synthetic" / "moe_align_out_of_range.nvcudmp"
 HOUR, DAY = 3600.0, 86400.0
+
+
+def facts(n: int) -> FleetFacts:
+    """The main signature's crash N: one PC and kernel, GPU N, N + 2 hours up."""
+    return FleetFacts(pc="0x7fff20", kernel="moe_align_block_size",
+                      exception="Warp Out-of-range Address",
+                      gpu_uuid=f"GPU-{n:08x}-0000-0000-0000-000000000000",
+                      uptime_s=(n + 2) * 3600 + 60)
 
 
 @dataclass
@@ -98,17 +107,19 @@ def seed(address: str, folder: Path, hostile: str | None = None) -> Fleet:
         fleet.fault_id = put(crash(
             "fault", main_sig, first, host=hosts[0], files=[(core, core.stat().st_size)],
             summary=text("summary", "moe_align faulted"), run_dir=str(run), incarnation=1,
-            rank=text("rank", "TP0"), label="FAULT", driver="580.95", pid=4242))
+            rank=text("rank", "TP0"), label="FAULT", driver="580.95", pid=4242, facts=facts(0)))
         fleet.collateral_id = put(crash(
             "collateral", main_sig, first + 5, host=hosts[0], summary="collateral rank",
-            run_dir=str(run), incarnation=1, rank="TP1", label="COLLATERAL", driver="580.95"))
+            run_dir=str(run), incarnation=1, rank="TP1", label="COLLATERAL", driver="580.95",
+            facts=facts(1)))
         index.record_xid(XidLine(time=datetime.fromtimestamp(first + 9, timezone.utc),
                                  host=hosts[0], xid=79, text=fleet.xid_text,
                                  device="PCI:0000:17:00", run_dir=str(run)))
         for n in range(6):  # the same bug on the other hosts, over the last three days
             put(crash(f"main-{n}", main_sig, now - DAY * 3 + n * 10 * HOUR,
                                host=hosts[1 + n % 2], driver="575.57", rank=f"TP{n % 4}",
-                               label="FAULT", run_dir=str(folder / f"run-m{n}")))
+                               label="FAULT", run_dir=str(folder / f"run-m{n}"),
+                               facts=facts(2 + n)))
         for n in range(3):
             put(crash(f"sibling-{n}", signature(sibling, coarse=coarse),
                                now - DAY + n * HOUR, host=hosts[1]))

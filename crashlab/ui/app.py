@@ -14,6 +14,7 @@ from werkzeug.utils import send_file
 from werkzeug.wrappers import Request, Response
 
 from ..errors import BadInput
+from ..index.facets import shown_value
 from ..index.store import Index
 from ..version import __version__
 from . import pages
@@ -28,8 +29,11 @@ ROUTES = Map([
 
 
 def templates() -> Environment:
-    return Environment(loader=PackageLoader("crashlab.ui", "templates"),
-                       autoescape=select_autoescape(default=True, default_for_string=True))
+    environment = Environment(loader=PackageLoader("crashlab.ui", "templates"),
+                              autoescape=select_autoescape(default=True, default_for_string=True))
+    # a facet's value as every view prints it (an uptime's hour as "2-3 h")
+    environment.globals["shown_value"] = shown_value
+    return environment
 
 
 class WebView:
