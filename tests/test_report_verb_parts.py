@@ -55,6 +55,10 @@ def test_a_coredump_alone_describes_the_machine_that_crashed_from_its_own_tables
     triage = json.loads(members["triage/moe_align_out_of_range.nvcudmp.json"])
     assert triage["faults"][0]["exception"]["display"] == "Warp Out-of-range Address"
     assert not any("environment.json" in name for name in members)
+    # a global-scope moe_align_block_size is sgl-kernel's or vllm's alike: no prefix names it
+    owner = triage["faults"][0]["owner"]
+    assert (owner["artifact"], owner["version"]) == ("unknown", None)
+    assert "- Owner: unknown (version unknown)\n" in body
 
 
 def test_this_machine_is_described_only_when_asked_and_labelled_as_such(tmp_path):
