@@ -18,6 +18,8 @@ from tests.conftest import ROOT, run_cli
 from tests.index_fixtures import crash, signature
 from tests.ui_fleet import UiServer, seed
 
+A_SIGNATURE = signature("a5a5a5a5a5a5")
+
 
 @pytest.fixture
 def fleet(index_address, tmp_path):
@@ -107,6 +109,26 @@ def test_the_signature_page_shows_the_fleet_its_history_siblings_owner_and_crash
     uptime = page.split('id="uptime"', 1)[1].split("</div>", 1)[0]  # every crash records its uptime
     assert sum(map(int, re.findall(r"<title>[^<]*: (\d+)</title>", uptime))) == \
         fleet.counts[fleet.main]
+
+
+def test_the_uptime_histogram_counts_every_hour_past_the_facets_listed_values(index_address):
+    """The facet lists MAX_VALUES hours; the histogram counts every crash whose uptime is known."""
+    from crashlab.index.facets import MAX_VALUES
+    from crashlab.index.records import FleetFacts
+
+    hours = range(MAX_VALUES + 4)
+    with Index(index_address) as index:
+        for hour in hours:
+            index.record(crash(f"up{hour}", A_SIGNATURE, 100.0 + hour,
+                               facts=FleetFacts(uptime_s=hour * 3600 + 60)))
+    server = UiServer(index_address)
+    try:
+        page = _get(server, f"/signature/{A_SIGNATURE.hash}")
+    finally:
+        server.stop()
+    uptime = page.split('id="uptime"', 1)[1].split("</div>", 1)[0]
+    bars = [int(n) for n in re.findall(r"<title>[^<]*: (\d+)</title>", uptime)]
+    assert sum(bars) == len(hours) and bars.count(1) == len(hours)  # each hour its own bar
 
 
 def test_a_coarse_keys_page_lists_the_signatures_under_it_most_crashes_first(ui, fleet):
@@ -207,13 +229,14 @@ def test_the_signature_page_renders_the_facets_their_readings_and_the_uptime_his
         Facet(name="pc", constant=True, known=8, values=[FacetValue(value="0x210", count=8)]),
         Facet(name="host", constant=False, known=8,
               values=[FacetValue(value=host, count=3) for host in fleet.hosts[:2]], others=2),
-        Facet(name=pages.UPTIME_FACET, constant=False, known=8,
+        Facet(name="uptime_s", constant=False, known=8,
               values=[FacetValue(value=str(s), count=n) for s, n in uptimes.items()])],
         readings=[Reading(kind="not-one-device", text="same PC, many hosts: not one bad device",
                           evidence=["pc 0x210 on all 8", "3 hosts"])])
     with Index(fleet.address, create=False, read_only=True) as index:
         page = pages.signature_page(index, fleet.main)
-    page.facets, page.uptime = facets, pages._uptime(facets)
+    page.facets = facets
+    page.uptime = pages.uptime_chart([(s // 3600, n) for s, n in uptimes.items()])
     html = templates().get_template("signature.html").render(page=page)
     rows = {row[0]: row[1:] for row in table(html, "facets").rows[1:]}
     assert rows["pc"] == ["constant", "0x210 (8)"]
