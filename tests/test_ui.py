@@ -5,6 +5,7 @@ tests/test_views_hostile.py."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -15,7 +16,7 @@ import requests
 
 from crashlab.index import Index
 from tests.conftest import ROOT, run_cli
-from tests.index_fixtures import crash, signature
+from tests.index_fixtures import DAMAGED_RUN_REPORTS, crash, signature
 from tests.ui_fleet import UiServer, seed
 
 A_SIGNATURE = signature("a5a5a5a5a5a5")
@@ -129,6 +130,29 @@ def test_the_uptime_histogram_counts_every_hour_past_the_facets_listed_values(in
     uptime = page.split('id="uptime"', 1)[1].split("</div>", 1)[0]
     bars = [int(n) for n in re.findall(r"<title>[^<]*: (\d+)</title>", uptime)]
     assert sum(bars) == len(hours) and bars.count(1) == len(hours)  # each hour its own bar
+
+
+def test_a_damaged_run_report_is_no_triage_on_the_crash_and_signature_pages(ui, fleet,
+                                                                            tmp_path):
+    """A run's report.json that is not a RunReport (cut short, hand-edited) is read as none."""
+    report = tmp_path / "run-1" / "report.json"
+    assert fleet.replay in _get(ui, f"/crash/{fleet.fault_id}")  # the seeded report is read
+    seeded = json.loads(report.read_text(encoding="utf-8"))
+    seeded["incidents"][0]["replay_commands"] = 7  # one field of the seeded report damaged
+    for damaged in [*DAMAGED_RUN_REPORTS, json.dumps(seeded)]:
+        report.write_text(damaged, encoding="utf-8")
+        page = _get(ui, f"/crash/{fleet.fault_id}")
+        assert "No triage: the crash's report cannot be read now" in page, damaged
+        assert fleet.replay not in page
+        assert f"/crash/{fleet.fault_id}" in table(_get(ui, f"/signature/{fleet.main}"),
+                                                   "crashes").links
+
+
+def test_a_crash_id_past_64_bits_is_not_found(ui):
+    for crash_id in (2**63, 99999999999999999999999):
+        for path in (f"/crash/{crash_id}", f"/crash/{crash_id}/incident",
+                     f"/crash/{crash_id}/file/0"):
+            _get(ui, path, status=404)
 
 
 def test_a_coarse_keys_page_lists_the_signatures_under_it_most_crashes_first(ui, fleet):
