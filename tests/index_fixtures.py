@@ -18,6 +18,9 @@ from tests.postgres_server import PostgresServer, binaries
 
 _databases = itertools.count(1)
 
+#: A run's report.json as a crash, a hand edit or a full disk may leave it: JSON, not a RunReport.
+DAMAGED_RUN_REPORTS = ['{"incidents": 5}', "[1, 2]", '{"incidents": [{"replay_commands": 7}]}']
+
 
 class Signature(BaseModel):
     """The shape of crashlab.report.signature.CrashSignature, for recording without computing one."""

@@ -196,3 +196,23 @@ def test_an_index_made_before_migration_3_owns_only_its_run_directories_files(in
     assert {i.path: i.action for i in done.files} == {
         str(served): "deleted", str(by_hand): "forgotten", str(twin): "missing"}
     assert not served.exists() and by_hand.exists()
+
+
+def test_a_read_only_postgresql_index_keeps_the_urls_own_options_and_refuses_writes(postgres):
+    """The URL's options (here the search_path of the schema the index lives in) are the user's:
+    read-only is set on the session after connecting, not by replacing them."""
+    import psycopg
+
+    database = postgres.create_database("index_in_a_schema")
+    with psycopg.connect(database, autocommit=True) as admin:
+        admin.execute("CREATE SCHEMA crashlab_here")
+    address = f"{database}?options=-c%20search_path%3Dcrashlab_here"
+    with Index(address) as index:
+        index.record(crash("r1", A, 100.0))
+    with Index(address, read_only=True) as index:
+        assert [c.source for c in index.crashes(Filters())] == ["/runs/r1"]
+        assert index.backend.execute("SHOW search_path").fetchone()[0] == "crashlab_here"
+        with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
+            index.backend.execute("DELETE FROM crashes")
+    with Index(address) as index:  # nothing was deleted
+        assert len(index.crashes(Filters())) == 1

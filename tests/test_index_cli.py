@@ -13,7 +13,7 @@ from crashlab.index import Filters, Index
 from crashlab.index.location import copies_folder
 from crashlab.textsize import with_bytes
 from tests.conftest import ROOT, run_cli
-from tests.index_fixtures import crash, signature
+from tests.index_fixtures import DAMAGED_RUN_REPORTS, crash, signature
 from tests.postgres_server import PASSWORD
 
 CORE = ROOT / "fixtures" / "synthetic" / "moe_align_out_of_range.nvcudmp"
@@ -318,3 +318,26 @@ def _unwrapped(text: str) -> str:
     """TEXT without its white space: a view wraps its lines to the terminal (160 columns in a
     pipe), and where it breaks them depends on the length of the test's temporary paths."""
     return "".join(text.split())
+
+
+@pytest.mark.parametrize("damaged", DAMAGED_RUN_REPORTS)
+def test_show_reads_a_damaged_run_report_as_no_report(index_address, tmp_path, damaged):
+    (tmp_path / "report.json").write_text(damaged, encoding="utf-8")
+    with Index(index_address) as index:
+        crash_id, _ = index.record(crash("r1", signature("0a0b0c0d0e0f"), 5.0,
+                                         run_dir=str(tmp_path), incarnation=1))
+    shown = run_cli("show", str(crash_id), "--db", index_address)
+    assert shown.returncode == 0, shown.stderr.decode()
+    assert "report: no longer readable" in shown.stdout.decode()
+    as_json = run_cli("show", str(crash_id), "--json", "--db", index_address)
+    assert json.loads(as_json.stdout)["report"] is None
+
+
+@pytest.mark.parametrize("crash_id", [2**63, 99999999999999999999999])
+def test_show_of_a_crash_id_past_64_bits_is_bad_input_in_one_line(index_address, crash_id):
+    with Index(index_address) as index:
+        index.record(crash("r1", signature("0a0b0c0d0e0f"), 5.0))
+    done = run_cli("show", str(crash_id), "--db", index_address)
+    assert done.returncode == 2
+    assert len(done.stderr.decode().splitlines()) == 1
+    assert f"no crash {crash_id}" in done.stderr.decode()

@@ -143,10 +143,52 @@ def test_a_pc_that_moves_is_not_read_as_the_same_fault_on_many_devices(index_add
         _facts(n, pc=f"0x{n}", gpu_uuid=f"GPU-{n}", host=f"node{n}") for n in range(3)], tmp_path)
 
 
+def test_devices_are_counted_over_the_crashes_of_the_constant_pc(index_address, tmp_path):
+    """Crashes of unknown PC on other hosts and GPUs say nothing of where that PC faults."""
+    known = [_facts(n, pc="0x10", gpu_uuid="GPU-1", host="node-a") for n in range(2)]
+    unknown = [_facts(10 + n, gpu_uuid=f"GPU-{2 + n}", host=f"node-{'bc'[n % 2]}")
+               for n in range(4)]
+    assert "not-one-device" not in _readings(index_address, known + unknown, tmp_path)
+
+
+def test_the_not_one_device_evidence_names_the_pc_not_the_unknown(index_address, tmp_path):
+    """More crashes of unknown PC than of the PC: the unknown row is listed first, the evidence
+    still names the PC, and counts the devices of its crashes only."""
+    known = [_facts(n, pc="0x10", gpu_uuid=f"GPU-{n}", host=f"node{n}") for n in range(2)]
+    unknown = [_facts(10 + n, host=f"other{n}") for n in range(3)]
+    _record(index_address, known + unknown, tmp_path)
+    with Index(index_address) as index:
+        reading = next(r for r in facets_of(index, A.hash).readings if r.kind == "not-one-device")
+    hosts = len({c.host for c in known})
+    assert reading.text == f"same PC across {len(known)} GPUs, {hosts} hosts: not one bad device"
+    assert reading.evidence == [f"pc 0x10 in all {len(known)} crashes whose PC is known",
+                                f"{len(known)} GPU UUID(s) over the {len(known)} of them whose "
+                                "GPU is known", f"{hosts} host(s), rank unknown"]
+
+
+def test_a_tie_lists_the_known_values_before_the_unknown_on_each_backend(index_address, tmp_path):
+    """SQLite sorts NULL first, PostgreSQL last: the facets order them the same on both, also
+    for which values survive the limit."""
+    known = [_facts(n, gpu_uuid=f"GPU-{n:02}") for n in range(MAX_VALUES)]
+    _record(index_address, [*known, _facts(99)], tmp_path)  # one crash of unknown GPU
+    with Index(index_address) as index:
+        gpus = next(f for f in facets_of(index, A.hash).fields if f.name == "gpu_uuid")
+    assert [v.value for v in gpus.values] == sorted(c.facts.gpu_uuid for c in known)
+    assert gpus.others == 1 and gpus.known == len(known)
+
+
 def test_one_gpu_serial_over_enough_crashes_suspects_the_device(index_address, tmp_path):
-    found = _readings(index_address, [_facts(n, gpu_uuid="GPU-bad", host="node1")
-                                      for n in range(ONE_DEVICE_MIN)], tmp_path)
-    assert "one-device" in found
+    ours = [_facts(n, gpu_uuid="GPU-bad", host="node1") for n in range(ONE_DEVICE_MIN)]
+    other = crash("other", B, 5.0, facts=FleetFacts(gpu_uuid="GPU-good"))
+    assert "one-device" in _readings(index_address, [*ours, other], tmp_path)
+
+
+def test_one_gpu_for_the_whole_fleet_suspects_nothing(index_address, tmp_path):
+    """A single-GPU box has every crash on its GPU: that says nothing of the device."""
+    ours = [_facts(n, gpu_uuid="GPU-only") for n in range(ONE_DEVICE_MIN)]
+    others = [crash(f"other{n}", B, 5.0 + n, facts=FleetFacts(gpu_uuid="GPU-only"))
+              for n in range(ONE_DEVICE_MIN)]
+    assert "one-device" not in _readings(index_address, [*ours, *others], tmp_path)
 
 
 def test_one_gpu_serial_with_a_crash_of_unknown_gpu_suspects_nothing(index_address, tmp_path):

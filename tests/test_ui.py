@@ -5,6 +5,7 @@ tests/test_views_hostile.py."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -15,8 +16,10 @@ import requests
 
 from crashlab.index import Index
 from tests.conftest import ROOT, run_cli
-from tests.index_fixtures import crash, signature
+from tests.index_fixtures import DAMAGED_RUN_REPORTS, crash, signature
 from tests.ui_fleet import UiServer, seed
+
+A_SIGNATURE = signature("a5a5a5a5a5a5")
 
 
 @pytest.fixture
@@ -107,6 +110,49 @@ def test_the_signature_page_shows_the_fleet_its_history_siblings_owner_and_crash
     uptime = page.split('id="uptime"', 1)[1].split("</div>", 1)[0]  # every crash records its uptime
     assert sum(map(int, re.findall(r"<title>[^<]*: (\d+)</title>", uptime))) == \
         fleet.counts[fleet.main]
+
+
+def test_the_uptime_histogram_counts_every_hour_past_the_facets_listed_values(index_address):
+    """The facet lists MAX_VALUES hours; the histogram counts every crash whose uptime is known."""
+    from crashlab.index.facets import MAX_VALUES
+    from crashlab.index.records import FleetFacts
+
+    hours = range(MAX_VALUES + 4)
+    with Index(index_address) as index:
+        for hour in hours:
+            index.record(crash(f"up{hour}", A_SIGNATURE, 100.0 + hour,
+                               facts=FleetFacts(uptime_s=hour * 3600 + 60)))
+    server = UiServer(index_address)
+    try:
+        page = _get(server, f"/signature/{A_SIGNATURE.hash}")
+    finally:
+        server.stop()
+    uptime = page.split('id="uptime"', 1)[1].split("</div>", 1)[0]
+    bars = [int(n) for n in re.findall(r"<title>[^<]*: (\d+)</title>", uptime)]
+    assert sum(bars) == len(hours) and bars.count(1) == len(hours)  # each hour its own bar
+
+
+def test_a_damaged_run_report_is_no_triage_on_the_crash_and_signature_pages(ui, fleet,
+                                                                            tmp_path):
+    """A run's report.json that is not a RunReport (cut short, hand-edited) is read as none."""
+    report = tmp_path / "run-1" / "report.json"
+    assert fleet.replay in _get(ui, f"/crash/{fleet.fault_id}")  # the seeded report is read
+    seeded = json.loads(report.read_text(encoding="utf-8"))
+    seeded["incidents"][0]["replay_commands"] = 7  # one field of the seeded report damaged
+    for damaged in [*DAMAGED_RUN_REPORTS, json.dumps(seeded)]:
+        report.write_text(damaged, encoding="utf-8")
+        page = _get(ui, f"/crash/{fleet.fault_id}")
+        assert "No triage: the crash's report cannot be read now" in page, damaged
+        assert fleet.replay not in page
+        assert f"/crash/{fleet.fault_id}" in table(_get(ui, f"/signature/{fleet.main}"),
+                                                   "crashes").links
+
+
+def test_a_crash_id_past_64_bits_is_not_found(ui):
+    for crash_id in (2**63, 99999999999999999999999):
+        for path in (f"/crash/{crash_id}", f"/crash/{crash_id}/incident",
+                     f"/crash/{crash_id}/file/0"):
+            _get(ui, path, status=404)
 
 
 def test_a_coarse_keys_page_lists_the_signatures_under_it_most_crashes_first(ui, fleet):
@@ -207,13 +253,14 @@ def test_the_signature_page_renders_the_facets_their_readings_and_the_uptime_his
         Facet(name="pc", constant=True, known=8, values=[FacetValue(value="0x210", count=8)]),
         Facet(name="host", constant=False, known=8,
               values=[FacetValue(value=host, count=3) for host in fleet.hosts[:2]], others=2),
-        Facet(name=pages.UPTIME_FACET, constant=False, known=8,
+        Facet(name="uptime_s", constant=False, known=8,
               values=[FacetValue(value=str(s), count=n) for s, n in uptimes.items()])],
         readings=[Reading(kind="not-one-device", text="same PC, many hosts: not one bad device",
                           evidence=["pc 0x210 on all 8", "3 hosts"])])
     with Index(fleet.address, create=False, read_only=True) as index:
         page = pages.signature_page(index, fleet.main)
-    page.facets, page.uptime = facets, pages._uptime(facets)
+    page.facets = facets
+    page.uptime = pages.uptime_chart([(s // 3600, n) for s, n in uptimes.items()])
     html = templates().get_template("signature.html").render(page=page)
     rows = {row[0]: row[1:] for row in table(html, "facets").rows[1:]}
     assert rows["pc"] == ["constant", "0x210 (8)"]

@@ -151,10 +151,11 @@ class PostgresBackend(Backend):
                                      "pip install 'crashlab[postgres]'") from None
         self.errors = (psycopg.Error,)
         try:
-            # READ_ONLY: every transaction of the session is read-only, the server refuses writes
-            conninfo = (psycopg.conninfo.make_conninfo(
-                url, options="-c default_transaction_read_only=on") if read_only else url)
-            self.connection = psycopg.connect(conninfo, autocommit=True, connect_timeout=10)
+            self.connection = psycopg.connect(url, autocommit=True, connect_timeout=10)
+            if read_only:
+                # every later transaction of the session is read-only, the server refuses writes;
+                # set after connecting, as the URL's own options (a search_path) stay as given
+                self.connection.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
         except psycopg.Error as exc:
             raise EnvironmentProblem(f"index {self.address}: cannot connect "
                                      f"({first_line(exc, url)})") from None

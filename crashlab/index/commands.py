@@ -10,6 +10,8 @@ from pathlib import Path
 from .. import __version__
 from ..errors import BadInput
 from ..incidents import DEFAULT_WINDOW
+from ..published import parse
+from ..report.run import RunReport
 from . import retention
 from .facets import facets_of
 from .incidents import incident_of
@@ -45,10 +47,13 @@ def show(index: Index, what: str, window: float = DEFAULT_WINDOW) -> Shown:
 
 def report_of(source: str, run_dir: str | None) -> dict | None:
     """The crash's report as it can be read now: its run's report.json, or its coredump read
-    again. None when it is gone or unreadable."""
+    again. None when it is gone, unreadable or damaged: a run report that is not a RunReport
+    (hand-edited, cut short) is no report, as the views read it as one."""
     try:
         if run_dir is not None:
-            return json.loads((Path(run_dir) / "report.json").read_text(encoding="utf-8"))
+            text = (Path(run_dir) / "report.json").read_text(encoding="utf-8")
+            parse(RunReport, text)
+            return json.loads(text)
         from ..api import inspect
 
         return json.loads(inspect(source, sass=True).model_dump_json())

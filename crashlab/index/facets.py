@@ -59,7 +59,7 @@ def facets_of(index: Index, key: str, coarse: bool = False) -> Facets:
             f"FROM {rows.sql} r", rows.params).fetchone()
         fields = [_facet(name, db.execute(
             f"SELECT {name}, count(*) FROM {rows.sql} r GROUP BY {name} "
-            f"ORDER BY count(*) DESC, {name} LIMIT {MAX_VALUES}", rows.params).fetchall(),
+            f"ORDER BY count(*) DESC, {name} IS NULL, {name} LIMIT {MAX_VALUES}", rows.params).fetchall(),
             total, count)
             for (name, _), count in zip(FIELDS, known, strict=True)]
         fields.append(_facet("co_resident", db.execute(

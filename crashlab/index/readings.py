@@ -1,7 +1,8 @@
 """What the facets of a signature allow one to say, each with the facts it rests on, never more
 than the data does: nothing from one crash, nothing from a field whose value some crashes lack
-where that could change it, and "only on driver X" only where the index holds crashes of other
-signatures on other drivers (else every crash of the fleet is on X, and it says nothing).
+where that could change it, and "only on driver X" (or "suspect the device") only where the index
+holds crashes of other signatures on other drivers (GPUs): else every crash of the fleet is on X,
+and it says nothing.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ def readings_of(index: Index, where: str, params: tuple, rows: Rows,
     """The readings the FIELDS of the crashes (c) WHERE selects allow; ROWS is the table of their
     facet values (facets._copied)."""
     by = {facet.name: facet for facet in fields}
-    found = [_not_one_device(by), _one_device(by), _one_driver(index, where, params, by),
+    found = [_not_one_device(index, rows, by), _one_device(index, where, params, by),
+             _one_driver(index, where, params, by),
              _after_uptime(index, rows)]
     return [reading for reading in found if reading is not None] + _co_resident(by)
 
@@ -39,53 +41,64 @@ def _reading(kind: str, text: str, evidence: list[str]) -> Reading:
     return Reading(kind=kind, text=text, evidence=evidence)
 
 
-def _distinct(facet: Facet) -> str:
-    """How many distinct known values a facet has, "more than N" past the listed ones."""
-    listed = sum(1 for v in facet.values if v.value is not None)
-    return f"more than {listed}" if facet.others else str(listed)
-
-
-def _spread(facet: Facet) -> int:
-    """The distinct known values listed (past MAX_VALUES, at least that many)."""
-    return sum(1 for v in facet.values if v.value is not None) + (1 if facet.others else 0)
-
-
 def _total(facet: Facet) -> int:
     """The crashes a single-valued facet is taken over (its values' counts, unknown included)."""
     return sum(v.count for v in facet.values) + facet.others
 
 
-def _not_one_device(by: dict[str, Facet]) -> Reading | None:
-    pc, gpus, hosts, ranks = by["pc"], by["gpu_uuid"], by["host"], by["rank"]
-    if not (pc.constant and pc.known >= MIN_CRASHES and
-            (_spread(gpus) >= 2 or _spread(hosts) >= 2)):
+def _known_value(facet: Facet) -> str | None:
+    """The value of a constant facet: its one known value (the unknown row may sort before it)."""
+    return next(v.value for v in facet.values if v.value is not None)
+
+
+def _not_one_device(index: Index, rows: Rows, by: dict[str, Facet]) -> Reading | None:
+    """The devices are counted over the crashes whose PC is the constant one: a crash of unknown
+    PC on another GPU says nothing of whether that PC faults there."""
+    pc = by["pc"]
+    if not (pc.constant and pc.known >= MIN_CRASHES):
         return None
-    spread = [f"{_distinct(facet)} {what}" for facet, what in
-              ((gpus, "GPUs"), (hosts, "hosts"), (ranks, "ranks")) if _spread(facet) >= 2]
+    value = _known_value(pc)
+    gpus, hosts, ranks, gpus_known = index.backend.execute(
+        "SELECT count(DISTINCT gpu_uuid), count(DISTINCT host), count(DISTINCT rank), "
+        f"count(gpu_uuid) FROM {rows.sql} r WHERE pc = ?", (*rows.params, value)).fetchone()
+    if gpus < 2 and hosts < 2:
+        return None
+    spread = [f"{count} {what}" for count, what in ((gpus, "GPUs"), (hosts, "hosts"),
+                                                    (ranks, "ranks")) if count >= 2]
     return _reading("not-one-device", f"same PC across {', '.join(spread)}: not one bad device", [
-        f"pc {pc.values[0].value} in all {pc.known} crashes whose PC is known",
-        f"{_distinct(gpus)} GPU UUID(s) over {gpus.known} crashes whose GPU is known",
-        f"{_distinct(hosts)} host(s), {_distinct(ranks)} rank(s)"])
+        f"pc {value} in all {pc.known} crashes whose PC is known",
+        f"{gpus} GPU UUID(s) over the {gpus_known} of them whose GPU is known",
+        f"{hosts} host(s), {f'{ranks} rank(s)' if ranks else 'rank unknown'}"])
 
 
-def _one_device(by: dict[str, Facet]) -> Reading | None:
+def _one_device(index: Index, where: str, params: tuple, by: dict[str, Facet]) -> Reading | None:
     gpus = by["gpu_uuid"]
     if not (gpus.constant and gpus.known == _total(gpus) >= ONE_DEVICE_MIN):
         return None
+    value = _known_value(gpus)
+    # a fleet of one GPU (a developer's box) has every crash on it: that says nothing
+    if not _elsewhere(index, "gpu_uuid", value, where, params):
+        return None
     return _reading("one-device", "one GPU serial only: suspect the device", [
-        f"GPU {gpus.values[0].value} in all {gpus.known} crashes",
+        f"GPU {value} in all {gpus.known} crashes",
         f"host(s): {', '.join(str(v.value) for v in by['host'].values if v.value)}"])
+
+
+def _elsewhere(index: Index, column: str, value: str | None, where: str,
+               params: tuple) -> list[str]:
+    """A few values of COLUMN other than VALUE on crashes of other signatures than WHERE's:
+    they tell that the fleet has others; the first found end the scan."""
+    return [row[0] for row in index.backend.execute(
+        f"SELECT DISTINCT c.{column} FROM crashes c WHERE c.{column} <> ? AND NOT ({where}) "
+        "LIMIT 3", (value, *params)).fetchall()]
 
 
 def _one_driver(index: Index, where: str, params: tuple, by: dict[str, Facet]) -> Reading | None:
     driver = by["driver"]
     if not (driver.constant and driver.known == _total(driver) >= MIN_CRASHES):
         return None
-    value = driver.values[0].value
-    # a few other drivers tell that the fleet runs others; the first found end the scan
-    elsewhere = [row[0] for row in index.backend.execute(
-        f"SELECT DISTINCT c.driver FROM crashes c WHERE c.driver <> ? AND NOT ({where}) LIMIT 3",
-        (value, *params)).fetchall()]
+    value = _known_value(driver)
+    elsewhere = _elsewhere(index, "driver", value, where, params)
     if not elsewhere:  # the fleet's other crashes say nothing of other drivers
         return None
     return _reading("one-driver", f"only on driver {value}", [

@@ -47,6 +47,9 @@ _FIELD_NAMES = tuple(_LISTED_BY_NAME)
 _JSON_FIELDS = tuple(name for name, _, holds in LISTED if holds == "json")
 #: Rows read per round trip while listing.
 BATCH = 2000
+#: The largest crash id: both backends keep ids as 64-bit signed integers, so a larger number
+#: (typed in a URL or on the command line) names no crash.
+MAX_CRASH_ID = 2**63 - 1
 #: How many ids one ``IN (...)`` names (SQLite allows 32,766 parameters).
 _IDS_AT_ONCE = 500
 #: What ``crashlab show SIGNATURE`` counts crashes by.
@@ -263,6 +266,8 @@ class Index:
     def crash(self, crash_id: int) -> Crash | None:
         from .records import CrashFile
 
+        if not 0 <= crash_id <= MAX_CRASH_ID:  # the database could not even compare it
+            return None
         found = [row for batch in self._rows("c.id = ?", [crash_id], _FIELD_NAMES, False)
                  for row in batch]
         if not found:

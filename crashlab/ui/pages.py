@@ -26,8 +26,6 @@ from . import charts
 TREND_BUCKETS, HISTORY_BUCKETS = 12, 24
 #: signatures on the home page, crashes listed on a signature page
 TOP_SIGNATURES, LISTED_CRASHES = 50, 200
-#: the facet whose values are the uptime at crash, in seconds (crashlab.index.facets)
-UPTIME_FACET = "uptime_s"
 
 
 @dataclass
@@ -100,7 +98,7 @@ def signature_page(index: Index, prefix: str) -> SignaturePage:
         if signature.coarse else []
     return SignaturePage(signature=signature, facets=facets,
                          breakdown={} if facets else index.breakdown(key),
-                         history=_history(index, key), uptime=_uptime(facets),
+                         history=_history(index, key), uptime=_uptime(index, key),
                          siblings=siblings, crashes=crashes,
                          owner=next((o for o in map(_owner, _with_dumps(index, key)) if o), None))
 
@@ -128,15 +126,18 @@ def _history(index: Index, key: str) -> Any:
     return charts.bars(labels, [int(n or 0) for n in counts], "crashes over time")
 
 
-def _uptime(facets: Facets | None) -> Any:
-    """A histogram of the uptime at crash, in hours, from the facet of that name."""
-    facet = next((f for f in facets.fields if f.name == UPTIME_FACET), None) if facets else None
-    hours: list[tuple[float, int]] = []
-    for value in facet.values if facet else []:
-        try:
-            hours.append((float(value.value or "") / 3600, value.count))
-        except ValueError:
-            continue
+def _uptime(index: Index, key: str) -> Any:
+    """A histogram of the uptime at crash, in hours, of every crash of signature KEY whose uptime
+    is known: counted by the database without the facet's limit of listed values, so no hour is
+    left out."""
+    hours = index.backend.execute(
+        "SELECT c.uptime_s / 3600, count(*) FROM crashes c WHERE c.signature_hash = ? "
+        "AND c.uptime_s IS NOT NULL GROUP BY c.uptime_s / 3600", (key,)).fetchall()
+    return uptime_chart([(int(hour), count) for hour, count in hours])
+
+
+def uptime_chart(hours: list[tuple[int, int]]) -> Any:
+    """12 bars of the crashes by uptime, from (hour, crashes) pairs; None where there are none."""
     if not hours:
         return None
     top = max(h for h, _ in hours)
