@@ -214,10 +214,15 @@ def test_a_fix_keyed_by_signature_and_a_table_that_is_not_one():
     assert owner.fix_status == "fixed-in-later"
     assert owner_of(Clues(kernel="vllm::k()", packages={"vllm": "0.33.0"},
                           signature="ffffffffffff"), table).fix_status == "no-known-fix"
-    row = {"artifact": "x", "fixed_in": "1.0", "link": "l", "summary": "s", "source": "s"}
+    row = {"artifact": "x", "fixed_in": "1.0", "link": "https://example.invalid/fix",
+           "summary": "s", "source": "s"}
+    fix_table.parse(json.dumps({"about": "t", "fixes": [{**row, "kernel_pattern": "k"}]}))
     for broken in ({**row}, {**row, "kernel_pattern": "(["}, {**row, "kernel_pattern": "k",
                                                             "fixed_in": "soon"},
-                   {**row, "kernel_pattern": "k", "typo": 1}):
+                   {**row, "kernel_pattern": "k", "typo": 1},
+                   *({**row, "kernel_pattern": "k", "link": link} for link in
+                     ("javascript:alert(document.domain)", "data:text/html,x", "l",
+                      " https://example.invalid/fix", "https:///fix"))):
         with pytest.raises(ValidationError):
             fix_table.parse(json.dumps({"about": "t", "fixes": [broken]}))
 

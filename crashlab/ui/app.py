@@ -16,6 +16,7 @@ from werkzeug.wrappers import Request, Response
 from ..errors import BadInput
 from ..index.facets import shown_value
 from ..index.store import Index
+from ..owner.fixes import is_web_link
 from ..version import __version__
 from . import pages
 
@@ -33,6 +34,8 @@ def templates() -> Environment:
                               autoescape=select_autoescape(default=True, default_for_string=True))
     # a facet's value as every view prints it (an uptime's hour as "2-3 h")
     environment.globals["shown_value"] = shown_value
+    # a report from elsewhere may name a fix's link as javascript:...: only http(s) is a link
+    environment.tests["web_link"] = is_web_link
     return environment
 
 
