@@ -84,9 +84,12 @@ def _attach_owners(core: CoreDump, finder: CodeFinder, location: Location,
             continue
         found = finder.locate(group.site.pc, group.site.grid) if group.site.pc is not None else None
         cubin = core.image_bytes(found[0].image_section) if found else None
-        fault.owner = owner_of(Clues(kernel=fault.kernel.name, image=cubin,
-                                     triton_caches=triton_caches,
-                                     signature=report.signature.hash if report.signature else None))
+        clues = Clues(kernel=fault.kernel.name, image=cubin, triton_caches=triton_caches,
+                      signature=report.signature.hash if report.signature else None)
+        try:
+            fault.owner = owner_of(clues)
+        except Exception as exc:  # files the dump does not own (a Triton cache): lose the owner only
+            fault.notes.append(f"the owner was not named: {type(exc).__name__}: {exc}"[:300])
 
 
 def _attach_waits(report: TriageReport, waits: dict[tuple[int, int], list]) -> None:

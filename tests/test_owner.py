@@ -5,7 +5,9 @@ a hostile kernel name in every view of the owner."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import threading
 
 import pytest
 from packaging.version import Version
@@ -13,7 +15,7 @@ from pydantic import ValidationError
 from rich.console import Console
 
 import crashlab
-from crashlab.owner import Clues, owner_of, refined
+from crashlab.owner import Clues, owner_of, refined, tritoncache
 from crashlab.owner import fixes as fix_table
 from crashlab.owner.image import read_image
 from crashlab.owner.maps import loaded, mapped_paths
@@ -102,6 +104,50 @@ def test_a_triton_owner_takes_tritons_version_from_the_package_list(tmp_path):
     assert (owner.artifact, owner.version) == ("triton-jit", "3.4.0")
 
 
+
+def _in_a_thread(call):
+    """``call``'s result; a call still blocked after a minute (a FIFO read) fails, not hangs."""
+    result: list = []
+    worker = threading.Thread(target=lambda: result.append(call()), daemon=True)
+    worker.start()
+    worker.join(60)
+    assert not worker.is_alive(), "blocked on a file of the cache"
+    return result[0]
+
+
+def test_a_triton_cache_reads_only_its_regular_files_of_a_cubins_size(tmp_path, monkeypatch):
+    """A FIFO named like a cubin (its read never ends), a link to a cubin out of the cache and a
+    cubin over the size cap are passed over; metadata nested past Python's stack reads as none."""
+    image = relocate(STAND_IN.read_bytes(), 0x7F00_0000_0000).data
+    outside = tmp_path / "outside.cubin"
+    outside.write_bytes(STAND_IN.read_bytes())
+    cache = tmp_path / "triton"
+    (cache / "0FIFO").mkdir(parents=True)
+    os.mkfifo(cache / "0FIFO" / "k.cubin")
+    (cache / "1LINK").mkdir()
+    (cache / "1LINK" / "k.cubin").symlink_to(outside)
+    (cache / "2LINKED").symlink_to(tmp_path, target_is_directory=True)
+    assert _in_a_thread(lambda: tritoncache.cached_cubin(image, [cache])) is None
+    entry = _triton_cache(cache, STAND_IN.read_bytes(), "scatter_rows")
+    deep = 100_000
+    entry.with_suffix(".json").write_text('{"a":' * deep + "1" + "}" * deep)
+    assert _in_a_thread(lambda: tritoncache.cached_cubin(image, [cache])) == (entry, {})
+    monkeypatch.setattr(tritoncache, "MAX_CUBIN_BYTES", entry.stat().st_size - 1)
+    assert tritoncache.cached_cubin(image, [cache]) is None
+
+
+def test_a_failing_owner_lookup_costs_the_owner_only(build, tmp_path, monkeypatch):
+    """Whatever the owner lookup raises, inspect still triages, and says why no owner."""
+    def fails(image, caches):
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(tritoncache, "cached_cubin", fails)
+    path = build(scenarios.device_function()).path
+    report = crashlab.inspect(path, sass=False, explain=False, triton_caches=(tmp_path,))
+    assert report.faults and report.faults[0].owner is None
+    assert any("RecursionError" in note for note in report.faults[0].notes)
+
+
 MAPS = """\
 # pid 4242 scheduler
 55d0a0000000-55d0a0001000 r--p 00000000 08:01 131 /usr/bin/python3.12
@@ -168,10 +214,15 @@ def test_a_fix_keyed_by_signature_and_a_table_that_is_not_one():
     assert owner.fix_status == "fixed-in-later"
     assert owner_of(Clues(kernel="vllm::k()", packages={"vllm": "0.33.0"},
                           signature="ffffffffffff"), table).fix_status == "no-known-fix"
-    row = {"artifact": "x", "fixed_in": "1.0", "link": "l", "summary": "s", "source": "s"}
+    row = {"artifact": "x", "fixed_in": "1.0", "link": "https://example.invalid/fix",
+           "summary": "s", "source": "s"}
+    fix_table.parse(json.dumps({"about": "t", "fixes": [{**row, "kernel_pattern": "k"}]}))
     for broken in ({**row}, {**row, "kernel_pattern": "(["}, {**row, "kernel_pattern": "k",
                                                             "fixed_in": "soon"},
-                   {**row, "kernel_pattern": "k", "typo": 1}):
+                   {**row, "kernel_pattern": "k", "typo": 1},
+                   *({**row, "kernel_pattern": "k", "link": link} for link in
+                     ("javascript:alert(document.domain)", "data:text/html,x", "l",
+                      " https://example.invalid/fix", "https:///fix"))):
         with pytest.raises(ValidationError):
             fix_table.parse(json.dumps({"about": "t", "fixes": [broken]}))
 

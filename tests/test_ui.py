@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import subprocess
 import sys
 from html.parser import HTMLParser
+from urllib.parse import urlsplit
 
 import pytest
 import requests
@@ -195,6 +197,25 @@ def test_a_window_that_is_neither_an_age_nor_a_date_is_a_bad_request(ui):
     assert "&lt;b&gt;soon&lt;/b&gt;" in response.text
 
 
+def _as_if_to(url: str, host: str) -> requests.Response:
+    """GET ``url`` with a Host header naming ``host``, as a browser does for the page's name."""
+    return requests.get(url, headers={"Host": host}, timeout=60)
+
+
+def test_a_page_reached_by_another_name_is_refused(ui, fleet):
+    """DNS rebinding: a site's name pointed at 127.0.0.1 reaches the server with that name as
+    Host; only this machine's loopback names on the server's port are answered."""
+    port = urlsplit(ui.url).port
+    for name in ("127.0.0.1", "localhost", "[::1]"):
+        assert _as_if_to(f"{ui.url}/signature/{fleet.main}", f"{name}:{port}").status_code == 200
+    for host in (f"rebind.example:{port}", f"127.0.0.1.rebind.example:{port}",
+                 f"localhost:{port + 1}", "localhost", ""):
+        for path in ("/", f"/signature/{fleet.main}", f"/crash/{fleet.fault_id}/file/0"):
+            refused = _as_if_to(ui.url + path, host)
+            assert refused.status_code == 400, (host, path)
+            assert fleet.main not in refused.text and fleet.hosts[0] not in refused.text
+
+
 def test_the_incident_page_puts_the_first_failure_first_then_collateral_then_xid(ui, fleet):
     page = _get(ui, f"/crash/{fleet.collateral_id}/incident")
     rows = table(page, "timeline").rows[1:]
@@ -223,6 +244,9 @@ def test_another_address_than_this_machines_needs_public_and_warns(tmp_path):
     server = UiServer(address, "--host", "0.0.0.0", "--public")
     try:
         assert any("warning" in line and "no login" in line for line in server.said)
+        port = urlsplit(server.url).port
+        assert _as_if_to(server.url, f"{socket.gethostname()}:{port}").status_code == 200
+        assert _as_if_to(server.url, f"rebind.example:{port}").status_code == 400
     finally:
         server.stop()
 

@@ -536,18 +536,28 @@ class _Tags(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.tags: set[str] = set()
         self.text: list[str] = []
+        self.hrefs: list[str | None] = []
 
     def handle_starttag(self, tag: str, attrs) -> None:
         self.tags.add(tag)
+        self.hrefs += [value for name, value in attrs if name == "href"]
 
     def handle_data(self, data: str) -> None:
         self.text.append(data)
+
+
+def _text_of(html_page: str) -> list[str]:
+    page = _Tags()
+    page.feed(html_page)
+    return page.text
 
 
 #: the elements crashlab ui's templates and charts write: anything else came from outside
 UI_ELEMENTS = {"html", "head", "meta", "title", "style", "body", "header", "main", "a", "span",
                "h1", "h2", "p", "table", "tr", "th", "td", "div", "ul", "li", "pre", "strong",
                "br", "svg", "rect", "line", "text", "polyline"}
+#: a fix's link that would run in the page if it were an href
+SCRIPT_LINK = "javascript:alert(document.domain)"
 WEB = "<script>alert(1)</script><img src=x onerror=alert(2)> {{ 7*7 }} {% raw %}\"'&amp;"
 
 
@@ -562,6 +572,9 @@ def test_every_page_of_crashlab_ui_shows_outside_text_as_itself(tmp_path):
     report = RunReport.model_validate_json(report_file.read_text(encoding="utf-8"))
     dump = report.incidents[0].dumps[0]
     dump.report = hostile_copy(dump.report, [f"{hostile} triage"])
+    owner = dump.report.faults[0].owner
+    assert owner is not None and owner.fix is not None
+    owner.fix.link = SCRIPT_LINK  # a report from elsewhere: its fix's link is not the table's
     report_file.write_text(report.model_dump_json(), encoding="utf-8")
     server = UiServer(fleet.address)
     try:
@@ -583,6 +596,10 @@ def test_every_page_of_crashlab_ui_shows_outside_text_as_itself(tmp_path):
         text = "".join(page.text)
         for tag in shows[path]:
             assert f"{hostile} {tag}" in text, (path, tag)  # {{ 7*7 }} too: never rendered
+        links = [href for href in page.hrefs if href is not None]
+        assert all(href.startswith("/") or href.startswith("http") for href in links), (path, links)
+    for path in (f"/signature/{fleet.main}", f"/crash/{fleet.fault_id}"):  # the owner's pages
+        assert SCRIPT_LINK in "".join(_text_of(pages[path].text)), path  # shown, as text
 
 
 # -- crashlab show SIGNATURE: the facets of a fleet's crashes ---------------------------------------

@@ -6,12 +6,23 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from importlib import resources
+from urllib.parse import urlsplit
 
 from packaging.version import InvalidVersion, Version
 from pydantic import field_validator, model_validator
 
 from ..published import ClosedModel
 from ..report.model import FixStatus, KnownFix
+
+
+def is_web_link(text: str) -> bool:
+    """An http(s) address with a host: a page may make a link of it (a javascript: or data:
+    link from a report read from elsewhere would run in the reader's page)."""
+    try:
+        parts = urlsplit(text)
+    except ValueError:
+        return False
+    return text == text.strip() and parts.scheme in ("http", "https") and bool(parts.netloc)
 
 
 class FixEntry(ClosedModel):
@@ -40,6 +51,13 @@ class FixEntry(ClosedModel):
                 re.compile(value)
             except re.error as exc:
                 raise ValueError(f"kernel_pattern {value!r} is not a regular expression: {exc}") from None
+        return value
+
+    @field_validator("link")
+    @classmethod
+    def _web(cls, value: str) -> str:
+        if not is_web_link(value):
+            raise ValueError(f"link {value!r} is not an http(s) address")
         return value
 
     @field_validator("fixed_in")

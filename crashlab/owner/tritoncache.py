@@ -12,12 +12,18 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import stat
 from pathlib import Path
 
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
 _CODE = ".text."
+#: a cubin larger than this is no JIT kernel's (they are kilobytes to a few MiB): skipped unread
+MAX_CUBIN_BYTES = 256 * 2**20
+#: a kernel's metadata is a few kilobytes
+MAX_METADATA_BYTES = 2**20
 
 
 def code_shape(image: bytes) -> tuple[tuple[str, int], ...]:
@@ -37,18 +43,37 @@ def cached_cubin(image: bytes, caches: list[Path]) -> tuple[Path, dict] | None:
         return None
     for cache in caches:
         for cubin in sorted(cache.glob("*/*.cubin")):
-            try:
-                if code_shape(cubin.read_bytes()) != wanted:
-                    continue
-            except OSError:
-                continue
-            return cubin, _metadata(cubin.with_suffix(".json"))
+            found = _regular_bytes(cubin, MAX_CUBIN_BYTES)
+            if found is not None and code_shape(found) == wanted:
+                return cubin, _metadata(cubin.with_suffix(".json"))
     return None
 
 
-def _metadata(path: Path) -> dict:
+def _regular_bytes(path: Path, limit: int) -> bytes | None:
+    """The bytes of a regular file of at most ``limit`` bytes in a real folder of the cache;
+    None for anything else: a FIFO would block the read forever, a device or a huge file would
+    never end, a link may lead out of the cache."""
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        if not stat.S_ISDIR(path.parent.lstat().st_mode):
+            return None
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(descriptor, "rb") as file:
+        try:
+            found = os.fstat(descriptor)
+            if not stat.S_ISREG(found.st_mode) or found.st_size > limit:
+                return None
+            data = file.read(limit + 1)
+        except OSError:
+            return None
+    return data if len(data) <= limit else None
+
+
+def _metadata(path: Path) -> dict:
+    text = _regular_bytes(path, MAX_METADATA_BYTES)
+    try:
+        value = json.loads(text) if text is not None else {}
+    except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested past Python's stack
         return {}
     return value if isinstance(value, dict) else {}

@@ -4,11 +4,12 @@ is opened read-only and no route writes."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Set
 from typing import Any
+from urllib.parse import urlsplit
 
 from jinja2 import Environment, PackageLoader, select_autoescape
-from werkzeug.exceptions import HTTPException, NotFound
+from werkzeug.exceptions import BadRequest, HTTPException, NotFound
 from werkzeug.routing import Map, Rule
 from werkzeug.utils import send_file
 from werkzeug.wrappers import Request, Response
@@ -16,6 +17,7 @@ from werkzeug.wrappers import Request, Response
 from ..errors import BadInput
 from ..index.facets import shown_value
 from ..index.store import Index
+from ..owner.fixes import is_web_link
 from ..version import __version__
 from . import pages
 
@@ -33,20 +35,26 @@ def templates() -> Environment:
                               autoescape=select_autoescape(default=True, default_for_string=True))
     # a facet's value as every view prints it (an uptime's hour as "2-3 h")
     environment.globals["shown_value"] = shown_value
+    # a report from elsewhere may name a fix's link as javascript:...: only http(s) is a link
+    environment.tests["web_link"] = is_web_link
     return environment
 
 
 class WebView:
-    """The WSGI application over one index opened read-only."""
+    """The WSGI application over one index opened read-only, answering only to HOSTS, the names
+    it is reached by."""
 
-    def __init__(self, index: Index):
+    def __init__(self, index: Index, hosts: Set[str]):
         self.index = index
+        self.hosts = hosts
         self.templates = templates()
         self.templates.globals.update(version=__version__, address=index.address)
 
     def __call__(self, environ: dict, start_response: Callable) -> Iterable[bytes]:
         request = Request(environ)
         try:
+            if not self._addressed_to_us(environ):
+                raise BadRequest(f"this server answers to {', '.join(sorted(self.hosts))} only")
             endpoint, arguments = ROUTES.bind_to_environ(environ).match()
             response = getattr(self, f"_{endpoint}")(request, **arguments)
         except HTTPException as exc:
@@ -54,6 +62,16 @@ class WebView:
         except BadInput as exc:
             response = self._page("missing.html", status=404, message=str(exc))
         return response(environ, start_response)
+
+    def _addressed_to_us(self, environ: dict) -> bool:
+        """DNS rebinding: a page the on-call visits may point its own name at this machine and
+        read the index through it; the browser then sends that name as Host, never one of ours."""
+        try:
+            host = urlsplit("//" + environ.get("HTTP_HOST", ""))
+            port = host.port or 80
+        except ValueError:
+            return False
+        return host.hostname in self.hosts and str(port) == environ.get("SERVER_PORT")
 
     def _page(self, template: str, status: int = 200, **values: Any) -> Response:
         body = self.templates.get_template(template).render(**values)

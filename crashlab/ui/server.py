@@ -4,6 +4,8 @@ crash's paths and hosts, with no login)."""
 
 from __future__ import annotations
 
+import contextlib
+import socket
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,6 +15,22 @@ from ..index.store import Index
 
 #: addresses that keep the page on this machine
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
+#: addresses that listen on every interface of this machine
+EVERYWHERE = ("0.0.0.0", "::")
+
+
+def host_names(host: str) -> frozenset[str]:
+    """The names a browser may reach the server by (its Host header), for the web view to
+    answer to none other: the loopback names, the --host given, and on every interface this
+    machine's own names and addresses."""
+    names = {host.lower().strip("[]")}
+    if host in LOOPBACK or host in EVERYWHERE:
+        names.update(LOOPBACK)
+    if host in EVERYWHERE:
+        names.update(name.lower() for name in (socket.gethostname(), socket.getfqdn()))
+        with contextlib.suppress(OSError):  # a name that resolves to nothing: its names only
+            names.update(str(found[4][0]) for found in socket.getaddrinfo(socket.gethostname(), None))
+    return frozenset(names)
 
 
 def serve(db: str | None, runs_dir: Path, host: str, port: int, public: bool,
@@ -32,7 +50,7 @@ def serve(db: str | None, runs_dir: Path, host: str, port: int, public: bool,
                        "to mean it")
     with Index(resolve(db, runs_dir, say), create=False, read_only=True) as index:
         try:
-            server = make_server(host, port, WebView(index))
+            server = make_server(host, port, WebView(index, host_names(host)))
         except OSError as exc:
             raise EnvironmentProblem(f"crashlab ui cannot listen on {host}:{port}: "
                                      f"{exc.strerror or exc}") from None
