@@ -1,7 +1,7 @@
 """crashlab ui in a real browser: Debian's headless Chromium, driven by Selenium through Debian's
 chromedriver, reads the pages of a real ``crashlab ui`` over a fleet recorded into a real index;
 it follows the links from the home page to a signature and on to a crash and checks what a
-person sees there (the breakdown or facets, the chart, the SASS with its faulting line).
+person sees there (the facets, the chart, the SASS with its faulting line).
 
 With CRASHLAB_UI_SCREENSHOTS=FOLDER it also saves a screenshot of each page kind there (docs/ui.md
 shows them: ``CRASHLAB_UI_SCREENSHOTS=docs/images pytest tests/test_ui_browser.py``).

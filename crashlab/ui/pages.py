@@ -5,7 +5,6 @@ SQLite and PostgreSQL), so a page over 100,000 crashes moves a few rows, not the
 
 from __future__ import annotations
 
-import importlib
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,8 +14,9 @@ from pydantic import ValidationError
 from ..errors import BadInput
 from ..incidents import DEFAULT_WINDOW
 from ..index.commands import report_of, show
+from ..index.facets import facets_of
 from ..index.incidents import incident_of
-from ..index.records import Crash, Facets, IncidentShown, Shown, Signature, Tally
+from ..index.records import Crash, Facets, IncidentShown, Shown, Signature
 from ..index.since import parse
 from ..index.store import Filters, Index, iso
 from ..report.model import Owner, TriageReport
@@ -80,8 +80,7 @@ def _oldest(index: Index) -> float:
 @dataclass
 class SignaturePage:
     signature: Signature
-    facets: Facets | None
-    breakdown: dict[str, list[Tally]]
+    facets: Facets
     history: Any  # Markup
     uptime: Any  # Markup, or None where no crash's uptime is known
     siblings: list[Signature]
@@ -92,26 +91,13 @@ class SignaturePage:
 def signature_page(index: Index, prefix: str) -> SignaturePage:
     key = index.signature_hash(prefix)
     signature = index.signature(key)
-    facets = _facets(index, key)
     crashes = index.crashes(Filters(signature=key, limit=LISTED_CRASHES))
     siblings = [s for s in index.signatures_under(signature.coarse) if s.hash != key] \
         if signature.coarse else []
-    return SignaturePage(signature=signature, facets=facets,
-                         breakdown={} if facets else index.breakdown(key),
+    return SignaturePage(signature=signature, facets=facets_of(index, key),
                          history=_history(index, key), uptime=_uptime(index, key),
                          siblings=siblings, crashes=crashes,
                          owner=next((o for o in map(_owner, _with_dumps(index, key)) if o), None))
-
-
-def _facets(index: Index, key: str) -> Facets | None:
-    """Shown.facets as crashlab.index.facets computes them, where that module is installed;
-    None: the page shows the index's breakdown instead."""
-    try:
-        module = importlib.import_module("crashlab.index.facets")
-    except ImportError:
-        return None
-    found: Facets = module.facets_of(index, key)
-    return found
 
 
 def _history(index: Index, key: str) -> Any:
