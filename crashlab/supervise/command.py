@@ -10,8 +10,7 @@ from ..report.run_views import report_line
 from ..textsize import with_bytes
 from .dumpnow import dump_now
 from .options import Notify, ServeOptions
-from .stopsignals import forwarded_stops
-from .supervisor import Supervisor
+from .supervisor import Supervisor, supervised
 
 
 def run(options: ServeOptions, say: Notify) -> int:
@@ -19,10 +18,7 @@ def run(options: ServeOptions, say: Notify) -> int:
     said): the exit code of ``crashlab serve``."""
     supervisor = Supervisor(options, say)
     say(f"run directory: {supervisor.run_dir}")
-    # Ctrl-C, SIGTERM and a closing terminal (unless nohup) stop the server as they would have
-    # without crashlab in between: forwarded to its whole process group
-    with forwarded_stops(supervisor.request_stop):
-        outcome = supervisor.run()
+    outcome = supervised(supervisor)
     if outcome.report is not None:  # each incident's lines were printed when it was triaged
         say(report_line(outcome.report))
     else:

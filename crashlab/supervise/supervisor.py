@@ -330,6 +330,12 @@ def serve(options: ServeOptions, notify: Notify | None = None) -> RunOutcome:
     thread, Ctrl-C, SIGTERM and SIGHUP stop the server meanwhile (waiting for dumps in flight);
     the caller's handlers are back when it returns.
     """
-    supervisor = Supervisor(options, notify)
+    return supervised(Supervisor(options, notify))
+
+
+def supervised(supervisor: Supervisor) -> RunOutcome:
+    """SUPERVISOR run with Ctrl-C, SIGTERM and a closing terminal (unless nohup) forwarded to the
+    server's whole process group, as they would have reached it without crashlab in between;
+    for a caller that says the run directory before the run starts (crashlab serve)."""
     with forwarded_stops(supervisor.request_stop):
         return supervisor.run()
