@@ -15,7 +15,7 @@ from functools import cached_property, lru_cache
 
 from ..errors import CoreFormatError
 from .constants import MEMORY_TYPES, SectionType
-from .elf import ElfImage
+from .elf import ElfImage, text_sections
 from .layouts import TABLE_LAYOUTS, decoder
 from .model import (
     CTA,
@@ -63,6 +63,11 @@ def _lane_columns(reader, data: bytes, entsize: int, count: int):
         return words[_LANE_ID_OFFSET // 4 :: step], words[_LANE_EXCEPTION_OFFSET // 4 :: step]
     rows = [reader.decode(data, n * entsize) for n in range(count)]
     return array("I", [r["ln"] for r in rows]), array("I", [r["exception"] for r in rows])
+
+
+#: String fields a driver fills with a host address instead of a .strtab offset: r580 writes
+#: the grid's ``function`` so (NVIDIA H200, 2026-11-27, fixtures/gpu/PROVENANCE.md).
+_HOST_POINTER_STRINGS = {("grid", "function")}
 
 
 @lru_cache(maxsize=64)
@@ -139,12 +144,20 @@ class CoreDump:
         count = self.index.rows(section, layout.min_size)
         if count == 0:
             return []
-        reader = decoder(layout, self.image.sections.entsize[section])
+        reader = decoder(layout, self.index.entsize(section))
         rows = reader.decode_all(self.image.data(section))
         for name in reader.string_names:
+            lenient = (layout.table, name) in _HOST_POINTER_STRINGS
             for row in rows:
-                row[name] = self.string(row[name], f"{layout.table} {name}")
+                if lenient and not self._in_string_table(row[name]):
+                    row[name] = ""  # a host address: the name is found from the entry point
+                else:
+                    row[name] = self.string(row[name], f"{layout.table} {name}")
         return rows
+
+    def _in_string_table(self, offset: int) -> bool:
+        strtab = self.index.strtab
+        return strtab is not None and offset < self.image.sections.size[strtab]
 
     def _child_rows(self, kind: SectionType, parent: int, row: int):
         """(section, row index, values) of every row in ``kind`` tables under one parent row."""
@@ -201,7 +214,22 @@ class CoreDump:
         return self._records(Module, SectionType.MOD_TABLE, context, context=context)
 
     def grids(self, device: Device) -> list[Grid]:
-        return self._records(Grid, SectionType.GRID_TABLE, device, device=device)
+        grids = self._records(Grid, SectionType.GRID_TABLE, device, device=device)
+        for grid in grids:
+            if not grid.function:
+                grid.function = self.kernel_entries.get(grid.function_entry, "")
+        return grids
+
+    @cached_property
+    def kernel_entries(self) -> dict[int, str]:
+        """Kernel name by entry address, from the relocated cubins' section headers: a driver
+        writes the grid's function as a host address, not a string of the dump, and names the
+        kernel only through its entry point (the address of its .text.<kernel> section)."""
+        entries: dict[int, str] = {}
+        for section, _module in self.relocated_images():
+            for name, address in text_sections(self.image_bytes(section)):
+                entries.setdefault(address, name)
+        return entries
 
     def sms(self, device: Device) -> list[SM]:
         return self._records(SM, SectionType.SM_TABLE, device, device=device)

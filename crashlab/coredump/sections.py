@@ -88,10 +88,18 @@ class SectionIndex:
     def count(self, kind: SectionType) -> int:
         return len(self.of_type(kind))
 
+    def entsize(self, index: int) -> int:
+        """A table section's row size. A driver writes the one-row metadata table with
+        sh_entsize 0 (r580, fixtures/gpu): its row is then the whole section."""
+        columns = self.image.sections
+        entsize = columns.entsize[index]
+        if entsize == 0 and columns.type[index] == SectionType.META_DATA:
+            return columns.size[index]
+        return entsize
+
     def rows(self, index: int, min_entsize: int) -> int:
         """Row count of a table section, after checking that its entry size makes sense."""
-        columns = self.image.sections
-        entsize, size = columns.entsize[index], columns.size[index]
+        entsize, size = self.entsize(index), self.image.sections.size[index]
         if entsize < min_entsize:
             raise CoreFormatError(
                 f"{self.image.path}: section {index} ({self.describe(index)}) has entry size "
