@@ -2,7 +2,7 @@
 at its first bad write instead of crashing later somewhere else (or not at all).
 
   sanitizer  the command runs under ``compute-sanitizer --tool memcheck --target-processes all
-             --generate-coredump yes``: every out-of-bounds or misaligned access is reported with
+             --generate-coredump``: every out-of-bounds or misaligned access is reported with
              its kernel, and a GPU coredump written (the sanitizer disables the driver's own
              coredumps, CUDA_ENABLE_COREDUMP_ON_EXCEPTION, unless asked for its own); all
              processes, because SGLang's schedulers are children of the launcher.
@@ -23,7 +23,9 @@ from ..hardening import PROFILES
 from ..toolpath import find_cuda_tool
 from .result import Harden
 
-SANITIZER_OPTIONS = ("--tool", "memcheck", "--target-processes", "all", "--generate-coredump", "yes")
+# --generate-coredump is a bare switch: compute-sanitizer 2025.3.1 (CUDA 13.0) refuses a value
+# after it ("extra yes detected on the input command line"; seen on an H200).
+SANITIZER_OPTIONS = ("--tool", "memcheck", "--target-processes", "all", "--generate-coredump")
 SGLANG_ENV = {
     "SGLANG_DEBUG_POISON_POOL": "1",
     "SGLANG_ENABLE_STRICT_MEM_CHECK_DURING_BUSY": "1",
