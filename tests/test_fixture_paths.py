@@ -28,6 +28,10 @@ EXEMPT = {
     "sglang_dumps": ("/tmp/crashlab-model", "/tmp/crashlab_remote_model", "/tmp/crashlab_unpicklable_model",
                      "/tmp/crashlab-crash-dumps", "/tmp/crash", "/tmp/crashlab-*", "/tmp/crashlab_*_model",
                      "/tmp/big.pkl"),
+    # Driver-written dumps: record.py builds and runs the programs in this fixed scratch folder
+    # (it is in their line tables and command lines), and the GPU machine's pytest logs name
+    # pytest's own temporary root (fixtures/gpu/PROVENANCE.md).
+    "gpu": ("/tmp/crashlab-gpu", "/tmp/pytest-of-root"),
     # A stranger's server log from a public report, copied unchanged (fixtures/logs/PROVENANCE.md).
     "logs": ("/home/yzy/rebuild-pytorch",),
 }

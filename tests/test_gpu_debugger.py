@@ -25,7 +25,7 @@ def cuda_gdb():
     return program
 
 
-@pytest.mark.parametrize("program", ["illegal_address", "device_function", "misaligned"])
+@pytest.mark.parametrize("program", ["null_argument", "device_function", "misaligned"])
 def test_cuda_gdb_agrees_with_the_native_reader(tmp_path, cuda_gdb, program):
     dumps = _run_with_coredump(program, tmp_path)
     assert dumps, "the driver wrote no coredump"
@@ -45,7 +45,7 @@ def test_cuda_gdb_agrees_with_the_native_reader(tmp_path, cuda_gdb, program):
 
 
 def test_debug_command_line_for_a_real_dump(tmp_path, cuda_gdb):
-    dumps = _run_with_coredump("illegal_address", tmp_path)
+    dumps = _run_with_coredump("null_argument", tmp_path)
     report = crashlab.inspect(dumps[0], sass=False)
     done = run_cli("debug", dumps[0], "--print")
     assert done.returncode == 0, done.stderr

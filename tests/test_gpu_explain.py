@@ -54,6 +54,11 @@ def _dump_of(program: str, tmp_path, arch: str):
            "CUDA_COREDUMP_GENERATION_FLAGS": FLAGS}
     done = subprocess.run([str(exe)], env=env, capture_output=True, text=True, timeout=600)
     dumps = sorted(tmp_path.glob("core.*.nvcudmp"))
+    if not dumps and "no error" in done.stdout:
+        pytest.skip(f"gpu test: {program} does not fault on {arch} (the planted address is valid there)")
+    if not dumps and "address space" in done.stdout:
+        pytest.skip(f"gpu test: {program}'s stores fall in no address space on {arch}, and the driver "
+                    "wrote a dump of that in 2 of 17 runs on an H200, driver 580.159.04)")
     assert dumps, f"{program} wrote no coredump: {done.stdout} {done.stderr}"
     return dumps[0], cubin
 
@@ -83,9 +88,11 @@ def _truth(program: str, report, arch: str, registers: dict[str, int]):
     if program == "local_overflow":  # every pick 0x40404040 (cudaMemset 0x40); R1 the frame
         return "local", {"out-of-bounds"}, (registers["R1"] + 4 * 0x40404040) & 0xFFFF_FFFF, {
             ("load", 0)}
-    if program == "dynamic_shared":
-        return "shared", {_shared_verdict(report)}, shared_base + tid * _param(fault, 1) * 4, {
-            ("param", 1), ("special", "threadIdx.x")}
+    if program == "dynamic_shared":  # tile[] is 64 ints: only thread 0's store is in bounds, and
+        # a warp-wide exception may blame it (the H200 does: lane 0 of the faulting warp)
+        offset = tid * _param(fault, 1) * 4
+        verdict = "inside" if offset < 64 * 4 else _shared_verdict(report)
+        return "shared", {verdict}, shared_base + offset, {("param", 1), ("special", "threadIdx.x")}
     if program in ("null_argument", "misaligned_argument"):
         verdict = "null" if program == "null_argument" else "misaligned"
         return "global", {verdict}, p0 + 4 * tid, {("param", 0), ("special", "threadIdx.x")}

@@ -9,8 +9,10 @@ server's output, and the replay's verdict must compare that kernel with the expe
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -34,6 +36,9 @@ def test_compute_sanitizer_names_the_kernel_of_the_first_bad_write(tmp_path, ker
     result = run_cli("replay", synthetic(tmp_path, 4), "--url", f"http://127.0.0.1:{port}",
                      "--restart-cmd", command, "--harden", "sanitizer", "--expect-kernel", kernel,
                      "--start-timeout", "120", "--json", *FAST_WATCH, timeout=600)
+    logs = [Path(p.decode()).read_text(errors="replace")[-3000:] for p in re.findall(rb"its output: (\S+?)\)",
+                                                                           result.stderr)]
+    assert result.stdout, (result.returncode, result.stderr, logs)
     data = json.loads(result.stdout)
     attempt = data["attempts"][0]
     assert "write_past_end" in attempt["observed"]["kernels"], attempt["observed"]
