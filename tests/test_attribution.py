@@ -252,10 +252,21 @@ def test_no_kernel_is_deduced_from_an_entry_point_of_zero(build):
     assert fault.kernel is None and not fault.kernel_inferred
 
 
+def test_a_kernel_without_a_name_string_is_named_from_its_entry_point(build):
+    """What a driver writes (fixtures/gpu): the grid's name field holds no string of the dump;
+    its entry point is the address of the kernel's .text section in the relocated cubin."""
+    scenario = scenarios.fault()
+    for grid in scenario.spec.devices[0].grids:
+        grid.function = ""
+    report = crashlab.inspect(build(scenario).path, sass=False)
+    assert report.faults[0].kernel.mangled == scenario.planted.kernel
+
+
 def test_an_unnamed_kernel_is_never_printed_as_an_empty_string(build):
     scenario = scenarios.fault()
     for grid in scenario.spec.devices[0].grids:
         grid.function = ""
+        grid.function_entry = 0x10  # no cubin's code starts there
     report = crashlab.inspect(build(scenario).path, sass=False)
     text = _views(report)
     assert "in , " not in text and "`, grid" not in text and "| `` |" not in text
