@@ -65,11 +65,6 @@ def _lane_columns(reader, data: bytes, entsize: int, count: int):
     return array("I", [r["ln"] for r in rows]), array("I", [r["exception"] for r in rows])
 
 
-#: String fields a driver fills with a host address instead of a .strtab offset: r580 writes
-#: the grid's ``function`` so (NVIDIA H200, 2026-11-27, fixtures/gpu/PROVENANCE.md).
-_HOST_POINTER_STRINGS = {("grid", "function")}
-
-
 @lru_cache(maxsize=64)
 def _in_order(count: int) -> bytes:
     """The laneId column of a table whose row n holds lane n, as bytes."""
@@ -147,7 +142,7 @@ class CoreDump:
         reader = decoder(layout, self.index.entsize(section))
         rows = reader.decode_all(self.image.data(section))
         for name in reader.string_names:
-            lenient = (layout.table, name) in _HOST_POINTER_STRINGS
+            lenient = name in reader.address_names
             for row in rows:
                 if lenient and not self._in_string_table(row[name]):
                     row[name] = ""  # a host address: the name is found from the entry point

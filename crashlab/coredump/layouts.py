@@ -36,6 +36,9 @@ class Field:
     c_name: str
     #: the value is an offset into .strtab
     string: bool = False
+    #: a driver may write a host address here instead of a .strtab offset (r580 does for the
+    #: grid's function, fixtures/gpu): such a value reads as "", and the reader names it otherwise
+    or_host_address: bool = False
     size: int = field(init=False, repr=False, compare=False)
     end: int = field(init=False, repr=False, compare=False)
 
@@ -98,6 +101,8 @@ class RowDecoder:
     entsize: int
     names: tuple[str, ...]
     string_names: tuple[str, ...]
+    #: the string fields whose value may be a host address (Field.or_host_address)
+    address_names: frozenset[str]
     packer: struct.Struct
 
     def decode(self, buffer, offset: int = 0) -> dict[str, Any]:
@@ -133,6 +138,7 @@ def _compile(layout: RowLayout, entsize: int) -> RowDecoder:
         entsize=entsize,
         names=tuple(f.name for f in fields),
         string_names=tuple(f.name for f in fields if f.string),
+        address_names=frozenset(f.name for f in fields if f.or_host_address),
         packer=struct.Struct("".join(fmt)),
     )
 
@@ -149,8 +155,8 @@ def _u32(name, offset, c_name):
     return Field(name, offset, "I", c_name)
 
 
-def _u64(name, offset, c_name, *, string=False):
-    return Field(name, offset, "Q", c_name, string)
+def _u64(name, offset, c_name, *, string=False, or_host_address=False):
+    return Field(name, offset, "Q", c_name, string, or_host_address)
 
 
 # -- the ELF container ------------------------------------------------------------------------
@@ -267,7 +273,7 @@ GRID = RowLayout(
     (
         _u64("grid_id", 0, "gridId64"),
         _u64("context_id", 8, "contextId"),
-        _u64("function", 16, "function", string=True),
+        _u64("function", 16, "function", string=True, or_host_address=True),
         _u64("function_entry", 24, "functionEntry"),
         _u64("module_handle", 32, "moduleHandle"),
         _u64("parent_grid_id", 40, "parentGridId64"),
