@@ -20,6 +20,8 @@ from tests.replay_support import ROOT, free_port, synthetic
 
 CRASH = "RuntimeError: CUDA error: an illegal memory access was encountered"
 OTHER = "RuntimeError: CUDA error: device-side assert triggered"
+#: the crash commit's subject: outside text, markup and a terminal escape that must print inert
+HOSTILE = "kernel: a wider tile [red]x[/red] \x1b[2J"
 FAST = ["--health-interval", "0.2", "--health-timeout", "2", "--settle", "0.3",
         "--start-timeout", "30"]
 
@@ -76,7 +78,7 @@ def history(tmp_path):
     made["refactor"] = _commit(repo, "refactor: names", touch="NAMES")
     made["other"] = _commit(repo, "scheduler: an assert", crash=OTHER)
     made["other-gone"] = _commit(repo, "scheduler: drop the assert")
-    made["crash"] = _commit(repo, "kernel: a wider tile", crash=CRASH)
+    made["crash"] = _commit(repo, HOSTILE, crash=CRASH)
     made["flaky"] = _commit(repo, "scheduler: overlap", crash=CRASH, flaky=True)
     made["bad"] = _commit(repo, "docs: the tile", crash=CRASH, flaky=True, touch="TILE")
     return repo, made
@@ -108,7 +110,7 @@ def test_bisect_finds_the_commit_that_brought_the_crash(tmp_path, history):
     assert result["outcome"] == "found"
     first = result["first_bad"]
     assert first["hash"] == made["crash"]
-    assert first["subject"] == "kernel: a wider tile" and first["files"] == ["app.py"]
+    assert first["subject"] == HOSTILE and first["files"] == ["app.py"]
     assert first["author_date"] == _git(repo, "show", "-s", "--format=%aI", made["crash"])
     # the other crash is skipped, its signature named, never blamed
     skipped = {step["commit"]["hash"]: step for step in result["skips"]}
@@ -137,12 +139,16 @@ def test_bisect_finds_the_commit_that_brought_the_crash(tmp_path, history):
 
 
 def test_the_terminal_names_the_commit_and_the_skip(tmp_path, history):
+    """A crash that always reproduces: one clean run makes a commit good; the subject, from
+    outside, prints as its text, neither markup nor a terminal escape."""
     repo, made = history
-    done = _bisect(tmp_path, repo, made["good"], made["bad"], "--repeat", "2")
+    done = _bisect(tmp_path, repo, made["refactor"], made["crash"], "--repeat", "2")
     assert done.returncode == 0, done.stderr
     assert f"first bad commit: {made['crash']}" in done.stdout
-    assert "kernel: a wider tile" in done.stdout
+    assert "kernel: a wider tile [red]x[/red] \\x1b[2J" in done.stdout
+    assert "\x1b" not in done.stdout + done.stderr
     assert f"skipped {made['other'][:12]}" in done.stdout and OTHER in done.stdout
+    assert "a good verdict took 1 clean runs" in done.stdout
     _children_gone()
 
 

@@ -9,7 +9,9 @@ runs is good, with the confidence N gives against the bad side's rate.
 from __future__ import annotations
 
 import re
+import shlex
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,11 +70,24 @@ def build(options: BisectOptions, log: Path) -> Build:
                  why=f"--build exited with code {done.returncode} (its output: {log})")
 
 
+def supervised(options: BisectOptions, runs_dir: Path) -> str:
+    """The launch command under ``crashlab serve``: each run's server is watched as serve
+    watches any, its crash kept and triaged in a run directory of the step's own, and recorded
+    in the bisect's own crash index, not the user's."""
+    return shlex.join([sys.executable, "-m", "crashlab", "serve", "--runs-dir", str(runs_dir),
+                       "--db", str(options.output / "index.sqlite"), "--no-debugger",
+                       "--health-url", options.url,
+                       "--health-interval", str(options.watch.health_interval),
+                       "--health-timeout", str(options.watch.health_timeout),
+                       "--", *options.launch])
+
+
 def replay_runs(options: BisectOptions, dump: CrashDump, expected: Expectation | None,
                 count: int, log: Path, stop_on_crash: bool = True) -> list[tuple[Attempt, str]]:
-    """Up to ``count`` runs, each on a fresh server; (attempt, verdict against ``expected``).
-    Stops at the first crash unless told not to (the bad side counts all of its runs)."""
-    target = Target(url=options.url, restart_cmd=options.launch,
+    """Up to ``count`` runs, each on a fresh server under serve; (attempt, verdict against
+    ``expected``). Stops at the first crash unless told not to (the bad side counts all of its
+    runs)."""
+    target = Target(url=options.url, restart_cmd=supervised(options, log.with_suffix(".runs")),
                     start_timeout=options.start_timeout, server_log=log)
     fidelity = Fidelity(expected=None, force="off")
     found: list[tuple[Attempt, str]] = []

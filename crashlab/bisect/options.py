@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,8 +19,8 @@ class BisectOptions:
     bad: str
     dump: str
     url: str
-    #: the shell command that starts the server, from the words after ``--``
-    launch: str
+    #: the command that starts the server: the words after ``--``
+    launch: tuple[str, ...]
     build: str | None
     #: runs on the --bad commit, to measure the reproduction rate
     repeat: int
@@ -48,7 +47,7 @@ class BisectOptions:
         watch = Watch(patterns=FAULT_PATTERNS, health_interval=health_interval,
                       health_timeout=health_timeout, settle=settle)
         return cls(repo=Path(repo), good=good, bad=bad, dump=dump, url=url.rstrip("/"),
-                   launch=shlex.join(launch), build=build, repeat=repeat, confidence=confidence,
+                   launch=tuple(launch), build=build, repeat=repeat, confidence=confidence,
                    max_runs=max_runs, expected=from_options(expect, expect_kernel), watch=watch,
                    plan=Plan.choose(), start_timeout=start_timeout, output=Path(output),
                    as_json=as_json)
