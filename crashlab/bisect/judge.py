@@ -44,10 +44,12 @@ def expectation_from(observed: ObservedFault) -> Expectation:
 
 
 def run_record(number: int, result: Attempt, verdict: str) -> Run:
-    crashed = bool(result.signals)
+    """A run as the step log keeps it; its time to failure is the oracle's first sign of the
+    crash (an exit, a failed /health, a fault line), in seconds from the run's start."""
+    first = min((signal.at_s for signal in result.signals), default=None)
     return Run(number=number, verdict=verdict, duration_s=result.duration_s,
-               time_to_failure_s=result.duration_s if crashed else None,
-               signature=signature_text(result.observed) if crashed else None)
+               time_to_failure_s=first,
+               signature=signature_text(result.observed) if result.signals else None)
 
 
 @dataclass

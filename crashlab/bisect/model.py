@@ -22,8 +22,8 @@ class Run(ClosedModel):
     duration_s: float
     """Seconds from the first request sent to the verdict."""
     time_to_failure_s: float | None = None
-    """For a run that crashed: seconds from the first request sent to the verdict on the crash
-    (the run's duration, the oracle stops at the crash); None when it did not crash."""
+    """For a run that crashed: seconds from the run's start to the first sign of the crash (the
+    server's exit, a failed /health, a fault line); None when it did not crash."""
     signature: str | None = None
     """What the crash showed: its fault classes, kernels and first fault line."""
 
