@@ -8,63 +8,15 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import psutil
 import pytest
 
 from crashlab.bisect import stats
+from tests.bisect_history import CRASH, FAST, HOSTILE, OTHER, commit, git, launch
 from tests.conftest import run_cli
-from tests.replay_support import ROOT, free_port, synthetic
-
-CRASH = "RuntimeError: CUDA error: an illegal memory access was encountered"
-OTHER = "RuntimeError: CUDA error: device-side assert triggered"
-#: the crash commit's subject: outside text, markup and a terminal escape that must print inert
-HOSTILE = "kernel: a wider tile [red]x[/red] \x1b[2J"
-FAST = ["--health-interval", "0.2", "--health-timeout", "2", "--settle", "0.3",
-        "--start-timeout", "30"]
-
-#: app.py at each commit: the stand-in fails with CRASH_LINE on request 1000 when set (on every
-#: other start when FLAKY), counting its starts in the file --starts names.
-APP = '''"""The server under bisect: the stand-in SGLang server, failing as this commit makes it."""
-import argparse
-import os
-import sys
-from pathlib import Path
-
-CRASH_LINE = {crash!r}
-FLAKY = {flaky!r}
-
-parser = argparse.ArgumentParser()
-parser.add_argument("--port", required=True)
-parser.add_argument("--starts", required=True)
-options = parser.parse_args()
-starts = Path(options.starts)
-count = int(starts.read_text()) + 1 if starts.exists() else 1
-starts.write_text(str(count))
-command = [sys.executable, {standin!r}, "--port", options.port]
-if CRASH_LINE and (not FLAKY or count % 2 == 0):
-    command += ["--die-on", "1000", "--crash-line", CRASH_LINE]
-os.execv(sys.executable, command)
-'''
-
-
-def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
-                          text=True).stdout.strip()
-
-
-def _commit(repo: Path, subject: str, crash: str | None = None, flaky: bool = False,
-            touch: str | None = None) -> str:
-    (repo / "app.py").write_text(APP.format(crash=crash, flaky=flaky,
-                                            standin=str(ROOT / "tests" / "sglang_server.py")))
-    if touch:
-        (repo / touch).write_text(subject + "\n")
-    _git(repo, "add", "-A")
-    _git(repo, "-c", "user.name=Test", "-c", "user.email=test@example.invalid", "commit",
-         "-q", "-m", subject)
-    return _git(repo, "rev-parse", "HEAD")
+from tests.replay_support import free_port, synthetic
 
 
 @pytest.fixture
@@ -72,26 +24,25 @@ def history(tmp_path):
     """(repo, commits by role): good, other crash, its removal, the crash, flaky, later."""
     repo = tmp_path / "project"
     repo.mkdir()
-    _git(repo, "init", "-q", "-b", "main")
-    made = {"good": _commit(repo, "app: serve")}
-    made["docs"] = _commit(repo, "docs: a readme", touch="README")
-    made["refactor"] = _commit(repo, "refactor: names", touch="NAMES")
-    made["other"] = _commit(repo, "scheduler: an assert", crash=OTHER)
-    made["other-gone"] = _commit(repo, "scheduler: drop the assert")
-    made["crash"] = _commit(repo, HOSTILE, crash=CRASH)
-    made["flaky"] = _commit(repo, "scheduler: overlap", crash=CRASH, flaky=True)
-    made["bad"] = _commit(repo, "docs: the tile", crash=CRASH, flaky=True, touch="TILE")
+    git(repo, "init", "-q", "-b", "main")
+    made = {"good": commit(repo, "app: serve")}
+    made["docs"] = commit(repo, "docs: a readme", touch="README")
+    made["refactor"] = commit(repo, "refactor: names", touch="NAMES")
+    made["other"] = commit(repo, "scheduler: an assert", crash=OTHER)
+    made["other-gone"] = commit(repo, "scheduler: drop the assert")
+    made["crash"] = commit(repo, HOSTILE, crash=CRASH)
+    made["flaky"] = commit(repo, "scheduler: overlap", crash=CRASH, flaky=True)
+    made["bad"] = commit(repo, "docs: the tile", crash=CRASH, flaky=True, touch="TILE")
     return repo, made
 
 
 def _bisect(tmp_path, repo, good, bad, *extra):
     port = free_port()
     dump = synthetic(tmp_path, 3)
-    launch = [sys.executable, str(repo / "app.py"), "--port", str(port),
-              "--starts", str(tmp_path / "starts")]
+    words = launch(repo, port, tmp_path / "starts")
     done = run_cli("bisect", "--good", good, "--bad", bad, "--repo", str(repo), "--dump",
                    str(dump), "--url", f"http://127.0.0.1:{port}", "--out",
-                   str(tmp_path / "out"), *FAST, *extra, "--", *launch, timeout=300)
+                   str(tmp_path / "out"), *FAST, *extra, "--", *words, timeout=300)
     return subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode(),
                                        done.stderr.decode())
 
@@ -111,7 +62,7 @@ def test_bisect_finds_the_commit_that_brought_the_crash(tmp_path, history):
     first = result["first_bad"]
     assert first["hash"] == made["crash"]
     assert first["subject"] == HOSTILE and first["files"] == ["app.py"]
-    assert first["author_date"] == _git(repo, "show", "-s", "--format=%aI", made["crash"])
+    assert first["author_date"] == git(repo, "show", "-s", "--format=%aI", made["crash"])
     # the other crash is skipped, its signature named, never blamed
     skipped = {step["commit"]["hash"]: step for step in result["skips"]}
     assert made["other"] in skipped and OTHER in skipped[made["other"]]["reason"]
@@ -134,7 +85,7 @@ def test_bisect_finds_the_commit_that_brought_the_crash(tmp_path, history):
     logged = [json.loads(line) for line in Path(result["log"]).read_text().splitlines()]
     assert [step["commit"]["hash"] for step in logged] == \
         [step["commit"]["hash"] for step in result["steps"]]
-    assert _git(repo, "symbolic-ref", "--short", "HEAD") == "main"
+    assert git(repo, "symbolic-ref", "--short", "HEAD") == "main"
     _children_gone()
 
 
@@ -156,17 +107,17 @@ def test_only_skipped_commits_between_is_inconclusive(tmp_path, history):
     """A side branch where the other crash comes right before the crash: no commit between can
     be judged, so the answer is the two candidates, exit 1."""
     repo, made = history
-    _git(repo, "checkout", "-q", "-b", "side", made["refactor"])
-    other = _commit(repo, "scheduler: an assert, again", crash=OTHER)
-    crash = _commit(repo, "kernel: the tile, with the assert gone", crash=CRASH)
-    _git(repo, "checkout", "-q", "main")
+    git(repo, "checkout", "-q", "-b", "side", made["refactor"])
+    other = commit(repo, "scheduler: an assert, again", crash=OTHER)
+    crash = commit(repo, "kernel: the tile, with the assert gone", crash=CRASH)
+    git(repo, "checkout", "-q", "main")
     done = _bisect(tmp_path, repo, made["refactor"], "side", "--json", "--repeat", "1")
     assert done.returncode == 1, done.stderr
     result = json.loads(done.stdout)
     assert result["outcome"] == "inconclusive" and result["first_bad"] is None
     assert [commit["hash"] for commit in result["candidates"]] == [other, crash]
     assert [step["commit"]["hash"] for step in result["skips"]] == [other]
-    assert _git(repo, "symbolic-ref", "--short", "HEAD") == "main"
+    assert git(repo, "symbolic-ref", "--short", "HEAD") == "main"
     _children_gone()
 
 
