@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from ..guard import GuardedCommand
-from .options import POSITIVE, json_option, out_option
+from .options import POSITIVE, json_option, oracle_timing_options, out_option
 
 
 @click.command(cls=GuardedCommand)
@@ -32,12 +32,7 @@ from .options import POSITIVE, json_option, out_option
               help="Regular expression the crash's fault lines must match to count as bad "
                    "(repeatable; default: the crash --bad shows).")
 @click.option("--expect-kernel", help="The kernel the crash faults in.")
-@click.option("--health-interval", type=POSITIVE, default=1.0, show_default=True,
-              help="Seconds between /health checks.")
-@click.option("--health-timeout", type=POSITIVE, default=20.0, show_default=True,
-              help="A /health slower than this counts as a crash.")
-@click.option("--settle", type=click.FloatRange(min=0), default=3.0, show_default=True,
-              help="Seconds to keep watching after the last answer.")
+@oracle_timing_options
 @click.option("--start-timeout", type=POSITIVE, default=600.0, show_default=True,
               help="Seconds the launch command may take to answer /health.")
 @out_option("output", click.Path(file_okay=False),
