@@ -37,10 +37,12 @@ def history(tmp_path):
 
 
 def _bisect(tmp_path, repo, good, bad, *extra):
+    """crashlab bisect as a user runs it (--good and --bad left out where None)."""
     port = free_port()
     dump = synthetic(tmp_path, 3)
     words = launch(repo, port, tmp_path / "starts")
-    done = run_cli("bisect", "--good", good, "--bad", bad, "--repo", str(repo), "--dump",
+    revisions = [*(["--good", good] if good else []), *(["--bad", bad] if bad else [])]
+    done = run_cli("bisect", *revisions, "--repo", str(repo), "--dump",
                    str(dump), "--url", f"http://127.0.0.1:{port}", "--out",
                    str(tmp_path / "out"), *FAST, *extra, "--", *words, timeout=300)
     return subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode(),
@@ -119,6 +121,49 @@ def test_only_skipped_commits_between_is_inconclusive(tmp_path, history):
     assert [step["commit"]["hash"] for step in result["skips"]] == [other]
     assert git(repo, "symbolic-ref", "--short", "HEAD") == "main"
     _children_gone()
+
+
+def _side_commit(repo, made, base, subject, crash):
+    """A commit on a side branch from ``base`` (the work tree back on main after)."""
+    git(repo, "checkout", "-q", "-b", "side", made[base])
+    made["side"] = commit(repo, subject, crash=crash)
+    git(repo, "checkout", "-q", "main")
+    return "side"
+
+
+@pytest.mark.parametrize("tried, verdict, code", [
+    ("other-gone", "fixed", 0),      # drops the assert its parent crashes with
+    ("bad", "not fixed", 1),         # its parent crashes every other start, and so does it
+    ("side", "another crash", 1),    # its parent's crash is gone, an assert instead
+])
+def test_check_fix_tells_fixed_from_not_fixed(tmp_path, history, tried, verdict, code):
+    repo, made = history
+    if tried == "side":
+        _side_commit(repo, made, "crash", "kernel: the tile, an assert instead", OTHER)
+    parent = git(repo, "rev-parse", f"{made[tried]}^")
+    done = _bisect(tmp_path, repo, None, None, "--check-fix", tried if tried == "side"
+                   else made[tried], "--json", "--repeat", "4")
+    assert done.returncode == code, done.stderr
+    result = json.loads(done.stdout)
+    assert result["outcome"] == verdict and result["fix"]["verdict"] == verdict
+    assert result["fix"]["commit"]["hash"] == made[tried] and result["bad"] == parent
+    steps = result["steps"]
+    assert [step["commit"]["hash"] for step in steps] == [parent, made[tried]]
+    assert steps[0]["verdict"] == "bad" and steps[0]["reproduced"] >= 1
+    if verdict == "fixed":
+        assert len(steps[1]["runs"]) == result["runs_for_good"] == \
+            stats.runs_needed(result["bad_rate"], 0.95)
+    if verdict == "another crash":
+        assert OTHER in steps[1]["reason"] and result["skips"] == [steps[1]]
+    assert git(repo, "symbolic-ref", "--short", "HEAD") == "main"
+    _children_gone()
+
+
+def test_check_fix_and_good_bad_contradict(tmp_path, history):
+    repo, made = history
+    done = _bisect(tmp_path, repo, made["good"], "main", "--check-fix", made["crash"])
+    assert done.returncode == 2 and "--check-fix" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
 
 
 def test_a_dirty_work_tree_is_refused(tmp_path, history):

@@ -1,5 +1,6 @@
 """``crashlab bisect``'s flow: bisect, show each step on stderr as it ends, print the verdict.
-Returns the exit code: 0 a first bad commit found, 1 inconclusive."""
+Returns the exit code: 0 a first bad commit found (--check-fix: fixed), 1 inconclusive (not
+fixed, another crash)."""
 
 from __future__ import annotations
 
@@ -19,4 +20,4 @@ def run(options: BisectOptions) -> int:
         click.echo(result.model_dump_json(indent=2))
     else:
         view.verdict(result, ViewConsole())
-    return EXIT_FOUND if result.outcome == "found" else EXIT_NOTHING
+    return EXIT_FOUND if result.outcome in ("found", "fixed") else EXIT_NOTHING

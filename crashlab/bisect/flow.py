@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from ..errors import BadInput
 from ..replay.loader import load
@@ -21,7 +22,7 @@ from ..version import __version__
 from . import stats
 from .git import Checkout
 from .judge import build, expectation_from, replay_runs, run_record, signature_text
-from .model import BisectResult, Commit, Step
+from .model import BisectResult, Commit, FixCheck, Step
 from .options import BisectOptions
 
 OnStep = Callable[[Step], None]
@@ -116,50 +117,68 @@ def _next(commits: list[str], low: int, high: int, tried: set[int]) -> int | Non
     return next((index for index in order if index not in tried), None)
 
 
+@dataclass
+class Answer:
+    """What a search ends with: the outcome and why, and what names it."""
+
+    outcome: str
+    why: str
+    first: Commit | None = None
+    candidates: list[Commit] = field(default_factory=list)
+    fix: FixCheck | None = None
+
+
 def bisect(options: BisectOptions, on_step: OnStep | None = None) -> BisectResult:
-    """Find the first commit after --good where the crash --bad shows reproduces."""
+    """Find the first commit after --good where the crash --bad shows reproduces; or, with
+    --check-fix, whether a commit fixes the crash its parent shows."""
     started = time.monotonic()
     state = Bisect(options, on_step)
     checkout = state.checkout
     checkout.refuse_dirty()
-    good = checkout.resolve(options.good, "--good")
-    bad = checkout.resolve(options.bad, "--bad")
-    commits = checkout.between(good, bad)
-    if not commits:
-        raise BadInput("--good and --bad are the same commit: nothing to bisect")
+    good, commits = None, []
+    if options.check_fix:
+        fix = checkout.resolve(options.check_fix, "--check-fix")
+        bad = checkout.resolve(f"{fix}^", f"--check-fix {options.check_fix}'s parent")
+    else:
+        good = checkout.resolve(options.good or "", "--good")
+        bad = checkout.resolve(options.bad or "", "--bad")
+        commits = checkout.between(good, bad)
+        if not commits:
+            raise BadInput("--good and --bad are the same commit: nothing to bisect")
     dump = load(options.dump)
     if not dump.requests:
         raise BadInput(f"--dump {options.dump}: holds no requests to replay")
     origin = checkout.head()
     try:
-        outcome, why, first, candidates = _search(state, dump, good, commits)
+        answer = (_check_fix(state, dump, fix, bad) if options.check_fix
+                  else _search(state, dump, good or "", commits))
     finally:
         checkout.checkout(origin)
     return BisectResult(
         tool=Tool(version=__version__), repo=str(options.repo), good=good, bad=bad,
-        dump=options.dump, outcome=outcome, why=why, first_bad=first, candidates=candidates,
+        fix=answer.fix, dump=options.dump, outcome=answer.outcome, why=answer.why,
+        first_bad=answer.first, candidates=answer.candidates,
         expected=_describe(state.expected), bad_rate=round(state.rate, 4),
         runs_for_good=state.runs_for_good, confidence=options.confidence, steps=state.steps,
         skips=[step for step in state.steps if step.verdict == "skip"], log=str(state.log),
         wall_s=round(time.monotonic() - started, 3))
 
 
-def _search(state: Bisect, dump: CrashDump, good: str,
-            commits: list[str]) -> tuple[str, str, Commit | None, list[Commit]]:
-    """(outcome, why, first bad commit, candidates when skips hide it)."""
+def _search(state: Bisect, dump: CrashDump, good: str, commits: list[str]) -> Answer:
+    """Halve the commits after ``good`` (the last of them is --bad) down to the first bad one."""
     endpoint = state.try_commit(commits[-1], "bad-endpoint", dump)
     if endpoint.verdict != "bad":
-        return "inconclusive", f"the crash did not reproduce on --bad: {endpoint.reason}", None, []
+        return Answer("inconclusive", f"the crash did not reproduce on --bad: {endpoint.reason}")
     clean = state.try_commit(good, "good-endpoint", dump)
     if clean.verdict != "good":
-        return "inconclusive", f"--good is not clean: {clean.reason}", None, []
+        return Answer("inconclusive", f"--good is not clean: {clean.reason}")
     low, high, tried = -1, len(commits) - 1, set[int]()
     while high - low > 1:
         index = _next(commits, low, high, tried)
         if index is None:
             left = [state.commit(rev) for rev in commits[low + 1:high + 1]]
-            return ("inconclusive", f"only skipped commits lie between the last good and the "
-                    f"first bad: the first bad is one of {len(left)}", None, left)
+            return Answer("inconclusive", "only skipped commits lie between the last good and "
+                          f"the first bad: the first bad is one of {len(left)}", candidates=left)
         tried.add(index)
         step = state.try_commit(commits[index], "bisect", dump)
         if step.verdict == "bad":
@@ -167,7 +186,24 @@ def _search(state: Bisect, dump: CrashDump, good: str,
         elif step.verdict == "good":
             low = index
     first = state.commit(commits[high])
-    return "found", f"{first.hash[:12]} is the first bad commit", first, []
+    return Answer("found", f"{first.hash[:12]} is the first bad commit", first=first)
+
+
+#: a fix's verdict from its step's
+_FIX_VERDICTS = {"good": "fixed", "bad": "not fixed", "skip": "another crash"}
+
+
+def _check_fix(state: Bisect, dump: CrashDump, fix: str, parent: str) -> Answer:
+    """The parent first (the crash, its rate, its signature), then the fix with as many runs
+    as a good verdict takes."""
+    endpoint = state.try_commit(parent, "bad-endpoint", dump)
+    if endpoint.verdict != "bad":
+        return Answer("inconclusive", f"the crash did not reproduce on the parent {parent[:12]}: "
+                      f"{endpoint.reason}")
+    step = state.try_commit(fix, "fix", dump)
+    verdict = _FIX_VERDICTS[step.verdict]
+    return Answer(verdict, f"{fix[:12]}: {verdict}: {step.reason}",
+                  fix=FixCheck(commit=step.commit, verdict=verdict))
 
 
 def _describe(expected: Expectation | None) -> str:

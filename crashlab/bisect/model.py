@@ -46,8 +46,9 @@ class Step(ClosedModel):
 
     commit: Commit
     """The commit checked out."""
-    role: Literal["bad-endpoint", "good-endpoint", "bisect"]
-    """Why it was tried: the --bad or --good commit checked first, or a bisect step."""
+    role: Literal["bad-endpoint", "good-endpoint", "bisect", "fix"]
+    """Why it was tried: the --bad commit (or --check-fix's parent) checked first, the --good
+    commit, a bisect step, or the --check-fix commit."""
     verdict: StepVerdict
     """bad: the expected crash reproduced; good: it did not in enough runs; skip: another crash,
     or a build that failed, never counted bad."""
@@ -63,6 +64,16 @@ class Step(ClosedModel):
     """Seconds the --build command took."""
 
 
+class FixCheck(ClosedModel):
+    """--check-fix's verdict: the commit against its parent, with the same statistics."""
+
+    commit: Commit
+    """The commit tried as a fix."""
+    verdict: Literal["fixed", "not fixed", "another crash", "inconclusive"]
+    """fixed: no crash in enough runs where the parent reproduces it; not fixed: it reproduces;
+    another crash: the commit crashes otherwise; inconclusive: the parent does not reproduce it."""
+
+
 class BisectResult(ClosedModel):
     """The verdict of a bisect: the first bad commit, or why none was found."""
 
@@ -73,14 +84,17 @@ class BisectResult(ClosedModel):
     """crashlab's name and version."""
     repo: str
     """The repository bisected."""
-    good: str
-    """The --good commit's hash."""
+    good: str | None = None
+    """The --good commit's hash; None with --check-fix."""
     bad: str
-    """The --bad commit's hash."""
+    """The --bad commit's hash, or with --check-fix its commit's parent."""
+    fix: FixCheck | None = None
+    """With --check-fix: whether the commit fixes the crash its parent shows."""
     dump: str
     """The reproducer replayed at each step."""
-    outcome: Literal["found", "inconclusive"]
-    """found: a first bad commit; inconclusive: skips or endpoints left no answer."""
+    outcome: Literal["found", "inconclusive", "fixed", "not fixed", "another crash"]
+    """found: a first bad commit; inconclusive: skips or endpoints left no answer; with
+    --check-fix, the fix's verdict."""
     why: str
     """One sentence on the outcome."""
     first_bad: Commit | None = None

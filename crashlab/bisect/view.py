@@ -20,7 +20,11 @@ def verdict(result: BisectResult, console: ViewConsole) -> None:
     for skip in result.skips:
         console.print(line(("skipped ", "yellow"), skip.commit.hash[:12], "  ", skip.reason))
     first = result.first_bad
-    if first is not None:
+    if result.fix is not None:
+        console.print(line(("fix ", "bold"), result.fix.commit.hash, ": ",
+                           (result.fix.verdict, "bold"), f" (parent {result.bad[:12]})"))
+        console.print(line("  ", result.fix.commit.subject))
+    elif first is not None:
         console.print(line(("first bad commit: ", "bold red"), first.hash))
         console.print(line("  ", first.subject))
         console.print(line("  author date ", first.author_date))

@@ -12,8 +12,11 @@ from .options import POSITIVE, json_option, oracle_timing_options, out_option
 
 
 @click.command(cls=GuardedCommand)
-@click.option("--good", required=True, help="A commit where the crash does not happen.")
-@click.option("--bad", required=True, help="A commit where it does.")
+@click.option("--good", help="A commit where the crash does not happen.")
+@click.option("--bad", help="A commit where it does.")
+@click.option("--check-fix", metavar="REV",
+              help="Instead of bisecting: does REV (a commit, a branch, a fetched PR ref) fix the "
+                   "crash its parent shows? fixed, not fixed, or another crash.")
 @click.option("--repo", type=click.Path(file_okay=False), default=".", show_default=True,
               help="The git checkout to bisect (its work tree must be clean).")
 @click.option("--dump", required=True, type=click.Path(dir_okay=False),
@@ -46,12 +49,15 @@ def bisect(**options: Any) -> None:
     Each step replays --dump against the server LAUNCH starts (the words after --) and judges
     with replay's signature oracle: the crash --bad shows is bad, no crash in enough runs is
     good, another crash is skipped (named, never blamed). Exit codes: 0 the first bad commit
-    found, 1 inconclusive, 2 bad input (a dirty work tree included), 3 no server.
+    found, 1 inconclusive, 2 bad input (a dirty work tree included), 3 no server. With
+    --check-fix: 0 fixed, 1 not fixed, another crash, or the parent does not crash.
 
     \b
     Examples:
       crashlab bisect --good v0.5.12 --bad main --repo ~/sglang --dump crash.min.pkl \\
           --build "pip install -e python --no-deps" -- \\
+          python -m sglang.launch_server --model-path M --port 30000
+      crashlab bisect --check-fix pr-1234 --repo ~/sglang --dump crash.min.pkl -- \\
           python -m sglang.launch_server --model-path M --port 30000
     """
     from ..bisect.command import run
