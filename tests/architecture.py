@@ -36,6 +36,7 @@ LAYERS = (
     "explain", "waits", "gdb", "signature", "incidents", "env", "owner",
     # verbs
     "api", "crashlab", "wrongverb", "replay", "index", "supervise", "issue", "ui",
+    "bisect",
     # the command line
     "guard", "cli", "__main__",
 )

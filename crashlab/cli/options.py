@@ -83,3 +83,19 @@ def out_option(name: str, path: click.Path, help: str) -> Callable[[Decorated], 
                             help=help)(command)
 
     return decorate
+
+
+def oracle_timing_options(command: Decorated) -> Decorated:
+    """--health-interval, --health-timeout, --settle: how patiently the crash oracle watches a
+    replayed server (replay, and bisect's replays)."""
+    for option in reversed((
+        click.option("--health-interval", type=POSITIVE, default=1.0, show_default=True,
+                     help="Seconds between /health checks."),
+        click.option("--health-timeout", type=POSITIVE, default=20.0, show_default=True,
+                     help="A /health slower than this counts as a crash (SGLang's own limit is "
+                          "20 s)."),
+        click.option("--settle", type=click.FloatRange(min=0), default=3.0, show_default=True,
+                     help="Seconds to keep watching after the last answer."),
+    )):
+        command = option(command)
+    return command

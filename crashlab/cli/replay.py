@@ -10,7 +10,7 @@ import click
 
 from ..guard import GuardedCommand
 from ..hardening import PROFILES
-from .options import POSITIVE, json_option, out_option
+from .options import POSITIVE, json_option, oracle_timing_options, out_option
 
 
 @click.command(cls=GuardedCommand, subject="dump")
@@ -36,12 +36,7 @@ from .options import POSITIVE, json_option, out_option
               help="A fault line appended to this log counts as a crash.")
 @click.option("--fault-pattern", multiple=True, help="Another regular expression for --watch-log.")
 @click.option("--pid", type=int, help="The server's process id: its exit counts as a crash.")
-@click.option("--health-interval", type=POSITIVE, default=1.0, show_default=True,
-              help="Seconds between /health checks.")
-@click.option("--health-timeout", type=POSITIVE, default=20.0, show_default=True,
-              help="A /health slower than this counts as a crash (SGLang's own limit is 20 s).")
-@click.option("--settle", type=click.FloatRange(min=0), default=3.0, show_default=True,
-              help="Seconds to keep watching after the last answer.")
+@oracle_timing_options
 @click.option("--restart-cmd", help="Shell command that starts the server; crashlab restarts it "
                                     "before each attempt and stops it at the end.")
 @click.option("--start-timeout", type=POSITIVE, default=600.0, show_default=True,

@@ -27,6 +27,7 @@ SCHEMA_TABLE = (
     ("crash-list", "crashlab.index.records:CrashList", "what list --json prints"),
     ("crash-show", "crashlab.index.records:Shown", "what show --json prints"),
     ("crash-gc", "crashlab.index.records:Collection", "what gc --json prints"),
+    ("bisect", "crashlab.bisect.model:BisectResult", "what bisect --json prints"),
     ("incident-list", "crashlab.index.records:IncidentList",
      "what list --incidents --json prints"),
 )

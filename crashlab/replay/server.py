@@ -67,18 +67,27 @@ class ManagedServer:
         child, self.child = self.child, None
         if child is None:
             return
-        for sig, wait in ((signal.SIGTERM, _STOP_WAIT_S), (signal.SIGKILL, _STOP_WAIT_S)):
+        for sig in (signal.SIGTERM, signal.SIGKILL):
             try:
                 os.killpg(child.pid, sig)
             except ProcessLookupError:
                 break
-            try:
-                child.wait(timeout=wait)
-                if not _group_alive(child.pid):
-                    break
-            except subprocess.TimeoutExpired:
-                continue
+            if _drained(child, _STOP_WAIT_S):
+                break
         child.poll()
+
+
+def _drained(child: subprocess.Popen, wait: float) -> bool:
+    """Whether the command and the rest of its group ended within ``wait`` seconds. The shell
+    may end at once while what it started (a launcher, crashlab serve) is still stopping its
+    own children: a SIGKILL then would leave those behind."""
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        child.poll()  # reaps the shell: a zombie leader would keep the group alive
+        if not _group_alive(child.pid):
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def _group_alive(group: int) -> bool:

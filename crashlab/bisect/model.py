@@ -1,0 +1,119 @@
+"""What ``crashlab bisect --json`` prints, and the step log's lines: the published model."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from ..published import ClosedModel
+from ..report.model import Tool
+
+StepVerdict = Literal["good", "bad", "skip"]
+
+
+class Run(ClosedModel):
+    """One replay of the reproducer against a freshly started server."""
+
+    number: int
+    """The run's number within its step, from 1."""
+    verdict: str
+    """The signature oracle's verdict: reproduced, no crash, different crash, unconfirmed."""
+    duration_s: float
+    """Seconds from the first request sent to the verdict."""
+    time_to_failure_s: float | None = None
+    """For a run that crashed: seconds from the run's start to the first sign of the crash (the
+    server's exit, a failed /health, a fault line); None when it did not crash."""
+    signature: str | None = None
+    """What the crash showed: its fault classes, kernels and first fault line."""
+
+
+class Commit(ClosedModel):
+    """A commit of the bisected repository."""
+
+    hash: str
+    """The full commit hash."""
+    subject: str
+    """The first line of its message."""
+    author_date: str
+    """Its author date, ISO 8601."""
+    files: list[str] = Field(default_factory=list)
+    """The files it changed."""
+
+
+class Step(ClosedModel):
+    """One commit tried: built, served, replayed, judged."""
+
+    commit: Commit
+    """The commit checked out."""
+    role: Literal["bad-endpoint", "good-endpoint", "bisect", "fix"]
+    """Why it was tried: the --bad commit (or --check-fix's parent) checked first, the --good
+    commit, a bisect step, or the --check-fix commit."""
+    verdict: StepVerdict
+    """bad: the expected crash reproduced; good: it did not in enough runs; skip: another crash,
+    or a build that failed, never counted bad."""
+    reproduced: int
+    """Runs in which the expected crash reproduced (k of k/N)."""
+    runs: list[Run] = Field(default_factory=list)
+    """Every run of the step (N of k/N)."""
+    confidence: float | None = None
+    """For good: how sure its clean runs make it, 1 - (1 - rate)^N with the bad side's rate."""
+    reason: str
+    """Why the verdict: the counts, the other crash's signature, the build's failure."""
+    build_s: float = 0.0
+    """Seconds the --build command took."""
+
+
+class FixCheck(ClosedModel):
+    """--check-fix's verdict: the commit against its parent, with the same statistics."""
+
+    commit: Commit
+    """The commit tried as a fix."""
+    verdict: Literal["fixed", "not fixed", "another crash", "inconclusive"]
+    """fixed: no crash in enough runs where the parent reproduces it; not fixed: it reproduces;
+    another crash: the commit crashes otherwise; inconclusive: the parent does not reproduce it."""
+
+
+class BisectResult(ClosedModel):
+    """The verdict of a bisect: the first bad commit, or why none was found."""
+
+    schema_version: Literal[1] = 1
+    """Always 1 in this schema; changes only when a field is renamed or removed, or changes type
+    or meaning."""
+    tool: Tool
+    """crashlab's name and version."""
+    repo: str
+    """The repository bisected."""
+    good: str | None = None
+    """The --good commit's hash; None with --check-fix."""
+    bad: str
+    """The --bad commit's hash, or with --check-fix its commit's parent."""
+    fix: FixCheck | None = None
+    """With --check-fix: whether the commit fixes the crash its parent shows."""
+    dump: str
+    """The reproducer replayed at each step."""
+    outcome: Literal["found", "inconclusive", "fixed", "not fixed", "another crash"]
+    """found: a first bad commit; inconclusive: skips or endpoints left no answer; with
+    --check-fix, the fix's verdict."""
+    why: str
+    """One sentence on the outcome."""
+    first_bad: Commit | None = None
+    """The first commit where the expected crash reproduces."""
+    candidates: list[Commit] = Field(default_factory=list)
+    """When inconclusive because of skips: the commits any of which may be the first bad one."""
+    expected: str
+    """The crash that counts as bad: the bad side's signature, or --expect's patterns."""
+    bad_rate: float
+    """The reproduction rate measured on the --bad commit (k/N)."""
+    runs_for_good: int
+    """Runs without the crash that make a commit good at the asked confidence."""
+    confidence: float
+    """The asked confidence of a good verdict."""
+    steps: list[Step] = Field(default_factory=list)
+    """Every commit tried, in order."""
+    skips: list[Step] = Field(default_factory=list)
+    """The steps skipped, each with the other crash's signature in its reason."""
+    log: str
+    """The step log: one JSON line per step."""
+    wall_s: float
+    """Seconds the whole bisect took."""

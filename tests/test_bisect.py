@@ -1,0 +1,186 @@
+"""crashlab bisect end to end on CPU: a git repository built here around the stand-in SGLang
+server (tests/sglang_server.py, real HTTP on 127.0.0.1, real processes), whose history has a
+commit that brings the crash, one that brings another crash for a while (skipped, its signature
+named, never blamed) and one that makes the crash flaky (it crashes every other start), so the
+bad side's rate decides how many clean runs a good verdict takes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import psutil
+import pytest
+
+from crashlab.bisect import stats
+from tests.bisect_history import CRASH, FAST, HOSTILE, OTHER, commit, git, launch
+from tests.conftest import run_cli
+from tests.replay_support import free_port, synthetic
+
+
+@pytest.fixture
+def history(tmp_path):
+    """(repo, commits by role): good, other crash, its removal, the crash, flaky, later."""
+    repo = tmp_path / "project"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    made = {"good": commit(repo, "app: serve")}
+    made["docs"] = commit(repo, "docs: a readme", touch="README")
+    made["refactor"] = commit(repo, "refactor: names", touch="NAMES")
+    made["other"] = commit(repo, "scheduler: an assert", crash=OTHER)
+    made["other-gone"] = commit(repo, "scheduler: drop the assert")
+    made["crash"] = commit(repo, HOSTILE, crash=CRASH)
+    made["flaky"] = commit(repo, "scheduler: overlap", crash=CRASH, flaky=True)
+    made["bad"] = commit(repo, "docs: the tile", crash=CRASH, flaky=True, touch="TILE")
+    return repo, made
+
+
+def _bisect(tmp_path, repo, good, bad, *extra):
+    """crashlab bisect as a user runs it (--good and --bad left out where None)."""
+    port = free_port()
+    dump = synthetic(tmp_path, 3)
+    words = launch(repo, port, tmp_path / "starts")
+    revisions = [*(["--good", good] if good else []), *(["--bad", bad] if bad else [])]
+    done = run_cli("bisect", *revisions, "--repo", str(repo), "--dump",
+                   str(dump), "--url", f"http://127.0.0.1:{port}", "--out",
+                   str(tmp_path / "out"), *FAST, *extra, "--", *words, timeout=300)
+    return subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode(),
+                                       done.stderr.decode())
+
+
+def _children_gone():
+    assert not [child for child in psutil.Process().children(recursive=True)
+                if child.status() != psutil.STATUS_ZOMBIE]
+
+
+def test_bisect_finds_the_commit_that_brought_the_crash(tmp_path, history):
+    repo, made = history
+    done = _bisect(tmp_path, repo, made["good"], "main", "--repeat", "4", "--json",
+                   "--build", "python -m py_compile app.py")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["outcome"] == "found"
+    first = result["first_bad"]
+    assert first["hash"] == made["crash"]
+    assert first["subject"] == HOSTILE and first["files"] == ["app.py"]
+    assert first["author_date"] == git(repo, "show", "-s", "--format=%aI", made["crash"])
+    # the other crash is skipped, its signature named, never blamed
+    skipped = {step["commit"]["hash"]: step for step in result["skips"]}
+    assert made["other"] in skipped and OTHER in skipped[made["other"]]["reason"]
+    assert all(step["verdict"] != "bad" for step in result["steps"]
+               if step["commit"]["hash"] in (made["other"], made["other-gone"], made["good"]))
+    # the flaky --bad side: every other start crashes; its rate sets the runs a good verdict takes
+    endpoint = result["steps"][0]
+    assert endpoint["role"] == "bad-endpoint" and len(endpoint["runs"]) == 4
+    assert endpoint["reproduced"] == 2 and result["bad_rate"] == 0.5
+    assert result["runs_for_good"] == stats.runs_needed(0.5, 0.95)
+    for step in result["steps"]:
+        if step["verdict"] == "good":
+            assert len(step["runs"]) == result["runs_for_good"]
+            assert step["confidence"] >= 0.95
+            assert all(run["time_to_failure_s"] is None for run in step["runs"])
+    crashed = [run for step in result["steps"] for run in step["runs"]
+               if run["verdict"] in ("reproduced", "different crash")]
+    assert crashed and all(run["time_to_failure_s"] is not None for run in crashed)
+    # the step log holds every step, the checkout is back on its branch, nothing outlives it
+    logged = [json.loads(line) for line in Path(result["log"]).read_text().splitlines()]
+    assert [step["commit"]["hash"] for step in logged] == \
+        [step["commit"]["hash"] for step in result["steps"]]
+    assert git(repo, "symbolic-ref", "--short", "HEAD") == "main"
+    _children_gone()
+
+
+def test_the_terminal_names_the_commit_and_the_skip(tmp_path, history):
+    """A crash that always reproduces: one clean run makes a commit good; the subject, from
+    outside, prints as its text, neither markup nor a terminal escape."""
+    repo, made = history
+    done = _bisect(tmp_path, repo, made["refactor"], made["crash"], "--repeat", "2")
+    assert done.returncode == 0, done.stderr
+    assert f"first bad commit: {made['crash']}" in done.stdout
+    assert "kernel: a wider tile [red]x[/red] \\x1b[2J" in done.stdout
+    assert "\x1b" not in done.stdout + done.stderr
+    assert f"skipped {made['other'][:12]}" in done.stdout and OTHER in done.stdout
+    assert "a good verdict took 1 clean runs" in done.stdout
+    _children_gone()
+
+
+def test_only_skipped_commits_between_is_inconclusive(tmp_path, history):
+    """A side branch where the other crash comes right before the crash: no commit between can
+    be judged, so the answer is the two candidates, exit 1."""
+    repo, made = history
+    git(repo, "checkout", "-q", "-b", "side", made["refactor"])
+    other = commit(repo, "scheduler: an assert, again", crash=OTHER)
+    crash = commit(repo, "kernel: the tile, with the assert gone", crash=CRASH)
+    git(repo, "checkout", "-q", "main")
+    done = _bisect(tmp_path, repo, made["refactor"], "side", "--json", "--repeat", "1")
+    assert done.returncode == 1, done.stderr
+    result = json.loads(done.stdout)
+    assert result["outcome"] == "inconclusive" and result["first_bad"] is None
+    assert [commit["hash"] for commit in result["candidates"]] == [other, crash]
+    assert [step["commit"]["hash"] for step in result["skips"]] == [other]
+    assert git(repo, "symbolic-ref", "--short", "HEAD") == "main"
+    _children_gone()
+
+
+def _side_commit(repo, made, base, subject, crash):
+    """A commit on a side branch from ``base`` (the work tree back on main after)."""
+    git(repo, "checkout", "-q", "-b", "side", made[base])
+    made["side"] = commit(repo, subject, crash=crash)
+    git(repo, "checkout", "-q", "main")
+    return "side"
+
+
+@pytest.mark.parametrize("tried, verdict, code", [
+    ("other-gone", "fixed", 0),      # drops the assert its parent crashes with
+    ("bad", "not fixed", 1),         # its parent crashes every other start, and so does it
+    ("side", "another crash", 1),    # its parent's crash is gone, an assert instead
+])
+def test_check_fix_tells_fixed_from_not_fixed(tmp_path, history, tried, verdict, code):
+    repo, made = history
+    if tried == "side":
+        _side_commit(repo, made, "crash", "kernel: the tile, an assert instead", OTHER)
+    parent = git(repo, "rev-parse", f"{made[tried]}^")
+    done = _bisect(tmp_path, repo, None, None, "--check-fix", tried if tried == "side"
+                   else made[tried], "--json", "--repeat", "4")
+    assert done.returncode == code, done.stderr
+    result = json.loads(done.stdout)
+    assert result["outcome"] == verdict and result["fix"]["verdict"] == verdict
+    assert result["fix"]["commit"]["hash"] == made[tried] and result["bad"] == parent
+    steps = result["steps"]
+    assert [step["commit"]["hash"] for step in steps] == [parent, made[tried]]
+    assert steps[0]["verdict"] == "bad" and steps[0]["reproduced"] >= 1
+    if verdict == "fixed":
+        assert len(steps[1]["runs"]) == result["runs_for_good"] == \
+            stats.runs_needed(result["bad_rate"], 0.95)
+    if verdict == "another crash":
+        assert OTHER in steps[1]["reason"] and result["skips"] == [steps[1]]
+    assert git(repo, "symbolic-ref", "--short", "HEAD") == "main"
+    _children_gone()
+
+
+def test_check_fix_and_good_bad_contradict(tmp_path, history):
+    repo, made = history
+    done = _bisect(tmp_path, repo, made["good"], "main", "--check-fix", made["crash"])
+    assert done.returncode == 2 and "--check-fix" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_a_dirty_work_tree_is_refused(tmp_path, history):
+    repo, made = history
+    (repo / "app.py").write_text("# edited\n")
+    done = _bisect(tmp_path, repo, made["good"], "main")
+    assert done.returncode == 2
+    assert len(done.stderr.strip().splitlines()) == 1 and "uncommitted changes" in done.stderr
+    assert (repo / "app.py").read_text() == "# edited\n"
+
+
+@pytest.mark.parametrize("good, bad, says", [
+    ("no-such-rev", "main", "--good no-such-rev: no such commit"),
+    ("main", "main", "nothing to bisect"),
+])
+def test_bad_revisions_are_one_line_and_exit_2(tmp_path, history, good, bad, says):
+    repo, _ = history
+    done = _bisect(tmp_path, repo, good, bad)
+    assert done.returncode == 2 and says in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
