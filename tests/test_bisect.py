@@ -237,3 +237,25 @@ def test_a_secret_in_a_crash_line_is_masked_in_every_output(tmp_path, history):
     log = Path(result["log"]).read_text()
     for text in (done.stdout, done.stderr, log):
         assert secret not in text
+
+
+def test_the_same_signature_is_the_same_bug_when_the_message_changed(tmp_path, history):
+    """The first bad commit raises the same exception from the same place as --bad, but its
+    message names another request: replay's line pattern alone calls that another crash; serve's
+    signature (messages left out) says it is the same bug, so the commit is blamed, not skipped."""
+    repo, made = history
+    git(repo, "checkout", "-q", "-b", "side", made["refactor"])
+    first = commit(repo, "scheduler: look requests up by id",
+                   crash="KeyError: 'request id req-alpha is not in the running batch'")
+    commit(repo, "scheduler: rename", crash="KeyError: 'request id req-beta is not in the running batch'",
+           touch="RENAME")
+    git(repo, "checkout", "-q", "main")
+    done = _bisect(tmp_path, repo, made["refactor"], "side", "--repeat", "1", "--json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["first_bad"]["hash"] == first and not result["skips"]
+    bad_run = result["steps"][0]["runs"][0]
+    blamed_run = next(step for step in result["steps"] if step["revision"]["hash"] == first)["runs"][0]
+    assert bad_run["signature_hash"] and blamed_run["signature_hash"] == bad_run["signature_hash"]
+    assert "req-alpha" in blamed_run["signature"] and "req-beta" in bad_run["signature"]
+    assert f"signature {bad_run['signature_hash']}" in result["expected"]

@@ -17,13 +17,11 @@ from ..errors import BadInput
 from ..privacy.redact import Redactor
 from ..replay.loader import load
 from ..replay.records import CrashDump
-from ..replay.result import Expectation
-from ..replay.signature import compare
 from ..report.model import Tool
 from ..version import __version__
 from . import caches, stats
 from .candidates import Commits, Releases, source
-from .judge import expectation_from, replay_runs, run_record, signature_text
+from .judge import Oracle, expectation_from, replay_runs, run_record, signature_text
 from .model import BisectResult, Commit, FixCheck, Release, Step, label
 from .options import BisectOptions
 
@@ -43,7 +41,7 @@ class Bisect:
         self.redactor = Redactor.for_launch(list(options.launch), dict(os.environ))
         self.imports_checked = False
         self.steps: list[Step] = []
-        self.expected: Expectation | None = options.expected
+        self.oracle = Oracle(expected=options.expected)
         self.rate = 0.0
         self.runs_for_good = 1
         options.output.mkdir(parents=True, exist_ok=True)
@@ -75,16 +73,17 @@ class Bisect:
             self.imports_checked = True
         if role == "bad-endpoint":
             return self.record(self._bad_side(done, prepared.launch, dump, base))
-        runs = replay_runs(self.options, prepared.launch, dump, self.expected, self.runs_for_good,
-                           base.with_suffix(".server.log"))
-        records = [run_record(n, result, verdict) for n, (result, verdict) in enumerate(runs, 1)]
-        last, verdict = runs[-1]
+        runs = replay_runs(self.options, prepared.launch, dump, self.runs_for_good, base)
+        verdicts = [self.oracle.verdict(run) for run in runs]
+        records = [run_record(n, run, verdict)
+                   for n, (run, verdict) in enumerate(zip(runs, verdicts, strict=True), 1)]
+        last, verdict = runs[-1], verdicts[-1]
         if verdict == "reproduced":
             step = Step(**done, verdict="bad", reproduced=1, runs=records,
                         reason=f"the expected crash reproduced in run {len(runs)}")
-        elif last.signals:
+        elif last.attempt.signals:
             step = Step(**done, verdict="skip", reproduced=0, runs=records,
-                        reason=f"another crash ({verdict}): {signature_text(last.observed)}")
+                        reason=f"another crash ({verdict}): {signature_text(last)}")
         else:
             reached = stats.confidence_reached(self.rate, len(runs))
             step = Step(**done, verdict="good", reproduced=0, runs=records,
@@ -95,15 +94,15 @@ class Bisect:
 
     def _bad_side(self, done: dict, launch: tuple[str, ...], dump: CrashDump, base) -> Step:
         """Every --repeat run on --bad: the crash's rate, and its signature when not given."""
-        runs = replay_runs(self.options, launch, dump, self.expected, self.options.repeat,
-                           base.with_suffix(".server.log"), stop_on_crash=False)
-        crashed = [result for result, _ in runs if result.signals]
-        if self.expected is None and crashed:
-            self.expected = expectation_from(crashed[0].observed)
-        verdicts = [compare(self.expected, result.observed, bool(result.signals))[0]
-                    for result, _ in runs]
-        records = [run_record(n, result, verdict)
-                   for n, ((result, _), verdict) in enumerate(zip(runs, verdicts, strict=True), 1)]
+        runs = replay_runs(self.options, launch, dump, self.options.repeat, base,
+                           stop_on_crash=False)
+        crashed = [run for run in runs if run.attempt.signals]
+        if self.oracle.expected is None and crashed:
+            self.oracle = Oracle(expected=expectation_from(crashed[0].attempt.observed),
+                                 wanted=crashed[0].served)
+        verdicts = [self.oracle.verdict(run) for run in runs]
+        records = [run_record(n, run, verdict)
+                   for n, (run, verdict) in enumerate(zip(runs, verdicts, strict=True), 1)]
         k = verdicts.count("reproduced")
         self.rate = stats.rate(k, len(runs))
         if k:
@@ -158,7 +157,7 @@ def bisect(options: BisectOptions, on_step: OnStep | None = None) -> BisectResul
         good=good, bad=bad,
         fix=answer.fix, dump=options.dump, outcome=answer.outcome, why=answer.why,
         first_bad=answer.first, candidates=answer.candidates,
-        expected=_describe(state.expected), bad_rate=round(state.rate, 4),
+        expected=_describe(state.oracle), bad_rate=round(state.rate, 4),
         runs_for_good=state.runs_for_good, confidence=options.confidence, steps=state.steps,
         skips=[step for step in state.steps if step.verdict == "skip"], log=str(state.log),
         wall_s=round(time.monotonic() - started, 3))
@@ -209,8 +208,12 @@ def _check_fix(state: Bisect, dump: CrashDump, fix: str, parent: str) -> Answer:
                   fix=FixCheck(revision=step.revision, verdict=verdict))
 
 
-def _describe(expected: Expectation | None) -> str:
+def _describe(oracle: Oracle) -> str:
+    expected = oracle.expected
     if expected is None:
         return "none: the crash never reproduced"
+    if oracle.wanted is not None:
+        return (f"signature {oracle.wanted.hash} (coarse {oracle.wanted.coarse}) "
+                f"{oracle.wanted.title} ({expected.source}, signed by serve)")
     parts = [expected.fault_class, expected.kernel, *expected.patterns]
     return f"{' | '.join(part for part in parts if part)} ({expected.source})"

@@ -8,25 +8,59 @@ runs is good, with the confidence N gives against the bad side's rate.
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..replay.records import CrashDump
 from ..replay.result import Attempt, Expectation, ObservedFault
 from ..replay.runner import Fidelity, Target, attempt
 from ..replay.signature import PYTHON_EXCEPTION, compare, exception_pattern
+from ..report.signature import CrashSignature
 from .model import Run
 from .options import BisectOptions
 
 
-def signature_text(observed: ObservedFault) -> str:
-    """A crash as one line: its fault classes, kernels and the exception line that names it."""
+@dataclass(frozen=True)
+class Outcome:
+    """One run: what replay saw, and the signature serve gave its crash (None: no crash, or
+    serve wrote no report)."""
+
+    attempt: Attempt
+    served: CrashSignature | None = None
+
+
+@dataclass
+class Oracle:
+    """What counts as the crash: the bad side's signature when serve signed it (the same hash or
+    coarse key is the same bug, even where lines moved), else replay's oracle against the
+    expectation (the bad side's fault class, kernel and exception line, or --expect's)."""
+
+    expected: Expectation | None
+    #: the bad side's signature; None where --expect decides or serve signed nothing
+    wanted: CrashSignature | None = None
+
+    def verdict(self, run: Outcome) -> str:
+        oracle, _ = compare(self.expected, run.attempt.observed, bool(run.attempt.signals))
+        if self.wanted is None or run.served is None:
+            return oracle
+        same = run.served.hash == self.wanted.hash or (
+            run.served.coarse is not None and run.served.coarse == self.wanted.coarse)
+        return "reproduced" if same else "different crash"
+
+
+def signature_text(run: Outcome) -> str:
+    """A crash as one line: its fault classes, kernels and the exception line that names it,
+    after serve's signature hash where serve signed it (``crashlab show HASH`` finds it)."""
+    observed = run.attempt.observed
     line = next((text.strip() for text in observed.lines
                  if re.match(PYTHON_EXCEPTION, text.strip())),
                 observed.lines[0].strip() if observed.lines else "no fault line")
-    parts = [", ".join(observed.classes), ", ".join(observed.kernels), line]
+    parts = [f"signature {run.served.hash}" if run.served else "", ", ".join(observed.classes),
+             ", ".join(observed.kernels), line]
     return " | ".join(part for part in parts if part)
 
 
@@ -40,18 +74,32 @@ def expectation_from(observed: ObservedFault) -> Expectation:
                        kernel=observed.kernels[0] if observed.kernels else None)
 
 
-def run_record(number: int, result: Attempt, verdict: str) -> Run:
+def run_record(number: int, run: Outcome, verdict: str) -> Run:
     """A run as the step log keeps it; its time to failure is the oracle's first sign of the
     crash (an exit, a failed /health, a fault line), in seconds from the run's start."""
+    result = run.attempt
     first = min((signal.at_s for signal in result.signals), default=None)
     return Run(number=number, verdict=verdict, duration_s=result.duration_s,
                time_to_failure_s=first,
-               signature=signature_text(result.observed) if result.signals else None)
+               signature=signature_text(run) if result.signals else None,
+               signature_hash=run.served.hash if run.served else None,
+               signature_coarse=run.served.coarse if run.served else None)
+
+
+def served_signature(runs_dir: Path) -> CrashSignature | None:
+    """The signature serve gave a run's crash, from the report.json of its run directory."""
+    for report in sorted(runs_dir.glob("*/report.json")):
+        try:
+            signature = json.loads(report.read_text()).get("signature")
+            return CrashSignature.model_validate(signature) if signature else None
+        except (OSError, ValueError, AttributeError):
+            return None
+    return None
 
 
 def supervised(options: BisectOptions, launch: tuple[str, ...], runs_dir: Path) -> str:
     """The launch command under ``crashlab serve``: each run's server is watched as serve
-    watches any, its crash kept and triaged in a run directory of the step's own, and recorded
+    watches any, its crash kept, triaged and signed in a run directory of its own, and recorded
     in the bisect's own crash index, not the user's."""
     return shlex.join([sys.executable, "-m", "crashlab", "serve", "--runs-dir", str(runs_dir),
                        "--db", str(options.output / "index.sqlite"), "--no-debugger",
@@ -61,24 +109,24 @@ def supervised(options: BisectOptions, launch: tuple[str, ...], runs_dir: Path) 
                        "--", *launch])
 
 
-def replay_runs(options: BisectOptions, launch: tuple[str, ...], dump: CrashDump,
-                expected: Expectation | None, count: int, log: Path,
-                stop_on_crash: bool = True) -> list[tuple[Attempt, str]]:
-    """Up to ``count`` runs, each on a fresh server under serve; (attempt, verdict against
-    ``expected``). Stops at the first crash unless told not to (the bad side counts all of its
-    runs)."""
-    target = Target(url=options.url, restart_cmd=supervised(options, launch, log.with_suffix(".runs")),
-                    start_timeout=options.start_timeout, server_log=log)
+def replay_runs(options: BisectOptions, launch: tuple[str, ...], dump: CrashDump, count: int,
+                base: Path, stop_on_crash: bool = True) -> list[Outcome]:
+    """Up to ``count`` runs, each on a fresh server under serve (its run directories in
+    ``base``.server.runs/run-NN). Each server is stopped before the next starts, so serve has
+    written its report when the run's signature is read. Stops at the first crash unless told
+    not to (the bad side counts all of its runs)."""
     fidelity = Fidelity(expected=None, force="off")
-    found: list[tuple[Attempt, str]] = []
-    try:
-        for number in range(1, count + 1):
+    found: list[Outcome] = []
+    for number in range(1, count + 1):
+        runs_dir = base.with_suffix(".server.runs") / f"run-{number:02d}"
+        target = Target(url=options.url, restart_cmd=supervised(options, launch, runs_dir),
+                        start_timeout=options.start_timeout, server_log=base.with_suffix(".server.log"))
+        try:
             result = attempt(dump.requests, target, options.plan, options.watch, number,
                              fidelity=fidelity)
-            verdict, _ = compare(expected, result.observed, bool(result.signals))
-            found.append((result, verdict))
-            if stop_on_crash and result.signals:
-                break
-    finally:
-        target.close()
+        finally:
+            target.close()
+        found.append(Outcome(result, served_signature(runs_dir) if result.signals else None))
+        if stop_on_crash and result.signals:
+            break
     return found

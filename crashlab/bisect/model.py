@@ -18,14 +18,21 @@ class Run(ClosedModel):
     number: int
     """The run's number within its step, from 1."""
     verdict: str
-    """The signature oracle's verdict: reproduced, no crash, different crash, unconfirmed."""
+    """The verdict: reproduced, no crash, different crash, unconfirmed. By serve's signature
+    (the same hash or coarse key as the bad side's crash) where both were signed, else by
+    replay's oracle."""
     duration_s: float
     """Seconds from the first request sent to the verdict."""
     time_to_failure_s: float | None = None
     """For a run that crashed: seconds from the run's start to the first sign of the crash (the
     server's exit, a failed /health, a fault line); None when it did not crash."""
     signature: str | None = None
-    """What the crash showed: its fault classes, kernels and first fault line."""
+    """What the crash showed: serve's signature hash where serve signed it, its fault classes,
+    kernels and first fault line."""
+    signature_hash: str | None = None
+    """The hash of serve's signature of the crash (``crashlab show`` takes it)."""
+    signature_coarse: str | None = None
+    """Its coarse key: the signature without its site, the same bug where lines moved."""
 
 
 class Commit(ClosedModel):

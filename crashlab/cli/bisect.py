@@ -66,8 +66,8 @@ def bisect(**options: Any) -> None:
     judge, halve.
 
     Each step replays --dump against the server LAUNCH starts (the words after --) and judges
-    with replay's signature oracle: the crash --bad shows is bad, no crash in enough runs is
-    good, another crash is skipped (named, never blamed). Exit codes: 0 the first bad commit
+    by the crash's signature (serve's, else replay's oracle): the crash --bad shows is bad, no
+    crash in enough runs is good, another crash is skipped (named, never blamed). Exit codes: 0 the first bad commit
     found, 1 inconclusive, 2 bad input (a dirty work tree included), 3 no server. With
     --check-fix: 0 fixed, 1 not fixed, another crash, or the parent does not crash.
 
