@@ -259,3 +259,31 @@ def test_the_same_signature_is_the_same_bug_when_the_message_changed(tmp_path, h
     assert bad_run["signature_hash"] and blamed_run["signature_hash"] == bad_run["signature_hash"]
     assert "req-alpha" in blamed_run["signature"] and "req-beta" in bad_run["signature"]
     assert f"signature {bad_run['signature_hash']}" in result["expected"]
+
+
+def test_tracked_files_a_build_changed_are_kept_never_discarded(tmp_path, history):
+    """A --build that edits a tracked file: the next checkout would overwrite the edit, so the
+    bisect stops after the first step with one line (exit 2) and the edit is still there."""
+    repo, made = history
+    done = _bisect(tmp_path, repo, made["docs"], "main", "--repeat", "2",
+                   "--build", "echo built >> README")
+    assert done.returncode == 2, done.stderr
+    first_step, problem = done.stderr.strip().splitlines()
+    assert first_step.split()[1] == made["bad"][:12]
+    assert problem.startswith("crashlab: ") and "tracked files changed during the bisect (README" in problem
+    assert (repo / "README").read_text().endswith("built\n")
+
+
+def test_a_checkout_left_changed_by_the_last_build_stays_and_says_so(tmp_path, history):
+    """The last step's build edits a tracked file: the verdict stands, the checkout stays at that
+    step with the edit kept, and a note says so instead of a silent reset."""
+    repo, made = history
+    done = _bisect(tmp_path, repo, None, None, "--check-fix", made["bad"], "--repeat", "2",
+                   "--json", "--build", "if [ -f TILE ]; then echo built >> README; fi")
+    assert done.returncode == 1, done.stderr
+    result = json.loads(done.stdout)
+    assert result["outcome"] == "not fixed"
+    [note] = result["notes"]
+    assert note.startswith(f"the checkout stays at {made['bad']}, not main")
+    assert git(repo, "rev-parse", "HEAD") == made["bad"]
+    assert (repo / "README").read_text().endswith("built\n")

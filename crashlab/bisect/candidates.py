@@ -34,6 +34,8 @@ class Commits:
         self.options = options
         self.checkout = Checkout(options.repo)
         self.origin = ""
+        #: what the user must know besides the verdict (where the checkout was left)
+        self.notes: list[str] = []
 
     def span(self) -> tuple[str, list[str]]:
         """(good, the commits after it up to bad, oldest first); the work tree must be clean."""
@@ -54,11 +56,20 @@ class Commits:
         self.origin = self.checkout.head()
 
     def end(self) -> None:
-        """The checkout goes back to the branch (or commit) it was on."""
-        if self.origin:
+        """The checkout goes back to the branch (or commit) it was on, unless tracked files
+        changed meanwhile: those changes are kept, and the checkout stays where it is."""
+        changed = self.checkout.changed_files()
+        if changed:
+            self.notes.append(f"the checkout stays at {self.checkout.head()}, not {self.origin}: "
+                              f"{_changed(changed)}")
+        elif self.origin:
             self.checkout.checkout(self.origin)
 
     def prepare(self, rev: str, log: Path) -> Prepared:
+        changed = self.checkout.changed_files()
+        if changed:
+            raise BadInput(f"--repo {self.options.repo}: {_changed(changed)}; commit them, or make "
+                           "--build leave tracked files alone, and start again")
         self.checkout.checkout(rev)
         if not self.options.build:
             return Prepared(ok=True, seconds=0.0, launch=self.options.launch)
@@ -81,6 +92,12 @@ class Commits:
                       files=info.files)
 
 
+def _changed(files: list[str]) -> str:
+    shown = ", ".join(files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
+    return (f"tracked files changed during the bisect ({shown}: by --build, or by hand), and "
+            "crashlab never discards changes")
+
+
 class Releases:
     """--versions, oldest first: the first is good, the last bad, each served from its own
     environment (releases.py), ``{python}`` in the launch command replaced by its interpreter."""
@@ -90,6 +107,7 @@ class Releases:
         self.versions = list(options.versions)
         self.environments = Environments(options.releases_dir, options.base_python, options.install)
         self.reused: dict[str, bool] = {}
+        self.notes: list[str] = []
 
     def span(self) -> tuple[str, list[str]]:
         return self.versions[0], self.versions[1:]

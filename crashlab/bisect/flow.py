@@ -160,6 +160,7 @@ def bisect(options: BisectOptions, on_step: OnStep | None = None) -> BisectResul
         expected=_describe(state.oracle), bad_rate=round(state.rate, 4),
         runs_for_good=state.runs_for_good, confidence=options.confidence, steps=state.steps,
         skips=[step for step in state.steps if step.verdict == "skip"], log=str(state.log),
+        notes=line.notes,
         wall_s=round(time.monotonic() - started, 3))
     return BisectResult.model_validate(state.redactor.json(result.model_dump(mode="json")))
 

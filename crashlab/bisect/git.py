@@ -39,9 +39,13 @@ class Checkout:
             raise BadInput(f"git {' '.join(args[:2])}: {first}")
         return done.stdout.strip()
 
+    def changed_files(self) -> list[str]:
+        """Tracked files with uncommitted changes."""
+        return self._git("diff", "HEAD", "--name-only").splitlines()
+
     def refuse_dirty(self) -> None:
         """Checking out over uncommitted changes would lose them or build them into every step."""
-        if self._git("status", "--porcelain", "--untracked-files=no"):
+        if self.changed_files():
             raise BadInput(f"--repo {self.path}: the work tree has uncommitted changes; commit "
                            "or stash them first")
 

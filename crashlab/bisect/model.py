@@ -157,5 +157,8 @@ class BisectResult(ClosedModel):
     """The steps skipped, each with the other crash's signature in its reason."""
     log: str
     """The step log: one JSON line per step."""
+    notes: list[str] = Field(default_factory=list)
+    """What to know besides the verdict: e.g. the checkout left where it was because tracked
+    files changed during the bisect (crashlab never discards changes)."""
     wall_s: float
     """Seconds the whole bisect took."""

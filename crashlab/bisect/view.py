@@ -44,3 +44,5 @@ def verdict(result: BisectResult, console: ViewConsole) -> None:
             console.print(line("  maybe ", label(revision), "  ", title(revision)))
     console.print(line(f"{len(result.steps)} steps in {result.wall_s:,.1f} s; step log: ",
                        result.log))
+    for note in result.notes:
+        console.print(line(("note: ", "yellow"), note))
