@@ -77,10 +77,14 @@ class Environments:
                                   text=True, timeout=60)
         except (OSError, subprocess.TimeoutExpired) as problem:
             raise BadInput(f"--base-python {self.base_python}: {problem}") from None
-        if done.returncode != 0:
-            raise BadInput(f"--base-python {self.base_python}: not a Python interpreter "
-                           f"(exit code {done.returncode})")
-        return [path for path in json.loads(done.stdout) if Path(path).is_dir()]
+        try:
+            listed = json.loads(done.stdout) if done.returncode == 0 else None
+        except ValueError:
+            listed = None
+        if not isinstance(listed, list):
+            raise BadInput(f"--base-python {self.base_python}: not a Python interpreter (it did "
+                           "not list its site-packages)")
+        return [path for path in listed if isinstance(path, str) and Path(path).is_dir()]
 
     def folder(self, version: str) -> Path:
         return self.root / f"{version}-{self.key}"
