@@ -87,6 +87,7 @@ def test_bisect_finds_the_commit_that_brought_the_crash(tmp_path, history):
     assert crashed and all(run["time_to_failure_s"] is not None for run in crashed)
     # the step log holds every step, the checkout is back on its branch, nothing outlives it
     logged = [json.loads(line) for line in Path(result["log"]).read_text().splitlines()]
+    assert json.loads((Path(result["log"]).parent / "result.json").read_text()) == result
     assert [step["revision"]["hash"] for step in logged] == \
         [step["revision"]["hash"] for step in result["steps"]]
     assert git(repo, "symbolic-ref", "--short", "HEAD") == "main"

@@ -26,6 +26,8 @@ from .model import BisectResult, Commit, FixCheck, Release, Step, label
 from .options import BisectOptions
 
 OnStep = Callable[[Step], None]
+#: the verdict, written beside the step log (what ``--json`` prints), for a report to bundle
+RESULT = "result.json"
 
 
 class Bisect:
@@ -162,7 +164,9 @@ def bisect(options: BisectOptions, on_step: OnStep | None = None) -> BisectResul
         skips=[step for step in state.steps if step.verdict == "skip"], log=str(state.log),
         notes=line.notes,
         wall_s=round(time.monotonic() - started, 3))
-    return BisectResult.model_validate(state.redactor.json(result.model_dump(mode="json")))
+    result = BisectResult.model_validate(state.redactor.json(result.model_dump(mode="json")))
+    (options.output / RESULT).write_text(result.model_dump_json(indent=2) + "\n")
+    return result
 
 
 def _search(state: Bisect, dump: CrashDump, good: str, commits: list[str]) -> Answer:

@@ -156,7 +156,7 @@ class BisectResult(ClosedModel):
     skips: list[Step] = Field(default_factory=list)
     """The steps skipped, each with the other crash's signature in its reason."""
     log: str
-    """The step log: one JSON line per step."""
+    """The step log: one JSON line per step. Beside it, result.json holds this verdict."""
     notes: list[str] = Field(default_factory=list)
     """What to know besides the verdict: e.g. the checkout left where it was because tracked
     files changed during the bisect (crashlab never discards changes)."""
