@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import psutil
 import pytest
 
 from crashlab.bisect import stats
+from crashlab.privacy.redact import MASK
 from tests.bisect_history import CRASH, FAST, HOSTILE, OTHER, commit, git, launch
 from tests.conftest import run_cli
 from tests.replay_support import free_port, synthetic
@@ -36,15 +38,15 @@ def history(tmp_path):
     return repo, made
 
 
-def _bisect(tmp_path, repo, good, bad, *extra):
+def _bisect(tmp_path, repo, good, bad, *extra, words=None, env=None):
     """crashlab bisect as a user runs it (--good and --bad left out where None)."""
     port = free_port()
     dump = synthetic(tmp_path, 3)
-    words = launch(repo, port, tmp_path / "starts")
+    words = words or launch(repo, port, tmp_path / "starts")
     revisions = [*(["--good", good] if good else []), *(["--bad", bad] if bad else [])]
     done = run_cli("bisect", *revisions, "--repo", str(repo), "--dump",
                    str(dump), "--url", f"http://127.0.0.1:{port}", "--out",
-                   str(tmp_path / "out"), *FAST, *extra, "--", *words, timeout=300)
+                   str(tmp_path / "out"), *FAST, *extra, "--", *words, env=env, timeout=300)
     return subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode(),
                                        done.stderr.decode())
 
@@ -66,10 +68,10 @@ def test_bisect_finds_the_commit_that_brought_the_crash(tmp_path, history):
     assert first["subject"] == HOSTILE and first["files"] == ["app.py"]
     assert first["author_date"] == git(repo, "show", "-s", "--format=%aI", made["crash"])
     # the other crash is skipped, its signature named, never blamed
-    skipped = {step["commit"]["hash"]: step for step in result["skips"]}
+    skipped = {step["revision"]["hash"]: step for step in result["skips"]}
     assert made["other"] in skipped and OTHER in skipped[made["other"]]["reason"]
     assert all(step["verdict"] != "bad" for step in result["steps"]
-               if step["commit"]["hash"] in (made["other"], made["other-gone"], made["good"]))
+               if step["revision"]["hash"] in (made["other"], made["other-gone"], made["good"]))
     # the flaky --bad side: every other start crashes; its rate sets the runs a good verdict takes
     endpoint = result["steps"][0]
     assert endpoint["role"] == "bad-endpoint" and len(endpoint["runs"]) == 4
@@ -85,8 +87,8 @@ def test_bisect_finds_the_commit_that_brought_the_crash(tmp_path, history):
     assert crashed and all(run["time_to_failure_s"] is not None for run in crashed)
     # the step log holds every step, the checkout is back on its branch, nothing outlives it
     logged = [json.loads(line) for line in Path(result["log"]).read_text().splitlines()]
-    assert [step["commit"]["hash"] for step in logged] == \
-        [step["commit"]["hash"] for step in result["steps"]]
+    assert [step["revision"]["hash"] for step in logged] == \
+        [step["revision"]["hash"] for step in result["steps"]]
     assert git(repo, "symbolic-ref", "--short", "HEAD") == "main"
     _children_gone()
 
@@ -118,7 +120,7 @@ def test_only_skipped_commits_between_is_inconclusive(tmp_path, history):
     result = json.loads(done.stdout)
     assert result["outcome"] == "inconclusive" and result["first_bad"] is None
     assert [commit["hash"] for commit in result["candidates"]] == [other, crash]
-    assert [step["commit"]["hash"] for step in result["skips"]] == [other]
+    assert [step["revision"]["hash"] for step in result["skips"]] == [other]
     assert git(repo, "symbolic-ref", "--short", "HEAD") == "main"
     _children_gone()
 
@@ -146,9 +148,9 @@ def test_check_fix_tells_fixed_from_not_fixed(tmp_path, history, tried, verdict,
     assert done.returncode == code, done.stderr
     result = json.loads(done.stdout)
     assert result["outcome"] == verdict and result["fix"]["verdict"] == verdict
-    assert result["fix"]["commit"]["hash"] == made[tried] and result["bad"] == parent
+    assert result["fix"]["revision"]["hash"] == made[tried] and result["bad"] == parent
     steps = result["steps"]
-    assert [step["commit"]["hash"] for step in steps] == [parent, made[tried]]
+    assert [step["revision"]["hash"] for step in steps] == [parent, made[tried]]
     assert steps[0]["verdict"] == "bad" and steps[0]["reproduced"] >= 1
     if verdict == "fixed":
         assert len(steps[1]["runs"]) == result["runs_for_good"] == \
@@ -184,3 +186,54 @@ def test_bad_revisions_are_one_line_and_exit_2(tmp_path, history, good, bad, say
     done = _bisect(tmp_path, repo, good, bad)
     assert done.returncode == 2 and says in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_clear_cache_empties_the_cache_before_every_step(tmp_path, history):
+    """A JIT cache the build fills again at every step (as flashinfer's is filled by the server)
+    is emptied before each one; what was in it before the bisect is gone too."""
+    repo, made = history
+    cache = tmp_path / "jit-cache"
+    cache.mkdir()
+    (cache / "from-before.so").write_text("stale")
+    done = _bisect(tmp_path, repo, made["refactor"], made["crash"], "--repeat", "1", "--json",
+                   "--clear-cache", str(cache), "--build", f"mkdir -p {cache} && touch {cache}/new.so")
+    assert done.returncode == 0, done.stderr
+    steps = json.loads(done.stdout)["steps"]
+    assert len(steps) >= 3 and all(step["caches_cleared"] == [str(cache)] for step in steps)
+    assert sorted(path.name for path in cache.iterdir()) == ["new.so"]
+
+
+def test_a_server_that_imports_another_copy_is_refused(tmp_path, history):
+    """``python -m app`` finding app.py elsewhere on PYTHONPATH, not in the checkout: every step
+    would serve the same code, so the bisect stops before its first replay."""
+    repo, made = history
+    elsewhere = tmp_path / "installed"
+    elsewhere.mkdir()
+    (elsewhere / "app.py").write_text((repo / "app.py").read_text())
+    port = free_port()
+    words = [sys.executable, "-m", "app", "--port", str(port), "--starts", str(tmp_path / "starts")]
+    done = _bisect(tmp_path, repo, made["good"], "main", words=words,
+                   env={"PYTHONPATH": str(elsewhere)})
+    assert done.returncode == 2, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert f"would import app from {elsewhere.resolve() / 'app.py'}, not from the checkout" in done.stderr
+    assert git(repo, "symbolic-ref", "--short", "HEAD") == "main"
+    assert not (tmp_path / "out" / "step-01-" f"{made['bad'][:12]}.server.runs").exists()
+
+
+def test_a_secret_in_a_crash_line_is_masked_in_every_output(tmp_path, history):
+    """A crash line that echoes a token the server's environment holds: the step lines, the
+    verdict, --json and the step log show it masked."""
+    repo, made = history
+    secret = "hf_crashlabBisectSecret0123456789"
+    _side_commit(repo, made, "refactor", "loader: log the token",
+                 f"{CRASH} while loading with {secret}")
+    done = _bisect(tmp_path, repo, made["refactor"], "side", "--repeat", "1", "--json",
+                   env={"HF_TOKEN": secret})
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["first_bad"]["hash"] == made["side"]
+    assert f"while loading with {MASK}" in result["steps"][0]["runs"][0]["signature"]
+    log = Path(result["log"]).read_text()
+    for text in (done.stdout, done.stderr, log):
+        assert secret not in text

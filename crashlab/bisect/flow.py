@@ -8,33 +8,40 @@ bad, the answer is those commits, inconclusive.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..errors import BadInput
+from ..privacy.redact import Redactor
 from ..replay.loader import load
 from ..replay.records import CrashDump
 from ..replay.result import Expectation
 from ..replay.signature import compare
 from ..report.model import Tool
 from ..version import __version__
-from . import stats
-from .git import Checkout
-from .judge import build, expectation_from, replay_runs, run_record, signature_text
-from .model import BisectResult, Commit, FixCheck, Step
+from . import caches, stats
+from .candidates import Commits, Releases, source
+from .judge import expectation_from, replay_runs, run_record, signature_text
+from .model import BisectResult, Commit, FixCheck, Release, Step, label
 from .options import BisectOptions
 
 OnStep = Callable[[Step], None]
 
 
 class Bisect:
-    """One bisect's state: the checkout, the expected crash once known, the steps so far."""
+    """One bisect's state: what it tries (commits or releases), the expected crash once known,
+    the steps so far."""
 
     def __init__(self, options: BisectOptions, on_step: OnStep | None = None):
         self.options = options
         self.on_step = on_step
-        self.checkout = Checkout(options.repo)
+        self.source = source(options)
+        #: what a step keeps came partly from the server's output: the launch's and the
+        #: environment's secrets are masked before it is logged or printed
+        self.redactor = Redactor.for_launch(list(options.launch), dict(os.environ))
+        self.imports_checked = False
         self.steps: list[Step] = []
         self.expected: Expectation | None = options.expected
         self.rate = 0.0
@@ -43,12 +50,8 @@ class Bisect:
         self.log = options.output / "steps.jsonl"
         self.log.write_text("")
 
-    def commit(self, rev: str) -> Commit:
-        info = self.checkout.info(rev)
-        return Commit(hash=info.hash, subject=info.subject, author_date=info.author_date,
-                      files=info.files)
-
     def record(self, step: Step) -> Step:
+        step = Step.model_validate(self.redactor.json(step.model_dump(mode="json")))
         self.steps.append(step)
         with open(self.log, "a") as log:
             log.write(step.model_dump_json() + "\n")
@@ -56,41 +59,43 @@ class Bisect:
             self.on_step(step)
         return step
 
-    def try_commit(self, rev: str, role, dump: CrashDump) -> Step:
-        """Check out ``rev``, build it, replay, judge."""
-        self.checkout.checkout(rev)
-        number = len(self.steps) + 1
-        base = self.options.output / f"step-{number:02d}-{rev[:12]}"
-        built = build(self.options, base.with_suffix(".build.log"))
-        commit = self.commit(rev)
-        if not built.ok:
-            return self.record(Step(commit=commit, role=role, verdict="skip", reproduced=0,
-                                    reason=built.why, build_s=built.seconds))
+    def try_revision(self, name: str, role, dump: CrashDump) -> Step:
+        """Empty the caches, check out and build (or install) ``name``, replay, judge."""
+        tag = name if isinstance(self.source, Releases) else name[:12]
+        base = self.options.output / f"step-{len(self.steps) + 1:02d}-{tag}"
+        cleared = caches.clear(self.options.clear_caches)
+        prepared = self.source.prepare(name, base.with_suffix(".build.log"))
+        revision = self.source.describe(name)
+        done = {"revision": revision, "role": role, "build_s": prepared.seconds,
+                "caches_cleared": cleared}
+        if not prepared.ok:
+            return self.record(Step(**done, verdict="skip", reproduced=0, reason=prepared.why))
+        if not self.imports_checked:
+            self.source.check_imports(name, prepared.launch)
+            self.imports_checked = True
         if role == "bad-endpoint":
-            return self.record(self._bad_side(commit, dump, base, built.seconds))
-        runs = replay_runs(self.options, dump, self.expected, self.runs_for_good,
+            return self.record(self._bad_side(done, prepared.launch, dump, base))
+        runs = replay_runs(self.options, prepared.launch, dump, self.expected, self.runs_for_good,
                            base.with_suffix(".server.log"))
         records = [run_record(n, result, verdict) for n, (result, verdict) in enumerate(runs, 1)]
         last, verdict = runs[-1]
         if verdict == "reproduced":
-            step = Step(commit=commit, role=role, verdict="bad", reproduced=1, runs=records,
-                        reason=f"the expected crash reproduced in run {len(runs)}",
-                        build_s=built.seconds)
+            step = Step(**done, verdict="bad", reproduced=1, runs=records,
+                        reason=f"the expected crash reproduced in run {len(runs)}")
         elif last.signals:
-            step = Step(commit=commit, role=role, verdict="skip", reproduced=0, runs=records,
-                        reason=f"another crash ({verdict}): {signature_text(last.observed)}",
-                        build_s=built.seconds)
+            step = Step(**done, verdict="skip", reproduced=0, runs=records,
+                        reason=f"another crash ({verdict}): {signature_text(last.observed)}")
         else:
             reached = stats.confidence_reached(self.rate, len(runs))
-            step = Step(commit=commit, role=role, verdict="good", reproduced=0, runs=records,
-                        confidence=round(reached, 4), build_s=built.seconds,
+            step = Step(**done, verdict="good", reproduced=0, runs=records,
+                        confidence=round(reached, 4),
                         reason=f"no crash in {len(runs)} runs: {reached:.1%} sure at the bad "
                                f"side's rate {self.rate:.2f}")
         return self.record(step)
 
-    def _bad_side(self, commit: Commit, dump: CrashDump, base, build_s: float) -> Step:
+    def _bad_side(self, done: dict, launch: tuple[str, ...], dump: CrashDump, base) -> Step:
         """Every --repeat run on --bad: the crash's rate, and its signature when not given."""
-        runs = replay_runs(self.options, dump, self.expected, self.options.repeat,
+        runs = replay_runs(self.options, launch, dump, self.expected, self.options.repeat,
                            base.with_suffix(".server.log"), stop_on_crash=False)
         crashed = [result for result, _ in runs if result.signals]
         if self.expected is None and crashed:
@@ -104,8 +109,7 @@ class Bisect:
         if k:
             self.runs_for_good = min(stats.runs_needed(self.rate, self.options.confidence),
                                      self.options.max_runs)
-        return Step(commit=commit, role="bad-endpoint", verdict="bad" if k else "skip",
-                    reproduced=k, runs=records, build_s=build_s,
+        return Step(**done, verdict="bad" if k else "skip", reproduced=k, runs=records,
                     reason=f"reproduced {k}/{len(runs)}; a good verdict takes "
                            f"{self.runs_for_good} clean runs")
 
@@ -123,8 +127,8 @@ class Answer:
 
     outcome: str
     why: str
-    first: Commit | None = None
-    candidates: list[Commit] = field(default_factory=list)
+    first: Commit | Release | None = None
+    candidates: list[Commit | Release] = field(default_factory=list)
     fix: FixCheck | None = None
 
 
@@ -133,60 +137,58 @@ def bisect(options: BisectOptions, on_step: OnStep | None = None) -> BisectResul
     --check-fix, whether a commit fixes the crash its parent shows."""
     started = time.monotonic()
     state = Bisect(options, on_step)
-    checkout = state.checkout
-    checkout.refuse_dirty()
-    good, commits = None, []
-    if options.check_fix:
-        fix = checkout.resolve(options.check_fix, "--check-fix")
-        bad = checkout.resolve(f"{fix}^", f"--check-fix {options.check_fix}'s parent")
+    line = state.source
+    good, commits, fix = None, list[str](), ""
+    if isinstance(line, Commits) and options.check_fix:
+        fix, bad = line.fix_and_parent()
     else:
-        good = checkout.resolve(options.good or "", "--good")
-        bad = checkout.resolve(options.bad or "", "--bad")
-        commits = checkout.between(good, bad)
-        if not commits:
-            raise BadInput("--good and --bad are the same commit: nothing to bisect")
+        good, commits = line.span()
+        bad = commits[-1]
     dump = load(options.dump)
     if not dump.requests:
         raise BadInput(f"--dump {options.dump}: holds no requests to replay")
-    origin = checkout.head()
+    line.begin()
     try:
-        answer = (_check_fix(state, dump, fix, bad) if options.check_fix
+        answer = (_check_fix(state, dump, fix, bad) if fix
                   else _search(state, dump, good or "", commits))
     finally:
-        checkout.checkout(origin)
-    return BisectResult(
-        tool=Tool(version=__version__), repo=str(options.repo), good=good, bad=bad,
+        line.end()
+    result = BisectResult(
+        tool=Tool(version=__version__), repo=None if options.versions else str(options.repo),
+        good=good, bad=bad,
         fix=answer.fix, dump=options.dump, outcome=answer.outcome, why=answer.why,
         first_bad=answer.first, candidates=answer.candidates,
         expected=_describe(state.expected), bad_rate=round(state.rate, 4),
         runs_for_good=state.runs_for_good, confidence=options.confidence, steps=state.steps,
         skips=[step for step in state.steps if step.verdict == "skip"], log=str(state.log),
         wall_s=round(time.monotonic() - started, 3))
+    return BisectResult.model_validate(state.redactor.json(result.model_dump(mode="json")))
 
 
 def _search(state: Bisect, dump: CrashDump, good: str, commits: list[str]) -> Answer:
-    """Halve the commits after ``good`` (the last of them is --bad) down to the first bad one."""
-    endpoint = state.try_commit(commits[-1], "bad-endpoint", dump)
+    """Halve the commits (or releases) after ``good`` (the last of them is --bad) down to the
+    first bad one."""
+    endpoint = state.try_revision(commits[-1], "bad-endpoint", dump)
     if endpoint.verdict != "bad":
         return Answer("inconclusive", f"the crash did not reproduce on --bad: {endpoint.reason}")
-    clean = state.try_commit(good, "good-endpoint", dump)
+    clean = state.try_revision(good, "good-endpoint", dump)
     if clean.verdict != "good":
         return Answer("inconclusive", f"--good is not clean: {clean.reason}")
     low, high, tried = -1, len(commits) - 1, set[int]()
     while high - low > 1:
         index = _next(commits, low, high, tried)
         if index is None:
-            left = [state.commit(rev) for rev in commits[low + 1:high + 1]]
+            left = [state.source.describe(rev) for rev in commits[low + 1:high + 1]]
             return Answer("inconclusive", "only skipped commits lie between the last good and "
                           f"the first bad: the first bad is one of {len(left)}", candidates=left)
         tried.add(index)
-        step = state.try_commit(commits[index], "bisect", dump)
+        step = state.try_revision(commits[index], "bisect", dump)
         if step.verdict == "bad":
             high = index
         elif step.verdict == "good":
             low = index
-    first = state.commit(commits[high])
-    return Answer("found", f"{first.hash[:12]} is the first bad commit", first=first)
+    first = state.source.describe(commits[high])
+    return Answer("found", f"{label(first)} is the first bad {first.kind}", first=first)
 
 
 #: a fix's verdict from its step's
@@ -196,14 +198,15 @@ _FIX_VERDICTS = {"good": "fixed", "bad": "not fixed", "skip": "another crash"}
 def _check_fix(state: Bisect, dump: CrashDump, fix: str, parent: str) -> Answer:
     """The parent first (the crash, its rate, its signature), then the fix with as many runs
     as a good verdict takes."""
-    endpoint = state.try_commit(parent, "bad-endpoint", dump)
+    endpoint = state.try_revision(parent, "bad-endpoint", dump)
     if endpoint.verdict != "bad":
         return Answer("inconclusive", f"the crash did not reproduce on the parent {parent[:12]}: "
                       f"{endpoint.reason}")
-    step = state.try_commit(fix, "fix", dump)
+    step = state.try_revision(fix, "fix", dump)
     verdict = _FIX_VERDICTS[step.verdict]
+    assert isinstance(step.revision, Commit)  # --check-fix takes commits only (options.py)
     return Answer(verdict, f"{fix[:12]}: {verdict}: {step.reason}",
-                  fix=FixCheck(commit=step.commit, verdict=verdict))
+                  fix=FixCheck(revision=step.revision, verdict=verdict))
 
 
 def _describe(expected: Expectation | None) -> str:

@@ -1,5 +1,5 @@
-"""One step of a bisect: build the checked-out commit, start its server, replay the reproducer
-up to N times, and judge with replay's signature oracle.
+"""One step's runs: start the prepared revision's server under serve, replay the reproducer up
+to N times, and judge with replay's signature oracle.
 
 The same crash is bad (one reproduction is enough: stop there); another crash is a skip, its
 signature kept, because that commit cannot say whether the bug was there; no crash in all N
@@ -10,10 +10,7 @@ from __future__ import annotations
 
 import re
 import shlex
-import subprocess
 import sys
-import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..replay.records import CrashDump
@@ -52,27 +49,7 @@ def run_record(number: int, result: Attempt, verdict: str) -> Run:
                signature=signature_text(result.observed) if result.signals else None)
 
 
-@dataclass
-class Build:
-    ok: bool
-    seconds: float
-    why: str = ""
-
-
-def build(options: BisectOptions, log: Path) -> Build:
-    """The user's --build in the repository, its output kept in ``log``."""
-    if not options.build:
-        return Build(ok=True, seconds=0.0)
-    started = time.monotonic()
-    with open(log, "wb") as out:
-        done = subprocess.run(options.build, shell=True, cwd=options.repo, stdout=out,
-                              stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    seconds = round(time.monotonic() - started, 3)
-    return Build(ok=done.returncode == 0, seconds=seconds,
-                 why=f"--build exited with code {done.returncode} (its output: {log})")
-
-
-def supervised(options: BisectOptions, runs_dir: Path) -> str:
+def supervised(options: BisectOptions, launch: tuple[str, ...], runs_dir: Path) -> str:
     """The launch command under ``crashlab serve``: each run's server is watched as serve
     watches any, its crash kept and triaged in a run directory of the step's own, and recorded
     in the bisect's own crash index, not the user's."""
@@ -81,15 +58,16 @@ def supervised(options: BisectOptions, runs_dir: Path) -> str:
                        "--health-url", options.url,
                        "--health-interval", str(options.watch.health_interval),
                        "--health-timeout", str(options.watch.health_timeout),
-                       "--", *options.launch])
+                       "--", *launch])
 
 
-def replay_runs(options: BisectOptions, dump: CrashDump, expected: Expectation | None,
-                count: int, log: Path, stop_on_crash: bool = True) -> list[tuple[Attempt, str]]:
+def replay_runs(options: BisectOptions, launch: tuple[str, ...], dump: CrashDump,
+                expected: Expectation | None, count: int, log: Path,
+                stop_on_crash: bool = True) -> list[tuple[Attempt, str]]:
     """Up to ``count`` runs, each on a fresh server under serve; (attempt, verdict against
     ``expected``). Stops at the first crash unless told not to (the bad side counts all of its
     runs)."""
-    target = Target(url=options.url, restart_cmd=supervised(options, log.with_suffix(".runs")),
+    target = Target(url=options.url, restart_cmd=supervised(options, launch, log.with_suffix(".runs")),
                     start_timeout=options.start_timeout, server_log=log)
     fidelity = Fidelity(expected=None, force="off")
     found: list[tuple[Attempt, str]] = []

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -31,6 +31,8 @@ class Run(ClosedModel):
 class Commit(ClosedModel):
     """A commit of the bisected repository."""
 
+    kind: Literal["commit"] = "commit"
+    """What was tried: a commit checked out."""
     hash: str
     """The full commit hash."""
     subject: str
@@ -41,17 +43,46 @@ class Commit(ClosedModel):
     """The files it changed."""
 
 
+class Release(ClosedModel):
+    """A release installed into an environment of its own (``--versions``)."""
+
+    kind: Literal["release"] = "release"
+    """What was tried: a release installed."""
+    version: str
+    """The version, as --versions gave it."""
+    python: str
+    """The interpreter of its environment: what ``{python}`` in the launch command became."""
+    install: str
+    """The install command run for it, secrets masked."""
+    reused: bool = False
+    """Whether its environment was kept from an earlier bisect (nothing installed this time)."""
+
+
+#: what a step tried: a commit or a release, told apart by ``kind``
+Revision = Annotated[Commit | Release, Field(discriminator="kind")]
+
+
+def label(revision: Commit | Release) -> str:
+    """A revision as a step line names it: a commit's short hash, or a release's version."""
+    return revision.hash[:12] if isinstance(revision, Commit) else revision.version
+
+
+def title(revision: Commit | Release) -> str:
+    """Its one-line description: a commit's subject, or the install a release took."""
+    return revision.subject if isinstance(revision, Commit) else revision.install
+
+
 class Step(ClosedModel):
     """One commit tried: built, served, replayed, judged."""
 
-    commit: Commit
-    """The commit checked out."""
+    revision: Revision
+    """The commit checked out, or the release installed."""
     role: Literal["bad-endpoint", "good-endpoint", "bisect", "fix"]
     """Why it was tried: the --bad commit (or --check-fix's parent) checked first, the --good
     commit, a bisect step, or the --check-fix commit."""
     verdict: StepVerdict
     """bad: the expected crash reproduced; good: it did not in enough runs; skip: another crash,
-    or a build that failed, never counted bad."""
+    or a build or install that failed, never counted bad."""
     reproduced: int
     """Runs in which the expected crash reproduced (k of k/N)."""
     runs: list[Run] = Field(default_factory=list)
@@ -61,13 +92,15 @@ class Step(ClosedModel):
     reason: str
     """Why the verdict: the counts, the other crash's signature, the build's failure."""
     build_s: float = 0.0
-    """Seconds the --build command took."""
+    """Seconds the --build command (or a release's install) took."""
+    caches_cleared: list[str] = Field(default_factory=list)
+    """The --clear-cache folders emptied before the step."""
 
 
 class FixCheck(ClosedModel):
     """--check-fix's verdict: the commit against its parent, with the same statistics."""
 
-    commit: Commit
+    revision: Commit
     """The commit tried as a fix."""
     verdict: Literal["fixed", "not fixed", "another crash", "inconclusive"]
     """fixed: no crash in enough runs where the parent reproduces it; not fixed: it reproduces;
@@ -82,12 +115,13 @@ class BisectResult(ClosedModel):
     or meaning."""
     tool: Tool
     """crashlab's name and version."""
-    repo: str
-    """The repository bisected."""
+    repo: str | None = None
+    """The repository bisected; None over releases (--versions)."""
     good: str | None = None
-    """The --good commit's hash; None with --check-fix."""
+    """The --good commit's hash (over releases: the first version); None with --check-fix."""
     bad: str
-    """The --bad commit's hash, or with --check-fix its commit's parent."""
+    """The --bad commit's hash (over releases: the last version), or with --check-fix its
+    commit's parent."""
     fix: FixCheck | None = None
     """With --check-fix: whether the commit fixes the crash its parent shows."""
     dump: str
@@ -97,10 +131,11 @@ class BisectResult(ClosedModel):
     --check-fix, the fix's verdict."""
     why: str
     """One sentence on the outcome."""
-    first_bad: Commit | None = None
-    """The first commit where the expected crash reproduces."""
-    candidates: list[Commit] = Field(default_factory=list)
-    """When inconclusive because of skips: the commits any of which may be the first bad one."""
+    first_bad: Revision | None = None
+    """The first commit (or release) where the expected crash reproduces."""
+    candidates: list[Revision] = Field(default_factory=list)
+    """When inconclusive because of skips: the commits (or releases) any of which may be the
+    first bad one."""
     expected: str
     """The crash that counts as bad: the bad side's signature, or --expect's patterns."""
     bad_rate: float

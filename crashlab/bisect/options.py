@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,6 +11,7 @@ from ..replay.expect import from_options
 from ..replay.oracle import FAULT_PATTERNS, Watch
 from ..replay.result import Expectation
 from ..replay.send import Plan
+from . import caches, releases
 
 
 @dataclass(frozen=True)
@@ -25,6 +27,14 @@ class BisectOptions:
     #: the command that starts the server: the words after ``--``
     launch: tuple[str, ...]
     build: str | None
+    #: --versions, oldest first; empty when bisecting commits
+    versions: tuple[str, ...]
+    #: --install's template ({python}, {version}), --base-python and where the environments live
+    install: str
+    base_python: str
+    releases_dir: Path
+    #: --clear-cache: folders emptied before each step
+    clear_caches: list[Path]
     #: runs on the --bad commit, to measure the reproduction rate
     repeat: int
     confidence: float
@@ -38,24 +48,46 @@ class BisectOptions:
     as_json: bool
 
     @classmethod
-    def from_command_line(cls, *, repo, good, bad, check_fix, dump, url, launch, build, repeat, confidence,
+    def from_command_line(cls, *, repo, good, bad, check_fix, dump, url, launch, build, versions,
+                          install, base_python, releases_dir, clear_cache, repeat, confidence,
                           max_runs, expect, expect_kernel, health_interval, health_timeout,
                           settle, start_timeout, output, as_json) -> BisectOptions:
         if not launch:
             raise BadInput("bisect: give the server's launch command after --")
-        if check_fix and (good or bad):
-            raise BadInput("bisect: --check-fix tries a commit against its parent: drop --good "
-                           "and --bad")
-        if not check_fix and not (good and bad):
-            raise BadInput("bisect: give --good and --bad (or --check-fix REV)")
+        _check_what_to_bisect(good, bad, check_fix, versions, build, launch)
         if not 0.0 < confidence < 1.0:
             raise BadInput(f"--confidence {confidence}: a fraction between 0 and 1")
         if not Path(dump).is_file():
             raise BadInput(f"--dump {dump}: no such file")
         watch = Watch(patterns=FAULT_PATTERNS, health_interval=health_interval,
                       health_timeout=health_timeout, settle=settle)
+        keep = caches.protected(Path(repo), Path(output), Path(dump))
         return cls(repo=Path(repo), good=good, bad=bad, check_fix=check_fix, dump=dump, url=url.rstrip("/"),
-                   launch=tuple(launch), build=build, repeat=repeat, confidence=confidence,
+                   launch=tuple(launch), build=build,
+                   versions=tuple(releases.parse_versions(versions)) if versions else (),
+                   install=install, base_python=base_python or sys.executable,
+                   releases_dir=Path(releases_dir) if releases_dir else releases.default_root(),
+                   clear_caches=caches.checked(clear_cache, keep), repeat=repeat, confidence=confidence,
                    max_runs=max_runs, expected=from_options(expect, expect_kernel), watch=watch,
                    plan=Plan.choose(), start_timeout=start_timeout, output=Path(output),
                    as_json=as_json)
+
+
+def _check_what_to_bisect(good, bad, check_fix, versions, build, launch) -> None:
+    """Commits (--good/--bad), a fix (--check-fix) or releases (--versions): one of them."""
+    python_named = any("{python}" in word for word in launch)
+    if versions:
+        if good or bad or check_fix or build:
+            raise BadInput("bisect: --versions bisects releases, oldest good and newest bad: drop "
+                           "--good, --bad, --check-fix and --build (--install installs each)")
+        if not python_named:
+            raise BadInput("bisect --versions: start the server with {python}, the interpreter of "
+                           "each release's environment (-- {python} -m sglang.launch_server ...)")
+        return
+    if python_named:
+        raise BadInput("bisect: {python} in the launch command is for --versions")
+    if check_fix and (good or bad):
+        raise BadInput("bisect: --check-fix tries a commit against its parent: drop --good "
+                       "and --bad")
+    if not check_fix and not (good and bad):
+        raise BadInput("bisect: give --good and --bad, --check-fix REV, or --versions")

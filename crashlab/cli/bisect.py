@@ -1,4 +1,4 @@
-"""crashlab bisect: which commit brought a crash, judged by replaying its reproducer."""
+"""crashlab bisect: which commit or release brought a crash, judged by replaying its reproducer."""
 
 from __future__ import annotations
 
@@ -9,6 +9,9 @@ import click
 
 from ..guard import GuardedCommand
 from .options import POSITIVE, json_option, oracle_timing_options, out_option
+
+#: --install's default: the release alone, into its environment (the base supplies the rest)
+DEFAULT_INSTALL = "{python} -m pip install --quiet --no-deps --ignore-installed sglang=={version}"
 
 
 @click.command(cls=GuardedCommand)
@@ -23,8 +26,23 @@ from .options import POSITIVE, json_option, oracle_timing_options, out_option
               help="The reproducer: an SGLang crash dump (a --minimize'd one is faster).")
 @click.option("--url", default="http://127.0.0.1:30000", show_default=True,
               help="Where the launched server answers.")
-@click.option("--build", help="Shell command run in --repo after each checkout (default: none; "
-                              "a failed build skips the commit).")
+@click.option("--build", help="Shell command run in --repo after each checkout (default: none, "
+                              "as an editable install needs; a failed build skips the commit).")
+@click.option("--versions", metavar="V1,V2,...",
+              help="Bisect releases instead of commits, oldest first: each installed by --install "
+                   "into an environment of its own; the launch command names its interpreter "
+                   "{python}.")
+@click.option("--install", default=DEFAULT_INSTALL, show_default=True,
+              help="With --versions: the shell command that installs {version} with {python}.")
+@click.option("--base-python", metavar="PYTHON",
+              help="With --versions: the interpreter whose packages (the server's dependencies) "
+                   "each release's environment shares [default: the one crashlab runs on].")
+@click.option("--releases-dir", type=click.Path(file_okay=False),
+              help="With --versions: where the environments are kept between bisects "
+                   "[default: ~/.cache/crashlab/bisect-releases].")
+@click.option("--clear-cache", multiple=True, type=click.Path(file_okay=False),
+              help="A folder emptied before each step, e.g. a JIT cache such as "
+                   "~/.cache/flashinfer (repeatable).")
 @click.option("--repeat", type=click.IntRange(min=1), default=4, show_default=True,
               help="Runs on --bad, to measure how often the crash reproduces.")
 @click.option("--confidence", type=float, default=0.95, show_default=True,
@@ -44,7 +62,8 @@ from .options import POSITIVE, json_option, oracle_timing_options, out_option
 @json_option("Print the verdict as JSON (schema: crashlab schema bisect).")
 @click.argument("launch", nargs=-1, required=False)
 def bisect(**options: Any) -> None:
-    """Find the commit that brought a crash: check out, build, serve, replay, judge, halve.
+    """Find the commit (or release) that brought a crash: check out, build, serve, replay,
+    judge, halve.
 
     Each step replays --dump against the server LAUNCH starts (the words after --) and judges
     with replay's signature oracle: the crash --bad shows is bad, no crash in enough runs is
@@ -59,6 +78,8 @@ def bisect(**options: Any) -> None:
           python -m sglang.launch_server --model-path M --port 30000
       crashlab bisect --check-fix pr-1234 --repo ~/sglang --dump crash.min.pkl -- \\
           python -m sglang.launch_server --model-path M --port 30000
+      crashlab bisect --versions 0.5.20,0.5.21,0.5.22,0.5.23 --dump crash.min.pkl -- \\
+          {python} -m sglang.launch_server --model-path M --port 30000
     """
     from ..bisect.command import run
     from ..bisect.options import BisectOptions
