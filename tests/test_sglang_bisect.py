@@ -52,47 +52,60 @@ def _holding(pythonpath: Path) -> list[psutil.Process]:
     return found
 
 
-def test_bisect_finds_the_planted_regression_on_the_real_server(sglang_env, reproducer, tmp_path):
+@pytest.fixture
+def sglang_repo(sglang_env, tmp_path) -> tuple[Path, dict[str, str]]:
+    """(repo, commits by role): a repository of its own per test, since a bisect moves it."""
     repo = tmp_path / "sglang"
-    made = history.build(sglang_env, repo)
-    order = list(made.values())
-    port, out = free_port(), tmp_path / "out"
-    done = run_cli("bisect", "--good", made["good"], "--bad", "main", "--repo", repo,
+    return repo, history.build(sglang_env, repo)
+
+
+def _bisect(sglang_env, repo, made, reproducer, out, environment):
+    """crashlab bisect from the planted good commit to main, as a user runs it, the real
+    server's launch after --; one run on the bad side (the crash reproduces every time)."""
+    port = free_port()
+    return run_cli("bisect", "--good", made["good"], "--bad", "main", "--repo", repo,
                    "--dump", reproducer, "--url", server.url(port), "--repeat", "1",
                    "--start-timeout", server.START_TIMEOUT, "--out", out, "--json", "--",
                    *server.launch_args(sglang_env, port),
-                   env={**server.ENVIRONMENT, "PYTHONPATH": str(repo / "python")},
-                   timeout=BISECT_TIMEOUT)
+                   env={**server.ENVIRONMENT, **environment}, timeout=BISECT_TIMEOUT)
+
+
+def test_bisect_finds_the_planted_regression_on_the_real_server(sglang_env, sglang_repo,
+                                                                 reproducer, tmp_path):
+    repo, made = sglang_repo
+    order = list(made.values())
+    out = tmp_path / "out"
+    done = _bisect(sglang_env, repo, made, reproducer, out, {"PYTHONPATH": str(repo / "python")})
     assert done.returncode == 0, done.stderr.decode(errors="replace")
     result = json.loads(done.stdout)
     assert result["outcome"] == "found", result["why"]
     first = result["first_bad"]
-    assert first["hash"] == made["regression"]
+    assert first["kind"] == "commit" and first["hash"] == made["regression"]
     assert first["subject"] == history.REGRESSION and first["files"] == [str(history.PROCESSOR)]
     assert first["author_date"] == git(repo, "show", "-s", "--format=%aI", made["regression"])
     assert "IndexError" in result["expected"], result["expected"]
     # every step's verdict is the history's: bad from the regression on, good before it
     steps = result["steps"]
     for step in steps:
-        at = order.index(step["commit"]["hash"])
+        at = order.index(step["revision"]["hash"])
         assert step["verdict"] == ("bad" if at >= order.index(made["regression"]) else "good"), step
     assert not result["skips"]
     endpoint, clean = steps[0], steps[1]
-    assert (endpoint["role"], endpoint["commit"]["hash"]) == ("bad-endpoint", made["head"])
+    assert (endpoint["role"], endpoint["revision"]["hash"]) == ("bad-endpoint", made["head"])
     assert (endpoint["reproduced"], len(endpoint["runs"])) == (1, 1) and result["bad_rate"] == 1.0
     assert result["runs_for_good"] == stats.runs_needed(result["bad_rate"], result["confidence"])
-    assert (clean["role"], clean["commit"]["hash"]) == ("good-endpoint", made["good"])
+    assert (clean["role"], clean["revision"]["hash"]) == ("good-endpoint", made["good"])
     assert len(clean["runs"]) == result["runs_for_good"]
     assert clean["confidence"] == round(stats.confidence_reached(result["bad_rate"],
                                                                  len(clean["runs"])), 4)
     assert clean["confidence"] >= result["confidence"]
     # the regression's parent was served and judged good: nothing but the verdicts placed it
-    judged = {step["commit"]["hash"]: step["verdict"] for step in steps}
+    judged = {step["revision"]["hash"]: step["verdict"] for step in steps}
     assert judged.get(git(repo, "rev-parse", f"{made['regression']}^")) == "good", judged
     # the bad steps' servers raised in the checkout's processor, not in the installed package's
     for step in steps:
         if step["verdict"] == "bad":
-            [log] = out.glob(f"step-*-{step['commit']['hash'][:12]}.server.log")
+            [log] = out.glob(f"step-*-{step['revision']['hash'][:12]}.server.log")
             text = log.read_text(errors="replace")
             assert f'File "{repo / history.PROCESSOR}"' in text, log
             assert str(history.installed_package(sglang_env)) not in text, log
@@ -102,3 +115,18 @@ def test_bisect_finds_the_planted_regression_on_the_real_server(sglang_env, repr
     assert not _holding(repo / "python")
     assert not [child for child in psutil.Process().children(recursive=True)
                 if child.status() != psutil.STATUS_ZOMBIE]
+
+
+def test_without_the_checkout_on_the_path_no_server_is_started(sglang_env, sglang_repo,
+                                                                reproducer, tmp_path):
+    """The real environment's Python imports its installed sglang when PYTHONPATH does not name
+    the checkout: every step would serve the same code, so bisect refuses before any start."""
+    repo, made = sglang_repo
+    out = tmp_path / "out"
+    done = _bisect(sglang_env, repo, made, reproducer, out, {})
+    stderr = done.stderr.decode(errors="replace")
+    assert done.returncode == 2, stderr
+    assert len(stderr.strip().splitlines()) == 1
+    assert str(history.installed_package(sglang_env)) in stderr and str(repo) in stderr
+    assert not list(out.glob("step-*.server.*"))
+    assert git(repo, "symbolic-ref", "--short", "HEAD") == "main"
