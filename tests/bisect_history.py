@@ -57,6 +57,11 @@ def commit(repo: Path, subject: str, crash: str | None = None, flaky: bool = Fal
                                             standin=str(ROOT / "tests" / "sglang_server.py")))
     if touch:
         (repo / touch).write_text(subject + "\n")
+    return commit_all(repo, subject)
+
+
+def commit_all(repo: Path, subject: str) -> str:
+    """Commit whatever the work tree holds now, as a test author; its hash."""
     git(repo, "add", "-A")
     git(repo, "-c", "user.name=Test", "-c", "user.email=test@example.invalid", "commit",
         "-q", "-m", subject)
