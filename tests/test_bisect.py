@@ -288,3 +288,15 @@ def test_a_checkout_left_changed_by_the_last_build_stays_and_says_so(tmp_path, h
     assert note.startswith(f"the checkout stays at {made['bad']}, not main")
     assert git(repo, "rev-parse", "HEAD") == made["bad"]
     assert (repo / "README").read_text().endswith("built\n")
+
+
+def test_an_earlier_bisect_in_out_is_never_overwritten(tmp_path, history):
+    repo, made = history
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "result.json").write_text('{"outcome": "found"}\n')
+    done = _bisect(tmp_path, repo, made["good"], "main")
+    assert done.returncode == 2 and "holds an earlier bisect (result.json)" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert (out / "result.json").read_text() == '{"outcome": "found"}\n'
+    assert sorted(path.name for path in out.iterdir()) == ["result.json"]

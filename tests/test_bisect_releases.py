@@ -74,7 +74,7 @@ def test_bisect_over_releases_finds_the_release_that_brought_the_crash(tmp_path,
     _no_children()
 
     # a second bisect reuses the environments: nothing installed
-    again = _bisect(tmp_path, wheels, ["1.3", "1.4"], "--json")
+    again = _bisect(tmp_path, wheels, ["1.3", "1.4"], "--json", "--out", str(tmp_path / "again"))
     assert again.returncode == 0, again.stderr
     second = json.loads(again.stdout)
     assert second["first_bad"]["version"] == "1.4"

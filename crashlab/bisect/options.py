@@ -13,6 +13,10 @@ from ..replay.result import Expectation
 from ..replay.send import Plan
 from . import caches, releases
 
+#: what a bisect writes in --out, for a report to bundle: the step log (one JSON line per step
+#: as it ends) and the verdict (what ``--json`` prints); another bisect there would overwrite them
+STEP_LOG, RESULT = "steps.jsonl", "result.json"
+
 
 @dataclass(frozen=True)
 class BisectOptions:
@@ -59,6 +63,10 @@ class BisectOptions:
             raise BadInput(f"--confidence {confidence}: a fraction between 0 and 1")
         if not Path(dump).is_file():
             raise BadInput(f"--dump {dump}: no such file")
+        earlier = [name for name in (STEP_LOG, RESULT) if (Path(output) / name).exists()]
+        if earlier:
+            raise BadInput(f"--out {output}: holds an earlier bisect ({earlier[0]}); give another "
+                           "--out, or move that one away (crashlab does not overwrite it)")
         watch = Watch(patterns=FAULT_PATTERNS, health_interval=health_interval,
                       health_timeout=health_timeout, settle=settle)
         keep = caches.protected(Path(repo), Path(output), Path(dump))
