@@ -39,10 +39,11 @@ def history(tmp_path):
 
 
 def _bisect(tmp_path, repo, good, bad, *extra, words=None, env=None):
-    """crashlab bisect as a user runs it (--good and --bad left out where None)."""
+    """crashlab bisect as a user runs it (--good and --bad left out where None); ``words(port)``
+    the launch command, app.py's by default."""
     port = free_port()
     dump = synthetic(tmp_path, 3)
-    words = words or launch(repo, port, tmp_path / "starts")
+    words = words(port) if words else launch(repo, port, tmp_path / "starts")
     revisions = [*(["--good", good] if good else []), *(["--bad", bad] if bad else [])]
     done = run_cli("bisect", *revisions, "--repo", str(repo), "--dump",
                    str(dump), "--url", f"http://127.0.0.1:{port}", "--out",
@@ -204,6 +205,12 @@ def test_clear_cache_empties_the_cache_before_every_step(tmp_path, history):
     assert sorted(path.name for path in cache.iterdir()) == ["new.so"]
 
 
+def _module_launch(tmp_path):
+    """``python -m app``: app imported from wherever PYTHONPATH finds it."""
+    return lambda port: [sys.executable, "-m", "app", "--port", str(port), "--starts",
+                         str(tmp_path / "starts")]
+
+
 def test_a_server_that_imports_another_copy_is_refused(tmp_path, history):
     """``python -m app`` finding app.py elsewhere on PYTHONPATH, not in the checkout: every step
     would serve the same code, so the bisect stops before its first replay."""
@@ -211,15 +218,26 @@ def test_a_server_that_imports_another_copy_is_refused(tmp_path, history):
     elsewhere = tmp_path / "installed"
     elsewhere.mkdir()
     (elsewhere / "app.py").write_text((repo / "app.py").read_text())
-    port = free_port()
-    words = [sys.executable, "-m", "app", "--port", str(port), "--starts", str(tmp_path / "starts")]
-    done = _bisect(tmp_path, repo, made["good"], "main", words=words,
+    done = _bisect(tmp_path, repo, made["good"], "main", words=_module_launch(tmp_path),
                    env={"PYTHONPATH": str(elsewhere)})
     assert done.returncode == 2, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
     assert f"would import app from {elsewhere.resolve() / 'app.py'}, not from the checkout" in done.stderr
     assert git(repo, "symbolic-ref", "--short", "HEAD") == "main"
     assert not (tmp_path / "out" / "step-01-" f"{made['bad'][:12]}.server.runs").exists()
+
+
+def test_a_build_that_installs_the_checkout_elsewhere_is_trusted(tmp_path, history):
+    """The same launch, with a --build that installs each checkout's app.py where the server
+    imports it from (as ``pip install .`` does): the bisect runs and finds the crash."""
+    repo, made = history
+    installed = tmp_path / "installed"
+    installed.mkdir()
+    done = _bisect(tmp_path, repo, made["refactor"], made["crash"], "--repeat", "1", "--json",
+                   "--build", f"cp app.py {installed}/app.py", words=_module_launch(tmp_path),
+                   env={"PYTHONPATH": str(installed)})
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["first_bad"]["hash"] == made["crash"]
 
 
 def test_a_secret_in_a_crash_line_is_masked_in_every_output(tmp_path, history):
