@@ -36,8 +36,8 @@ class Verb(NamedTuple):
 #: crashlab VERB -> where its command is and its line in crashlab --help.
 VERBS: dict[str, Verb] = {
     "bisect": Verb("crashlab.cli.bisect", "bisect",
-                   "Find the commit that brought a crash: check out, build, serve, replay, "
-                   "judge, halve."),
+                   "Find the commit (or release) that brought a crash: check out, build, "
+                   "serve, replay, judge, halve."),
     "debug": Verb("crashlab.cli.debug", "debug",
                   "Open cuda-gdb on a CUDA coredump, its focus already on the first fault."),
     "doctor": Verb("crashlab.cli.env", "doctor",
