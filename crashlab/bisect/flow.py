@@ -22,12 +22,10 @@ from ..version import __version__
 from . import caches, stats
 from .candidates import Commits, Releases, source
 from .judge import Oracle, expectation_from, replay_runs, run_record, signature_text
-from .model import BisectResult, Commit, FixCheck, Release, Step, label
+from .model import RESULT, STEP_LOG, BisectResult, Commit, FixCheck, Release, Step, label
 from .options import BisectOptions
 
 OnStep = Callable[[Step], None]
-#: the verdict, written beside the step log (what ``--json`` prints), for a report to bundle
-RESULT = "result.json"
 
 
 class Bisect:
@@ -47,7 +45,7 @@ class Bisect:
         self.rate = 0.0
         self.runs_for_good = 1
         options.output.mkdir(parents=True, exist_ok=True)
-        self.log = options.output / "steps.jsonl"
+        self.log = options.output / STEP_LOG
         self.log.write_text("")
 
     def record(self, step: Step) -> Step:
