@@ -34,6 +34,8 @@ SECRET_ENV = {"WAREHOUSE_TOKEN": SECRET}
 SUBJECT = "kernel: **wider** <img src=x onerror=alert(1)> [tile](https://evil.example) @octocat #12 \x1b[2J"
 #: a file the first bad commit adds: its name is outside text too
 HOSTILE_FILE = "tile<b>`x`.md"
+#: a private host the crash line names: --anonymize replaces it
+INTERNAL_HOST = "gpu-node-17.prod.example-corp.internal"
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +45,7 @@ def bisected(tmp_path_factory):
     repo = root / "project"
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main")
-    crash = f"{CRASH} while loading with {SECRET}"
+    crash = f"{CRASH} while loading with {SECRET} from {INTERNAL_HOST}"
     made = {"good": commit(repo, "app: serve")}
     made["docs"] = commit(repo, "docs: a readme", touch="README")
     made["other"] = commit(repo, "scheduler: an assert", crash=OTHER)
@@ -58,9 +60,10 @@ def bisected(tmp_path_factory):
     return out, dump, made, repo
 
 
-def _report(tmp_path, *inputs, json_out=False):
+def _report(tmp_path, *inputs, json_out=False, options=()):
     out = tmp_path / "issue"
-    done = run_cli("report", *inputs, "--out", out, *(["--json"] if json_out else []), env=SECRET_ENV)
+    done = run_cli("report", *inputs, "--out", out, *(["--json"] if json_out else []), *options,
+                   env=SECRET_ENV)
     assert done.returncode == 0, done.stderr
     [bundle] = out.glob("*.tar.gz")
     [body_file] = out.glob("*.md")
@@ -128,6 +131,16 @@ def test_a_secret_in_a_crash_line_is_masked_in_the_body_and_the_bundle(bisected,
         assert SECRET.encode() not in data, name
     assert f"while loading with {MASK}" in members["bisect/result.json"].decode()
     assert f"while loading with {MASK}" in members["bisect/steps.jsonl"].decode()
+
+
+def test_anonymize_replaces_the_host_a_crash_line_names_in_the_bisects_files(bisected, tmp_path):
+    out, _, _, _ = bisected
+    assert INTERNAL_HOST in (out / "result.json").read_text()
+    done, text, members = _report(tmp_path, out, options=["--anonymize"])
+    for name, data in [*members.items(), ("body", text.encode()), ("stdout", done.stdout)]:
+        assert INTERNAL_HOST.encode() not in data and SECRET.encode() not in data, name
+    for name in ("bisect/result.json", "bisect/steps.jsonl"):
+        assert f"{MASK} from host-" in members[name].decode(), name  # replaced, not dropped
 
 
 def test_a_hostile_subject_and_file_name_render_as_text(bisected, tmp_path):
