@@ -35,8 +35,7 @@ LAYERS = (
     # analyses over the model
     "explain", "waits", "gdb", "signature", "incidents", "env", "owner",
     # verbs
-    "api", "crashlab", "wrongverb", "replay", "index", "supervise", "issue", "ui",
-    "bisect",
+    "api", "crashlab", "wrongverb", "replay", "index", "supervise", "bisect", "issue", "ui",
     # the command line
     "guard", "cli", "__main__",
 )

@@ -193,7 +193,7 @@ def test_a_title_is_one_line_of_at_most_120_characters_cut_at_a_word(headline, e
 
 
 @pytest.mark.parametrize("args, message", [
-    ((), "needs a run directory, a coredump or a request dump"),
+    ((), "needs a run directory, a bisect's folder, a coredump or a request dump"),
     (("no/such/file",), "no/such/file: no such file or directory"),
     (("fixtures",), "not a crashlab run directory"),
     ((str(FAULT_CORE), "--max-size", "ten"), "--max-size 'ten': not a size"),

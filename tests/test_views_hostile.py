@@ -26,8 +26,10 @@ from rich.console import Console
 
 import crashlab
 from crashlab import replay
+from crashlab.bisect.model import BisectResult, Commit, Run, Step
 from crashlab.console import ViewConsole
 from crashlab.escape import escape
+from crashlab.issue.bisect_section import BisectShown, section
 from crashlab.picklesafe.writer import dumps
 from crashlab.replay import views as replay_views
 from crashlab.replay.result import ReplayResult
@@ -268,6 +270,8 @@ def hostile_copy(model, texts: list[str]):
         except ValidationError as problem:
             for error in problem.errors():
                 loc = tuple(error["loc"])
+                if error["type"] == "union_tag_invalid":  # a discriminator: its own field
+                    loc += (error["ctx"]["discriminator"].strip("'"),)
                 at = max((p for p in original if loc[:len(p)] == p), key=len)
                 _put(data, at, original[at])
     raise AssertionError("could not make a valid hostile copy")
@@ -312,6 +316,30 @@ def run_report(triage_report):
     return RunReport(tool=Tool(version="t"), status="crash", summary="boom",
                      source=Source(path="/r", size_bytes=1, kind="run"), command=["python", "-m", "x"],
                      incidents=[incident], warnings=["w"])
+
+
+@pytest.fixture(scope="module")
+def bisect_result():
+    """A bisect's verdict with every outside string a report shows: a first bad commit (subject,
+    author date, files), a skip and its reason, a crash line, a note."""
+    first = Commit(hash="0" * 40, subject="kernel: a wider tile", author_date="2026-11-27T07:00:00",
+                   files=["app.py", "kernels/tile.cu"])
+    skipped = Commit(hash="1" * 40, subject="scheduler: an assert", author_date="d", files=["a.py"])
+    crash = Run(number=1, verdict="different crash", duration_s=1.0, time_to_failure_s=0.5,
+                signature="signature 5a38 | RuntimeError: device-side assert triggered")
+    skip = Step(revision=skipped, role="bisect", verdict="skip", reproduced=0, runs=[crash],
+                reason="another crash (different crash): RuntimeError: device-side assert")
+    bad = Step(revision=first, role="bisect", verdict="bad", reproduced=1, runs=[crash],
+               reason="the expected crash reproduced in run 1")
+    return BisectResult(tool=Tool(version="t"), repo="/r", good="2" * 40, bad="3" * 40, dump="d.pkl",
+                        outcome="found", why="the first bad commit", first_bad=first,
+                        expected="CUDA error: an illegal memory access", bad_rate=0.5,
+                        runs_for_good=5, confidence=0.95, steps=[skip, bad], skips=[skip],
+                        log="/r/steps.jsonl", notes=["the checkout stays"], wall_s=1.0)
+
+
+def _bisect_body(result: BisectResult) -> str:
+    return join(section([BisectShown(result, "/out", "bisect/result.json", "bisect/steps.jsonl")]))
 
 
 @pytest.fixture(scope="module")
@@ -383,6 +411,22 @@ def test_run_report_view_shows_any_text_as_itself(run_report, texts):
     _shows(seen, report.summary)
     if "cut here" not in body:
         _shows(seen, *report.warnings, *report.incidents[0].notes)
+
+
+@VIEW_SETTINGS
+@given(texts=st.lists(HOSTILE, min_size=1, max_size=5))
+@example(texts=["kernel: **wider** <img src=x onerror=alert(1)> [t](https://e.example) \x1b[2J"])
+def test_bisect_section_shows_any_text_as_itself(bisect_result, texts):
+    """crashlab report's Bisect section: subjects, file names, reasons, crash lines and notes
+    render as themselves, in list items and table cells alike."""
+    result = hostile_copy(bisect_result, texts)
+    assert isinstance(result.first_bad, Commit)
+    body = _bisect_body(result)
+    _plain_lines(body)
+    assert "<img" not in _github_html(body)
+    seen = _rendered_text(body)
+    _shows(seen, result.why, result.expected, result.first_bad.subject, *result.first_bad.files,
+           *(step.reason for step in result.steps), *result.notes)
 
 
 @VIEW_SETTINGS
@@ -515,11 +559,12 @@ def test_escaping_is_minimal_where_nothing_starts(text, markdown_text):
     assert _github_sees(f"- {inline(text)}", "li")[0] == text
 
 
-def test_views_link_no_outside_text_on_github(triage_report, run_report):
+def test_views_link_no_outside_text_on_github(triage_report, run_report, bisect_result):
     planted = ["@octocat", "#4242", "acme/gpu#4243", ":tada:", "https://example.com/x", "www.example.org",
                "ops@example.net"]
     text = " ".join(planted)
-    for body in (markdown.render(hostile_copy(triage_report, [text])), run_markdown(hostile_copy(run_report, [text]))):
+    for body in (markdown.render(hostile_copy(triage_report, [text])), run_markdown(hostile_copy(run_report, [text])),
+                 _bisect_body(hostile_copy(bisect_result, [text]))):
         parser = _GitHubText("body")
         parser.feed(f"<body>{_github_html(body)}</body>")
         assert parser.links == []

@@ -22,8 +22,8 @@ from ..version import __version__
 from . import caches, stats
 from .candidates import Commits, Releases, source
 from .judge import Oracle, expectation_from, replay_runs, run_record, signature_text
-from .model import BisectResult, Commit, FixCheck, Release, Step, label
-from .options import RESULT, STEP_LOG, BisectOptions
+from .model import RESULT, STEP_LOG, BisectResult, Commit, FixCheck, Release, Step, label
+from .options import BisectOptions
 
 OnStep = Callable[[Step], None]
 

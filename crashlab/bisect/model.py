@@ -10,6 +10,11 @@ from ..published import ClosedModel
 from ..report.model import Tool
 
 StepVerdict = Literal["good", "bad", "skip"]
+#: the verdict, in the output folder beside the step log (what ``--json`` prints): named here, with
+#: the model, for ``crashlab report`` to find a bisect's folder by
+RESULT = "result.json"
+#: the step log in the output folder: one Step as a JSON line as each step ends
+STEP_LOG = "steps.jsonl"
 
 
 class Run(ClosedModel):

@@ -12,10 +12,7 @@ from ..replay.oracle import FAULT_PATTERNS, Watch
 from ..replay.result import Expectation
 from ..replay.send import Plan
 from . import caches, releases
-
-#: what a bisect writes in --out, for a report to bundle: the step log (one JSON line per step
-#: as it ends) and the verdict (what ``--json`` prints); another bisect there would overwrite them
-STEP_LOG, RESULT = "steps.jsonl", "result.json"
+from .model import RESULT, STEP_LOG
 
 
 @dataclass(frozen=True)
@@ -63,6 +60,7 @@ class BisectOptions:
             raise BadInput(f"--confidence {confidence}: a fraction between 0 and 1")
         if not Path(dump).is_file():
             raise BadInput(f"--dump {dump}: no such file")
+        # another bisect there would overwrite its step log and verdict
         earlier = [name for name in (STEP_LOG, RESULT) if (Path(output) / name).exists()]
         if earlier:
             raise BadInput(f"--out {output}: holds an earlier bisect ({earlier[0]}); give another "

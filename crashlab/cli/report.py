@@ -31,14 +31,16 @@ from .options import db_option, json_option, out_option
 def report(as_json: bool, db: str | None, **options: Any) -> None:
     """Write an upstream issue: a Markdown body and one .tar.gz to attach beside it.
 
-    INPUTS are serve run directories, CUDA coredumps and SGLang request dumps, in any mix. The
-    body (at most 65,536 characters) follows SGLang's bug template: what happened, reproduction
-    (launch and replay commands), environment, triage, logs. The crashes are recorded in the
-    crash index (the one beside the first run's runs directory by default). The bundle holds report.md,
-    report.json, the environment, log excerpts, each coredump's triage, and the dumps and request
-    pickles that fit under --max-size; the body lists what was left out and where it is.
-    Secrets are masked everywhere. The body goes to stdout; the title, the two paths and what
-    the triaging machine lacked (no cuda-gdb: not news for upstream) to stderr.
+    INPUTS are serve run directories, crashlab bisect output folders (--out, with result.json
+    and steps.jsonl), CUDA coredumps and SGLang request dumps, in any mix. The body (at most
+    65,536 characters) follows SGLang's bug template: what happened, reproduction (launch and
+    replay commands), the bisect's verdict, environment, triage, logs. The crashes are recorded
+    in the crash index (the one beside the first run's runs directory by default). The bundle
+    holds report.md, report.json, the environment, log excerpts, each coredump's triage, each
+    bisect's result.json and steps.jsonl, and the dumps and request pickles that fit under
+    --max-size; the body lists what was left out and where it is. Secrets are masked
+    everywhere. The body goes to stdout; the title, the two paths and what the triaging machine
+    lacked (no cuda-gdb: not news for upstream) to stderr.
 
     Exit codes: 0 written, the inputs show a crash; 1 written, they show none (a run that ended
     cleanly); 2 bad input (also a --max-size too small for the report itself); 3 the output
@@ -48,6 +50,7 @@ def report(as_json: bool, db: str | None, **options: Any) -> None:
     Examples:
       crashlab report crashlab-runs/20261123-201500-node7-4242
       crashlab report core_1754_node_12345.nvcudmp crash_dump_2026-11-23_20-08-06.pkl
+      crashlab report crashlab-runs/20261123-201500-node7-4242 crashlab-bisect
       crashlab report RUN --anonymize --max-size 10MB --out /tmp/issue
     """
     from ..issue.command import ReportOptions

@@ -1,17 +1,23 @@
 """The issue body: SGLang's bug template (Describe the bug, Reproduction, Environment), then the
 triage, the logs and the attachment, in at most GitHub's 65,536 characters.
 
+A bisect's verdict, where one was given, is a section of its own after Reproduction
+(crashlab.issue.bisect_section says why there).
+
 The triage is the views' own: serve's report.md renders a run (crashlab.report.run_views) and
 inspect's --markdown a coredump (crashlab.report.markdown), each given the room the rest of the
 body leaves. While that room is below MIN_TRIAGE, the body sheds, in this order and saying so
-in itself: the log findings, the triage of coredumps beyond the first, the environment's
-topology and variables, the list of what the bundle left out beyond LEFT_OUT_SHOWN entries.
-Everything shed is in the bundle. Every text from outside goes through markdown_escape.
+in itself: a bisect's step table (its verdict lines stay: they name the commit, the step table
+only how the search got there), the log findings, the triage of coredumps beyond the first, the
+environment's topology and variables, the list of what the bundle left out beyond
+LEFT_OUT_SHOWN entries. A step that would shed nothing from this body is passed over. Everything
+shed is in the bundle. Every text from outside goes through markdown_escape.
 """
 
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from ..index.markdown import facets_lines
@@ -24,6 +30,7 @@ from ..report.model import TriageReport
 from ..report.run import RunReport
 from ..textsize import shown
 from . import environment as report_environment
+from .bisect_section import BisectShown, section
 from .model import IssueReport, LeftOut, RequestDumpSummary
 
 LIMIT = dump_markdown.GITHUB_LIMIT
@@ -45,6 +52,8 @@ class Facts:
     notes: list[str] = field(default_factory=list)
     #: the facets of the crash's signature across the fleet, where the index holds the crash
     fleet: Facets | None = None
+    #: the bisects given, each with where its files are
+    bisects: list[BisectShown] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -53,17 +62,22 @@ class _Detail:
     all_cores: bool = True
     full_environment: bool = True
     left_out: int = 10_000
+    bisect_steps: bool = True
     cuts: tuple[str, ...] = ()
 
 
-_STEPS = (
-    ("log findings (the bundle has the logs and run/report.json)", dict(logs=False)),
+#: (what is shed, as the body says it; the change; whether this body has any of it)
+_STEPS: tuple[tuple[str, dict, Callable[[Facts], bool]], ...] = (
+    ("the bisect's step table (the bundle has its steps.jsonl)", dict(bisect_steps=False),
+     lambda facts: bool(facts.bisects)),
+    ("log findings (the bundle has the logs and run/report.json)", dict(logs=False),
+     lambda facts: bool(facts.runs)),
     ("triage of coredumps beyond the first (the bundle has each one's triage JSON)",
-     dict(all_cores=False)),
+     dict(all_cores=False), lambda facts: len(facts.cores) > 1),
     ("the environment's topology and variables (the bundle has environment.json)",
-     dict(full_environment=False)),
+     dict(full_environment=False), lambda facts: True),
     (f"the list of files left out of the bundle beyond {LEFT_OUT_SHOWN} (report.json lists them)",
-     dict(left_out=LEFT_OUT_SHOWN)),
+     dict(left_out=LEFT_OUT_SHOWN), lambda facts: len(facts.issue.left_out) > LEFT_OUT_SHOWN),
 )
 _TRIAGE = object()
 
@@ -71,7 +85,9 @@ _TRIAGE = object()
 def render(facts: Facts, limit: int = LIMIT) -> tuple[str, list[str]]:
     """(the body, what was shed to fit, in order)."""
     detail = _Detail()
-    for label, change in ((None, {}), *_STEPS):
+    for label, change, applies in (("", {}, lambda facts: True), *_STEPS):
+        if not applies(facts):
+            continue
         if label:
             detail = replace(detail, cuts=detail.cuts + (label,), **change)
         parts = _parts(facts, detail)
@@ -92,6 +108,7 @@ def _parts(facts: Facts, detail: _Detail) -> list:
     if detail.cuts:
         out += [f"_Shortened to fit GitHub's limit: left out {inline('; '.join(detail.cuts))}._", ""]
     out += ["### Reproduction", ""] + _reproduction(facts)
+    out += section(facts.bisects, steps=detail.bisect_steps)
     out += ["### Environment", ""] + _environment(facts, detail)
     if facts.fleet is not None:
         out += facets_lines(facts.fleet, heading="### Across the fleet: what stays and what "
@@ -133,7 +150,11 @@ def _reproduction(facts: Facts) -> list[str]:
     if facts.issue.request_dumps and facts.launch and option_value(facts.launch, "--api-key"):
         out += [f"The server's API key is masked above: put a key back in {code('--restart-cmd')}; "
                 f"replay sends the same one to the server it starts.", ""]
-    if not facts.issue.request_dumps:
+    if not facts.issue.request_dumps and facts.bisects:
+        out += [f"No SGLang request dump was given; the bisect below replayed "
+                f"{code(facts.bisects[0].result.dump)} at each step (give it to "
+                f"{code('crashlab report')} too, and the bundle holds it).", ""]
+    elif not facts.issue.request_dumps:
         out += ["No SGLang request dump was recorded, so there is nothing to replay.", ""]
     return out
 

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ..bisect.model import RESULT, STEP_LOG, BisectResult
 from ..errors import BadInput, EnvironmentProblem
 from ..index import capture, fleet
 from ..index.records import Facets, NewCrash
@@ -26,6 +27,7 @@ from ..supervise import files
 from ..textsize import parse_size, shown
 from ..version import __version__
 from . import body, local, members, relaunch, title
+from .bisect_section import BisectShown
 from .environment import ReportEnvironment, environment
 from .inputs import CoreInput, DumpInput, Inputs, read
 from .model import IssueReport, LeftOut, Member, RequestDumpSummary
@@ -94,11 +96,27 @@ def _privacy(inputs: Inputs, anonymize: bool) -> Privacy:
     paths = [str(run.path) for run in inputs.runs] + [run.manifest.cwd for run in inputs.runs]
     paths += [str(item.path.resolve()) for item in inputs.all_cores]
     paths += [str(item.path.resolve()) for item in inputs.all_dumps]
+    paths += [str(bisect.path) for bisect in inputs.bisects]
+    paths += [bisect.result.repo for bisect in inputs.bisects if bisect.result.repo]
     return Privacy.for_launch(argv, env, anonymize, hosts, paths)
 
 
 def _clean_run(report: RunReport, privacy: Privacy) -> RunReport:
     return RunReport.model_validate(privacy.json(report.model_dump(mode="json")))
+
+
+def _bisects_shown(inputs: Inputs, bundled: set[str], privacy: Privacy) -> list[BisectShown]:
+    """Each bisect given, its verdict cleaned, with the names its files have in the bundle."""
+    shown = []
+    for number, bisect in enumerate(inputs.bisects):
+        folder = members.bisect_folder(inputs, number)
+        result = BisectResult.model_validate(privacy.json(bisect.result.model_dump(mode="json")))
+        shown.append(BisectShown(
+            result=result, folder=privacy.text(str(bisect.path)),
+            result_member=folder + RESULT if folder + RESULT in bundled else None,
+            log_member=folder + STEP_LOG if folder + STEP_LOG in bundled else None,
+            has_log=bisect.step_log is not None))
+    return shown
 
 
 def runs_dir(inputs: Inputs) -> Path:
@@ -170,6 +188,8 @@ def _summary(inputs: Inputs) -> str:
         if dump.dump is not None:
             return (f"SGLang request dump: {len(dump.dump.requests)} requests, "
                     f"{len(dump.dump.in_flight)} in flight")
+    if inputs.bisects and not inputs.runs:
+        return f"crashlab bisect: {inputs.bisects[0].result.why}"
     outcome = inputs.runs[0].manifest.outcome if inputs.runs else None
     return f"crashlab serve run: {outcome.reason if outcome else 'no outcome recorded'}"
 
@@ -318,7 +338,7 @@ def _pack(inputs: Inputs, options: ReportOptions, privacy: Privacy,
             environment_origin=found_environment.origin, launch=shlex.join(launch) if launch else None)
         text, cuts = body.render(body.Facts(
             title=issue.title, launch=launch or None, runs=runs, cores=direct,
-            primary=primary, fleet=fleet,
+            primary=primary, fleet=fleet, bisects=_bisects_shown(inputs, bundled, privacy),
             environment=found_environment, issue=issue, notes=_notes(inputs)))
         issue.shortened, issue.body_chars = cuts, len(text)
         text = privacy.redactor.serialized(text)

@@ -1,6 +1,7 @@
-"""What ``crashlab report`` was given, read: serve run directories, CUDA coredumps, SGLang request
-dumps, each told apart by what it is (a folder with a manifest, a pickle's first byte, anything
-else a coredump), each refused in one line when it is none of them."""
+"""What ``crashlab report`` was given, read: serve run directories, bisect output folders, CUDA
+coredumps, SGLang request dumps, each told apart by what it is (a folder with a manifest, a folder
+with a bisect's result or step log, a pickle's first byte, anything else a coredump), each refused
+in one line when it is none of them."""
 
 from __future__ import annotations
 
@@ -10,12 +11,13 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from ..bisect.model import RESULT, STEP_LOG, BisectResult
 from ..errors import BadInput
 from ..published import parse
 from ..replay.records import CrashDump
 from ..report.model import TriageReport
 from ..report.run import DumpTriage, RunReport
-from ..supervise.manifest import Manifest
+from ..supervise.manifest import MANIFEST, Manifest
 from ..vocabulary import PICKLE_PROTO
 from ..wrongverb import advised
 
@@ -69,10 +71,24 @@ class RunInput:
 
 
 @dataclass
+class BisectInput:
+    """A ``crashlab bisect --out`` folder: its verdict, and its step log where it is there."""
+
+    path: Path
+    result: BisectResult
+
+    @property
+    def step_log(self) -> Path | None:
+        log = self.path / STEP_LOG
+        return log if log.is_file() else None
+
+
+@dataclass
 class Inputs:
     runs: list[RunInput] = field(default_factory=list)
     cores: list[CoreInput] = field(default_factory=list)
     dumps: list[DumpInput] = field(default_factory=list)
+    bisects: list[BisectInput] = field(default_factory=list)
 
     @property
     def all_cores(self) -> list[CoreInput]:
@@ -84,8 +100,10 @@ class Inputs:
 
     @property
     def found(self) -> bool:
-        """Whether anything given shows a crash: an incident, a fault, recorded requests."""
+        """Whether anything given shows a crash: an incident, a fault, recorded requests, a
+        bisect whose --bad side reproduced it."""
         return (any(run.report is not None for run in self.runs)
+                or any(bisect.result.bad_rate > 0 for bisect in self.bisects)
                 or any(core.report is not None and core.report.found for core in self.all_cores)
                 or any(dump.dump is not None and dump.dump.requests for dump in self.all_dumps))
 
@@ -135,12 +153,32 @@ def read_run(path: Path) -> RunInput:
     return run
 
 
+def is_bisect_folder(path: Path) -> bool:
+    """A folder crashlab bisect wrote into: a verdict or a step log, and no run's manifest."""
+    return not (path / MANIFEST).exists() and ((path / RESULT).exists() or (path / STEP_LOG).exists())
+
+
+def read_bisect(path: Path) -> BisectInput:
+    """A bisect's folder, read as a run report is: a later crashlab's fields left out; a verdict
+    that is missing (a bisect stopped before its end) or unreadable is refused."""
+    try:
+        return BisectInput(path.resolve(), parse(BisectResult, (path / RESULT).read_bytes()))
+    except FileNotFoundError:
+        raise BadInput(f"{path}: holds a bisect's {STEP_LOG} but no {RESULT} (the bisect did not "
+                       "finish)") from None
+    except (ValidationError, ValueError, OSError):
+        raise BadInput(f"{path / RESULT}: cannot be read (not a crashlab bisect result)") from None
+
+
 def read(paths: list[str], explain: bool = True) -> Inputs:
     if not paths:
-        raise BadInput("report needs a run directory, a coredump or a request dump")
+        raise BadInput("report needs a run directory, a bisect's folder, a coredump or a request dump")
     inputs = Inputs()
     for name in paths:
         path = Path(name)
+        if path.is_dir() and is_bisect_folder(path):
+            inputs.bisects.append(read_bisect(path))
+            continue
         if path.is_dir():
             inputs.runs.append(read_run(path))
             continue

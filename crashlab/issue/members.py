@@ -7,9 +7,13 @@ rewritten: it goes in as it is, unless it holds a secret the report knows of (or
 known host or user name, a home folder, a private host name, an IP address, or GPU memory,
 where prompts live), which leaves it out.
 
-Ranks, most needed first: the triage and the environment; the logs and the run's records; the
-minimized reproducer; the request dumps; the FAULT coredumps; the other coredumps. Within a rank
-the smaller goes first, so that the largest and least useful are what a budget leaves out.
+A bisect's verdict (result.json) and step log (steps.jsonl) are made here too, each JSON value
+cleaned like the run's reports.
+
+Ranks, most needed first: the triage, the environment and a bisect's verdict; the logs, the run's
+records and a bisect's step log; the minimized reproducer; the request dumps; the FAULT
+coredumps; the other coredumps. Within a rank the smaller goes first, so that the largest and
+least useful are what a budget leaves out.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..bisect.model import RESULT, STEP_LOG
 from ..coredump.constants import GZIP_MAGIC
 from ..env.capture import is_reported_variable
 from ..errors import BadInput
@@ -30,7 +35,7 @@ from ..privacy.redact import MASK
 from ..supervise import rundir
 from ..supervise.incident import lines_at_ends
 from ..wrongverb import advised
-from .inputs import CoreInput, DumpInput, Inputs, RunInput
+from .inputs import BisectInput, CoreInput, DumpInput, Inputs, RunInput
 from .model import MemberKind
 
 #: Lines of each log kept from its start (the launch, the server's arguments) and its end.
@@ -128,6 +133,35 @@ def _run_members(run: RunInput, privacy: Privacy, prefix: str) -> Iterable[Candi
                                 log_excerpt(path, privacy, f"{stream}.log of incarnation {incarnation.number}"))
 
 
+def bisect_folder(inputs: Inputs, number: int) -> str:
+    """The bundle's folder of the bisect ``number`` (from 0): ``bisect/``, or ``bisect-N/`` when
+    several were given, as runs are named."""
+    return "bisect/" if len(inputs.bisects) == 1 else f"bisect-{number + 1}/"
+
+
+def _json_lines(path: Path, privacy: Privacy) -> bytes:
+    """A JSON-lines file, each line's value cleaned; a line that is not JSON cleaned as text."""
+    lines = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            lines.append(json.dumps(privacy.json(json.loads(line))))
+        except ValueError:
+            lines.append(privacy.text(line))
+    return privacy.redactor.serialized("".join(f"{line}\n" for line in lines)).encode()
+
+
+def _bisect_members(bisect: BisectInput, privacy: Privacy, prefix: str) -> Iterable[Candidate]:
+    yield Candidate(prefix + RESULT, "bisect", 0, bisect.path / RESULT,
+                    privacy.document(bisect.result.model_dump(mode="json")))
+    log = bisect.step_log
+    if log is not None:
+        try:
+            yield Candidate(prefix + STEP_LOG, "bisect", 1, log, _json_lines(log, privacy))
+        except OSError as problem:
+            yield Candidate(prefix + STEP_LOG, "bisect", 1, log, None,
+                            refused=f"it cannot be read ({problem.strerror or problem})")
+
+
 def _first_found(path: Path, find: Callable[[bytes], str | None], overlap: int) -> str | None:
     """What ``find`` names first in the file (gunzipped, if gzip), read in chunks that overlap by
     ``overlap`` bytes, so that a core of gigabytes never is in memory at once."""
@@ -222,6 +256,8 @@ def candidates(inputs: Inputs, privacy: Privacy) -> tuple[list[Candidate], dict[
 
     for number, run in enumerate(inputs.runs):
         found += _run_members(run, privacy, "run/" if len(inputs.runs) == 1 else f"run-{number + 1}/")
+    for number, bisect in enumerate(inputs.bisects):
+        found += _bisect_members(bisect, privacy, bisect_folder(inputs, number))
     for core in inputs.all_cores:
         member = named("cores/", core.path)
         if core.report is not None:

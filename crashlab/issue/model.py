@@ -3,7 +3,8 @@
 It is report.json inside the bundle and what ``--json`` prints: the title, what was given, where
 the body and the bundle are, every member of the bundle, and everything left out of it with where
 it is on the machine it was made on. The triage itself is not repeated here: the bundle holds the
-run's report.json and each coredump's triage JSON as members of their own.
+run's report.json, each coredump's triage JSON and each bisect's result.json as members of their
+own.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from pydantic import Field
 from ..published import ClosedModel as _Model
 from ..report.model import SCHEMA_VERSION, Tool
 
-MemberKind = Literal["report", "run", "environment", "log", "triage", "coredump", "request-dump"]
+MemberKind = Literal["report", "run", "environment", "log", "triage", "coredump", "request-dump",
+                     "bisect"]
 
 
 class Member(_Model):
@@ -25,7 +27,8 @@ class Member(_Model):
     """its path inside the bundle"""
     kind: MemberKind
     """What the member is: the report, the run's report.json, the environment, a log, a
-    coredump's triage JSON, a coredump, or a request dump."""
+    coredump's triage JSON, a coredump, a request dump, or a bisect's verdict (result.json) or
+    step log (steps.jsonl)."""
     size_bytes: int
     """as extracted"""
     compressed_bytes: int
