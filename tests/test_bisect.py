@@ -105,7 +105,7 @@ def test_the_terminal_names_the_commit_and_the_skip(tmp_path, history):
     assert "kernel: a wider tile [red]x[/red] \\x1b[2J" in done.stdout
     assert "\x1b" not in done.stdout + done.stderr
     assert f"skipped {made['other'][:12]}" in done.stdout and OTHER in done.stdout
-    assert "a good verdict took 1 clean runs" in done.stdout
+    assert "a good verdict took 1 clean run (95% confidence)" in done.stdout
     _children_gone()
 
 

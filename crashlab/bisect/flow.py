@@ -18,6 +18,7 @@ from ..privacy.redact import Redactor
 from ..replay.loader import load
 from ..replay.records import CrashDump
 from ..report.model import Tool
+from ..report.text import count
 from ..version import __version__
 from . import caches, stats
 from .candidates import Commits, Releases, source
@@ -88,7 +89,7 @@ class Bisect:
             reached = stats.confidence_reached(self.rate, len(runs))
             step = Step(**done, verdict="good", reproduced=0, runs=records,
                         confidence=round(reached, 4),
-                        reason=f"no crash in {len(runs)} runs: {reached:.1%} sure at the bad "
+                        reason=f"no crash in {count(len(runs), 'run')}: {reached:.1%} sure at the bad "
                                f"side's rate {self.rate:.2f}")
         return self.record(step)
 
@@ -110,7 +111,7 @@ class Bisect:
                                      self.options.max_runs)
         return Step(**done, verdict="bad" if k else "skip", reproduced=k, runs=records,
                     reason=f"reproduced {k}/{len(runs)}; a good verdict takes "
-                           f"{self.runs_for_good} clean runs")
+                           f"{count(self.runs_for_good, 'clean run')}")
 
 
 def _next(commits: list[str], low: int, high: int, tried: set[int]) -> int | None:

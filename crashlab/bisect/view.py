@@ -5,6 +5,7 @@ never markup."""
 from __future__ import annotations
 
 from ..console import ViewConsole, line
+from ..report.text import count
 from .model import BisectResult, Commit, Release, Step, label, title
 
 
@@ -29,7 +30,7 @@ def _first_bad(first: Commit | Release, console: ViewConsole) -> None:
 def verdict(result: BisectResult, console: ViewConsole) -> None:
     console.print(line(("expected crash: ", "bold"), result.expected))
     console.print(line(f"bad side reproduced at rate {result.bad_rate:.2f}; a good verdict took "
-                       f"{result.runs_for_good} clean runs ({result.confidence:.0%} confidence)"))
+                       f"{count(result.runs_for_good, 'clean run')} ({result.confidence:.0%} confidence)"))
     for skip in result.skips:
         console.print(line(("skipped ", "yellow"), label(skip.revision), "  ", skip.reason))
     if result.fix is not None:
