@@ -48,6 +48,10 @@ class Shutdown:
             self.watch.notify(f"the server's main process ended; stopping the "
                               f"{len(self.watch.tree.alive())} process(es) it left")
             self.terminate(signal.SIGTERM)
+        else:
+            # nothing runs, yet a process may have ended since the last poll: a zombie handed
+            # to crashlab is not alive() and would keep a null exit in the manifest
+            self.watch.tree.settle(SETTLE_WAIT, TICK)
 
     def evidence_in_flight(self) -> list[str]:
         tree = self.watch.tree
