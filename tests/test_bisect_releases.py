@@ -117,12 +117,15 @@ def test_a_release_hidden_by_pythonpath_is_refused(tmp_path, wheels):
      "must name {version}"),
     (["--versions", "1.0,1.4", "--clear-cache", "~"], ["{python}", "-m", "app"], "--clear-cache"),
     (["--versions", "1.0,1.4", "--clear-cache", "/"], ["{python}", "-m", "app"], "--clear-cache"),
+    (["--versions", "1.0,1.4", "--clear-cache", "{releases}"], ["{python}", "-m", "app"],
+     "--clear-cache"),
     (["--versions", "1.0,1.4", "--base-python", "/no/such/python3"], ["{python}", "-m", "app"],
      "--base-python /no/such/python3"),
     (["--versions", "1.0,1.4", "--base-python", "/bin/true"], ["{python}", "-m", "app"],
      "not a Python interpreter"),
 ])
 def test_bad_release_options_are_one_line_and_exit_2(tmp_path, options, launch, says):
+    options = [word.replace("{releases}", str(tmp_path / "releases")) for word in options]
     done = run_cli("bisect", *options, "--dump", str(synthetic(tmp_path, 1)), "--releases-dir",
                    str(tmp_path / "releases"), "--", *launch)
     stderr = done.stderr.decode()

@@ -2,7 +2,8 @@
 keeps kernels compiled by another commit, and a step served from it tests the wrong code.
 
 Only what the user named is removed, and never a folder that holds their own things: the home
-directory, the checkout, the output folder, the reproducer or the working directory.
+directory, the checkout, the output folder, the reproducer, the working directory, or the
+release environments bisect keeps.
 """
 
 from __future__ import annotations

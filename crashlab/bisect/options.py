@@ -67,12 +67,13 @@ class BisectOptions:
                            "--out, or move that one away (crashlab does not overwrite it)")
         watch = Watch(patterns=FAULT_PATTERNS, health_interval=health_interval,
                       health_timeout=health_timeout, settle=settle)
-        keep = caches.protected(Path(repo), Path(output), Path(dump))
+        kept_releases = Path(releases_dir) if releases_dir else releases.default_root()
+        keep = caches.protected(Path(repo), Path(output), Path(dump), kept_releases)
         return cls(repo=Path(repo), good=good, bad=bad, check_fix=check_fix, dump=dump, url=url.rstrip("/"),
                    launch=tuple(launch), build=build,
                    versions=tuple(releases.parse_versions(versions)) if versions else (),
                    install=install, base_python=base_python or sys.executable,
-                   releases_dir=Path(releases_dir) if releases_dir else releases.default_root(),
+                   releases_dir=kept_releases,
                    clear_caches=caches.checked(clear_cache, keep), repeat=repeat, confidence=confidence,
                    max_runs=max_runs, expected=from_options(expect, expect_kernel), watch=watch,
                    plan=Plan.choose(), start_timeout=start_timeout, output=Path(output),
