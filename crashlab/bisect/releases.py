@@ -129,8 +129,12 @@ class Environments:
         if made.returncode != 0:
             raise EnvironmentProblem(f"{self.base_python} -m venv {folder}: "
                                      f"{(made.stderr.strip().splitlines() or ['failed'])[-1]}")
-        site = subprocess.run([str(folder / "bin" / "python"), "-c",
-                               "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                              capture_output=True, text=True, check=True).stdout.strip()
+        asked = subprocess.run([str(folder / "bin" / "python"), "-c",
+                                "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                               capture_output=True, text=True)
+        site = asked.stdout.strip()
+        if asked.returncode != 0 or not Path(site).is_dir():
+            raise EnvironmentProblem(f"{folder}: the new environment's Python does not start "
+                                     f"(exit code {asked.returncode})")
         lines = [f"import site; site.addsitedir({path!r})" for path in self.base_paths]
         (Path(site) / "crashlab-base.pth").write_text("\n".join(lines) + "\n")
