@@ -16,7 +16,7 @@ import pytest
 
 from crashlab.bisect import stats
 from crashlab.privacy.redact import MASK
-from tests.bisect_history import CRASH, FAST, HOSTILE, OTHER, commit, git, launch
+from tests.bisect_history import CRASH, FAST, HOSTILE, OTHER, commit, commit_all, git, launch
 from tests.conftest import run_cli
 from tests.replay_support import free_port, synthetic
 
@@ -318,3 +318,30 @@ def test_an_earlier_bisect_in_out_is_never_overwritten(tmp_path, history):
     assert len(done.stderr.strip().splitlines()) == 1
     assert (out / "result.json").read_text() == '{"outcome": "found"}\n'
     assert sorted(path.name for path in out.iterdir()) == ["result.json"]
+
+
+def test_a_commit_whose_server_does_not_start_is_skipped(tmp_path, history):
+    """A commit in the middle where the server exits at start (half a refactor) cannot be
+    judged: it is skipped with the reason and stepped around, never blamed; the same server not
+    starting on --bad, the first step, means the launch itself is wrong: exit 3."""
+    repo, made = history
+    git(repo, "checkout", "-q", "-b", "side", made["refactor"])
+    (repo / "app.py").write_text('raise SystemExit("app: half a refactor, cannot start")\n')
+    broken = commit_all(repo, "app: half a refactor")
+    commit(repo, "app: the refactor finished")
+    crash = commit(repo, "kernel: the tile", crash=CRASH)
+    git(repo, "checkout", "-q", "main")
+    done = _bisect(tmp_path, repo, made["refactor"], "side", "--repeat", "1", "--json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["first_bad"]["hash"] == crash
+    [skip] = result["skips"]
+    assert skip["revision"]["hash"] == broken and skip["runs"] == []
+    assert skip["reason"].startswith("the server did not start: ")
+    assert git(repo, "symbolic-ref", "--short", "HEAD") == "main"
+
+    refused = _bisect(tmp_path / "again", repo, made["refactor"], broken, "--repeat", "1")
+    assert refused.returncode == 3, refused.stderr
+    assert refused.stderr.strip().splitlines()[-1].startswith("crashlab: --restart-cmd exited")
+    assert git(repo, "symbolic-ref", "--short", "HEAD") == "main"
+    _children_gone()

@@ -17,6 +17,7 @@ from ..errors import BadInput
 from ..privacy.redact import Redactor
 from ..replay.loader import load
 from ..replay.records import CrashDump
+from ..replay.server import ServerDidNotStart
 from ..report.model import Tool
 from ..report.text import count
 from ..version import __version__
@@ -72,9 +73,15 @@ class Bisect:
         if not self.imports_checked:
             self.source.check_imports(name, prepared.launch)
             self.imports_checked = True
-        if role == "bad-endpoint":
-            return self.record(self._bad_side(done, prepared.launch, dump, base))
-        runs = replay_runs(self.options, prepared.launch, dump, self.runs_for_good, base)
+        try:
+            if role == "bad-endpoint":
+                return self.record(self._bad_side(done, prepared.launch, dump, base))
+            runs = replay_runs(self.options, prepared.launch, dump, self.runs_for_good, base)
+        except ServerDidNotStart as problem:
+            if role == "bad-endpoint":  # the very first server: the launch command itself is wrong
+                raise
+            return self.record(Step(**done, verdict="skip", reproduced=0,
+                                    reason=f"the server did not start: {problem}"))
         verdicts = [self.oracle.verdict(run) for run in runs]
         records = [run_record(n, run, verdict)
                    for n, (run, verdict) in enumerate(zip(runs, verdicts, strict=True), 1)]

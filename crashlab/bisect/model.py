@@ -94,7 +94,7 @@ class Step(ClosedModel):
     commit, a bisect step, or the --check-fix commit."""
     verdict: StepVerdict
     """bad: the expected crash reproduced; good: it did not in enough runs; skip: another crash,
-    or a build or install that failed, never counted bad."""
+    a build or install that failed, or a server that did not start: never counted bad."""
     reproduced: int
     """Runs in which the expected crash reproduced (k of k/N)."""
     runs: list[Run] = Field(default_factory=list)

@@ -27,6 +27,11 @@ def healthy(url: str, timeout: float = 5.0) -> bool:
         return False
 
 
+class ServerDidNotStart(EnvironmentProblem):
+    """The command ran but no healthy server came of it: it exited, or /health never answered.
+    A bisect skips such a commit; anywhere else it is the missing server of exit code 3."""
+
+
 class ManagedServer:
     """One server process at a time, from ``command``; ``start()`` returns once /health is 200."""
 
@@ -52,14 +57,14 @@ class ManagedServer:
         deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:
             if self.child.poll() is not None:
-                raise EnvironmentProblem(f"--restart-cmd exited with code {self.child.returncode} "
+                raise ServerDidNotStart(f"--restart-cmd exited with code {self.child.returncode} "
                                          f"before {self.url}/health answered (its output: "
                                          f"{self.log}){self.hint}")
             if healthy(self.url, timeout=2.0):
                 return self.child
             time.sleep(0.1)
         self.stop()
-        raise EnvironmentProblem(f"{self.url}/health did not answer 200 within "
+        raise ServerDidNotStart(f"{self.url}/health did not answer 200 within "
                                  f"{self.start_timeout:g} s of --restart-cmd (its output: {self.log})")
 
     def stop(self) -> None:
