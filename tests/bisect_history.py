@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psutil
+
 ROOT = Path(__file__).resolve().parent.parent
 
 CRASH = "RuntimeError: CUDA error: an illegal memory access was encountered"
@@ -71,3 +73,10 @@ def commit_all(repo: Path, subject: str) -> str:
 def launch(repo: Path, port: int, starts: Path) -> list[str]:
     """The words after ``--``: the repository's app.py on ``port``, counting its starts."""
     return [sys.executable, str(repo / "app.py"), "--port", str(port), "--starts", str(starts)]
+
+
+def live_children() -> list[psutil.Process]:
+    """This test process's descendants still running (zombies aside): what a bisect, which
+    stops every server it starts, must leave none of."""
+    return [child for child in psutil.Process().children(recursive=True)
+            if child.status() != psutil.STATUS_ZOMBIE]

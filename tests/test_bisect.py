@@ -11,12 +11,21 @@ import subprocess
 import sys
 from pathlib import Path
 
-import psutil
 import pytest
 
 from crashlab.bisect import stats
 from crashlab.privacy.redact import MASK
-from tests.bisect_history import CRASH, FAST, HOSTILE, OTHER, commit, commit_all, git, launch
+from tests.bisect_history import (
+    CRASH,
+    FAST,
+    HOSTILE,
+    OTHER,
+    commit,
+    commit_all,
+    git,
+    launch,
+    live_children,
+)
 from tests.conftest import run_cli
 from tests.replay_support import free_port, synthetic
 
@@ -50,11 +59,6 @@ def _bisect(tmp_path, repo, good, bad, *extra, words=None, env=None):
                    str(tmp_path / "out"), *FAST, *extra, "--", *words, env=env, timeout=300)
     return subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode(),
                                        done.stderr.decode())
-
-
-def _children_gone():
-    assert not [child for child in psutil.Process().children(recursive=True)
-                if child.status() != psutil.STATUS_ZOMBIE]
 
 
 def test_bisect_finds_the_commit_that_brought_the_crash(tmp_path, history):
@@ -92,7 +96,7 @@ def test_bisect_finds_the_commit_that_brought_the_crash(tmp_path, history):
     assert [step["revision"]["hash"] for step in logged] == \
         [step["revision"]["hash"] for step in result["steps"]]
     assert git(repo, "symbolic-ref", "--short", "HEAD") == "main"
-    _children_gone()
+    assert not live_children()
 
 
 def test_the_terminal_names_the_commit_and_the_skip(tmp_path, history):
@@ -106,7 +110,7 @@ def test_the_terminal_names_the_commit_and_the_skip(tmp_path, history):
     assert "\x1b" not in done.stdout + done.stderr
     assert f"skipped {made['other'][:12]}" in done.stdout and OTHER in done.stdout
     assert "a good verdict took 1 clean run (95% confidence)" in done.stdout
-    _children_gone()
+    assert not live_children()
 
 
 def test_only_skipped_commits_between_is_inconclusive(tmp_path, history):
@@ -124,7 +128,7 @@ def test_only_skipped_commits_between_is_inconclusive(tmp_path, history):
     assert [commit["hash"] for commit in result["candidates"]] == [other, crash]
     assert [step["revision"]["hash"] for step in result["skips"]] == [other]
     assert git(repo, "symbolic-ref", "--short", "HEAD") == "main"
-    _children_gone()
+    assert not live_children()
 
 
 def _side_commit(repo, made, base, subject, crash):
@@ -160,7 +164,7 @@ def test_check_fix_tells_fixed_from_not_fixed(tmp_path, history, tried, verdict,
     if verdict == "another crash":
         assert OTHER in steps[1]["reason"] and result["skips"] == [steps[1]]
     assert git(repo, "symbolic-ref", "--short", "HEAD") == "main"
-    _children_gone()
+    assert not live_children()
 
 
 def test_check_fix_and_good_bad_contradict(tmp_path, history):
@@ -344,4 +348,4 @@ def test_a_commit_whose_server_does_not_start_is_skipped(tmp_path, history):
     assert refused.returncode == 3, refused.stderr
     assert refused.stderr.strip().splitlines()[-1].startswith("crashlab: --restart-cmd exited")
     assert git(repo, "symbolic-ref", "--short", "HEAD") == "main"
-    _children_gone()
+    assert not live_children()

@@ -10,11 +10,10 @@ import subprocess
 import sys
 import zipfile
 
-import psutil
 import pytest
 
 from crashlab.bisect.releases import COMPLETE
-from tests.bisect_history import CRASH, FAST, OTHER
+from tests.bisect_history import CRASH, FAST, OTHER, live_children
 from tests.conftest import run_cli
 from tests.release_wheels import install_template, wheel
 from tests.replay_support import free_port, synthetic
@@ -44,11 +43,6 @@ def _bisect(tmp_path, wheels, versions, *extra, env=None):
                                        done.stderr.decode())
 
 
-def _no_children():
-    assert not [child for child in psutil.Process().children(recursive=True)
-                if child.status() != psutil.STATUS_ZOMBIE]
-
-
 def test_bisect_over_releases_finds_the_release_that_brought_the_crash(tmp_path, wheels):
     done = _bisect(tmp_path, wheels, VERSIONS, "--json")
     assert done.returncode == 0, done.stderr
@@ -57,7 +51,7 @@ def test_bisect_over_releases_finds_the_release_that_brought_the_crash(tmp_path,
     assert result["outcome"] == "found" and result["repo"] is None
     assert result["first_bad"]["kind"] == "release" and result["first_bad"]["version"] == first_crash
     assert (result["good"], result["bad"]) == (min(VERSIONS), max(VERSIONS))
-    skipped = [step for step in result["skips"]]
+    skipped = result["skips"]
     assert [step["revision"]["version"] for step in skipped] == ["1.2"] and OTHER in skipped[0]["reason"]
     releases = tmp_path / "releases"
     for step in result["steps"]:
@@ -71,7 +65,7 @@ def test_bisect_over_releases_finds_the_release_that_brought_the_crash(tmp_path,
     # the base environment is untouched: no release went into it
     probe = subprocess.run([sys.executable, "-c", "import standin_app"], capture_output=True)
     assert probe.returncode != 0
-    _no_children()
+    assert not live_children()
 
     # a second bisect reuses the environments: nothing installed
     again = _bisect(tmp_path, wheels, ["1.3", "1.4"], "--json", "--out", str(tmp_path / "again"))
@@ -79,7 +73,7 @@ def test_bisect_over_releases_finds_the_release_that_brought_the_crash(tmp_path,
     second = json.loads(again.stdout)
     assert second["first_bad"]["version"] == "1.4"
     assert all(step["revision"]["reused"] and step["build_s"] == 0 for step in second["steps"])
-    _no_children()
+    assert not live_children()
 
 
 def test_a_release_that_does_not_install_is_skipped_not_blamed(tmp_path, wheels):
@@ -92,7 +86,7 @@ def test_a_release_that_does_not_install_is_skipped_not_blamed(tmp_path, wheels)
     assert skip["revision"]["version"] == "9.9" and "the install exited with code" in skip["reason"]
     # the failed environment is gone, so the next bisect tries it again
     assert not any(path.name.startswith("9.9-") for path in (tmp_path / "releases").iterdir())
-    _no_children()
+    assert not live_children()
 
 
 def test_a_release_hidden_by_pythonpath_is_refused(tmp_path, wheels):
@@ -104,7 +98,7 @@ def test_a_release_hidden_by_pythonpath_is_refused(tmp_path, wheels):
     assert done.returncode == 2, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
     assert f"would import standin_app from {hidden.resolve()}" in done.stderr
-    _no_children()
+    assert not live_children()
 
 
 @pytest.mark.parametrize("options, launch, says", [

@@ -16,7 +16,7 @@ import pytest
 import crashlab.replay as replay
 from crashlab.bisect import stats
 from crashlab.replay.writer import write_subset
-from tests.bisect_history import git
+from tests.bisect_history import git, live_children
 from tests.conftest import free_port, run_cli
 from tests.real_sglang import history, server
 
@@ -113,8 +113,7 @@ def test_bisect_finds_the_planted_regression_on_the_real_server(sglang_env, sgla
     assert git(repo, "symbolic-ref", "--short", "HEAD") == "main"
     assert git(repo, "status", "--porcelain") == ""
     assert not _holding(repo / "python")
-    assert not [child for child in psutil.Process().children(recursive=True)
-                if child.status() != psutil.STATUS_ZOMBIE]
+    assert not live_children()
 
 
 def test_without_the_checkout_on_the_path_no_server_is_started(sglang_env, sglang_repo,

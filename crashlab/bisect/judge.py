@@ -8,17 +8,18 @@ runs is good, with the confidence N gives against the bad side's rate.
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..published import parse
 from ..replay.records import CrashDump
 from ..replay.result import Attempt, Expectation, ObservedFault
 from ..replay.runner import Fidelity, Target, attempt
 from ..replay.signature import PYTHON_EXCEPTION, compare, exception_pattern
+from ..report.run import RunReport
 from ..report.signature import CrashSignature
 from .model import Run
 from .options import BisectOptions
@@ -87,14 +88,15 @@ def run_record(number: int, run: Outcome, verdict: str) -> Run:
 
 
 def served_signature(runs_dir: Path) -> CrashSignature | None:
-    """The signature serve gave a run's crash, from the report.json of its run directory."""
-    for report in sorted(runs_dir.glob("*/report.json")):
-        try:
-            signature = json.loads(report.read_text()).get("signature")
-            return CrashSignature.model_validate(signature) if signature else None
-        except (OSError, ValueError, AttributeError):
-            return None
-    return None
+    """The signature serve gave a run's crash: the report.json of the one run directory serve
+    made in ``runs_dir``, read through its published model as every run report is."""
+    report = next(runs_dir.glob("*/report.json"), None)
+    if report is None:
+        return None
+    try:
+        return parse(RunReport, report.read_bytes()).signature
+    except (OSError, ValueError):
+        return None
 
 
 def supervised(options: BisectOptions, launch: tuple[str, ...], runs_dir: Path) -> str:

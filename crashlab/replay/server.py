@@ -58,14 +58,14 @@ class ManagedServer:
         while time.monotonic() < deadline:
             if self.child.poll() is not None:
                 raise ServerDidNotStart(f"--restart-cmd exited with code {self.child.returncode} "
-                                         f"before {self.url}/health answered (its output: "
-                                         f"{self.log}){self.hint}")
+                                        f"before {self.url}/health answered (its output: "
+                                        f"{self.log}){self.hint}")
             if healthy(self.url, timeout=2.0):
                 return self.child
             time.sleep(0.1)
         self.stop()
         raise ServerDidNotStart(f"{self.url}/health did not answer 200 within "
-                                 f"{self.start_timeout:g} s of --restart-cmd (its output: {self.log})")
+                                f"{self.start_timeout:g} s of --restart-cmd (its output: {self.log})")
 
     def stop(self) -> None:
         """SIGTERM the command's process group, SIGKILL it if it lingers."""
