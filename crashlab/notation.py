@@ -21,3 +21,14 @@ def marker(instruction) -> str:
     return {(True, True): "*=>", (True, False): "*>", (False, True): "=>"}.get(
         (instruction.faulting, instruction.current), ""
     )
+
+
+def lane_ranges(lanes: list[int]) -> str:
+    """``1-31``, ``0, 2-5``: lane ids as runs."""
+    runs: list[list[int]] = []
+    for lane in sorted(set(lanes)):
+        if runs and lane == runs[-1][1] + 1:
+            runs[-1][1] = lane
+        else:
+            runs.append([lane, lane])
+    return ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in runs)

@@ -36,6 +36,9 @@ MAX_FAULT_GROUPS = 256
 MAX_CANDIDATES = 64
 #: Registers, backtrace and parameters are read for this many of the most relevant groups.
 DETAILED_GROUPS = 8
+#: Warps of a group kept so that each marked lane's access can be judged on its own registers
+#: (the driver marks a warp exception on every lane, never saying whose access broke the bound).
+KEPT_WARPS = 32
 
 PC_FROM_SM, PC_FROM_WARP, PC_FROM_LANE = get_args(PcSource)
 #: What cuda-gdb does with two rows of one id (libcudacore's uthash map), as seen with 12.4.
@@ -113,6 +116,8 @@ class FaultGroup:
     backtrace: list[BacktraceFrame] = field(default_factory=list)
     params: ParamBlock | None = None
     const_banks: list[ConstBank] = field(default_factory=list)
+    #: the group's warps with a marked lane, (block, warp), in cuda-gdb's order, at most KEPT_WARPS
+    warps: list[tuple[CTA, Warp]] = field(default_factory=list)
 
 
 @dataclass
@@ -345,6 +350,7 @@ class _Group:
         self.unlisted_candidates = 0
         self.lanes = 0
         self.warps: set[tuple[int, int]] = set()
+        self.kept_warps: dict[tuple[int, int, int], tuple[CTA, Warp]] = {}
         self.blocks: set[Dim3] = set()
         self.threads: set[Dim3] = set()
         self.reported = False
@@ -359,6 +365,9 @@ class _Group:
         self.lanes += site.lane_marked
         if site.warp is not None:
             self.warps.add((site.sm.sm_id, site.warp.warp_id))
+            key = (site.warp.section, site.warp.row, site.sm.sm_id)
+            if site.lane_marked and site.cta is not None and len(self.kept_warps) < KEPT_WARPS:
+                self.kept_warps.setdefault(key, (site.cta, site.warp))
         if site.cta is not None:
             self.blocks.add(site.cta.block_idx)
         if site.lane is not None:
@@ -378,6 +387,8 @@ class _Group:
             sms=sorted(self.sms),
             candidates=self.candidates,
             grid_inferred=head.cta is None and head.grid is not None,
+            warps=sorted(self.kept_warps.values(),
+                         key=lambda kept: (kept[1] is not head.warp, kept[0].sm.sm_id, kept[1].warp_id)),
         )
         fault.notes.extend(_notes(fault))
         if self.unlisted_candidates:

@@ -93,3 +93,56 @@ def memory_access(opcode: str) -> MemoryAccess | None:
     if family == "CCTL" and not {"PF1", "PF2", "PF1_5", "PF2_5"} & set(modifiers):
         return None  # cache invalidation (CCTL.IVALL, .IV): no lane address is accessed
     return MemoryAccess(kind, space, _size(modifiers, default))
+
+
+@dataclass(frozen=True)
+class Side:
+    """One memory operand of an instruction (``position`` counts the memory operands in the order
+    nvdisasm prints them) and what the instruction does through it."""
+
+    position: int
+    access: MemoryAccess
+    #: the address is a 64-bit pair even where the operand names one register: the global side
+    #: of a bulk copy, ``[UR4]`` holding UR4:UR5
+    wide: bool = False
+
+
+def _descriptor_side(position: int, kind: AccessKind) -> Side:
+    return Side(position, MemoryAccess(kind, "unknown", None, NOT_DECODED))
+
+
+def _bulk_sides(modifiers: list[str], global_kind: AccessKind) -> list[Side]:
+    """UBLKCP/UBLKRED name the destination's space, then the source's (``.S.G``: global to
+    shared, ``.G.S``: shared to global, as nvcc 13.0 writes them); the byte count is a register."""
+    spaces = [m for m in modifiers if m in ("S", "G")][:2]
+    if len(spaces) != 2 or spaces[0] == spaces[1]:
+        return [_descriptor_side(0, global_kind)]
+    sides = []
+    for position, (space, role) in enumerate(zip(spaces, ("destination", "source"), strict=True)):
+        kind: AccessKind = (global_kind if role == "destination" else "load") if space == "G" else (
+            "store" if role == "destination" else "load")
+        sides.append(Side(position, MemoryAccess(kind, "global" if space == "G" else "shared", None),
+                          wide=space == "G"))
+    return sides
+
+
+def memory_sides(opcode: str) -> list[Side]:
+    """Every memory operand ``opcode`` reads or writes through, in operand order: one for most
+    ops; two for a copy between spaces (LDGSTS: the shared destination, then the global source;
+    a bulk copy; a TMA op: the shared side, then the tensor map whose address is a descriptor).
+    Empty for an opcode that touches no memory."""
+    family, *modifiers = opcode.strip().split(".")
+    if family == "LDGSTS":
+        size = _size(modifiers, _DEFAULT_BYTES)
+        return [Side(0, MemoryAccess("store", "shared", size)),
+                Side(1, MemoryAccess("load", "global", size))]
+    if family == "UBLKCP":
+        return _bulk_sides(modifiers, "store")
+    if family == "UBLKRED":
+        return _bulk_sides(modifiers, "atomic")
+    if family in ("UTMALDG", "UTMASTG", "UTMAREDG"):
+        shared_kind: AccessKind = "store" if family == "UTMALDG" else "load"
+        return [Side(0, MemoryAccess(shared_kind, "shared", None)),
+                _descriptor_side(1, _DESCRIPTOR_FAMILIES[family])]
+    access = memory_access(opcode)
+    return [] if access is None else [Side(0, access)]

@@ -120,7 +120,7 @@ def _shared(offset: int, size: int, bounds: Bounds) -> model.Verdict:
             "memory size for the warp (sharedMemSize, driver r570+), so dynamic shared memory "
             "beyond them is not ruled out"))
     if end > start + recorded:
-        return model.Verdict(kind="out-of-bounds", basis=(
+        return model.Verdict(kind="out-of-bounds", past_bound=end - (start + recorded), basis=(
             f"offset {within:#x} (+{size} bytes) is past {named} and past the warp's "
             f"sharedMemSize {recorded:#x}, compared as bytes after the {start:#x} reserve "
             "(the larger of its two readings)"))
@@ -144,7 +144,7 @@ def _local(offset: int, size: int, bounds: Bounds) -> model.Verdict:
             f"local offset {offset:#x} is inside this function's frame [{sp:#x}, "
             f"{sp + frame:#x}) (R1 and EIATTR_FRAME_SIZE {frame:#x})"))
     if offset + size > sp + frame and offset >= sp and bounds.outermost:
-        return model.Verdict(kind="out-of-bounds", basis=(
+        return model.Verdict(kind="out-of-bounds", past_bound=offset + size - (sp + frame), basis=(
             f"local offset {offset:#x} (+{size} bytes) is past the kernel's frame [{sp:#x}, "
             f"{sp + frame:#x}) (R1 and EIATTR_FRAME_SIZE {frame:#x}); the lane has no caller, so "
             "no stack lies above it"))
@@ -179,6 +179,6 @@ def _constant(bank: int, offset: int, size: int, bounds: Bounds) -> model.Verdic
         return model.Verdict(kind="inside", basis=(
             f"offset {offset:#x} is inside the {recorded:#x} bytes of constant bank {bank} the "
             "dump's constant bank table records"))
-    return model.Verdict(kind="out-of-bounds", basis=(
+    return model.Verdict(kind="out-of-bounds", past_bound=offset + size - recorded, basis=(
         f"offset {offset:#x} (+{size} bytes) is past the {recorded:#x} bytes of constant bank "
         f"{bank} the dump's constant bank table records"))

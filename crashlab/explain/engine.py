@@ -1,27 +1,65 @@
-"""One fault explained: the faulting instruction's memory access, its address from the faulting
-lane's registers, the verdict against the bounds the dump holds, and the slice of the address back
-to its roots, checked against the dumped registers (crashlab.report.model.Explanation).
+"""One fault explained: the faulting instruction's memory access judged for every marked lane
+on that lane's registers (crashlab.explain.lanes says whose access broke the bound), the culprit's
+address against the bounds the dump holds, and the slice of it back to its roots, checked against
+the dumped registers (crashlab.report.model.Explanation). Of a copy's two memory operands, the one
+that faulted is chosen by the exception and the verdicts.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+
 from ..coredump.constants import SectionType
 from ..coredump.core import CoreDump
 from ..coredump.fault import FaultGroup, Site
-from ..coredump.model import BacktraceFrame, ConstBank
+from ..coredump.model import CTA, Lane, Warp
 from ..cubin_info import ParamLayout
 from ..report import model
+from ..report.coredump import named_words
 from ..report.params import is_integer
+from ..report.why import group_phrase
 from ..sass import CodeFinder, CodeLocation, Instruction, function_listing
-from .access import MemoryAccess, memory_access
+from .access import Side, memory_sides
 from .bounds import Bounds, Windows, classify, verdict
 from .cfg import FunctionCode
 from .cubin_facts import kernel_facts, shared_reserve
+from .lanes import Judgement, Reading, culprit, faulting_side, grouped
 from .operands import MemoryOperand, effective_address, parse_constant, parse_memory_operand
 from .semantics import signed32
 from .slice import Launch, ParamSource, Slicer, cluster_rank, launch_dimensions
 
 _GLOBAL_KINDS = (SectionType.GLOBAL_MEM, SectionType.MANAGED_MEM)
+
+
+#: marked lanes judged at most, over the group's kept warps: a dump in which thousands of lanes
+#: fault costs this many register reads, not one per lane
+MAX_JUDGED_LANES = 1024
+
+
+@dataclass
+class _Function:
+    """What every lane of one fault shares: the code around the faulting instruction, the
+    parameters, the windows and the static bounds."""
+
+    core: CoreDump
+    found: FaultGroup
+    fault: model.Fault
+    location: CodeLocation
+    code: FunctionCode
+    at: int
+    params: ParamSource
+    windows: Windows
+    sides: list[tuple[Side, MemoryOperand]]
+    #: the bounds every lane shares (a warp's shared memory size and a lane's R1 replace theirs)
+    bounds: Bounds
+
+    def slicer(self, cta: CTA, warp: Warp, lane: Lane, registers: list[int] | None,
+               uniform: list[int] | None, predicates: list[bool] | None,
+               uniform_predicates: list[bool] | None) -> Slicer:
+        dump_at = self.code.index_of.get(lane.virtual_pc - self.location.text_address)
+        return Slicer(self.code, self.at, dump_at, registers, uniform,
+                      _launch(self.fault, cta.block_idx, lane), self.params, predicates,
+                      uniform_predicates)
 
 
 def explain(core: CoreDump, finder: CodeFinder, found: FaultGroup, fault: model.Fault,
@@ -40,22 +78,39 @@ def explain(core: CoreDump, finder: CodeFinder, found: FaultGroup, fault: model.
     if at is None:
         return None
     ins = instructions[at]
-    access = memory_access(ins.opcode)
-    if access is None:
+    sides = memory_sides(ins.opcode)
+    if not sides:
         return None
-    base = model.Explanation(instruction=ins.text, pc=f"{site.pc:#x}", access=access.kind,
-                             space=access.space, access_bytes=access.bytes,
+    first = sides[0].access
+    base = model.Explanation(instruction=ins.text, pc=f"{site.pc:#x}", access=first.kind,
+                             space=first.space, access_bytes=first.bytes,
                              verdict=model.Verdict(kind="undetermined", basis=""),
-                             trust="consistent")
-    if access.undecoded:
-        base.verdict.basis = access.undecoded
+                             trust="consistent", focus_lane=fault.lane)
+    operands = [m for m in map(_address_operand, ins.operands) if m is not None]
+    decoded = [(side, _widened(operands[side.position], side)) for side in sides
+               if side.access.undecoded is None and side.position < len(operands)]
+    if not decoded:
+        undecoded = next((s.access.undecoded for s in sides if s.access.undecoded), None)
+        base.verdict.basis = undecoded or (
+            f"the memory operand of {ins.opcode} is not one the grammar reads")
         return base
-    operand = next((m for m in map(_address_operand, ins.operands) if m is not None), None)
-    if operand is None:
-        base.verdict.basis = f"the memory operand of {ins.opcode} is not one the grammar reads"
-        return base
-    base.operand = operand.text
-    return _explained(base, core, found, fault, layout, location, code, at, access, operand)
+    function = _Function(core, found, fault, location, code, at, _param_source(fault, layout),
+                         _windows(core, site), decoded, _bounds(core, found, fault, location))
+    explanation = _explained(base, function)
+    explanation.other_operands += [
+        model.OtherOperand(operand=operands[s.position].text if s.position < len(operands) else "?",
+                           access=s.access.kind, space=s.access.space,
+                           verdict=model.Verdict(kind="undetermined", basis=s.access.undecoded))
+        for s in sides if s.access.undecoded is not None]
+    return explanation
+
+
+def _widened(operand: MemoryOperand, side: Side) -> MemoryOperand:
+    """A bulk copy's global side names one uniform register and reads the pair it starts."""
+    if not side.wide or operand.wide or operand.register is not None or operand.uniform is None:
+        return operand
+    pair = replace(operand.uniform, wide=True)
+    return replace(operand, register=pair, uniform=None)
 
 
 def _address_operand(text: str) -> MemoryOperand | None:
@@ -73,35 +128,97 @@ def _address_operand(text: str) -> MemoryOperand | None:
                          offset=constant.offset, bank=constant.bank)
 
 
-def _explained(explanation: model.Explanation, core: CoreDump, found: FaultGroup,
-               fault: model.Fault, layout: ParamLayout | None, location: CodeLocation,
-               code: FunctionCode, at: int, access: MemoryAccess,
-               operand: MemoryOperand) -> model.Explanation:
-    site = found.site
-    slicer = Slicer(code, at, _dump_index(code, location, site), found.registers,
-                    found.uniform_registers, _launch(fault, site), _param_source(fault, layout),
-                    found.predicates, found.uniform_predicates)
-    sliced = slicer.address(operand, at)
-    dumped = effective_address(operand, found.registers or [], found.uniform_registers or [])
-    overwritten = any(slicer.overwritten(r) for r in _words(operand))
-    address = None if overwritten else dumped
-    explanation.address_provenance = "dump" if address is not None else None
-    if address is None and sliced.value is not None:
-        address, explanation.address_provenance = sliced.value, "recomputed"
-    space, where = (access.space, None) if address is None else classify(
-        access.space, address, operand.wide, _windows(core, site))
-    explanation.space = space
-    explanation.address = None if address is None else f"{address:#x}"
-    bounds = _bounds(core, site, fault, location, found.registers, found.backtrace,
-                     found.const_banks)
-    explanation.verdict = verdict(space, where, access.bytes, bounds, operand.bank)
+def _explained(explanation: model.Explanation, function: _Function) -> model.Explanation:
+    """Every marked lane judged on its own registers; the culprit's access explained in full."""
+    found, exception = function.found, function.found.exception.name
+    judged, not_judged = _judge_lanes(function)
+    explanation.lanes_judged, explanation.lanes_not_judged = len(judged), not_judged
+    if not judged:
+        return explanation
+    chosen, breaks = culprit(judged, exception, found.site.lane)
+    explanation.breaks_bound = breaks
+    explanation.culprit_lane = chosen.access()
+    explanation.lanes = grouped(judged, chosen.reading.verdict.kind)
+    reading = chosen.reading
+    side, operand = next(pair for pair in function.sides if pair[0].position == reading.position)
+    registers = function.core.registers(chosen.lane)
+    explanation.culprit_lane.registers = named_words(registers, "R")
+    uniform = function.core.uniform_registers(chosen.warp)
+    slicer = function.slicer(chosen.cta, chosen.warp, chosen.lane, registers, uniform,
+                             function.core.predicates(chosen.lane),
+                             function.core.uniform_predicates(chosen.warp))
+    sliced = slicer.address(operand, function.at)
+    explanation.access, explanation.access_bytes = side.access.kind, side.access.bytes
+    explanation.operand = operand.text
+    explanation.space = reading.space  # type: ignore[assignment]
+    explanation.address = None if reading.address is None else f"{reading.address:#x}"
+    explanation.address_provenance = reading.provenance  # type: ignore[assignment]
+    explanation.verdict = reading.verdict
     explanation.roots = list(slicer.roots.values())
     explanation.stops = list(slicer.stops)
     explanation.trust = "mismatch" if slicer.mismatches else "consistent"
     explanation.formula = f"address = {sliced.text}"
-    explanation.compare_with = _integer_params(fault)
-    explanation.story = _story(explanation, code.instructions[at], where, space, slicer)
+    explanation.compare_with = _integer_params(function.fault)
+    explanation.other_operands = [
+        model.OtherOperand(operand=other.operand, access=other.access,
+                           space=other.space,
+                           address=None if other.address is None else f"{other.address:#x}",
+                           verdict=other.verdict)
+        for other in chosen.others]
+    instruction = function.code.instructions[function.at]
+    explanation.story = _story(explanation, instruction, reading.where, reading.space, slicer,
+                               function.found.site.lane)
     return explanation
+
+
+def _judge_lanes(function: _Function) -> tuple[list[Judgement], int]:
+    """(every marked lane of the group's kept warps judged, up to MAX_JUDGED_LANES; how many
+    marked lanes were left)."""
+    core, found = function.core, function.found
+    warps = found.warps or ([(found.site.cta, found.site.warp)]
+                            if found.site.cta is not None and found.site.warp is not None else [])
+    judged: list[Judgement] = []
+    left = 0
+    for cta, warp in warps:
+        uniform = core.uniform_registers(warp)
+        bounds = replace(function.bounds, shared_mem_size=warp.shared_mem_size or None)
+        for lane in core.scan_lanes(warp).faulting:
+            if len(judged) >= MAX_JUDGED_LANES:
+                left += 1
+                continue
+            registers = core.registers(lane)
+            slicer = function.slicer(cta, warp, lane, registers, uniform, None, None)
+            lane_bounds = replace(bounds, stack_pointer=_stack_pointer(registers))
+            readings = [_reading(function, side, operand, slicer, registers, uniform, lane_bounds)
+                        for side, operand in function.sides]
+            chosen = faulting_side(readings, found.exception.name)
+            judged.append(Judgement(cta, warp, lane, chosen,
+                                    [r for r in readings if r is not chosen]))
+    left += max(0, found.faulting_lanes - len(judged) - left)
+    return judged, left
+
+
+def _reading(function: _Function, side: Side, operand: MemoryOperand, slicer: Slicer,
+             registers: list[int] | None, uniform: list[int] | None, bounds: Bounds) -> Reading:
+    """One operand as one lane's registers give it: the dumped address where the lane has not
+    written a register it reads since the fault, else the slice's recomputed one."""
+    dumped = effective_address(operand, registers or [], uniform or [])
+    overwritten = any(slicer.overwritten(r) for r in _words(operand))
+    address, provenance = (None, None) if overwritten or dumped is None else (dumped, "dump")
+    if address is None and registers is not None:
+        sliced = slicer.address(operand, function.at)
+        if sliced.value is not None:
+            address, provenance = sliced.value, "recomputed"
+    access = side.access
+    space, where = (access.space, None) if address is None else classify(
+        access.space, address, operand.wide, function.windows)
+    return Reading(position=side.position, operand=operand.text, access=access.kind, space=space,
+                   address=address, where=where, provenance=provenance,
+                   verdict=verdict(space, where, access.bytes, bounds, operand.bank))
+
+
+def _stack_pointer(registers: list[int] | None) -> int | None:
+    return registers[1] if registers and len(registers) > 1 else None
 
 
 def _words(operand: MemoryOperand) -> list[str]:
@@ -109,23 +226,45 @@ def _words(operand: MemoryOperand) -> list[str]:
 
 
 def _story(explanation: model.Explanation, ins: Instruction, where: int | None, space: str,
-           slicer: Slicer) -> list[str]:
+           slicer: Slicer, focus: Lane | None) -> list[str]:
     size = f"{explanation.access_bytes}-byte " if explanation.access_bytes else ""
     at = "at an address the dump does not give" if explanation.address is None else (
-        f"at {space} address {where:#x}" if space in ("shared", "local") and
-        explanation.address != f"{where:#x}" else f"at {space} address {explanation.address}")
-    story = [f"{ins.opcode} at +{ins.address:#x}: a {size}{explanation.access} {at}.",
+        f"at {space} address {where:#x}" if space in ("shared", "local") and where is not None
+        and explanation.address != f"{where:#x}" else f"at {space} address {explanation.address}")
+    story = [_lanes_sentence(explanation, focus),
+             f"{ins.opcode} at +{ins.address:#x}: {_whose(explanation)} {size}{explanation.access} {at}.",
              explanation.verdict.basis[:1].upper() + explanation.verdict.basis[1:] + "."]
+    for other in explanation.other_operands:
+        shown = f" at {other.address}" if other.address else ""
+        story.append(f"Its other operand, {other.operand}, is a {other.access} of {other.space} "
+                     f"memory{shown} ({other.verdict.kind}): not the side that faulted.")
     for root in explanation.roots:
         if root.kind == "load":
             loaded = f"{signed32(int(root.value, 16))} ({root.value})" if root.value else "a value"
             story.append(f"{root.name} loaded {loaded} into the address"
-                         + (f", from {root.detail}" if root.detail else "") + ".")
+                         + (f", {root.detail}" if root.detail else "") + ".")
     story += [line + "." for line in slicer.story]
     if slicer.mismatches:
         story.append("The dumped registers do not fit the code: "
                      + "; ".join(slicer.mismatches) + ". Nothing here is a cause.")
-    return story
+    return [line for line in story if line]
+
+
+def _whose(explanation: model.Explanation) -> str:
+    lane = explanation.culprit_lane
+    return "a" if lane is None else f"lane {lane.lane}'s"
+
+
+def _lanes_sentence(explanation: model.Explanation, focus: Lane | None) -> str:
+    """Which marked lanes broke a bound, and which lane cuda-gdb focuses: empty for one lane."""
+    if explanation.lanes_judged <= 1:
+        return ""
+    groups = "; ".join(f"{group_phrase(group)}" for group in explanation.lanes)
+    focused = "" if focus is None else f" cuda-gdb focuses lane {focus.ln}."
+    if not explanation.breaks_bound:
+        return (f"No marked lane's access breaks a bound the dump holds ({groups}); the lane "
+                f"explained is the one cuda-gdb focuses, lane {focus.ln if focus else '?'}.")
+    return f"Of {explanation.lanes_judged} marked lanes: {groups}.{focused}"
 
 
 def _integer_params(fault: model.Fault) -> list[str]:
@@ -140,34 +279,17 @@ def _integer_params(fault: model.Fault) -> list[str]:
     return found
 
 
-def _dump_index(code: FunctionCode, location: CodeLocation, site: Site) -> int | None:
-    """Where the lane's PC lies in the function (the registers are as of there)."""
-    if site.lane is None:
-        return None
-    return code.index_of.get(site.lane.virtual_pc - location.text_address)
-
-
-def _launch(fault: model.Fault, site: Site) -> Launch:
+def _launch(fault: model.Fault, block_idx: tuple[int, int, int], lane: Lane) -> Launch:
+    """The special registers of one lane: its thread, its block, its laneId, its cluster rank."""
     specials: dict[str, int] = {}
     for axis, k in (("X", 0), ("Y", 1), ("Z", 2)):
-        if fault.thread_idx is not None:
-            specials[f"SR_TID.{axis}"] = fault.thread_idx[k]
-        if fault.block_idx is not None:
-            specials[f"SR_CTAID.{axis}"] = fault.block_idx[k]
-    if fault.lane is not None:
-        specials["SR_LANEID"] = fault.lane
-    rank = _cta_rank(fault)
+        specials[f"SR_TID.{axis}"] = lane.thread_idx[k]
+        specials[f"SR_CTAID.{axis}"] = block_idx[k]
+    specials["SR_LANEID"] = lane.ln
+    rank = cluster_rank(block_idx, fault.cluster_dim or (1, 1, 1))
     if rank is not None:
         specials["SR_CgaCtaId"] = rank
     return Launch(specials, launch_dimensions(fault.block_dim, fault.grid_dim))
-
-
-def _cta_rank(fault: model.Fault) -> int | None:
-    """The block's rank in its cluster (0 without clusters), from its index and the cluster's
-    shape."""
-    if fault.block_idx is None:
-        return None
-    return cluster_rank(fault.block_idx, fault.cluster_dim or (1, 1, 1))
 
 
 def _param_source(fault: model.Fault, layout: ParamLayout | None) -> ParamSource:
@@ -188,26 +310,22 @@ def _windows(core: CoreDump, site: Site) -> Windows:
     return Windows(None, None)
 
 
-def _bounds(core: CoreDump, site: Site, fault: model.Fault, location: CodeLocation,
-            registers: list[int] | None, found_backtrace: list[BacktraceFrame],
-            found_banks: list[ConstBank]) -> Bounds:
+def _bounds(core: CoreDump, found: FaultGroup, fault: model.Fault, location: CodeLocation) -> Bounds:
+    """The bounds the dump holds for every lane of the fault: the cubin's shared layout and frame
+    size, the cluster, the constant banks, the global segments."""
+    site = found.site
     grid = site.grid
     facts = kernel_facts(core.image_bytes(location.image_section), grid.function if grid else "",
                          site.device.sm_type)
-    recorded = getattr(site.warp, "shared_mem_size", None) if site.warp else None
     cluster = fault.cluster_dim or (1, 1, 1)
     columns = core.image.sections
     return Bounds(
         shared=facts.shared,
         sm90=bool(facts.shared and facts.shared.start) or bool(shared_reserve(site.device.sm_type)),
         cluster_blocks=max(1, cluster[0] * cluster[1] * cluster[2]),
-        shared_mem_size=recorded or None,
         frame_size=facts.frame_sizes.get(location.function_symbol),
-        stack_pointer=registers[1] if registers and len(registers) > 1 else None,
-        constant_banks={bank.bank_id: bank.size for bank in found_banks},
-        outermost=not found_backtrace,
+        constant_banks={bank.bank_id: bank.size for bank in found.const_banks},
+        outermost=not found.backtrace,
         global_segments=[(columns.addr[i], columns.size[i]) for kind in _GLOBAL_KINDS
                          for i in core.index.of_type(kind)],
     )
-
-

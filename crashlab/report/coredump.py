@@ -48,7 +48,8 @@ def _clustered(dim: tuple | None) -> tuple | None:
     return dim if dim and any(dim) else None
 
 
-def _named(values: list | None, prefix: str) -> dict | None:
+def named_words(values: list | None, prefix: str) -> dict | None:
+    """``{'R0': .., 'R1': ..}`` from a register file read as a list; None stays None."""
     return None if values is None else {f"{prefix}{i}": v for i, v in enumerate(values)}
 
 
@@ -163,10 +164,10 @@ def _candidate(c) -> model.Candidate:
 def _state(found: FaultGroup, code: dict[int, CodeLocation | None]) -> dict:
     """What the dump kept of the thread: registers, predicates, backtrace, constant banks."""
     return dict(
-        registers=_named(found.registers, "R"),
-        predicates=_named(found.predicates, "P"),
-        uniform_registers=_named(found.uniform_registers, "UR"),
-        uniform_predicates=_named(found.uniform_predicates, "UP"),
+        registers=named_words(found.registers, "R"),
+        predicates=named_words(found.predicates, "P"),
+        uniform_registers=named_words(found.uniform_registers, "UR"),
+        uniform_predicates=named_words(found.uniform_predicates, "UP"),
         backtrace=[_frame(frame.level, frame.virtual_return_address, code)
                    for frame in found.backtrace],
         const_banks=[model.ConstBank(bank=b.bank_id, address=f"{b.address:#x}", size=b.size)

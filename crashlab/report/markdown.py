@@ -164,12 +164,14 @@ def _why(fault: Fault) -> list[str]:
 
 
 def _registers(fault: Fault) -> list[str]:
-    rows = text.register_rows(fault.registers)
-    if not rows:
-        return []
-    extra = text.predicate_line(fault.predicates)
-    return [f"<details><summary>Registers of lane {fault.lane}</summary>", "",
-            *fenced(rows + ([extra] if extra else [])), "", "</details>", ""]
+    out = []
+    for k, (heading, values) in enumerate(text.register_blocks(fault)):
+        extra = text.predicate_line(fault.predicates) if k == 0 else ""
+        summary = inline(heading.rstrip(":"))
+        out += [f"<details><summary>{summary[:1].upper()}{summary[1:]}</summary>", "",
+                *fenced(text.register_rows(values) + ([extra] if extra else [])), "",
+                "</details>", ""]
+    return out
 
 
 def _debugger(section: DebuggerSection, heading: int) -> list[str]:

@@ -284,6 +284,64 @@ class Verdict(_Model):
     was found."""
     basis: str
     """one sentence: the bound compared with and where the dump holds it, or why there is none"""
+    past_bound: int | None = None
+    """For out-of-bounds against a size the dump holds: how many bytes the access's end lies past
+    that bound; null for every other verdict and where the bound is not a size (a CTA rank)."""
+
+
+class LaneAccess(_Model):
+    """One lane's faulting access: which lane of which warp, its thread, and its address."""
+
+    lane: int
+    """the lane's laneId in its warp"""
+    warp: int
+    """the warp's warpId on its SM"""
+    sm: int
+    """the SM's smId"""
+    block_idx: Dim3
+    """the lane's block"""
+    thread_idx: Dim3
+    """the lane's thread"""
+    address: HexAddress | None = None
+    """the address this lane's access named; null where it could not be read or recomputed"""
+    registers: dict[str, int] | None = None
+    """the lane's registers R0..Rn as unsigned 32-bit integers, for the culprit lane whose
+    access is explained (Explanation.culprit_lane); null in a group's first lane"""
+
+
+class LaneVerdict(_Model):
+    """The marked lanes whose access got one verdict. The driver marks a warp exception on every
+    lane of the warp without saying which lane broke the bound, so each lane's access is judged
+    on its own registers."""
+
+    kind: VerdictKind
+    """the verdict these lanes' accesses got"""
+    lanes: list[int]
+    """their laneIds, ascending (over every warp judged: see count and warps)"""
+    count: int
+    """how many lanes (a lane of each warp counted once)"""
+    warps: int
+    """in how many warps"""
+    first: LaneAccess
+    """the first of them, in cuda-gdb's order (SM, warp, lane)"""
+    past_bound: list[int] | None = None
+    """for out-of-bounds: the least and the most bytes past the bound, over these lanes"""
+
+
+class OtherOperand(_Model):
+    """The memory operand of a two-sided instruction (LDGSTS, a bulk or TMA copy) that did not
+    fault, as the faulting lane's registers give it."""
+
+    operand: str
+    """the operand, as nvdisasm prints it"""
+    access: Literal["load", "store", "atomic", "prefetch"]
+    """what the instruction does through it"""
+    space: MemorySpace
+    """the memory space it names"""
+    address: HexAddress | None = None
+    """its address; null where the dump does not give it (a descriptor, an overwritten register)"""
+    verdict: Verdict
+    """how it stands against the bounds the dump holds"""
 
 
 class Root(_Model):
@@ -342,6 +400,25 @@ class Explanation(_Model):
     """the 'why', a few short sentences"""
     compare_with: list[str] = Field(default_factory=list)
     """integer parameters to compare the index with: candidates, never asserted as the bound"""
+    culprit_lane: LaneAccess | None = None
+    """The lane explained: the first lane whose access breaks a bound in the way that explains
+    the exception; where no marked lane's does, the lane cuda-gdb focuses. Null where the lanes
+    could not be judged (no registers in the dump)."""
+    focus_lane: int | None = None
+    """the laneId cuda-gdb focuses (Fault.lane)"""
+    lanes: list[LaneVerdict] = Field(default_factory=list)
+    """Every marked lane judged alike, grouped by verdict, the verdict that explains the exception
+    first."""
+    lanes_judged: int = 0
+    """How many marked lanes were judged (at most a bound; see lanes_not_judged)."""
+    lanes_not_judged: int = 0
+    """Marked lanes beyond the bound on the work, not judged."""
+    breaks_bound: bool = False
+    """Whether some marked lane's access breaks a bound the dump holds (or is null, not a
+    pointer or misaligned): false says plainly that none does, and verdict is then the focused
+    lane's."""
+    other_operands: list[OtherOperand] = Field(default_factory=list)
+    """For an instruction with two memory operands: the side that did not fault."""
 
 
 class Wait(_Model):

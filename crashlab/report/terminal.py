@@ -202,14 +202,13 @@ def _why(fault: Fault, console: Console) -> None:
 
 
 def _registers(fault: Fault, console: Console) -> None:
-    rows = text.register_rows(fault.registers)
-    if rows:
-        console.print(f"registers of lane {fault.lane}:", style="bold")
-        for row in rows:
+    for k, (heading, values) in enumerate(text.register_blocks(fault)):
+        console.print(heading, style="bold")
+        for row in text.register_rows(values):
             console.print(plain("  " + row))
-    predicates = text.predicate_line(fault.predicates)
-    if predicates:
-        console.print(plain("  " + predicates))
+        predicates = text.predicate_line(fault.predicates) if k == 0 else ""
+        if predicates:
+            console.print(plain("  " + predicates))
 
 
 def _debugger(section: DebuggerSection, console: Console) -> None:

@@ -218,6 +218,17 @@ def break_points(value: str) -> list[int]:
     return points + [len(value)]
 
 
+def register_blocks(fault) -> list[tuple[str, dict[str, int]]]:
+    """(heading, registers): the focused lane's, and the culprit lane's where the explanation
+    explains another lane (each lane's access is judged on its own registers)."""
+    blocks = [(f"registers of lane {fault.lane}:", fault.registers)] if fault.registers else []
+    culprit = fault.explanation.culprit_lane if fault.explanation is not None else None
+    if culprit is not None and culprit.registers and culprit.lane != fault.lane:
+        blocks.append((f"registers of lane {culprit.lane} (the culprit, warp {culprit.warp} on "
+                       f"SM {culprit.sm}):", culprit.registers))
+    return blocks
+
+
 def register_rows(values: dict[str, int] | None, per_row: int = 4) -> list[str]:
     if not values:
         return []

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .model import Explanation, Root
+from ..notation import dim, lane_ranges
+from .model import Explanation, LaneVerdict, OtherOperand, Root
 
 MISMATCH = ("mismatch: a value recomputed from the SASS contradicts the dumped registers, so "
             "nothing here is a cause (the slice's reading is in the JSON report)")
@@ -53,16 +54,53 @@ def root_line(root: Root) -> str:
     return f"{root.name}{value}{source}{detail}"
 
 
+def culprit_line(explanation: Explanation) -> str | None:
+    """``lane 1: thread (1,0,0) block (0,0,0), warp 0 on SM 124 (cuda-gdb focuses lane 0)``."""
+    lane = explanation.culprit_lane
+    if lane is None or explanation.lanes_judged <= 1:
+        return None
+    focus = explanation.focus_lane
+    focused = "" if focus is None or focus == lane.lane else f" (cuda-gdb focuses lane {focus})"
+    chosen = "" if explanation.breaks_bound else ", the focused lane: none breaks a bound"
+    return (f"lane {lane.lane}: thread {dim(lane.thread_idx)} block {dim(lane.block_idx)}, warp "
+            f"{lane.warp} on SM {lane.sm}{focused}{chosen}")
+
+
+def lanes_line(explanation: Explanation) -> str | None:
+    """Every marked lane judged, by verdict: ``lanes 1-31 out-of-bounds (...); lane 0 inside``."""
+    if explanation.lanes_judged <= 1:
+        return None
+    left = (f"; {explanation.lanes_not_judged} more marked lanes not judged"
+            if explanation.lanes_not_judged else "")
+    return "; ".join(group_phrase(group) for group in explanation.lanes) + left
+
+
+def other_line(other: OtherOperand) -> str:
+    """``desc[UR16][R20.64]: load of global memory at 0x8016cfe24000 (undetermined), not the
+    side that faulted``."""
+    at = f" at {other.address}" if other.address else ""
+    return (f"{other.operand}: {other.access} of {other.space} memory{at} "
+            f"({other.verdict.kind}), not the side that faulted")
+
+
 def lines(explanation: Explanation) -> list[WhyLine]:
     """What the views print under the SASS window, in order."""
     out = [WhyLine("at", explanation.instruction, code=True),
            WhyLine("access", access_line(explanation)),
            WhyLine("address", address_line(explanation))]
+    out += [WhyLine(label, text) for label, text in (("culprit", culprit_line(explanation)),
+                                                     ("lanes", lanes_line(explanation)))
+            if text is not None]
+    out += [WhyLine("other", other_line(other)) for other in explanation.other_operands]
     if explanation.trust == "mismatch":
         out.append(WhyLine("trust", MISMATCH))
         return out + [WhyLine("stop", stop) for stop in explanation.stops]
     verdict = explanation.verdict
-    out.append(WhyLine("verdict", f"{verdict.kind}: {verdict.basis}"))
+    if explanation.lanes_judged > 1 and not explanation.breaks_bound:
+        out.append(WhyLine("verdict", "no marked lane's access breaks a bound the dump holds; "
+                           f"the focused lane's: {verdict.kind}: {verdict.basis}"))
+    else:
+        out.append(WhyLine("verdict", f"{verdict.kind}: {verdict.basis}"))
     if explanation.formula:
         out.append(WhyLine("formula", explanation.formula, code=True))
     out += [WhyLine("root", root_line(root)) for root in explanation.roots]
@@ -72,3 +110,16 @@ def lines(explanation: Explanation) -> list[WhyLine]:
     if explanation.story:
         out.append(WhyLine("story", " ".join(explanation.story)))
     return out
+
+
+def group_phrase(group: LaneVerdict) -> str:
+    """``lanes 1-31 out-of-bounds (0x3b04 bytes past the bound)``, ``lane 0 inside``; with the
+    number of warps where the lanes span more than one."""
+    noun = "lane" if len(group.lanes) == 1 else "lanes"
+    warps = f" of {group.warps} warps, {group.count} lanes," if group.warps > 1 else ""
+    past = ""
+    if group.past_bound:
+        low, high = group.past_bound
+        past = f" ({low:#x} bytes past the bound)" if low == high else (
+            f" ({low:#x} to {high:#x} bytes past the bound)")
+    return f"{noun} {lane_ranges(group.lanes)}{warps} {group.kind}{past}"

@@ -18,6 +18,7 @@ from ..errors import BadInput
 from ..index.facets import shown_value
 from ..index.store import Index
 from ..owner.fixes import is_web_link
+from ..report import why
 from ..version import __version__
 from . import pages
 
@@ -35,6 +36,8 @@ def templates() -> Environment:
                               autoescape=select_autoescape(default=True, default_for_string=True))
     # a facet's value as every view prints it (an uptime's hour as "2-3 h")
     environment.globals["shown_value"] = shown_value
+    # the why's labelled lines, as the terminal and Markdown views print them
+    environment.globals["why_lines"] = why.lines
     # a report from elsewhere may name a fix's link as javascript:...: only http(s) is a link
     environment.tests["web_link"] = is_web_link
     return environment
