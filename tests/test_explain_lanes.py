@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import re
 from functools import cache
-from pathlib import Path
 
 import pytest
 
