@@ -119,18 +119,20 @@ def _shared(offset: int, size: int, bounds: Bounds) -> model.Verdict:
             f"offset {within:#x} (+{size} bytes) is past {named}; the dump records no shared "
             "memory size for the warp (sharedMemSize, driver r570+), so dynamic shared memory "
             "beyond them is not ruled out"))
-    if end > start + recorded:
-        return model.Verdict(kind="out-of-bounds", past_bound=end - (start + recorded), basis=(
-            f"offset {within:#x} (+{size} bytes) is past {named} and past the warp's "
-            f"sharedMemSize {recorded:#x}, compared as bytes after the {start:#x} reserve "
-            "(the larger of its two readings)"))
-    if end <= recorded:
-        return model.Verdict(kind="inside", basis=(
-            f"offset {within:#x} is past {named} but inside the warp's sharedMemSize "
-            f"{recorded:#x} (dynamic shared memory)"))
-    return model.Verdict(kind="undetermined", basis=(
-        f"offset {within:#x} is past {named} and within {recorded:#x} bytes of the reserve's "
-        "end: whether the warp's sharedMemSize counts the reserve is not known"))
+    # Where the block's shared memory ends in its window. On sm_90+ a sharedMemSize of at least
+    # the reserve counts it: every warp of the 18 whole dumps an H200 wrote (driver 580.159,
+    # fixtures/gpu/h200) records 0x400 plus what the kernel and its launch gave (dynamic_shared's
+    # 256 bytes as 0x500, a kernel without shared memory as 0x400); a smaller one cannot.
+    counts_reserve = bool(start) and recorded >= start
+    limit = recorded if counts_reserve else start + recorded
+    reading = (f"which counts the {start:#x} reserve" if counts_reserve else
+               f"read as bytes after the {start:#x} reserve" if start else "")
+    size_named = f"the warp's sharedMemSize {recorded:#x}" + (f", {reading}" if reading else "")
+    if end > limit:
+        return model.Verdict(kind="out-of-bounds", past_bound=end - limit, basis=(
+            f"offset {within:#x} (+{size} bytes) is past {named} and past {size_named}"))
+    return model.Verdict(kind="inside", basis=(
+        f"offset {within:#x} is past {named} but inside {size_named} (dynamic shared memory)"))
 
 
 def _local(offset: int, size: int, bounds: Bounds) -> model.Verdict:
