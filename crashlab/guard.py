@@ -12,7 +12,9 @@ the command quietly.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import textwrap
 
 import click
 
@@ -25,8 +27,23 @@ _CLICK_ENDINGS = (click.exceptions.Exit, click.ClickException, click.Abort)
 
 
 def say(message: str) -> None:
-    """One line on stderr; names and messages from outside in it are escaped, never raw."""
-    click.echo(f"crashlab: {escape(message)}", err=True)
+    """One line on stderr; names and messages from outside in it are escaped, never raw. On a
+    terminal the line is folded at word boundaries to its width (the terminal itself would break
+    it inside words); into a pipe or a file it stays one line, for grep."""
+    line = f"crashlab: {escape(message)}"
+    if sys.stderr.isatty():
+        line = textwrap.fill(line, _columns(), subsequent_indent="  ",
+                             break_long_words=False, break_on_hyphens=False)
+    click.echo(line, err=True)
+
+
+def _columns() -> int:
+    """The width of the terminal stderr writes to; where it cannot say, COLUMNS or 80."""
+    try:
+        columns = os.get_terminal_size(sys.stderr.fileno()).columns
+    except (OSError, ValueError):
+        columns = 0
+    return columns or shutil.get_terminal_size().columns
 
 
 def fail(message: str, code: int) -> None:

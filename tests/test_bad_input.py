@@ -197,7 +197,7 @@ def test_strtab_offset_out_of_range(tmp_path, good):
 @pytest.mark.parametrize(
     "field,value,fragment",
     [
-        ("shoff", 1 << 50, "before its section header table"),
+        ("shoff", 1 << 50, "before its section table"),
         ("shoff", 0, "e_shoff 0"),
         ("shentsize", 40, "section header size"),
         ("shstrndx", 0xFFF0, "out of range"),
@@ -213,7 +213,7 @@ def test_extended_count_that_lies(tmp_path, good):
         set_header(data, "shnum", 0)
         set_section(data, 0, "size", 1 << 40)
 
-    _refused(patched(good.path, tmp_path / "x.nvcudmp", lie), "inside its section header table")
+    _refused(patched(good.path, tmp_path / "x.nvcudmp", lie), "inside its section table")
 
 
 def test_core_without_device_table(tmp_path, good):

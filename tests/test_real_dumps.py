@@ -16,8 +16,10 @@ import re
 from pathlib import Path
 
 import pytest
+from rich.cells import cell_len
 
 import crashlab
+from tests import tmux_terminal
 from tests.conftest import ROOT, run_cli
 
 H200 = ROOT / "fixtures" / "gpu" / "h200"
@@ -88,12 +90,45 @@ def test_crashlab_reads_what_cuda_gdb_13_read(dump):
         assert not fault.sass.source
 
 
+#: The next step a cut dump's refusal gives: the flag the provenance says gave a whole dump.
+NEXT_STEP = "add skip_constbank_memory to CUDA_COREDUMP_GENERATION_FLAGS"
+
+
+def _flags(case: str) -> list[str]:
+    command = json.loads((H200 / case / "command.json").read_text())
+    return command["env"]["CUDA_COREDUMP_GENERATION_FLAGS"].split(",")
+
+
 @pytest.mark.parametrize("dump", CUT, ids=_name)
-def test_a_dump_the_driver_cut_short_is_one_line_and_exit_2(dump):
+def test_a_dump_the_driver_cut_short_says_what_to_do_and_exits_2(dump):
+    """The driver stopped writing before the section table (the file ends 68-69 KB in, its
+    ELF header placing the table far past it), so nothing but the ELF header is read; every cut
+    dump kept the constant banks, and the same fault dumped with skip_constbank_memory added
+    (SGLang's flags) is whole: the refusal says to add it. Into a pipe, one line."""
+    data = dump.read_bytes()
+    assert int.from_bytes(data[0x28:0x30], "little") > len(data)  # e_shoff: the table never began
+    assert "skip_constbank_memory" not in _flags(dump.parent.name)
+    assert "skip_constbank_memory" in _flags("torch_flash_oob.sglang")
+    assert any(d.parent.name == "torch_flash_oob.sglang" for d in WHOLE)
     done = run_cli("inspect", dump)
-    assert done.returncode == 2
-    lines = done.stderr.decode().strip().splitlines()
-    assert len(lines) == 1 and "cut short" in lines[0], lines
+    assert done.returncode == 2 and not done.stdout
+    assert done.stderr.decode().splitlines() == [
+        f"crashlab: {dump.name}: the driver stopped before its section table: nothing readable; "
+        f"{NEXT_STEP}"]
+
+
+@pytest.mark.skipif(tmux_terminal.available() is not None, reason=tmux_terminal.available() or "")
+@pytest.mark.parametrize("columns", [80, 50])
+def test_a_cut_dumps_refusal_folds_at_words_in_a_real_terminal(columns):
+    """In a real terminal (a tmux pane): two lines at 80 columns, more at 50, none wider than
+    the pane and no word broken (the words are those of the piped line)."""
+    [dump] = (H200 / "assert_cut.explain").glob("core.*.nvcudmp")
+    shown = tmux_terminal.run_in_pane(["inspect", dump.relative_to(ROOT)], columns, ROOT)
+    piped = run_cli("inspect", dump).stderr.decode()
+    assert shown.exit_code == 2
+    assert all(cell_len(line) <= columns for line in shown.lines), shown.lines
+    assert " ".join(shown.lines).split() == piped.split()
+    assert len(shown.lines) == 2 if columns == 80 else len(shown.lines) > 2, shown.lines
 
 
 def test_the_moe_routing_fault_is_explained_from_the_real_dump():

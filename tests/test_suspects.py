@@ -106,6 +106,34 @@ def test_with_global_memory_a_pointer_outside_every_range_is_named(build):
     assert _suspects(crashlab.inspect(build(spec, name="inside.nvcudmp").path, sass=False)) == {}
 
 
+#: Constant banks 7, 1 and 0 of the grid, with a global memory section each: what a driver writes
+#: under skip_global_memory (fixtures/gpu/h200-runs/flags.json: three sections, 68,608 bytes).
+BANKS = [(0x7FFF_0020_0000, 0x10000, 7), (0x7FFF_0030_0000, 0x900, 1), (0x7FFF_0040_0000, 0x300, 0)]
+
+
+@pytest.mark.parametrize("metadata", [True, False], ids=["flags-recorded", "no-flags"])
+def test_constant_bank_copies_are_not_the_process_memory(build, metadata):
+    """Global memory sections that are the constant banks' copies say nothing of where the
+    process's allocations lie: no pointer is outside them. With one allocation beside them, in a
+    dump written without skip_global_memory (or one that records no flags), a pointer past it is."""
+    outside = _u64(GLOBAL_BASE + 4) + _u64(0x7AAA_0000_0000) + NUMEL
+    copies = [(address, size) for address, size, _ in BANKS]
+    for name, flags, memory, expected in (
+            ("copies", LIGHTWEIGHT & ~SKIP_CONSTBANK, copies, {}),
+            ("allocation", LIGHTWEIGHT & ~SKIP_CONSTBANK & ~SKIP_GLOBAL,
+             [*copies, (GLOBAL_BASE, GLOBAL_SIZE)], {1: "outside every address range the dump holds "
+                                                        "(1 global memory section, the shared"})):
+        scenario = _moe(outside, flags=flags, global_memory=memory, metadata=metadata)
+        scenario.spec.devices[0].grids[0].const_banks = BANKS
+        report = crashlab.inspect(build(scenario, name=f"{name}.nvcudmp").path, sass=False)
+        said = _suspects(report)
+        assert set(said) == set(expected) and all(said[o].startswith(expected[o]) for o in said), said
+    if metadata:  # the flags decide: skip_global_memory recorded, a section is not the process's
+        scenario = _moe(outside, global_memory=[*copies, (GLOBAL_BASE, GLOBAL_SIZE)])
+        scenario.spec.devices[0].grids[0].const_banks = BANKS
+        assert _suspects(crashlab.inspect(build(scenario, name="flagged.nvcudmp").path, sass=False)) == {}
+
+
 def test_packed_halves_within_a_dump_section_are_not_called_packed(build):
     packed_inside = (0x7 << 32) | 0x1000
     spec = _moe(_u64(packed_inside) + _u64(packed_inside) + NUMEL, flags=LIGHTWEIGHT & ~SKIP_GLOBAL,

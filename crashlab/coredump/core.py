@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 
 from ..errors import CoreFormatError
-from .constants import MEMORY_TYPES, SectionType
+from .constants import MEMORY_TYPES, GenerationFlag, SectionType
 from .elf import ElfImage, text_sections
 from .layouts import TABLE_LAYOUTS, decoder
 from .model import (
@@ -338,6 +338,23 @@ class CoreDump:
             for kind in sorted(kinds)
             for index in self.index.of_type(kind)
         ]
+
+    def process_memory(self) -> list[MemoryRegion]:
+        """The global and managed memory sections that hold the process's own memory; none
+        where the dump was written without it. A driver writes each constant bank's global copy
+        as a global memory section even under skip_global_memory (an H200, driver 580.159: three
+        sections of 68,608 bytes; fixtures/gpu/h200-runs/flags.json), so a section is no proof:
+        the copies are set aside, and the recorded flags decide where the dump has them."""
+        meta = self.metadata
+        if meta is not None and (meta.flags or 0) & GenerationFlag.SKIP_GLOBAL_MEMORY:
+            return []
+        banks = [(row["address"], row["address"] + row["size"])
+                 for section in self.index.of_type(SectionType.CB_TABLE)
+                 for row in self._rows(section, SectionType.CB_TABLE)]
+        return [region for region in self.memory_regions((SectionType.GLOBAL_MEM,
+                                                          SectionType.MANAGED_MEM))
+                if not any(start <= region.address and region.address + region.size <= end
+                           for start, end in banks)]
 
     def memory_totals(self) -> tuple[int, int]:
         """(memory sections, their bytes) without a record per section: a full dump has one

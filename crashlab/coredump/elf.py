@@ -239,12 +239,12 @@ class ElfImage:
         if start == 0:
             raise CoreFormatError(f"{where}: the ELF header gives no section header table (e_shoff 0)")
         if start > size - entry:
-            raise CoreFormatError(_cut_table(where, size, start, header["shnum"] or None, 0))
+            raise CoreFormatError(_cut_table(where))
         count, names = self._extended_numbering(start, header["shnum"], header["shstrndx"])
         if count == 0:
             raise CoreFormatError(f"{where}: the section header table at {start:#x} has no entries")
         if start + count * entry > size:
-            raise CoreFormatError(_cut_table(where, size, start, count, (size - start) // entry))
+            raise CoreFormatError(_cut_table(where, (size - start) // entry, count))
         if names >= count:
             raise CoreFormatError(f"{where}: section name table index {names} out of range")
         return start, count, names
@@ -342,25 +342,26 @@ class ElfImage:
         self.close()
 
 
-def _cut_table(where: str, size: int, start: int, count: int | None, whole: int) -> str:
-    """What is lost when a dump ends before or inside its section header table (a writer killed,
-    a full disk): the table is written last, so the sections' bytes before it may be intact,
-    but only the table says where each section lies, its row size, and which device, SM, CTA,
-    warp or lane row it hangs from. Section names are no substitute (they are not unique), and
-    rows of one table type cannot be told apart by their shape from another SM's or warp's, so
-    no fault is located by scanning: the refusal says exactly what is missing instead."""
-    entries = f"{count:,} entries" if count else "its entry count is in the missing part"
+def _cut_table(where: str, whole: int = 0, count: int = 0) -> str:
+    """What is lost when a dump ends before or inside its section header table. The table is
+    written last, so the sections' bytes before it may be intact, but only the table says where
+    each section lies, its row size, and which device, SM, CTA, warp or lane row it hangs from.
+    Section names are no substitute (they are not unique), rows of one table type cannot be told
+    apart by their shape from another SM's or warp's, and the bytes after the ELF header are
+    sections' contents without their addresses (the H200's cuts stop inside the global memory
+    its progress lines say it was writing, before any table): nothing past the ELF header is
+    read soundly, and no fault is located by scanning. cuda-gdb cannot open such a file either.
+
+    The refusal fits two lines of an 80-column terminal (the guard folds it at word boundaries):
+    the file's name, not its path, and the next step. The H200's driver cut four dumps before
+    the table, all written with the constant banks kept; with skip_constbank_memory added
+    (SGLang's default flags) it wrote the same fault whole (fixtures/gpu/PROVENANCE.md)."""
+    name = Path(where).name
     if whole:
-        where_cut = (f"inside its section header table: {whole:,} of the {count:,} entries at "
-                     f"{start:#x} are there, the rest and the section name table they index "
-                     "are missing")
-    else:
-        where_cut = f"before its section header table (at {start:#x}, {entries})"
-    return (f"{where}: cut short at {size:,} bytes (or its e_shoff is damaged), {where_cut}; "
-            "without the whole table nothing says where "
-            "the device, SM, CTA, warp and lane tables lie or which row each belongs to, so the "
-            "fault (exception, PC, thread, kernel) cannot be located soundly (cuda-gdb cannot "
-            "open such a file either)")
+        return (f"{name}: the driver stopped inside its section table ({whole:,} of {count:,} "
+                "entries): nothing readable")
+    return (f"{name}: the driver stopped before its section table: nothing readable; add "
+            "skip_constbank_memory to CUDA_COREDUMP_GENERATION_FLAGS")
 
 
 def copy_within_room(reader, target, directory: str, source: str) -> int:

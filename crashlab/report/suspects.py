@@ -18,8 +18,10 @@ Where the lines are drawn, and why:
   area and the driver's ranges (16 TiB and up, 0x7f... on x86-64) out of it, where an allocation
   aligned to 4 GiB would otherwise read as packed; a value inside memory the dump holds is never
   called packed.
-- outside every address window: only where the dump holds global memory (without
-  skip_global_memory): otherwise the dump cannot tell where allocations are, and nothing is said.
+- outside every address window: only where the dump holds the process's global memory (written
+  without skip_global_memory): otherwise the dump cannot tell where allocations are, and nothing
+  is said. The global memory sections of a dump made with that flag are its constant banks'
+  copies (CoreDump.process_memory), never taken for the process's memory.
   Pinned host memory a kernel reads through its mapped pointer is not in a dump: the reason
   says so, for such a pointer is flagged too.
 """
@@ -57,9 +59,6 @@ POINTEE_BYTES = {
     **dict.fromkeys(("int4", "uint4", "float4", "double2", "long2", "ulong2", "longlong2",
                      "ulonglong2"), 16),
 }
-#: Shared memory sections lie in the shared windows, local ones (one per lane) in the local
-#: windows: the windows stand for them, and a dump of millions of sections is not listed.
-_MEMORY_KINDS = (SectionType.GLOBAL_MEM, SectionType.MANAGED_MEM)
 
 
 @dataclass(frozen=True)
@@ -98,9 +97,11 @@ class KnownMemory:
 
 
 def known_memory(core: CoreDump) -> KnownMemory | None:
-    """What the dump knows of the address space; None where it holds no global memory, for then
-    an address outside it says nothing."""
-    regions = core.memory_regions(_MEMORY_KINDS)
+    """What the dump knows of the address space; None where it holds none of the process's
+    global memory (only its constant banks' copies, as under skip_global_memory), for then an
+    address outside it says nothing. Shared and local sections lie in the contexts' windows,
+    which stand for them: a dump of millions of lanes is not listed."""
+    regions = core.process_memory()
     global_sections = sum(r.kind == SectionType.GLOBAL_MEM.name for r in regions)
     if not global_sections:
         return None
