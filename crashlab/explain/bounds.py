@@ -165,8 +165,8 @@ def _global(address: int, size: int, bounds: Bounds) -> model.Verdict:
                 f"{start + length:#x}) the dump holds"))
     if not segments:
         return model.Verdict(kind="undetermined", basis=(
-            "the dump holds no global memory segment (skip_global_memory), so no allocation "
-            "bound is known"))
+            "the dump holds none of the process's global memory (skip_global_memory), so no "
+            "allocation bound is known"))
     return model.Verdict(kind="undetermined", basis=(
         f"{address:#x} is outside the {len(segments)} global memory segment(s) the dump holds; "
         "the dump does not list every allocation, so no bound is asserted"))

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..coredump.constants import SectionType
 from ..coredump.core import CoreDump
 from ..coredump.fault import FaultGroup, Site
 from ..coredump.model import CTA, Lane, Warp
@@ -27,9 +26,6 @@ from .lanes import Judgement, Reading, culprit, faulting_side, grouped
 from .operands import MemoryOperand, effective_address, parse_constant, parse_memory_operand
 from .semantics import signed32
 from .slice import Launch, ParamSource, Slicer, cluster_rank, launch_dimensions
-
-_GLOBAL_KINDS = (SectionType.GLOBAL_MEM, SectionType.MANAGED_MEM)
-
 
 #: marked lanes judged at most, over the group's kept warps: a dump in which thousands of lanes
 #: fault costs this many register reads, not one per lane
@@ -318,7 +314,6 @@ def _bounds(core: CoreDump, found: FaultGroup, fault: model.Fault, location: Cod
     facts = kernel_facts(core.image_bytes(location.image_section), grid.function if grid else "",
                          site.device.sm_type)
     cluster = fault.cluster_dim or (1, 1, 1)
-    columns = core.image.sections
     return Bounds(
         shared=facts.shared,
         sm90=bool(facts.shared and facts.shared.start) or bool(shared_reserve(site.device.sm_type)),
@@ -326,6 +321,5 @@ def _bounds(core: CoreDump, found: FaultGroup, fault: model.Fault, location: Cod
         frame_size=facts.frame_sizes.get(location.function_symbol),
         constant_banks={bank.bank_id: bank.size for bank in found.const_banks},
         outermost=not found.backtrace,
-        global_segments=[(columns.addr[i], columns.size[i]) for kind in _GLOBAL_KINDS
-                         for i in core.index.of_type(kind)],
+        global_segments=[(region.address, region.size) for region in core.process_memory()],
     )
