@@ -295,3 +295,27 @@ def test_the_signature_page_renders_the_facets_their_readings_and_the_uptime_his
     bars = [int(n) for n in re.findall(r"h: (\d+)</title>", uptime)]
     assert sum(bars) == sum(uptimes.values()) and bars[0] == uptimes[3600 * 2]
     assert bars[-1] == uptimes[3600 * 50]
+
+
+def test_a_python_crash_serve_caught_shows_its_triage_from_the_run_report(tmp_path, xdg_data_home):
+    """A scheduler exception (no GPU dump) caught by the real ``crashlab serve`` around the
+    stand-in SGLang (tests/standin), recorded into the default index: its page shows the
+    exception, the traceback's frames and the run's files, not "No triage"."""
+    from tests.serve_harness import FAST, Serve, environment, free_port, sglang
+
+    serve = Serve(tmp_path, sglang(free_port()), *FAST, "--quiet",
+                  env={**environment(crash="scheduler-exception", crash_on="start"), "CRASHLAB_DB": ""})
+    assert serve.finish() == 0, serve.stderr()
+    address = str(xdg_data_home / "crashlab" / "index.sqlite")
+    server = UiServer(address)
+    try:
+        with Index(address) as index:
+            [crash] = [c for c in map(index.crash, range(1, 10)) if c is not None]
+        page = _get(server, f"/crash/{crash.id}")
+    finally:
+        server.stop()
+    assert "No triage" not in page
+    assert "Scheduler hit an exception" in page or "RuntimeError" in page
+    assert "RuntimeError: CUDA error: an illegal memory access was encountered" in page
+    assert "scheduler_exception" in page  # the traceback's own frame, from the stand-in rank
+    assert any("stderr.log" in cell for row in table(page, "files").rows for cell in row)

@@ -75,7 +75,7 @@ def from_run(run_dir: Path, report: RunReport, recorded_by: str) -> list[NewCras
         # a run directory is serve's: crashlab made every file in it, and gc may delete them
         extras = [CrashFile(path=str(run_dir / r.path), kind=r.kind, size_bytes=r.size_bytes,
                             owned=True)
-                  for r in incident.request_dumps]
+                  for r in incident.request_dumps] + _evidence(run_dir, incident)
         if not incident.dumps:
             crashed = min(_failures(incident), key=lambda failure: failure[0], default=None)
             crashes.append(NewCrash(key=key, signature=compute(incident),
@@ -113,6 +113,16 @@ def _visible_devices(run_dir: Path, incident: Incident) -> str | None:
         return launch["environment"].get("CUDA_VISIBLE_DEVICES")
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
+
+
+def _evidence(run_dir: Path, incident) -> list[CrashFile]:
+    """The server's logs of the incident and the run's report.md, listed with the crash so that
+    its page links them (a Python crash has no coredump to open instead); gc never deletes
+    them (not owned), it only forgets them."""
+    paths = [(run_dir / incident.directory / name, "log") for name in ("stderr.log", "stdout.log")]
+    paths.append((run_dir / "report.md", "report"))
+    return [CrashFile(path=str(path), kind=kind, size_bytes=path.stat().st_size)
+            for path, kind in paths if path.is_file()]
 
 
 def _first_failure(incident: Incident) -> float:

@@ -20,6 +20,7 @@ from ..index.records import Crash, Facets, IncidentShown, Shown, Signature
 from ..index.since import parse
 from ..index.store import Filters, Index, iso
 from ..report.model import Owner, TriageReport
+from ..report.run import Incident
 from . import charts
 
 #: buckets of a trend (home page) and of a signature's crashes over time
@@ -172,18 +173,35 @@ def triage_of(crash: Crash, report: dict | None) -> TriageReport | None:
         return None
 
 
+def run_incident(crash: Crash, report: dict | None) -> Incident | None:
+    """The incident of CRASH's incarnation in its run's report: where serve caught a crash that
+    left no GPU dump (a Python exception in the scheduler, a signal), its triage is there (the
+    exception and traceback, the log findings, the stacks, the request dumps)."""
+    for incident in (report or {}).get("incidents", []):
+        if incident.get("incarnation") != crash.incarnation:
+            continue
+        try:
+            return Incident.model_validate(incident)
+        except ValidationError:
+            return None
+    return None
+
+
 @dataclass
 class CrashPage:
     shown: Shown
     triage: TriageReport | None
     replay: list[str] = field(default_factory=list)
+    #: the run's incident of the crash, shown as its triage where no GPU dump's triage is
+    incident: Incident | None = None
 
 
 def crash_page(index: Index, crash_id: int) -> CrashPage:
     found = show(index, str(crash_id), DEFAULT_WINDOW)
     assert found.crash is not None
     triage = triage_of(found.crash, found.report)
-    return CrashPage(shown=found, triage=triage, replay=_replay(found))
+    incident = None if triage is not None else run_incident(found.crash, found.report)
+    return CrashPage(shown=found, triage=triage, replay=_replay(found), incident=incident)
 
 
 def _replay(found: Shown) -> list[str]:
