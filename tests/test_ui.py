@@ -319,3 +319,58 @@ def test_a_python_crash_serve_caught_shows_its_triage_from_the_run_report(tmp_pa
     assert "RuntimeError: CUDA error: an illegal memory access was encountered" in page
     assert "scheduler_exception" in page  # the traceback's own frame, from the stand-in rank
     assert any("stderr.log" in cell for row in table(page, "files").rows for cell in row)
+
+
+def test_the_crash_page_shows_params_suspects_registers_owner_words_sizes_and_debug(ui, fleet):
+    page = _get(ui, f"/crash/{fleet.fault_id}")
+    facts_table = table(page, "facts")
+    assert any(row[0] == "host" for row in facts_table.rows)
+    fault = _HTML(page)
+    assert "params" in fault.headers and "#0 " in page  # the kernel's arguments
+    assert "Registers of lane" in page and "R0=0x" in page
+    assert fleet.owner is not None and fleet.owner.fix is not None
+    owner = re.search(r'<td id="owner">(.*?)</td>', page, re.S).group(1)
+    assert f"a fix is in {fleet.owner.fix.artifact} {fleet.owner.fix.fixed_in}" in owner
+    assert "fixed-in-later" not in owner and "no-known-fix" not in owner  # words, not the enum
+    size = fleet.core_in_run.stat().st_size
+    assert any(f"({size:,} bytes)" in cell or f"{size:,} bytes" in cell
+               for row in table(page, "files").rows for cell in row)
+    replay = re.search(r'<pre id="replay">(.*?)</pre>', page, re.S).group(1)
+    debug = re.search(r'<pre id="debug">(.*?)</pre>', page, re.S).group(1)
+    assert "crashlab debug" not in replay and f"crashlab debug {fleet.core_in_run}" in debug
+
+
+class _HTML(HTMLParser):
+    """The text of every th of a page."""
+
+    def __init__(self, page: str):
+        super().__init__(convert_charrefs=True)
+        self.headers: list[str] = []
+        self._in = False
+        self.feed(page)
+
+    def handle_starttag(self, tag, attrs):
+        self._in = tag == "th"
+
+    def handle_data(self, data):
+        if self._in:
+            self.headers.append(data)
+            self._in = False
+
+
+@pytest.mark.parametrize("path, status, words", [
+    ("/no/such/page", 404, "Not Found"),
+    ("/?since=yesterday", 400, "since takes an age (2h, 3d), an ISO date"),
+])
+def test_errors_are_the_uis_own_pages_and_the_log_has_no_colour(ui, path, status, words):
+    response = requests.get(ui.url + path, timeout=60)
+    assert response.status_code == status and words in response.text
+    assert "crashlab ui</a>" in response.text  # the ui's own header, not werkzeug's bare page
+    logged = "".join(ui.said)
+    assert path.split("?")[0] in logged and "\x1b[" not in logged  # stderr is a pipe here
+
+
+def test_the_favicon_a_browser_asks_for_is_no_404(ui):
+    response = requests.get(ui.url + "/favicon.ico", timeout=60)
+    assert response.status_code == 204 and not response.content
+    assert not any("favicon" in line and '" 404 ' in line for line in ui.said)

@@ -105,3 +105,49 @@ def test_a_person_follows_the_home_page_to_a_signature_and_to_a_crash(browser, f
     assert [row.find_elements(By.TAG_NAME, "td")[1].text for row in timeline] == \
         ["FAULT", "COLLATERAL", "Xid 79"]
     _shot(browser, "incident")
+
+
+#: in a table cell or a heading: a crash id, a 12-character hash, an ISO time; none may break
+_TOKENS_BROKEN = """
+const pattern = /\\b(?:[0-9a-f]{12}|\\d{4}-\\d\\d-\\d\\dT[\\d:.]+(?:Z|[+-]\\d\\d:\\d\\d)?|\\d+)\\b/g;
+const broken = [];
+for (const holder of document.querySelectorAll('td, th, h1')) {
+  const walker = document.createTreeWalker(holder, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    for (const found of node.data.matchAll(pattern)) {
+      const range = document.createRange();
+      range.setStart(node, found.index);
+      range.setEnd(node, found.index + found[0].length);
+      const lines = new Set(Array.from(range.getClientRects(), r => Math.round(r.top)));
+      if (lines.size > 1) broken.push(found[0]);
+    }
+  }
+}
+return broken;
+"""
+
+
+#: a title, host, rank and summary as long as a real template kernel's name
+LONG_NAME = ("void flashinfer::BatchPrefillWithPagedKVCacheKernel<flashinfer::KernelTraits<"
+             "(flashinfer::MaskMode)1, 128u, 2u, 4u, 8u, 4u, 1u, (flashinfer::PosEncodingMode)0, "
+             "__half, __half, __half, float, int, flashinfer::DefaultAttention<false, false, "
+             "false, false>>, flashinfer::PagedParams<__half, __half, __half, int>>")
+
+
+def test_no_table_cell_breaks_an_id_a_hash_or_a_time_at_1280_px(browser, tmp_path):
+    """A fleet whose texts from outside are as long as a real template kernel's name squeezes
+    the tables: ids, hashes and times still read whole on every page."""
+    fleet = seed(str(tmp_path / "index.sqlite"), tmp_path, hostile=LONG_NAME)
+    server = UiServer(fleet.address)
+    browser.set_window_size(1280, 1000)
+    try:
+        for path in ("/?since=all", f"/signature/{fleet.main}", f"/crash/{fleet.fault_id}",
+                     f"/crash/{fleet.fault_id}/incident", f"/crash/{fleet.alone_id}"):
+            browser.get(server.url + path)
+            assert browser.execute_script(_TOKENS_BROKEN) == [], path
+            # and nothing is pushed past the window's right edge instead
+            assert browser.execute_script(
+                "return document.documentElement.scrollWidth <= window.innerWidth"), path
+    finally:
+        browser.set_window_size(1200, 1000)
+        server.stop()

@@ -599,8 +599,8 @@ def _text_of(html_page: str) -> list[str]:
 
 #: the elements crashlab ui's templates and charts write: anything else came from outside
 UI_ELEMENTS = {"html", "head", "meta", "title", "style", "body", "header", "main", "a", "span",
-               "h1", "h2", "p", "table", "tr", "th", "td", "div", "ul", "li", "pre", "strong",
-               "br", "svg", "rect", "line", "text", "polyline"}
+               "h1", "h2", "h3", "p", "table", "tr", "th", "td", "div", "ul", "li", "pre", "strong",
+               "br", "wbr", "svg", "rect", "line", "text", "polyline"}
 #: a fix's link that would run in the page if it were an href
 SCRIPT_LINK = "javascript:alert(document.domain)"
 WEB = "<script>alert(1)</script><img src=x onerror=alert(2)> {{ 7*7 }} {% raw %}\"'&amp;"

@@ -9,6 +9,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from jinja2 import Environment, PackageLoader, select_autoescape
+from markupsafe import Markup, escape
 from werkzeug.exceptions import BadRequest, HTTPException, NotFound
 from werkzeug.routing import Map, Rule
 from werkzeug.utils import send_file
@@ -18,7 +19,9 @@ from ..errors import BadInput
 from ..index.facets import shown_value
 from ..index.store import Index
 from ..owner.fixes import is_web_link
-from ..report import why
+from ..report import text, why
+from ..report.suspects import suspect_items
+from ..textsize import with_bytes
 from ..version import __version__
 from . import pages
 
@@ -28,6 +31,7 @@ ROUTES = Map([
     Rule("/crash/<int:crash_id>", endpoint="crash", methods=["GET"]),
     Rule("/crash/<int:crash_id>/incident", endpoint="incident", methods=["GET"]),
     Rule("/crash/<int:crash_id>/file/<int:number>", endpoint="file", methods=["GET"]),
+    Rule("/favicon.ico", endpoint="favicon", methods=["GET"]),
 ])
 
 
@@ -36,11 +40,26 @@ def templates() -> Environment:
                               autoescape=select_autoescape(default=True, default_for_string=True))
     # a facet's value as every view prints it (an uptime's hour as "2-3 h")
     environment.globals["shown_value"] = shown_value
-    # the why's labelled lines, as the terminal and Markdown views print them
+    # the why's labelled lines and the facts' wording, as the terminal and Markdown views print
+    # them; sizes readable and exact, as the command line writes them
     environment.globals["why_lines"] = why.lines
+    environment.globals["text"] = text
+    environment.globals["with_bytes"] = with_bytes
+    environment.globals["suspect_items"] = suspect_items
+    environment.filters["breakable"] = breakable
     # a report from elsewhere may name a fix's link as javascript:...: only http(s) is a link
     environment.tests["web_link"] = is_web_link
     return environment
+
+
+def breakable(name: object) -> Markup:
+    """A C++ name or a path, escaped, with a line-break opportunity after each ``::``, comma,
+    ``(``, ``<`` or ``/`` (text.break_points): a long template name wraps at its boundaries and
+    never inside an identifier."""
+    value = str(name)
+    cuts = [0, *text.break_points(value), len(value)]
+    return Markup("<wbr>").join(escape(value[a:b]) for a, b in zip(cuts, cuts[1:], strict=False)
+                                if b > a)
 
 
 class WebView:
@@ -61,7 +80,8 @@ class WebView:
             endpoint, arguments = ROUTES.bind_to_environ(environ).match()
             response = getattr(self, f"_{endpoint}")(request, **arguments)
         except HTTPException as exc:
-            response = exc.get_response(environ)
+            response = self._page("missing.html", status=exc.code or 500, heading=exc.name,
+                                  message=exc.description or "")
         except BadInput as exc:
             response = self._page("missing.html", status=404, message=str(exc))
         return response(environ, start_response)
@@ -84,8 +104,10 @@ class WebView:
         since = request.args.get("since", "7d")
         try:
             start = pages.window_start(since)
-        except BadInput as exc:
-            return self._page("missing.html", status=400, message=str(exc))
+        except BadInput:
+            return self._page("missing.html", status=400, heading="Bad request",
+                              message=f"since takes an age (2h, 3d), an ISO date (2026-11-23) or "
+                                      f"'all'; '{since}' is none of them")
         return self._page("home.html", since=since, top=pages.top_signatures(self.index, start))
 
     def _signature(self, request: Request, hash_: str) -> Response:
@@ -105,6 +127,10 @@ class WebView:
             raise NotFound(f"crash {crash_id} is in no incident")
         return self._page("incident.html", incident=incident, crash_id=crash_id,
                           timeline=pages.timeline(incident))
+
+    def _favicon(self, request: Request) -> Response:
+        """Browsers ask for one on every first visit: no icon, and no 404 in the log for it."""
+        return Response(status=204)
 
     def _file(self, request: Request, crash_id: int, number: int) -> Response:
         try:

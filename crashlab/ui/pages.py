@@ -194,6 +194,8 @@ class CrashPage:
     replay: list[str] = field(default_factory=list)
     #: the run's incident of the crash, shown as its triage where no GPU dump's triage is
     incident: Incident | None = None
+    #: cuda-gdb on the crash's coredumps
+    debug: list[str] = field(default_factory=list)
 
 
 def crash_page(index: Index, crash_id: int) -> CrashPage:
@@ -201,19 +203,18 @@ def crash_page(index: Index, crash_id: int) -> CrashPage:
     assert found.crash is not None
     triage = triage_of(found.crash, found.report)
     incident = None if triage is not None else run_incident(found.crash, found.report)
-    return CrashPage(shown=found, triage=triage, replay=_replay(found), incident=incident)
+    debug = [f"crashlab debug {f.path}" for f in found.crash.files
+             if f.kind == "coredump" and not f.gone]
+    return CrashPage(shown=found, triage=triage, replay=_replay(found), incident=incident,
+                     debug=debug)
 
 
 def _replay(found: Shown) -> list[str]:
-    """The commands that take the crash further: its run's replay lines, and cuda-gdb on its
-    dump."""
+    """The run's replay lines for the crash's incarnation."""
     assert found.crash is not None
-    commands = [line for incident in (found.report or {}).get("incidents", [])
-                if incident.get("incarnation") == found.crash.incarnation
-                for line in incident.get("replay_commands", [])]
-    commands += [f"crashlab debug {f.path}" for f in found.crash.files
-                 if f.kind == "coredump" and not f.gone]
-    return commands
+    return [line for incident in (found.report or {}).get("incidents", [])
+            if incident.get("incarnation") == found.crash.incarnation
+            for line in incident.get("replay_commands", [])]
 
 
 def crash_file(index: Index, crash_id: int, number: int) -> str:

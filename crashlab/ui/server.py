@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -38,6 +39,7 @@ def serve(db: str | None, runs_dir: Path, host: str, port: int, public: bool,
     """Serve until interrupted. Werkzeug's server, one request at a time: the page reads one
     connection to the index, and an on-call's few readers need no more."""
     try:
+        from werkzeug import serving
         from werkzeug.serving import make_server
 
         from .app import WebView
@@ -48,6 +50,9 @@ def serve(db: str | None, runs_dir: Path, host: str, port: int, public: bool,
     if host not in LOOPBACK and not public:
         raise BadInput(f"--host {host} would show the index to other machines: add --public "
                        "to mean it")
+    # werkzeug colours each request line with ANSI codes wherever it writes, and this module
+    # switch is its only control: into a file or a pipe the codes are noise
+    serving._log_add_style = sys.stderr.isatty()
     with Index(resolve(db, runs_dir, say), create=False, read_only=True) as index:
         try:
             server = make_server(host, port, WebView(index, host_names(host)))
