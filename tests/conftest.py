@@ -55,12 +55,28 @@ def build(tmp_path):
     return _build
 
 
-def run_cli(*args, stdin=None, env=None, timeout=120) -> subprocess.CompletedProcess:
+def run_cli(*args, stdin=None, env=None, timeout=120, cwd=ROOT) -> subprocess.CompletedProcess:
     """The real command, as a user runs it (python -m crashlab), in its own process."""
     environment = {**os.environ, **(env or {})}
     environment.pop("CRASHLAB_DEBUG", None)
     return subprocess.run([sys.executable, "-m", "crashlab", *map(str, args)], input=stdin,
-                          capture_output=True, timeout=timeout, env=environment, cwd=ROOT)
+                          capture_output=True, timeout=timeout, env=environment, cwd=cwd)
+
+
+@pytest.fixture
+def no_cuda_gdb(tmp_path_factory) -> dict:
+    """run_cli's keywords for a crashlab that finds no cuda-gdb anywhere it looks: no
+    CRASHLAB_CUDA_GDB, none on PATH or under CUDA_HOME/CUDA_PATH, and run from a folder holding
+    only a link to the package, so that, like a wheel, it runs from no checkout and the checkout's
+    .cuda-gdb (.ci/get-cuda-gdb) is not looked in either."""
+    if Path("/usr/local/cuda/bin/cuda-gdb").exists():
+        pytest.skip("this machine has cuda-gdb in /usr/local/cuda")
+    folder = tmp_path_factory.mktemp("no-checkout")
+    (folder / "crashlab").symlink_to(ROOT / "crashlab", target_is_directory=True)
+    empty = folder / "empty"
+    empty.mkdir()
+    return {"cwd": folder, "env": {"CRASHLAB_CUDA_GDB": "", "PATH": str(Path(sys.executable).parent),
+                                   "CUDA_HOME": str(empty), "CUDA_PATH": str(empty)}}
 
 
 def _gpu_present() -> str | None:
@@ -144,3 +160,4 @@ def _temporary_files_stay_in_pytests_folder(tmp_path_factory):
     else:
         os.environ["TMPDIR"] = before
     tempfile.tempdir = None
+

@@ -15,7 +15,9 @@ dump (fixtures/gpu/h200) tells a dump cuda-gdb cannot open from a source file it
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -169,6 +171,23 @@ def test_debug_command_line_is_accepted_by_cuda_gdb(real_cuda_gdb):
     assert ran.returncode == 0, ran.stderr
     assert "CUDA Exception: Warp Out-of-range Address" in ran.stdout
     assert ran.stdout.strip().splitlines()[-1] == "block (1,0,0), thread (32,0,0), device 0, sm 17, warp 5, lane 0"
+
+
+def test_the_checkouts_cuda_gdb_is_found_unasked(tmp_path):
+    """After .ci/get-cuda-gdb, crashlab run from the checkout finds its .cuda-gdb/bin/cuda-gdb
+    with no CRASHLAB_CUDA_GDB and none on PATH or under CUDA_HOME or CUDA_PATH."""
+    fetched = ROOT / ".cuda-gdb" / "bin" / "cuda-gdb"
+    if not os.access(fetched, os.X_OK):
+        pytest.skip(f"{fetched} is not there (run .ci/get-cuda-gdb)")
+    system = "/usr/bin:/bin"  # what the fetched tree's wrapper script runs (sh, dirname)
+    if os.path.exists("/usr/local/cuda/bin/cuda-gdb") or shutil.which("cuda-gdb", path=system):
+        pytest.skip("this machine has a cuda-gdb of its own, which comes first")
+    done = run_cli("inspect", MOE, "--debugger", "--json", timeout=300, env={
+        "CRASHLAB_CUDA_GDB": "", "PATH": system, "CUDA_HOME": str(tmp_path), "CUDA_PATH": str(tmp_path)})
+    assert done.returncode == 0 and done.stderr == b"", done.stderr
+    data = json.loads(done.stdout)
+    assert data["debugger"]["tool"] == str(fetched)
+    assert_agrees(data)
 
 
 def _opened(gdb: str, path) -> str:
