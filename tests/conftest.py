@@ -161,3 +161,31 @@ def _temporary_files_stay_in_pytests_folder(tmp_path_factory):
         os.environ["TMPDIR"] = before
     tempfile.tempdir = None
 
+
+@pytest.fixture(autouse=True, scope="session")
+def _home_is_an_empty_folder(tmp_path_factory):
+    """The tests run with HOME an empty folder, as on a fresh machine: a test that reads a file of
+    this machine's home (a cache, a configuration, what an earlier run left) fails here, not first
+    on another person's clone. The XDG folders follow HOME unless a test sets its own (the
+    function fixtures above do). What the tests may reach outside the clone is declared here: the
+    real SGLang environment .ci/get-sglang caches (CRASHLAB_SGLANG_CACHE, resolved from the real
+    home first), and pip's user configuration (PIP_CONFIG_FILE), which says where this machine's
+    packages come from when tests/test_wheel.py builds a wheel."""
+    from tests.real_sglang import env as sglang_env
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CRASHLAB_SGLANG_CACHE", str(sglang_env.cache_root()))
+        pip_config = _pip_user_config()
+        if pip_config is not None and "PIP_CONFIG_FILE" not in os.environ:
+            patch.setenv("PIP_CONFIG_FILE", str(pip_config))
+        for name in ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME"):
+            patch.delenv(name, raising=False)
+        patch.setenv("HOME", str(tmp_path_factory.mktemp("home")))
+        yield
+
+
+def _pip_user_config() -> Path | None:
+    """pip's user configuration file, in the two places pip reads one from, if there is one."""
+    config = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    return next((path for path in (config / "pip" / "pip.conf", Path.home() / ".pip" / "pip.conf")
+                 if path.is_file()), None)
