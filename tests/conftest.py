@@ -55,12 +55,28 @@ def build(tmp_path):
     return _build
 
 
-def run_cli(*args, stdin=None, env=None, timeout=120) -> subprocess.CompletedProcess:
+def run_cli(*args, stdin=None, env=None, timeout=120, cwd=ROOT) -> subprocess.CompletedProcess:
     """The real command, as a user runs it (python -m crashlab), in its own process."""
     environment = {**os.environ, **(env or {})}
     environment.pop("CRASHLAB_DEBUG", None)
     return subprocess.run([sys.executable, "-m", "crashlab", *map(str, args)], input=stdin,
-                          capture_output=True, timeout=timeout, env=environment, cwd=ROOT)
+                          capture_output=True, timeout=timeout, env=environment, cwd=cwd)
+
+
+@pytest.fixture
+def no_cuda_gdb(tmp_path_factory) -> dict:
+    """run_cli's keywords for a crashlab that finds no cuda-gdb anywhere it looks: no
+    CRASHLAB_CUDA_GDB, none on PATH or under CUDA_HOME/CUDA_PATH, and run from a folder holding
+    only a link to the package, so that, like a wheel, it runs from no checkout and the checkout's
+    .cuda-gdb (.ci/get-cuda-gdb) is not looked in either."""
+    if Path("/usr/local/cuda/bin/cuda-gdb").exists():
+        pytest.skip("this machine has cuda-gdb in /usr/local/cuda")
+    folder = tmp_path_factory.mktemp("no-checkout")
+    (folder / "crashlab").symlink_to(ROOT / "crashlab", target_is_directory=True)
+    empty = folder / "empty"
+    empty.mkdir()
+    return {"cwd": folder, "env": {"CRASHLAB_CUDA_GDB": "", "PATH": str(Path(sys.executable).parent),
+                                   "CUDA_HOME": str(empty), "CUDA_PATH": str(empty)}}
 
 
 def _gpu_present() -> str | None:
@@ -144,3 +160,32 @@ def _temporary_files_stay_in_pytests_folder(tmp_path_factory):
     else:
         os.environ["TMPDIR"] = before
     tempfile.tempdir = None
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _home_is_an_empty_folder(tmp_path_factory):
+    """The tests run with HOME an empty folder, as on a fresh machine: a test that reads a file of
+    this machine's home (a cache, a configuration, what an earlier run left) fails here, not first
+    on another person's clone. The XDG folders follow HOME unless a test sets its own (the
+    function fixtures above do). What the tests may reach outside the clone is declared here: the
+    real SGLang environment .ci/get-sglang caches (CRASHLAB_SGLANG_CACHE, resolved from the real
+    home first), and pip's user configuration (PIP_CONFIG_FILE), which says where this machine's
+    packages come from when tests/test_wheel.py builds a wheel."""
+    from tests.real_sglang import env as sglang_env
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CRASHLAB_SGLANG_CACHE", str(sglang_env.cache_root()))
+        pip_config = _pip_user_config()
+        if pip_config is not None and "PIP_CONFIG_FILE" not in os.environ:
+            patch.setenv("PIP_CONFIG_FILE", str(pip_config))
+        for name in ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME"):
+            patch.delenv(name, raising=False)
+        patch.setenv("HOME", str(tmp_path_factory.mktemp("home")))
+        yield
+
+
+def _pip_user_config() -> Path | None:
+    """pip's user configuration file, in the two places pip reads one from, if there is one."""
+    config = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    return next((path for path in (config / "pip" / "pip.conf", Path.home() / ".pip" / "pip.conf")
+                 if path.is_file()), None)

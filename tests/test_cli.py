@@ -8,7 +8,6 @@ import json
 import shlex
 import subprocess
 import sys
-from pathlib import Path
 
 import click
 import pytest
@@ -175,15 +174,8 @@ def test_the_listing_schema_describes_the_cut_requests():
         "properties"]
 
 
-def _no_cuda_gdb(tmp_path) -> dict:
-    if Path("/usr/local/cuda/bin/cuda-gdb").exists():
-        pytest.skip("this machine has cuda-gdb in /usr/local/cuda")
-    return {"CRASHLAB_CUDA_GDB": "", "PATH": str(Path(sys.executable).parent),
-            "CUDA_HOME": str(tmp_path), "CUDA_PATH": str(tmp_path)}
-
-
-def test_debug_print_works_without_cuda_gdb(tmp_path):
-    done = run_cli("debug", CORE, "--print", env=_no_cuda_gdb(tmp_path))
+def test_debug_print_works_without_cuda_gdb(no_cuda_gdb):
+    done = run_cli("debug", CORE, "--print", **no_cuda_gdb)
     assert done.returncode == 0, done.stderr
     argv = shlex.split(done.stdout.decode())
     assert argv[:4] == ["cuda-gdb", "-q", "-ex", f"target cudacore {CORE}"]
@@ -191,14 +183,13 @@ def test_debug_print_works_without_cuda_gdb(tmp_path):
     _one_line(done, 0, "cuda-gdb not found", "printed with 'cuda-gdb'")
 
 
-def test_debug_checks_the_core_before_the_tool(tmp_path):
-    env = _no_cuda_gdb(tmp_path)
+def test_debug_checks_the_core_before_the_tool(tmp_path, no_cuda_gdb):
     not_a_core = tmp_path / "notes.txt"
     not_a_core.write_text("hello\n")
     for args in ([tmp_path / "missing.nvcudmp"], [not_a_core], [CORE, "--host-core", not_a_core]):
-        _one_line(run_cli("debug", *args, env=env), 2)
-        _one_line(run_cli("debug", *args, "--print", env=env), 2)
-    _one_line(run_cli("debug", CORE, env=env), 3, "cuda-gdb not found")
+        _one_line(run_cli("debug", *args, **no_cuda_gdb), 2)
+        _one_line(run_cli("debug", *args, "--print", **no_cuda_gdb), 2)
+    _one_line(run_cli("debug", CORE, **no_cuda_gdb), 3, "cuda-gdb not found")
 
 
 def _verbs_help_texts() -> dict[str, str]:

@@ -48,13 +48,21 @@ def test_command_line_loads_the_dump_and_focuses_on_the_first_fault(dump, host_c
                                                  f"target core {host} {path.resolve()}", "-ex", focus]
 
 
-def test_no_cuda_gdb_is_exit_3(dump, tmp_path):
-    if os.path.exists("/usr/local/cuda/bin/cuda-gdb"):
-        pytest.skip("this machine has cuda-gdb in /usr/local/cuda")
+def test_no_cuda_gdb_is_exit_3(dump, no_cuda_gdb):
     path, _ = dump
-    done = run_cli("debug", path, env={"CRASHLAB_CUDA_GDB": "", "PATH": str(tmp_path),
-                                       "CUDA_HOME": str(tmp_path), "CUDA_PATH": str(tmp_path)})
+    done = run_cli("debug", path, **no_cuda_gdb)
     _one_line(done, 3, "cuda-gdb not found")
+    assert "CRASHLAB_CUDA_GDB=PATH names one" in done.stderr.decode()  # a wheel: no checkout to fetch into
+
+
+def test_a_checkout_without_cuda_gdb_says_how_to_fetch_it(dump, no_cuda_gdb):
+    """Run from a checkout where .ci/get-cuda-gdb has not run: where it looked includes the
+    checkout's .cuda-gdb/bin, and the line says what fills it."""
+    checkout = no_cuda_gdb["cwd"]
+    (checkout / ".ci").mkdir()
+    shutil.copy(ROOT / ".ci" / "get-cuda-gdb", checkout / ".ci" / "get-cuda-gdb")
+    done = run_cli("debug", dump[0], **no_cuda_gdb)
+    _one_line(done, 3, f"and in {checkout / '.cuda-gdb' / 'bin'}); `bash .ci/get-cuda-gdb` puts NVIDIA's there")
 
 
 @pytest.mark.skipif(GDB is None, reason="needs GNU gdb (installed by .ci/run)")

@@ -208,11 +208,34 @@ def test_load_older_trigger_line_and_signal():
     ("Could not open CUDA core file: Failed to initialize CUDA Core debugger API!\n", "cannot-read-dump"),
     ('Undefined target command: "cudacore core.nvcudmp".  Try "help target".\n', "not-cuda-gdb"),
     ("/tmp/x.nvcudmp: No such file or directory.\n", "cannot-read-dump"),
+    # real cuda-gdb 12.4, `target cudacore nothere`
+    ("Opening GPU coredump: nothere\nFailed to read core file: elfOpenByName() failed: Could not "
+     "open file 'nothere': No such file or directory\n", "cannot-read-dump"),
 ])
 def test_load_failures(text, kind):
     load, problems = parse.load(text)
     assert [p.kind for p in problems] == [kind]
     assert problems[0].message in text
+    assert parse.unlisted_sources(text) == []
+
+
+def test_a_source_file_gdb_cannot_list_is_no_failure():
+    """Real cuda-gdb 12.4 opening an H200 dump whose line table names the build machine's file
+    (fixtures/gpu/h200/null_argument.explain; its folder written /build/kernels here): gdb's
+    listing of frame #0's line, "LINE<TAB>FILE: strerror." (source.c), says the file is not
+    here, not that the dump was not read."""
+    text = ("Opening GPU coredump: core.1116.nvcudmp\n"
+            "warning: CUDA ELF Image contains unknown ABI version: 8\n\n"
+            "CUDA Exception: Warp Illegal Address\n"
+            "The exception was triggered at PC 0x7f56bf7a0090 (null_argument.cu:6)\n"
+            "[Current focus set to CUDA kernel 0, grid 1, block (0,0,0), thread (0,0,0), device 0, "
+            "sm 124, warp 0, lane 0]\n"
+            "#0  0x00007f56bf7a00b0 in scale_rows<<<(1,1,1),(64,1,1)>>> () at /build/kernels/null_argument.cu:6\n"
+            "6\t/build/kernels/null_argument.cu: No such file or directory.\n")
+    load, problems = parse.load(text)
+    assert problems == []
+    assert load.exception == "Warp Illegal Address" and load.frame.line == 6
+    assert parse.unlisted_sources(text + text) == ["/build/kernels/null_argument.cu"]
 
 
 def test_unknown_exception_is_a_problem():

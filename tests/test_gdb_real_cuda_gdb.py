@@ -8,18 +8,23 @@ fact left 'unknown' must be one of the two cuda-gdb 12.4 cannot give, with the r
 - the source line, on a dump whose relocated cubin keeps its line table at the cubin's own
   addresses (the builder's, today): cuda-gdb finds no line there (crashlab/gdb/lineinfo.py).
 The MoE dump with its line tables relocated (fixtures/transcripts/) shows that once the line
-table is where the code is, cuda-gdb names the same source chain as crashlab.
+table is where the code is, cuda-gdb names the same source chain as crashlab. One REAL H200
+dump (fixtures/gpu/h200) tells a dump cuda-gdb cannot open from a source file it cannot list.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
 from crashlab.coredump.fault import DETAILED_GROUPS
+from crashlab.gdb import parse
 from crashlab.gdb.agreement import PREDICATES_UNREAD
 from tests import scenarios
 from tests.conftest import ROOT, run_cli
@@ -166,3 +171,40 @@ def test_debug_command_line_is_accepted_by_cuda_gdb(real_cuda_gdb):
     assert ran.returncode == 0, ran.stderr
     assert "CUDA Exception: Warp Out-of-range Address" in ran.stdout
     assert ran.stdout.strip().splitlines()[-1] == "block (1,0,0), thread (32,0,0), device 0, sm 17, warp 5, lane 0"
+
+
+def test_the_checkouts_cuda_gdb_is_found_unasked(tmp_path):
+    """After .ci/get-cuda-gdb, crashlab run from the checkout finds its .cuda-gdb/bin/cuda-gdb
+    with no CRASHLAB_CUDA_GDB and none on PATH or under CUDA_HOME or CUDA_PATH."""
+    fetched = ROOT / ".cuda-gdb" / "bin" / "cuda-gdb"
+    if not os.access(fetched, os.X_OK):
+        pytest.skip(f"{fetched} is not there (run .ci/get-cuda-gdb)")
+    system = "/usr/bin:/bin"  # what the fetched tree's wrapper script runs (sh, dirname)
+    if os.path.exists("/usr/local/cuda/bin/cuda-gdb") or shutil.which("cuda-gdb", path=system):
+        pytest.skip("this machine has a cuda-gdb of its own, which comes first")
+    done = run_cli("inspect", MOE, "--debugger", "--json", timeout=300, env={
+        "CRASHLAB_CUDA_GDB": "", "PATH": system, "CUDA_HOME": str(tmp_path), "CUDA_PATH": str(tmp_path)})
+    assert done.returncode == 0 and done.stderr == b"", done.stderr
+    data = json.loads(done.stdout)
+    assert data["debugger"]["tool"] == str(fetched)
+    assert_agrees(data)
+
+
+def _opened(gdb: str, path) -> str:
+    done = subprocess.run([gdb, "-nx", "-batch", "-ex", f"target cudacore {path}"],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+    return done.stdout
+
+
+def test_a_missing_dump_fails_and_a_missing_source_is_a_note(real_cuda_gdb, tmp_path):
+    """cuda-gdb 12.4 says "No such file or directory" both for a dump it cannot open and for a
+    source file its line table names but this machine lacks (a REAL H200 dump, whose line table
+    names the recording machine's folder): only the first is a failure to read the dump."""
+    _, problems = parse.load(_opened(real_cuda_gdb, tmp_path / "gone.nvcudmp"))
+    assert [p.kind for p in problems] == ["cannot-read-dump"] and "gone.nvcudmp" in problems[0].message
+    [dump] = (ROOT / "fixtures" / "gpu" / "h200" / "null_argument.explain").glob("core.*.nvcudmp")
+    text = _opened(real_cuda_gdb, dump)
+    load, problems = parse.load(text)
+    assert problems == [] and load.exception == "Warp Illegal Address"
+    frame_file = load.frame.file
+    assert parse.unlisted_sources(text) == ([] if Path(frame_file).exists() else [frame_file])

@@ -217,7 +217,7 @@ def test_focus_left_elsewhere_is_a_problem(planted_dump, standin):
     assert {a.field: a.verdict for a in view.agreement}["thread"] == "unknown"
 
 
-def test_cli_debugger_section_and_exit_codes(planted_dump, standin, tmp_path):
+def test_cli_debugger_section_and_exit_codes(planted_dump, standin, no_cuda_gdb):
     path, _ = planted_dump
     done = run_cli("inspect", path, "--no-sass", "--debugger", "--json",
                    env={"CRASHLAB_CUDA_GDB": standin(), "STANDIN_SCENARIO": os.environ["STANDIN_SCENARIO"]})
@@ -227,13 +227,7 @@ def test_cli_debugger_section_and_exit_codes(planted_dump, standin, tmp_path):
     verdicts = {a["field"]: a["verdict"] for a in data["debugger"]["faults"][0]["agreement"]}
     assert [verdicts[field] for field in COMPARED] == ["agree"] * len(COMPARED)
     # no cuda-gdb: the same native report, the same exit code, one line saying why
-    empty = tmp_path / "empty"
-    empty.mkdir()
-    bare = run_cli("inspect", path, "--no-sass", "--debugger", "--json",
-                   env={"CRASHLAB_CUDA_GDB": "", "PATH": str(empty), "CUDA_HOME": str(empty),
-                        "CUDA_PATH": str(empty)})
-    if os.path.exists("/usr/local/cuda/bin/cuda-gdb"):
-        pytest.skip("this machine has cuda-gdb in /usr/local/cuda")
+    bare = run_cli("inspect", path, "--no-sass", "--debugger", "--json", **no_cuda_gdb)
     assert bare.returncode == 0
     assert json.loads(bare.stdout)["debugger"]["status"] == "unavailable"
     lines = bare.stderr.decode().splitlines()

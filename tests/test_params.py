@@ -11,7 +11,6 @@ dump (tests/coredump_builder.py) around the real moe_align cubin and read back b
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 from pathlib import Path
@@ -25,7 +24,7 @@ from crashlab.coredump.model import ParamBlock
 from crashlab.demangle import demangle
 from crashlab.report import text
 from crashlab.report.params import argument_types, kernel_params, shown
-from crashlab.toolpath import find_cuda_tool
+from crashlab.toolpath import checkout_tool, find_cuda_tool
 from tests import scenarios
 from tests.conftest import ROOT, run_cli
 from tests.test_production_cubins import PRODUCTION, kernel_of
@@ -45,10 +44,7 @@ _KPARAM = re.compile(
 def cuobjdump() -> str:
     """NVIDIA's cuobjdump: on PATH, under CUDA_HOME or /usr/local/cuda, or where
     .ci/get-cuda-gdb puts it (from NVIDIA's nvidia-cuda-cuobjdump wheel)."""
-    found, _ = find_cuda_tool("cuobjdump", "CRASHLAB_CUOBJDUMP")
-    bundled = ROOT / ".cuda-gdb" / "bin" / "cuobjdump"
-    if found is None and os.access(bundled, os.X_OK):
-        found = str(bundled)
+    found = find_cuda_tool("cuobjdump", "CRASHLAB_CUOBJDUMP")[0] or checkout_tool("cuobjdump")
     if found is None:
         pytest.skip("cuobjdump not found (PATH, CUDA_HOME, /usr/local/cuda, or .cuda-gdb/bin "
                     "from .ci/get-cuda-gdb): the layout cannot be checked against NVIDIA's reader")

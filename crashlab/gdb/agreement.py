@@ -222,6 +222,8 @@ def _source(native: list[SourceLine], debugger: list[SourceLine], note: str | No
     the paths are the build machine's)."""
     if native and not debugger:
         note = note or "the debugger has no line information for the errorPC"
+    elif not native and not debugger:
+        note = "neither crashlab nor the debugger names a source line for the errorPC"
     return _verdict("source", short_source(native) or None, short_source(debugger) or None,
                     _chain(native) == _chain(debugger), note)
 

@@ -26,7 +26,7 @@ from typing import Literal
 import pexpect
 import psutil
 
-from ..toolpath import find_cuda_tool
+from ..toolpath import checkout_tool, checkout_tools, find_cuda_tool
 from . import command_files
 
 #: The pager's prompt (GDB 9 and later, then older releases) and the answer that lets it go on.
@@ -66,12 +66,21 @@ class SetupCommand:
 
 
 def find_cuda_gdb() -> tuple[str | None, str]:
-    """Path of cuda-gdb, or None and a sentence saying where it was looked for."""
+    """Path of cuda-gdb, or None and a sentence saying where it was looked for. After the
+    toolkit's places, the one .ci/get-cuda-gdb fills in the checkout crashlab runs from (NVIDIA's
+    12.4, which reads dumps on CPU): a checkout's own tests and a developer find it unasked."""
     found, problem = find_cuda_tool("cuda-gdb", "CRASHLAB_CUDA_GDB")
     if found or problem:
         return found, problem
+    found = checkout_tool("cuda-gdb")
+    if found:
+        return found, ""
+    tools = checkout_tools()
+    where = f", and in {tools}" if tools else ""
+    fetch = ("`bash .ci/get-cuda-gdb` puts NVIDIA's there" if tools else
+             "it ships with the CUDA toolkit; CRASHLAB_CUDA_GDB=PATH names one")
     return None, ("cuda-gdb not found (looked at CRASHLAB_CUDA_GDB, on PATH, under CUDA_HOME, "
-                  "CUDA_PATH and /usr/local/cuda); it ships with the CUDA toolkit")
+                  f"CUDA_PATH and /usr/local/cuda{where}); {fetch}")
 
 
 @dataclass

@@ -76,8 +76,13 @@ _LOAD_FAILURES = (
                 r"unsupported|Unsupported)[^\n]*"), "format-too-new"),
     (re.compile(r"(?:Failed to read core file|Could not open CUDA core file|Failed to get debugger "
                 r"APIs|Failed to initialize CUDA Core debugger API)[^\n]*"), "cannot-read-dump"),
-    (re.compile(r"[^\n]*: No such file or directory\."), "cannot-read-dump"),
+    # an older reader's perror on the dump's path; a line that starts with a line number and a
+    # tab is gdb listing a source file it cannot open (_UNLISTED_SOURCE), not a failure
+    (re.compile(r"^(?!\d+\t)[^\n]*: No such file or directory\.", re.M), "cannot-read-dump"),
 )
+#: gdb listing the focus's source line from a file it cannot open (source.c, print_source_lines_base:
+#: "LINE\tFILE: strerror."): the line table names a path of the machine that built the program.
+_UNLISTED_SOURCE = re.compile(r"^\d+\t(?P<file>[^\n]+): No such file or directory\.$", re.M)
 
 
 def focus_line(text: str) -> DebuggerFocus | None:
@@ -149,6 +154,11 @@ def load_failure(text: str) -> DebuggerProblem | None:
         if match:
             return DebuggerProblem(kind=kind, message=match.group(0).strip())
     return None
+
+
+def unlisted_sources(text: str) -> list[str]:
+    """The source files gdb could not open to list a line, in the order it named them."""
+    return list(dict.fromkeys(match.group("file") for match in _UNLISTED_SOURCE.finditer(text)))
 
 
 def _trigger_tail(rest: str) -> tuple[str | None, str | None]:

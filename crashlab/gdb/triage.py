@@ -82,6 +82,9 @@ class _Session:
         self.section.transcript.append(DebuggerCommand(
             command=reply.command, status=reply.status, seconds=round(reply.seconds, 3),
             output=output, note=reply.note or None))
+        for source in parse.unlisted_sources(reply.output):
+            if source not in self.section.missing_sources:
+                self.section.missing_sources.append(source)
         if not reply.ok:
             self.problem(_PROBLEM_OF_STATUS[reply.status], reply.note or reply.status, reply.command)
 

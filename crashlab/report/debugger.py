@@ -235,6 +235,10 @@ class DebuggerSection(_Model):
     """cuda-gdb's view of each detailed fault, in the order of the report's faults."""
     problems: list[DebuggerProblem] = Field(default_factory=list)
     """What kept part of the debugger's view from the report."""
+    missing_sources: list[str] = Field(default_factory=list)
+    """Source files the debugger could not open to list a line ('6<TAB>FILE: No such file or
+    directory.'), as the dump's line table names them: paths of the machine that built the
+    program. A note, not a problem: the debugger still read the dump and the line numbers."""
     transcript: list[DebuggerCommand] = Field(default_factory=list)
     """Every command of the session with its answer, in order."""
     seconds: float = 0.0

@@ -184,6 +184,7 @@ def _debugger(section: DebuggerSection, heading: int) -> list[str]:
     if section.faults:
         out.append("")
     out += [f"- problem ({inline(p.kind)}): {inline(p.message)}" for p in section.problems]
+    out += [f"- {inline(text.missing_source_note(source))}" for source in section.missing_sources]
     frames = section.faults[0].backtrace if section.faults else []
     if frames:
         lines = [f"#{f.level} {text.frame_function(f)}{f.launch or ''}"

@@ -225,6 +225,8 @@ def _debugger(section: DebuggerSection, console: Console) -> None:
                                 style="dim"))
     for problem in section.problems:
         console.print(plain(f"  problem ({problem.kind}): {problem.message}", style="yellow"))
+    for source in section.missing_sources:
+        console.print(_name("  " + text.missing_source_note(source), style="dim"))
 
 
 def _agreement(agreements) -> Table:

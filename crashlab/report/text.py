@@ -267,6 +267,13 @@ def debugger_headline(section) -> str:
     return f"debugger {debugger_status(section)}"
 
 
+def missing_source_note(path: str) -> str:
+    """A source file the debugger could not list: said, never counted as a problem, since the
+    line table names the build machine's paths and the dump was read all the same."""
+    return (f"note: the debugger could not open {path} to list its lines (a path of the machine "
+            "that built the program); line numbers are still read from the dump")
+
+
 def focus_text(focus) -> str:
     if focus is None:
         return "-"
