@@ -334,3 +334,17 @@ def test_the_body_links_and_mentions_nothing_on_github(tmp_path):
     nodes = Nodes()
     nodes.feed(html)
     assert nodes.linked == []
+
+
+def test_a_python_crash_is_described_by_its_exception_and_its_innermost_frames(tmp_path):
+    """A scheduler exception caught by serve leaves no coredump: "Describe the bug" says the
+    exception and where it was raised (the stand-in rank's own frame), not only the title."""
+    env = environment(crash="scheduler-exception")
+    run = _crashed_run(tmp_path / "serve", env=env)
+    done = run_cli("report", run, "--out", tmp_path / "issue")
+    assert done.returncode == 0, done.stderr
+    body = done.stdout.decode()
+    described = body[:body.index("### Reproduction")]
+    assert "- Exception: `RuntimeError: CUDA error: an illegal memory access was encountered`" in described
+    assert "rank.py:" in described and "scheduler_exception" in described
+    assert "### Across the fleet" not in body  # one crash: no fleet to speak of

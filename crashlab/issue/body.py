@@ -102,7 +102,8 @@ def render(facts: Facts, limit: int = LIMIT) -> tuple[str, list[str]]:
 
 def _parts(facts: Facts, detail: _Detail) -> list:
     out: list = ["### Describe the bug", "", f"**{inline(facts.title)}**", ""]
-    items = _fault_lines(facts.primary) + [f"- {inline(note)}" for note in facts.notes]
+    items = (_fault_lines(facts.primary) or _crash_lines(facts.runs)) + \
+        [f"- {inline(note)}" for note in facts.notes]
     if items:
         out += [*items, ""]
     if detail.cuts:
@@ -110,7 +111,7 @@ def _parts(facts: Facts, detail: _Detail) -> list:
     out += ["### Reproduction", ""] + _reproduction(facts)
     out += section(facts.bisects, steps=detail.bisect_steps)
     out += ["### Environment", ""] + _environment(facts, detail)
-    if facts.fleet is not None:
+    if facts.fleet is not None and facts.fleet.crashes > 1:  # one crash's "fleet" says nothing
         out += facets_lines(facts.fleet, heading="### Across the fleet: what stays and what "
                                                  "varies over the {crashes} crash(es) of its "
                                                  "signature in the crash index")
@@ -134,6 +135,31 @@ def _fault_lines(report: TriageReport | None) -> list[str]:
         out.append(f"- Owner: {inline(text.owner_line(fault.owner))}")
     if report.debugger is not None:
         out.append(f"- Debugger: {inline(text.debugger_status(report.debugger))}")
+    return out
+
+
+#: the innermost frames of a traceback that "Describe the bug" names
+KEY_FRAMES = 3
+#: findings whose text is the exception a crash raised
+_RAISED = ("traceback", "scheduler-exception", "sglang-crash", "fatal")
+
+
+def _crash_lines(runs: list[RunReport]) -> list[str]:
+    """A crash with no GPU dump (a Python exception, a signal): its exception line, the
+    innermost frames of its traceback, and how the server ended, from the first crash of a run."""
+    incident = next((i for run in runs for i in run.incidents if i.kind == "crash"), None)
+    if incident is None:
+        return []
+    out = []
+    raised = next((f for kind in _RAISED for f in incident.findings if f.kind == kind), None)
+    if raised is not None:
+        out.append(f"- Exception: {code(raised.text)}")
+        frames = next((f.frames for f in incident.findings if f.frames), [])
+        for frame in reversed(frames[-KEY_FRAMES:]):
+            where = f"{frame.file.rsplit('/', 1)[-1]}:{frame.line} in {frame.function}"
+            out.append(f"  - {code(where)}" + (f": {code(frame.code)}" if frame.code else ""))
+    if incident.exit is not None:
+        out.append(f"- Server: {inline(incident.summary)}")
     return out
 
 
