@@ -77,3 +77,31 @@ def patched(path: Path, out: Path, change) -> Path:
     change(data)
     out.write_bytes(data)
     return out
+
+
+#: SHT_LOUSER + 22: the driver's metadata section (.cudbg.meta), one CudbgMetaDataEntry; its
+#: u32 timestamp at offset 28 (cudacoredump.h, shared/reference/cuda-coredump.md section 1.5).
+META_DATA = 0x80000000 + 22
+META_TIMESTAMP = 28
+
+
+def timestamp_at(data: bytes | bytearray) -> int:
+    """The file offset of the timestamp the driver wrote in .cudbg.meta, read from the section
+    headers with struct alone (not with crashlab's reader)."""
+    [meta] = [index for index in range(section_count(data))
+              if read_section(data, index, "type") == META_DATA]
+    return read_section(data, meta, "offset") + META_TIMESTAMP
+
+
+def header_timestamp(path: Path) -> int:
+    """The timestamp the driver wrote in the dump at PATH (seconds since the epoch)."""
+    data = path.read_bytes()
+    return struct.unpack_from("<I", data, timestamp_at(data))[0]
+
+
+def restamped(path: Path, out: Path, timestamp: int) -> Path:
+    """Another crash of the same fault: PATH's bytes with the time its driver stamped set to
+    TIMESTAMP, as a second dump of one bug written at another time differs (a copy of a dump
+    is the same crash; this is not a copy)."""
+    return patched(path, out, lambda data: struct.pack_into("<I", data, timestamp_at(data),
+                                                            timestamp))

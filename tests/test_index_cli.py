@@ -13,6 +13,7 @@ from crashlab.index import Filters, Index
 from crashlab.index.location import copies_folder
 from crashlab.textsize import with_bytes
 from tests.conftest import ROOT, run_cli
+from tests.elf_patch import restamped
 from tests.index_fixtures import DAMAGED_RUN_REPORTS, crash, signature
 from tests.postgres_server import PASSWORD
 
@@ -98,7 +99,7 @@ def test_the_index_options_help_breaks_no_word_at_80_columns(verb):
 
     helped = run_cli(verb, "--help", env={"COLUMNS": "80"}).stdout.decode().split()
     options = [o for o in main.commands[verb].params if isinstance(o, click.Option)
-               and (verb != "inspect" or o.name in ("db", "record", "copy"))]
+               and (verb != "inspect" or o.name in ("db", "record", "copy", "host", "deployment"))]
     assert options and all(word in helped for o in options for word in o.help.split()), helped
 
 
@@ -131,9 +132,9 @@ def test_an_index_that_cannot_be_written_costs_one_warning_not_the_run(tmp_path)
 
 def test_inspect_records_only_when_asked_and_once(index_address):
     Index(index_address).close()
-    for option in ("--db", "--copy"):
+    for option in ("--db", "--copy", "--host", "--deployment"):
         alone = run_cli("inspect", CORE, "--no-sass", option, *(
-            [index_address] if option == "--db" else []))
+            [] if option == "--copy" else [index_address if option == "--db" else "node7"]))
         assert alone.returncode == 2 and alone.stdout == b""
         assert alone.stderr.decode().splitlines() == [
             f"crashlab: {option} is for --record: add --record to record the crash"]
@@ -276,10 +277,8 @@ def test_gc_never_deletes_a_dump_recorded_by_reference_only_the_copy_it_took(ind
     (in the index's folder) is crashlab's to delete, the original stays."""
     mine = tmp_path / "mine"
     mine.mkdir()
-    dumps = [mine / f"copy{n}.nvcudmp" for n in range(4)]  # four crashes of one signature
-    for number, dump in enumerate(dumps):
-        dump.write_bytes(CORE.read_bytes())
-        os.utime(dump, (1000.0 + number, 1000.0 + number))
+    # four crashes of one signature, their drivers' times a second apart
+    dumps = [restamped(CORE, mine / f"crash{n}.nvcudmp", 1000 + n) for n in range(4)]
     for dump in dumps[:2]:
         assert run_cli("inspect", dump, "--no-sass", "--record", "--db", index_address).returncode == 0
     copied = run_cli("inspect", dumps[2], "--no-sass", "--record", "--copy", "--db", index_address)

@@ -236,22 +236,21 @@ def test_the_newest_incidents_are_those_grouping_every_crash_makes(index_address
 
 
 def test_dumps_recorded_by_hand_are_incidents_of_their_own_labelled_so(index_address, tmp_path):
-    """Two dumps inspected by hand and two serve runs (a Python SIGSEGV, an AttributeError) on
-    one host within the window: each hand-recorded dump is its own incident, named as what it
-    is; the serve runs join by the host-window rule, the note saying why, not their summaries."""
-    import os
-    import socket
+    """Two dumps inspected by hand (two crashes of one fault, a second apart, one with the
+    --host it came from) and two serve runs (a Python SIGSEGV, an AttributeError) on one host
+    within the window: each hand-recorded dump is its own incident, named as what it is, at the
+    time its driver stamped, on the host given or an unknown one; the serve runs join by the
+    host-window rule, the note saying why, not their summaries."""
     import time
 
+    from tests.elf_patch import restamped
     from tests.test_index_cli import CORE
 
-    now = time.time()
-    dumps = [tmp_path / f"by-hand-{n}.nvcudmp" for n in range(2)]
-    for number, dump in enumerate(dumps):
-        dump.write_bytes(CORE.read_bytes())
-        os.utime(dump, (now + number, now + number))
-        assert run_cli("inspect", dump, "--no-sass", "--record", "--db", index_address).returncode == 0
-    host = socket.gethostname()
+    now, host = int(time.time()), "node3"
+    dumps = [restamped(CORE, tmp_path / f"by-hand-{n}.nvcudmp", now + n) for n in range(2)]
+    for dump, given in zip(dumps, (["--host", host], []), strict=True):
+        assert run_cli("inspect", dump, "--no-sass", "--record", *given,
+                       "--db", index_address).returncode == 0
     with Index(index_address) as index:
         for number, summary in enumerate(["SIGSEGV in server", "AttributeError: 'NoneType' "
                                           "object has no attribute 'shape'"]):
@@ -262,9 +261,10 @@ def test_dumps_recorded_by_hand_are_incidents_of_their_own_labelled_so(index_add
     groups = sorted(([c["source"] for c in i["crashes"]], i["notes"]) for i in listed["incidents"])
     assert [sources for sources, _ in groups] == [["/runs/run0", "/runs/run1"], *[
         [str(dump)] for dump in dumps]]
-    for dump, (_, notes) in zip(dumps, groups[1:], strict=True):
-        assert notes == [f"recorded by hand: inspect {dump} on {host}: first failure at "
-                         f"{datetime.fromtimestamp(dump.stat().st_mtime, timezone.utc).isoformat()}"]
+    for number, (dump, (_, notes)) in enumerate(zip(dumps, groups[1:], strict=True)):
+        on = host if number == 0 else "unknown host"
+        assert notes == [f"recorded by hand: inspect {dump} on {on}: first failure at "
+                         f"{datetime.fromtimestamp(now + number, timezone.utc).isoformat()}"]
     joined = groups[0][1][1]
     assert f"joined: no --deployment label, same host {host}, first failure 10.0 s after" in joined
     assert "AttributeError" not in joined and "SIGSEGV" not in " ".join(groups[0][1])

@@ -104,7 +104,7 @@ def test_the_terminal_view_aligns_escaped_cells_and_shows_what_the_json_holds(in
         assert not row.endswith(" ")
         cells = [row[:starts[0]]] + [row[a:b] for a, b in zip(starts, starts[1:], strict=False)] \
             + [row[starts[-1]:]]
-        host = escaped if listed["host"] == HOSTILE else listed["host"] or "-"
+        host = escaped if listed["host"] == HOSTILE else listed["host"] or "unknown"
         title = escaped if listed["title"] == HOSTILE else listed["title"]
         assert [cell.rstrip() for cell in cells] == [
             str(listed["id"]), listed["crashed_at"].replace("T", " ")[:19], host,

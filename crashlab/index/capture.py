@@ -5,17 +5,20 @@ a deployment (what crashlab.incidents groups by); and the driver Xid lines a run
 
 A dump's signature is computed from its own triage (crashlab.signature); an unreadable dump's
 and a dumpless incident's from the incident, so that each restart of a run gets its own.
+
+What is recorded is the crash's, never the reading machine's: a dump's time is the one its driver
+wrote in it, its host that of the serve run it lies in or the one the user names, else unknown.
 """
 
 from __future__ import annotations
 
 import json
-import socket
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 from ..env import Environment, load
-from ..errors import CrashlabError
+from ..errors import BadInput, CrashlabError
 from ..incidents import XidLine
 from ..incidents.xid import from_findings
 from ..published import parse
@@ -23,7 +26,14 @@ from ..report.model import TriageReport
 from ..report.run import Deployment, Incident, ProcessRecord, RunReport, dump_pid
 from ..signature import compute
 from . import fleet_facts
+from .copies import sha256_of
 from .records import CrashFile, NewCrash
+
+#: The word for a host nobody recorded, in messages and keys (the index holds NULL).
+UNKNOWN_HOST = "unknown"
+#: How many folders up from a dump its run directory may be (<run>/incarnation-N/cores/DUMP,
+#: or cores/incoming/ while it is written).
+_RUN_DEPTH = 4
 
 
 def _epoch(iso: str) -> float:
@@ -65,10 +75,10 @@ def from_run(run_dir: Path, report: RunReport, recorded_by: str) -> list[NewCras
     facts = _facts(environment)
     launched = fleet_facts.of_launch(report.command)
     facts["host"] = facts.get("host") or (report.deployment.host if report.deployment
-                                          else socket.gethostname())
+                                          else _manifest(run_dir).get("host"))
     crashes: list[NewCrash | XidLine] = []
     for incident in report.incidents:
-        key = f"{facts['host']}:{run_dir}#{incident.incarnation}"
+        key = f"{facts['host'] or UNKNOWN_HOST}:{run_dir}#{incident.incarnation}"
         first = _first_failure(incident)
         shared = dict(facts, recorded_by=recorded_by, source=str(run_dir), run_dir=str(run_dir),
                       incarnation=incident.incarnation, **_deployment_facts(report.deployment))
@@ -96,13 +106,27 @@ def from_run(run_dir: Path, report: RunReport, recorded_by: str) -> list[NewCras
             crashes.append(NewCrash(
                 key=f"{key}:{dump.path}", signature=signature, crashed_at=written,
                 first_failure_at=failed, summary=dump.summary, label=dump.label, files=files,
+                dump_sha256=dump.sha256,
                 facts=fleet_facts.merged(
                     fleet_facts.of_environment(environment, triaged.get("gpu_index"),
                                                _visible_devices(run_dir, incident)), launched,
                     fleet_facts.of_incident(incident, failed), triaged),
                 **_process_facts(process), **shared))
-        crashes += from_findings(incident.findings, facts["host"], str(run_dir))
+        crashes += from_findings(incident.findings, facts["host"] or UNKNOWN_HOST, str(run_dir))
     return crashes
+
+
+def _manifest(run_dir: Path) -> dict:
+    """The host serve ran on and its --deployment label, from the run's manifest.json (read as
+    plain JSON: the manifest's model is serve's, above the index); empty where unreadable."""
+    try:
+        manifest = json.loads((Path(run_dir) / "manifest.json").read_text("utf-8"))
+        host, options = manifest["crashlab"]["host"], manifest.get("options") or {}
+        label = options.get("deployment") if isinstance(options, dict) else None
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    return {"host": host if isinstance(host, str) and host else None,
+            "deployment": label if isinstance(label, str) and label else None}
 
 
 def _visible_devices(run_dir: Path, incident: Incident) -> str | None:
@@ -157,23 +181,89 @@ def from_run_dir(run_dir: Path, recorded_by: str) -> list[NewCrash | XidLine]:
     return from_run(run_dir, parse(RunReport, path.read_bytes()), recorded_by)
 
 
+@dataclass(frozen=True)
+class Origin:
+    """Where a dump read on its own came from: the serve run directory it lies in (if any), the
+    host it crashed on and its deployment label, each None where nobody recorded it."""
+
+    run_dir: Path | None = None
+    host: str | None = None
+    deployment: str | None = None
+
+
+def run_of(path: Path) -> Path | None:
+    """The serve run directory a dump lies in (one holding manifest.json, a few folders up:
+    <run>/incarnation-N/cores/DUMP); None for a dump elsewhere."""
+    for folder in Path(path).absolute().parents[:_RUN_DEPTH]:
+        if (folder / "manifest.json").is_file():
+            return folder
+    return None
+
+
+def _run_origin(run_dir: Path) -> Origin:
+    """The host and label a run recorded: the host from its environment.json, else its
+    report.json, else its manifest.json; the label from its report, else its manifest."""
+    environment = _saved_environment(run_dir)
+    manifest = _manifest(run_dir)
+    deployment = None
+    try:
+        deployment = parse(RunReport, (run_dir / "report.json").read_bytes()).deployment
+    except (OSError, ValueError):  # no report yet (a run still crashing), or a damaged one
+        deployment = None
+    host = (environment.host_name if environment is not None else None) or \
+        (deployment.host if deployment is not None else None) or manifest.get("host")
+    label = (deployment.label if deployment is not None else None) or manifest.get("deployment")
+    return Origin(run_dir=run_dir, host=host, deployment=label)
+
+
+def origin(path: Path, host: str | None = None, deployment: str | None = None) -> Origin:
+    """Where the dump at PATH came from: its run's record where it lies in one, the user's
+    HOST and DEPLOYMENT (inspect --record --host/--deployment) otherwise, never the machine
+    reading it. A user's word that contradicts the run's is bad input: one of them is wrong."""
+    run_dir = run_of(path)
+    if run_dir is None:
+        return Origin(host=host, deployment=deployment)
+    found = _run_origin(run_dir)
+    for option, given, recorded in (("--host", host, found.host),
+                                    ("--deployment", deployment, found.deployment)):
+        if given is not None and recorded is not None and given != recorded:
+            raise BadInput(f"{option} {given}: the dump lies in the serve run {run_dir}, which "
+                           f"recorded {recorded}; leave {option} out")
+    return Origin(run_dir=run_dir, host=found.host or host,
+                  deployment=found.deployment or deployment)
+
+
+def crash_time(path: Path, report: TriageReport) -> float:
+    """When the dump was written: the timestamp its driver wrote in .cudbg.meta (seconds since
+    the epoch, UTC); for a dump without one (a driver before r565), the file's modification
+    time, which a copy or a clone does not keep (inspect --record says so)."""
+    stamp = report.dump.timestamp
+    return float(stamp) if stamp else Path(path).stat().st_mtime
+
+
 def from_coredump(path: Path, report: TriageReport, recorded_by: str,
-                  copy: Path | None = None) -> NewCrash:
+                  copy: Path | None = None, digest: str | None = None,
+                  where: Origin | None = None) -> NewCrash:
     """A coredump read on its own (crashlab inspect --record, crashlab report CORE): known by its
-    contents' place and size, with what the dump itself says of its GPUs and driver. The file is
-    the user's, recorded by reference (gc never deletes it); with COPY (inspect --record --copy)
-    the crash's file is that copy, which the index took and owns."""
+    contents (DIGEST, their SHA-256, read from the file where not given), at the time its driver
+    wrote in it, on the host of WHERE (by default, what its run recorded: origin()), with what
+    the dump itself says of its GPUs and driver. The file is the user's, recorded by reference
+    (gc never deletes it); with COPY (inspect --record --copy) the crash's file is that copy,
+    which the index took and owns."""
     path = Path(path).absolute()
     kept = copy.absolute() if copy is not None else path
-    stat = path.stat()
+    size = path.stat().st_size
+    digest = digest or sha256_of(path)
+    where = where if where is not None else origin(path)
     gpus = sorted({d.name for d in report.devices if d.name})
     return NewCrash(
-        key=f"{socket.gethostname()}:{path}:{stat.st_size}:{stat.st_mtime_ns}",
-        signature=compute(report), crashed_at=stat.st_mtime, recorded_by=recorded_by,
-        source=str(kept), summary=report.summary, host=socket.gethostname(),
-        gpus=", ".join(gpus) or None, driver=report.dump.driver_version,
-        pid=dump_pid(path.name), facts=fleet_facts.merged(fleet_facts.of_triage(report)),
-        files=[CrashFile(path=str(kept), kind="coredump", size_bytes=stat.st_size,
+        key=f"sha256:{digest}", dump_sha256=digest, signature=compute(report),
+        crashed_at=crash_time(path, report), recorded_by=recorded_by,
+        source=str(kept), summary=report.summary, host=where.host,
+        deployment=where.deployment, gpus=", ".join(gpus) or None,
+        driver=report.dump.driver_version, pid=dump_pid(path.name),
+        facts=fleet_facts.merged(fleet_facts.of_triage(report)),
+        files=[CrashFile(path=str(kept), kind="coredump", size_bytes=size,
                          owned=copy is not None)])
 
 

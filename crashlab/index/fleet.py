@@ -23,8 +23,9 @@ def facets_of_recorded(crash: NewCrash, db: str | None, runs_dir: Path,
     address = resolve(db, runs_dir, warn)
     try:
         with Index(address, create=False) as index:
-            found = index.backend.execute("SELECT signature_hash FROM crashes WHERE crash_key = ?",
-                                          (crash.key,)).fetchone()
+            crash_id = index.recorded_id(crash)
+            found = None if crash_id is None else index.backend.execute(
+                "SELECT signature_hash FROM crashes WHERE id = ?", (crash_id,)).fetchone()
             return facets_of(index, found[0]) if found else None
     except NoIndex:
         return None

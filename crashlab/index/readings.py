@@ -79,9 +79,14 @@ def _one_device(index: Index, where: str, params: tuple, by: dict[str, Facet]) -
     # a fleet of one GPU (a developer's box) has every crash on it: that says nothing
     if not _elsewhere(index, "gpu_uuid", value, where, params):
         return None
+    hosts = [str(v.value) for v in by["host"].values if v.value]
+    if by["host"].others:
+        hosts.append(f"{by['host'].others} crash(es) on hosts past these")
+    unknown = _total(by["host"]) - by["host"].known
+    if unknown:
+        hosts.append(f"unknown for {unknown} crash(es)")
     return _reading("one-device", "one GPU serial only: suspect the device", [
-        f"GPU {value} in all {gpus.known} crashes",
-        f"host(s): {', '.join(str(v.value) for v in by['host'].values if v.value)}"])
+        f"GPU {value} in all {gpus.known} crashes", f"host(s): {', '.join(hosts)}"])
 
 
 def _elsewhere(index: Index, column: str, value: str | None, where: str,

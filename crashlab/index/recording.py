@@ -49,16 +49,27 @@ def record_all(crashes: Records | Callable[[], Records], db: str | None, runs_di
 
 
 def record_core(core: str, report: TriageReport, db: str | None, copy: bool,
-                say: Callable[[str], None]) -> None:
+                say: Callable[[str], None], where: capture.Origin | None = None) -> None:
     """What ``inspect --record`` does: record the dump by reference, or (COPY) the copy the index
     takes of it; a copy taken for a crash recorded before (or not recorded at all) is not left
-    behind."""
+    behind. WHERE is where the dump came from (capture.origin: its run, or the user's --host
+    and --deployment)."""
     if core == "-":
         say("warning: --record: a dump read from standard input is not recorded (no file to keep)")
         return
     address = resolve(db, Path("crashlab-runs"), say)
-    kept, made = copies.take(Path(core), address) if copy else (None, False)
-    new = record_all(lambda: [capture.from_coredump(Path(core), report, "inspect", kept)],
+    try:
+        digest = copies.sha256_of(Path(core))
+        kept, made = copies.take(Path(core), address, digest) if copy else (None, False)
+    except OSError as exc:  # the dump went, or the copies' folder cannot be written
+        say(f"warning: the crash was not recorded in the index {shown(address)}: "
+            f"{first_line(exc, address)}")
+        return
+    if not report.dump.timestamp:
+        say("warning: --record: the dump holds no timestamp (no .cudbg.meta: a driver before "
+            "r565); its crash time is the file's modification time, which a copy does not keep")
+    new = record_all(lambda: [capture.from_coredump(Path(core), report, "inspect", kept, digest,
+                                                    where)],
                      address, Path("crashlab-runs"), say, announce=say)
     if made and kept is not None and not new:
         copies.drop(kept)

@@ -80,8 +80,10 @@ class FleetFacts:
 class NewCrash:
     """One crash to record: a process's fault (one dump of a rank) or a run's failure with no dump.
 
-    ``key`` names it for good (host, run directory, incarnation, dump): recording it again, from
-    ``crashlab report`` after ``serve`` did, finds it and adds nothing.
+    ``key`` names it for good (host, run directory, incarnation, dump; a dump recorded on its own
+    by its contents): recording it again, from ``crashlab report`` after ``serve`` did, finds
+    it and adds nothing. ``dump_sha256`` is its coredump's contents: a dump recorded on its own
+    and any copy of it, under any name, are one crash, also with the crash serve recorded of it.
     """
 
     key: str
@@ -108,6 +110,7 @@ class NewCrash:
     first_failure_at: float | None = None
     server_role: str | None = None  # prefill, decode or plain; None where not an SGLang server
     facts: FleetFacts = field(default_factory=FleetFacts)
+    dump_sha256: str | None = None  # the coredump file's SHA-256 (hex); None without a dump
 
 
 class Crash(_Model):
@@ -121,11 +124,13 @@ class Crash(_Model):
     title: str
     """the signature's title"""
     crashed_at: str
-    """ISO 8601, UTC"""
+    """ISO 8601, UTC: when the dump was written (the timestamp the driver put in it; for a
+    dump without one, the file's modification time), or when the server failed"""
     recorded_by: RecordedBy
     """The command that recorded it: serve, inspect --record or report."""
     host: str | None
-    """The host the crash happened on; null where unknown."""
+    """The host the crash happened on (serve's machine, the host of the run a dump lies in, or
+    inspect --record --host); null where unknown, never the machine that read the dump."""
     gpus: str | None
     """GPU names, comma-separated"""
     driver: str | None
@@ -163,6 +168,9 @@ class Crash(_Model):
     server_role: str | None = None
     """the server's --disaggregation-mode (prefill, decode; plain: not disaggregated); null
     where unknown or not SGLang"""
+    dump_sha256: str | None = None
+    """SHA-256 of its coredump file (hex): a dump and its copies are one crash; null for a
+    crash without a dump, or one recorded before crashlab kept it"""
     files: list[CrashFile] = Field(default_factory=list)
     """Its files: coredump first, then request dumps."""
 

@@ -115,6 +115,13 @@ MIGRATIONS: tuple[Migration, ...] = (
             kernel TEXT NOT NULL,
             PRIMARY KEY (crash_id, kernel))""",
     )),
+    Migration(5, "the coredump's contents (a dump and its copies are one crash)", (
+        # SHA-256 of the crash's coredump file: a dump recorded by hand (inspect --record,
+        # report CORE) is found by it, under any name, on any machine; a crash recorded before
+        # has NULL, and so does one without a dump
+        "ALTER TABLE crashes ADD COLUMN dump_sha256 TEXT",
+        "CREATE INDEX crashes_by_dump ON crashes (dump_sha256)",
+    )),
 )
 
 #: The newest schema this crashlab knows; an index migrated further is refused, not guessed at.

@@ -41,7 +41,8 @@ LISTED = (("id", "c.id", ""), ("signature", "c.signature_hash", ""), ("title", "
           ("incarnation", "c.incarnation", ""), ("pid", "c.pid", ""), ("rank", "c.rank", ""),
           ("role", "c.role", ""), ("label", "c.label", ""), ("deployment", "c.deployment", ""),
           ("summary", "c.summary", ""), ("total_bytes", "c.total_bytes", ""),
-          ("first_failure_at", "c.first_failure_at", "time"), ("server_role", "c.server_role", ""))
+          ("first_failure_at", "c.first_failure_at", "time"), ("server_role", "c.server_role", ""),
+          ("dump_sha256", "c.dump_sha256", ""))
 _LISTED_BY_NAME = {field[0]: field for field in LISTED}
 _FIELD_NAMES = tuple(_LISTED_BY_NAME)
 _JSON_FIELDS = tuple(name for name, _, holds in LISTED if holds == "json")
@@ -156,12 +157,15 @@ class Index:
         db, sig = self.backend, crash.signature
         now = time.time()
         with db.transaction():
+            same = self.same_dump(crash)
+            if same is not None:
+                return same, False
             row = db.execute(
                 "INSERT INTO crashes (crash_key, signature_hash, signature_version, crashed_at, "
                 "recorded_at, recorded_by, host, gpus, driver, sglang, torch, versions, run_dir, "
                 "source, incarnation, pid, rank, role, label, deployment, summary, total_bytes, "
-                f"first_failure_at, server_role, {', '.join(FACT_COLUMNS)}) "
-                f"VALUES ({', '.join('?' * (24 + len(FACT_COLUMNS)))}) "
+                f"first_failure_at, server_role, dump_sha256, {', '.join(FACT_COLUMNS)}) "
+                f"VALUES ({', '.join('?' * (25 + len(FACT_COLUMNS)))}) "
                 "ON CONFLICT (crash_key) DO NOTHING RETURNING id",
                 (crash.key, sig.hash, sig.version, crash.crashed_at, now, crash.recorded_by,
                  crash.host, crash.gpus, crash.driver, crash.sglang, crash.torch,
@@ -169,7 +173,8 @@ class Index:
                  crash.incarnation, crash.pid, crash.rank, crash.role, crash.label,
                  crash.deployment, crash.summary, sum(f.size_bytes for f in crash.files),
                  crash.crashed_at if crash.first_failure_at is None else crash.first_failure_at,
-                 crash.server_role, *(getattr(crash.facts, column) for column in FACT_COLUMNS))
+                 crash.server_role, crash.dump_sha256,
+                 *(getattr(crash.facts, column) for column in FACT_COLUMNS))
             ).fetchone()
             if row is None:
                 found = db.execute("SELECT id FROM crashes WHERE crash_key = ?", (crash.key,))
@@ -194,6 +199,25 @@ class Index:
                 (sig.hash, sig.version, sig.kind, sig.title, sig.search, sig.model_dump_json(),
                  crash.crashed_at, crash.crashed_at, sig.coarse))
         return crash_id, True
+
+    def same_dump(self, crash: NewCrash) -> int | None:
+        """The crash recorded before whose coredump has CRASH's contents, where one counts as
+        the same crash: a dump recorded on its own (no run) is one crash with any recording of
+        its bytes, under any name, from any machine; a run's crash is one with a dump recorded
+        on its own. Two runs' crashes are told apart by their keys (a driver stamps each dump
+        with the time it wrote it, so their bytes never match)."""
+        if crash.dump_sha256 is None:
+            return None
+        alone = "" if crash.run_dir is None else " AND run_dir IS NULL"
+        row = self.backend.execute(f"SELECT id FROM crashes WHERE dump_sha256 = ?{alone} "
+                                   "ORDER BY id LIMIT 1", (crash.dump_sha256,)).fetchone()
+        return None if row is None else row[0]
+
+    def recorded_id(self, crash: NewCrash) -> int | None:
+        """The id of CRASH where the index holds it (by its key, or as the same dump)."""
+        row = self.backend.execute("SELECT id FROM crashes WHERE crash_key = ?",
+                                   (crash.key,)).fetchone()
+        return row[0] if row is not None else self.same_dump(crash)
 
     def record_xid(self, line: XidLine) -> bool:
         """Whether it was new. The key is the host, the run that read it, its time and text:

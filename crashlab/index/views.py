@@ -83,7 +83,7 @@ def crash_list(crashes: list[tuple], console: Console) -> None:
     so the rows are made a column at a time."""
     ids, times, hosts, signatures, labels, titles = (zip(*crashes, strict=True) if crashes
                                                      else [()] * 6)
-    columns = [list(map(str, ids)), list(map(_when, times)), _shown(hosts, "-"),
+    columns = [list(map(str, ids)), list(map(_when, times)), _shown(hosts, "unknown"),
                _shown(signatures), _shown(labels, "-"), _shown(titles)]
     heading = [name for name, _ in LIST_COLUMNS]
     widths = [max([len(name), *map(len, column)])
@@ -114,7 +114,8 @@ def _member(crash: Crash) -> str:
     rank, its label and signature."""
     who = " ".join(part for part in (crash.server_role, crash.rank) if part) or "-"
     return (f"crash {crash.id}  {_when(crash.first_failure_at or crash.crashed_at)}  "
-            f"{crash.host or '-'}  {who}  {crash.label or '-'}  {crash.signature}  {crash.title}")
+            f"{crash.host or 'unknown'}  {who}  {crash.label or '-'}  {crash.signature}  "
+            f"{crash.title}")
 
 
 def _xid(xid: XidSeen) -> str:
@@ -162,7 +163,8 @@ def _facts(crash: Crash) -> list[tuple[str, str | None]]:
                          if name in ("sglang", "torch", "flashinfer-python", "sgl-kernel",
                                      "sglang-kernel", "triton", "nvidia-nccl-cu12"))
     rank = " ".join(part for part in (crash.role, crash.rank) if part)
-    return [("crash", str(crash.id)), ("time", _when(crash.crashed_at)), ("host", crash.host),
+    return [("crash", str(crash.id)), ("time", _when(crash.crashed_at)),
+            ("host", crash.host or "unknown"),
             ("gpus", crash.gpus), ("driver", crash.driver), ("versions", versions or None),
             ("process", f"{rank} (pid {crash.pid})" if crash.pid else rank or None),
             ("label", crash.label), ("deployment", crash.deployment),

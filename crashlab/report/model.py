@@ -80,8 +80,9 @@ class Dump(_Model):
     """Names of the CUcoredumpGenerationFlags the dump was made with (e.g. skip_global_memory),
     from .cudbg.meta; empty where none were set or the section is absent."""
     timestamp: int | None = None
-    """The timestamp field of .cudbg.meta, as the driver wrote it; null where the dump has no
-    metadata section."""
+    """When the driver wrote the dump, in seconds since the epoch (UTC): the timestamp field of
+    .cudbg.meta (the crash index's time of a dump recorded on its own); null where the dump has
+    no metadata section."""
     section_count: int
     """Number of ELF sections in the dump (e_shnum)."""
     memory_sections: int = 0
