@@ -100,6 +100,8 @@ class FunctionCode:
         for at, following in enumerate(self.successors):
             for after in following:
                 self.predecessors[after].append(at)
+        #: the instructions a path leads from to each instruction asked about (on_paths)
+        self._leading_to: dict[int, set[int] | None] = {}
 
     def _successors(self, at: int, ins: Instruction) -> list[int]:
         following = []
@@ -171,22 +173,23 @@ class FunctionCode:
         return way[::-1]
 
     def on_paths(self, start: int, end: int) -> set[int] | None:
-        """The instructions control may run after it enters ``start`` and before it next enters
-        ``end`` (``start`` itself included where a path leads on to ``end``): those on some path
-        from one to the other, loops around either included. None where no path joins them (or
-        the walk's bound is reached): then nothing is known of what ran between."""
-        reaches_end = self._closure([end], self.predecessors)
-        if reaches_end is None or start not in reaches_end:
+        """The instructions on some path from ``start`` (included) to ``end``: all control may
+        run between the two, every loop on the way included. None where no path leads there
+        (or the walk's bound is reached): then nothing is known of what ran between."""
+        if end not in self._leading_to:
+            self._leading_to[end] = self._closure(end, self.predecessors)
+        leading_to_end = self._leading_to[end]
+        if leading_to_end is None or start not in leading_to_end:
             return None
-        after_start = self._closure([start], self.successors, within=reaches_end)
+        after_start = self._closure(start, self.successors, within=leading_to_end)
         return None if after_start is None else after_start | {start}
 
-    def _closure(self, seeds: list[int], edges: list[list[int]],
+    def _closure(self, seed: int, edges: list[list[int]],
                  within: set[int] | None = None) -> set[int] | None:
-        """Instructions one or more ``edges`` away from ``seeds`` (within ``within``), None past
+        """Instructions one or more ``edges`` away from ``seed`` (within ``within``), None past
         MAX_VISITS."""
         found: set[int] = set()
-        todo = [after for seed in seeds for after in edges[seed]]
+        todo = list(edges[seed])
         while todo:
             node = todo.pop()
             if node in found or within is not None and node not in within:

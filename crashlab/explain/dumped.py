@@ -14,7 +14,8 @@ instructions of its exception). So:
 - a word read at an earlier instruction is the dumped word where nothing on the way from there
   to the fault writes it, or, where what writes it runs straight after that instruction, once
   and in order, the dumped word less those steps (the slicer undoes them); where a loop or a
-  branch may write it, the dump does not give its value there, and a stop names the writer.
+  branch may write it, the dump does not give its value there, and the reason names the writer
+  (the slicer's stop where it skips a comparison for it).
 """
 
 from __future__ import annotations
@@ -63,12 +64,13 @@ class DumpedRegisters:
         that the dump does not fit the code."""
         return self._ran is not None
 
-    def overwritten(self, name: str) -> bool:
+    def overwritten(self, name: str, said: bool = True) -> bool:
         """Whether the lane wrote ``name`` at the faulting instruction or after it, before its
-        PC, on the shortest way there (the dump's value is then not the one at the fault)."""
+        PC, on the shortest way there (the dump's value is then not the one at the fault); a
+        stop says so where ``said``."""
         writer = next((at for at in self._ran or () if name in self.code.writes[at]), None)
-        if writer is None:
-            return False
+        if writer is None or not said:
+            return writer is not None
         where = "the faulting instruction" if writer == self.fault_at else \
             f"{self.code.instructions[writer].opcode} at +{self._address(writer):#x}"
         self.note(f"{name} was overwritten by {where}, before the lane's PC "
@@ -76,13 +78,13 @@ class DumpedRegisters:
                   "its dumped value is not the one at the fault")
         return True
 
-    def word(self, name: str) -> int | None:
+    def word(self, name: str, said: bool = True) -> int | None:
         """A register word as of the faulting instruction, None where the dump lacks it or the
-        lane wrote it since."""
+        lane wrote it since (a stop says so where ``said``)."""
         uniform = name.startswith("UR")
         source = self.uniform_registers if uniform else self.registers
         index = int(name[2:] if uniform else name[1:])
-        if source is None or index >= len(source) or self.overwritten(name):
+        if source is None or index >= len(source) or self.overwritten(name, said):
             return None
         return source[index] & MASK32
 

@@ -232,11 +232,13 @@ class Slicer:
                    "by a caller, or not written)" + (f"; {unread}" if unread else ""))
         return Value(dumped, name)
 
-    def _from_dump(self, name: str, at: int, depth: int) -> tuple[int | None, str | None]:
+    def _from_dump(self, name: str, at: int, depth: int,
+                   said: bool = True) -> tuple[int | None, str | None]:
         """The word's value before instruction ``at``, from the dumped registers: None where the
         dump lacks the word or a write between there and the fault cannot be undone; with it,
-        where the dump holds the word but a loop or a branch may write it on the way, why."""
-        value = self._dump.word(name)
+        where the dump holds the word but a loop or a branch may write it on the way, why. A
+        word the lane overwrote past the fault is a stop where ``said``."""
+        value = self._dump.word(name, said)
         if value is None:
             return None, None
         writers = self._dump.writes_before_fault(name, at)
@@ -542,8 +544,8 @@ class Slicer:
         address."""
         ins = self.code.instructions[at]
         names = [name for name in self.code.writes[at] if name.startswith(("R", "UR"))]
-        words = [word for word in (self._from_dump(name, at + 1, depth)[0] for name in names)
-                 if word is not None]
+        words = [word for word in (self._from_dump(name, at + 1, depth, said=False)[0]
+                                   for name in names) if word is not None]
         value = sum(word << 32 * k for k, word in enumerate(words)) \
             if names and len(words) == len(names) else None
         operand = next((parse_operand(o) for o in ins.operands
