@@ -144,6 +144,20 @@ def test_one_register_that_does_not_fit_the_code_gives_mismatch(tmp_path, regist
     assert any(f"R{register} at" in line for line in why.story)
 
 
+def test_a_lane_pc_the_fault_does_not_lead_to_claims_no_mismatch(tmp_path):
+    """The lane's PC at +0x110, in the zeroing loop before the fault, which no path from the
+    ATOMS at +0x210 reaches: its registers are read as of the fault, but a register that does
+    not fit the code (blockDim.x in R6 as 128) is a stop, not a mismatch."""
+    registers, uniform, params, _ = _registers(1999)
+    registers[6] = 128
+    path = _dump(tmp_path, registers, uniform, params, lane_pc_after=0x110 - 0x210)
+    why = inspect(path).faults[0].explanation
+    assert why.trust == "consistent", why.story
+    assert any("(+0x110) is not reached from the faulting instruction" in stop for stop in why.stops)
+    assert any(stop.startswith("R6 at ") and "is 0x80 in the dump but 0x100 recomputed" in stop
+               for stop in why.stops), why.stops
+
+
 def test_no_explain_leaves_the_explanation_out():
     done = run_cli("inspect", EXAMPLE, "--json", "--no-explain")
     assert done.returncode == 0, done.stderr

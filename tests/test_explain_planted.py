@@ -220,6 +220,23 @@ def test_one_definition_inside_the_loops_region_is_checked(arch, dumps_dir):
 
 
 @pytest.mark.parametrize("arch", EXPLAINED_ARCHS)
+def test_a_64_bit_shared_load_feeds_the_address_as_one_value(arch, dumps_dir):
+    """shared_pair.cu: ``LDS.64`` reads back the pointer out + index[i] the thread staged; the
+    load writes both words of the pair the faulting ST.E uses, and the explanation reads them as
+    one value: the load's root holds the whole pointer the source computes, with no mismatch on
+    its high word."""
+    scenario = _scenario("shared-pair", arch)
+    truth, stopped = scenario.notes["truth"], scenario.notes["stopped"]
+    pointer = address_registers(stopped.instruction)
+    staged = stopped.writers[pointer[0]]
+    assert staged.opcode == "LDS.64" and load_destination(staged) == pointer
+    explanation = _report("shared-pair", arch, dumps_dir).faults[0].explanation
+    assert explanation.trust == "consistent", explanation.story
+    [load] = [root for root in explanation.roots if root.kind == "load"]
+    assert load.name.startswith("LDS.64") and int(load.value, 16) == truth.source_address
+
+
+@pytest.mark.parametrize("arch", EXPLAINED_ARCHS)
 def test_a_faulting_load_into_its_own_address_register_is_recomputed(arch, dumps_dir):
     """own_address.cu: the lanes stand past ``LDG.E R4, [R4.64]`` with R4 reading 0. R4 is not
     read as the address: the address is recomputed from the roots, data + 4 * 0x7f7f7f7f as the
