@@ -318,7 +318,8 @@ def _memory(t: _Thread, base: str, mods: list[str], ops: tuple[str, ...]) -> boo
         return False
     wide = "64" in mods and base in ("LDS", "STS")  # a pair of words, as STS.64 [R9], R4
     if {"64", "128", "U8", "S8", "U16", "S16"} & set(mods) and not wide:
-        raise Unmodelled(f"{base}.{'.'.join(mods)}: only 32-bit accesses and LDS/STS.64 are modelled")
+        raise Unmodelled(f"{base}.{'.'.join(mods)}: only 32-bit accesses and LDS/STS.64 are "
+                         "modelled")
     if base == "LDG":
         address = t.address(ops[1])
         if address not in t.launch.memory:
@@ -408,7 +409,8 @@ def load_destination(ins: Instruction) -> tuple[int, ...]:
 def address_registers(ins: Instruction) -> tuple[int, ...]:
     """The general registers the memory operand's address reads (``[R4.64]``: R4 and R5)."""
     found: list[int] = []
-    for term in (_MEMORY.match(memory_operand(ins) or "") or [None, ""])[1].split("+"):
+    operand = _MEMORY.match(memory_operand(ins) or "")
+    for term in operand[1].split("+") if operand else ():
         match = _REGISTER.match(term.strip())
         if match and match[2] == "R" and match[3] != "Z":
             first = int(match[3])

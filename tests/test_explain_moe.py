@@ -153,7 +153,8 @@ def test_a_lane_pc_the_fault_does_not_lead_to_claims_no_mismatch(tmp_path):
     path = _dump(tmp_path, registers, uniform, params, lane_pc_after=0x110 - 0x210)
     why = inspect(path).faults[0].explanation
     assert why.trust == "consistent", why.story
-    assert any("(+0x110) is not reached from the faulting instruction" in stop for stop in why.stops)
+    assert any("(+0x110) is not reached from the faulting instruction" in stop
+               for stop in why.stops), why.stops
     assert any(stop.startswith("R6 at ") and "is 0x80 in the dump but 0x100 recomputed" in stop
                for stop in why.stops), why.stops
 

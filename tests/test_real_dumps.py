@@ -129,7 +129,8 @@ def test_tp_ranks_is_explained_from_its_source_past_the_faulting_loads_own_desti
     instruction past errorpc, R0 reading 0 where the code had left threadIdx.x): R0 is not read
     as it was at the fault, no mismatch is claimed, and the address is activations + 4 *
     0x7f7f7f7f, loaded from element i of route."""
-    [dump] = [d for d in (H200 / "tp_ranks.explain").glob("core.*.nvcudmp") if "exception" in _said(d)]
+    [dump] = [d for d in (H200 / "tp_ranks.explain").glob("core.*.nvcudmp")
+              if "exception" in _said(d)]
     said, registers = _said(dump), _registers(dump)
     assert registers["pc"] - registers["errorpc"] == 0x10 and registers["R0"] == 0
     assert said["thread"][0] != 0  # R0 held threadIdx.x before the load wrote it
