@@ -95,6 +95,8 @@ class Stopped:
     instruction: Instruction
     #: the thread's local memory as its stores left it, by address
     local_memory: dict[int, int]
+    #: the instruction that last wrote each general register
+    writers: dict[int, Instruction] = field(default_factory=dict)
 
     def register_list(self, count: int, unwritten: int) -> list[int]:
         """R0..R(count-1) as a dump holds them; a register the run never wrote gets ``unwritten``."""
@@ -138,6 +140,8 @@ class _Thread:
         self.up: dict[int, bool] = {}
         self.local: dict[int, int] = {}
         self.shared: dict[int, int] = {}
+        self.running: Instruction | None = None
+        self.writers: dict[int, Instruction] = {}
 
     # -- operands ----------------------------------------------------------------------------
     def constant(self, text: str, size: int = 4) -> int:
@@ -218,6 +222,8 @@ class _Thread:
         bank[index] = value & MASK32
         if wide:
             bank[index + 1] = (value >> 32) & MASK32
+        if kind == "R" and self.running is not None:
+            self.writers.update((k, self.running) for k in range(index, index + 1 + wide))
 
     def write_predicate(self, dest: str, value: bool) -> None:
         match = _PREDICATE.match(dest)
@@ -231,10 +237,29 @@ def _half(text: str) -> int:
     return struct.unpack("<H", struct.pack("<e", float(text)))[0]
 
 
-def _drop_carry_predicates(operands: tuple[str, ...]) -> tuple[str, ...]:
-    """sm_100's IADD3/UIADD3 print their carry-out predicates after the destination."""
-    rest = [o for o in operands[1:] if not _PREDICATE.match(o)]
-    return (operands[0], *rest)
+def _predicate_runs(operands: tuple[str, ...]) -> tuple[list[str], list[str], list[str]]:
+    """(the carry-out predicates after the destination, the word sources, the trailing carry-in
+    predicates): ``IADD3 R6, P1, PT, R6, 0x80, RZ``, ``IADD3.X R3, RZ, R3, RZ, P1, !PT``."""
+    rest = list(operands[1:])
+    outs = []
+    while rest and _PREDICATE.match(rest[0]):
+        outs.append(rest.pop(0))
+    ins = []
+    while rest and _PREDICATE.match(rest[-1]):
+        ins.insert(0, rest.pop())
+    return outs, rest, ins
+
+
+def _carried_sum(t: _Thread, words: list[int], outs: list[str], ins: list[str]) -> int:
+    """A sum of 32-bit words plus its carry-in predicates (each 1 where it holds), its bit 32
+    written to the first carry-out predicate; a sum that would carry twice is refused, as which
+    predicate takes the second carry is not modelled."""
+    total = sum(words) + sum(t.predicate(p) for p in ins)
+    if outs:
+        if total >> 33:
+            raise Unmodelled(f"a sum carrying twice ({total:#x})")
+        t.write_predicate(outs[0], bool(total >> 32 & 1))
+    return total
 
 
 def _integer(t: _Thread, base: str, mods: list[str], ops: tuple[str, ...]) -> int | None:
@@ -242,15 +267,17 @@ def _integer(t: _Thread, base: str, mods: list[str], ops: tuple[str, ...]) -> in
     if base in ("MOV", "UMOV"):
         return t.value(ops[1])
     if base in ("IMAD", "UIMAD"):
-        a, b, c = (t.value(o) for o in ops[1:4])
-        if "HI" in mods or "X" in mods:
+        _outs, sources, carries = _predicate_runs(ops)
+        a, b, c = (t.value(o) for o in sources)
+        if "HI" in mods or carries and "X" not in mods:
             raise Unmodelled(f"IMAD.{'.'.join(mods)}")
-        return a * b + c  # MOV/SHL/IADD/U32 are the same multiply-add, printed otherwise
+        # MOV/SHL/IADD/U32 are the same multiply-add, printed otherwise; .X adds the carry-in
+        return a * b + c + sum(t.predicate(p) for p in carries)
     if base in ("IADD3", "UIADD3"):
-        ops = _drop_carry_predicates(ops)
-        if "X" in mods:
-            raise Unmodelled("IADD3.X")
-        return sum(t.value(o) for o in ops[1:4])
+        outs, sources, carries = _predicate_runs(ops)
+        if carries and "X" not in mods:
+            raise Unmodelled(f"IADD3 with carry-ins but no .X: {', '.join(ops)}")
+        return _carried_sum(t, [t.value(o) for o in sources], outs, carries)
     if base in ("VIADD",):
         return t.value(ops[1]) + t.value(ops[2])
     if base in ("LEA", "ULEA"):
@@ -261,6 +288,8 @@ def _integer(t: _Thread, base: str, mods: list[str], ops: tuple[str, ...]) -> in
         if mods[:2] != ["L", "U32"]:
             raise Unmodelled(f"SHF.{'.'.join(mods)}")
         return t.value(ops[1]) << (t.value(ops[2]) & 31)
+    if (base, mods) in (("I2F", []), ("I2FP", ["F32", "S32"])):  # int to float, to nearest
+        return struct.unpack("<I", struct.pack("<f", float(_signed(t.value(ops[1])))))[0]
     if base == "SEL":
         return t.value(ops[1]) if t.predicate(ops[3]) else t.value(ops[2])
     if base == "LOP3":
@@ -287,8 +316,10 @@ def _memory(t: _Thread, base: str, mods: list[str], ops: tuple[str, ...]) -> boo
     """Loads, stores and shared atomics before the stop; False where ``base`` is none of them."""
     if base not in MEMORY_OPCODES:
         return False
-    if {"64", "128", "U8", "S8", "U16", "S16"} & set(mods):
-        raise Unmodelled(f"{base}.{'.'.join(mods)}: only 32-bit accesses are modelled")
+    wide = "64" in mods and base in ("LDS", "STS")  # a pair of words, as STS.64 [R9], R4
+    if {"64", "128", "U8", "S8", "U16", "S16"} & set(mods) and not wide:
+        raise Unmodelled(f"{base}.{'.'.join(mods)}: only 32-bit accesses and LDS/STS.64 are "
+                         "modelled")
     if base == "LDG":
         address = t.address(ops[1])
         if address not in t.launch.memory:
@@ -300,11 +331,15 @@ def _memory(t: _Thread, base: str, mods: list[str], ops: tuple[str, ...]) -> boo
             raise Unmodelled(f"local word at {address:#x} was never stored")
         t.write(ops[0], t.local[address])
     elif base == "LDS":
-        t.write(ops[0], t.shared.get(t.address(ops[1]), 0))
+        address = t.address(ops[1])
+        words = [t.shared.get(address + 4 * k, 0) for k in range(2 if wide else 1)]
+        t.write(ops[0], sum(w << 32 * k for k, w in enumerate(words)), wide=wide)
     elif base in ("STL", "STS", "STG"):
         store = {"STL": t.local, "STS": t.shared}.get(base)
         if store is not None:
-            store[t.address(ops[0])] = t.value(ops[1])
+            address, value = t.address(ops[0]), t.value(ops[1], wide=wide)
+            for k in range(2 if wide else 1):
+                store[address + 4 * k] = value >> 32 * k & MASK32
     elif mods[:2] == ["POPC", "INC"] and ops[0] == "RZ":  # ATOMS: atomicAdd(&shared, 1)
         address = t.address(ops[1])
         t.shared[address] = (t.shared.get(address, 0) + 1) & MASK32
@@ -360,6 +395,29 @@ def operand_address(operand: str, registers: dict[int, int], uniform_registers: 
     return thread.address(operand)
 
 
+def load_destination(ins: Instruction) -> tuple[int, ...]:
+    """The general registers a load writes (``LDG.E.64 R2`` writes R2 and R3); none for any
+    other instruction."""
+    base, *mods = ins.opcode.split(".")
+    match = _REGISTER.match(ins.operands[0]) if ins.operands else None
+    if base not in ("LDG", "LDS", "LDL", "LD") or not match or match[2] != "R" or match[3] == "Z":
+        return ()
+    width = 4 if "128" in mods else 2 if "64" in mods else 1
+    return tuple(range(int(match[3]), int(match[3]) + width))
+
+
+def address_registers(ins: Instruction) -> tuple[int, ...]:
+    """The general registers the memory operand's address reads (``[R4.64]``: R4 and R5)."""
+    found: list[int] = []
+    operand = _MEMORY.match(memory_operand(ins) or "")
+    for term in operand[1].split("+") if operand else ():
+        match = _REGISTER.match(term.strip())
+        if match and match[2] == "R" and match[3] != "Z":
+            first = int(match[3])
+            found += [first, first + 1] if ".64" in match[4] else [first]
+    return tuple(found)
+
+
 def memory_operand(ins: Instruction) -> str | None:
     """The instruction's memory operand (``[R2.64]``, ``desc[UR4][R2.64]``), not a constant."""
     return next((o for o in ins.operands if "[" in o and not o.startswith("c[")), None)
@@ -382,7 +440,9 @@ def run_to(listing: tuple[Instruction, ...], launch: Launch, stop: int, *, visit
             if seen == visit:
                 memory = memory_operand(ins)
                 return Stopped(dict(t.r), dict(t.ur), dict(t.p),
-                               None if memory is None else t.address(memory), ins, dict(t.local))
+                               None if memory is None else t.address(memory), ins, dict(t.local),
+                               dict(t.writers))
+        t.running = ins
         following = _execute(t, ins) if taken else None
         pc = pc + 16 if following is None else following
     raise Unmodelled(f"no stop at +{stop:#x} (visit {visit}) within {max_steps} steps")

@@ -259,10 +259,11 @@ def every_section_type() -> Scenario:
 EXPLAINED_ARCHS = ("sm_80", "sm_90", "sm_100")
 EXPLAINED_DEVICES = {"sm_80": "NVIDIA A100-SXM4-80GB", "sm_90": "NVIDIA H100 80GB HBM3",
                      "sm_100": "NVIDIA B200"}
-#: Chosen roots: two cudaMalloc'd buffers, the initial stack pointer (bank 0) and the global
+#: Chosen roots: three cudaMalloc'd buffers, the initial stack pointer (bank 0) and the global
 #: memory descriptor the `desc[UR]` operands name (it is no part of an address).
 BUFFER = 0x7F40_0000_0000
 OTHER_BUFFER = 0x7F40_0010_0000
+INDEX_BUFFER = 0x7F40_0020_0000
 STACK_TOP = 0xFFFCC0
 MEMORY_DESCRIPTOR = 0x10_0000_0000_0020
 #: What a register the forward run never wrote holds in the dump (R0..R31 as UNWRITTEN + n).
@@ -274,6 +275,12 @@ MOE_SHARED_BYTES = 64 * 4
 #: local_overflow.cu's pick (its main() fills the picks with 0x40 bytes) and its array's length.
 LOCAL_PICK = 0x40404040
 LOCAL_SLOTS = 16
+#: own_address.cu's index (its main() fills idx with 0x7f bytes, as tp_ranks.cu's route).
+GARBAGE_INDEX = 0x7F7F7F7F
+#: loop_store.cu's input (its main() fills in[] with 0x01 bytes).
+LOOP_INPUT = 0x01010101
+#: shared_pair.cu's index (its main() sets every index to 1 << 28).
+STAGED_INDEX = 1 << 28
 
 
 def local_frame() -> int:
@@ -311,6 +318,9 @@ class PlantedTruth:
     never_written: tuple[int, ...] = ()
     #: the address as the .cu source computes it (the emulator's must equal it)
     source_address: int = 0
+    #: whether the dumped registers still give the address (not where the lanes stand past a
+    #: faulting load that wrote its own address register)
+    address_in_registers: bool = True
 
 
 @dataclass(frozen=True)
@@ -336,6 +346,10 @@ class _Recipe:
     #: a cluster launch (sm_90+): the CTA's rank in it lands in bits 24+ of shared addresses
     cluster_dim: tuple[int, int, int] = (0, 0, 0)
     archs: tuple[str, ...] = EXPLAINED_ARCHS
+    #: the lanes stand one instruction past the faulting one, its destination words reading 0:
+    #: how the H200 dumped tp_ranks.cu's lanes (fixtures/gpu/h200/tp_ranks.explain: R0 reads 0
+    #: after the faulting LDG.E R0, where the code had left threadIdx.x 0xc0)
+    past_fault: bool = False
 
     @property
     def cta_rank(self) -> int:
@@ -395,6 +409,28 @@ def _recipes() -> dict[str, _Recipe]:
                                "atomic", "shared", 4, "out-of-bounds", visit=2,
                                shared_mem_size=MOE_SHARED_BYTES, cluster_dim=(2, 1, 1),
                                archs=("sm_90", "sm_100")),
+        # the slicer's cases (issue 37 §3). gather_column<<<4, 256>>>(table, out, 16, 1000000):
+        # block 1, thread 32, i = 288, the garbage column the second of two adjacent ints
+        "param-pair": _Recipe("param_pair", "param-pair", (BUFFER, OTHER_BUFFER, 16, 1000000),
+                              (4, 1, 1), (256, 1, 1), (1, 0, 0), 1, WARP_ILLEGAL_ADDRESS, "load",
+                              "global", 4, "undetermined"),
+        # reduce_rows<<<1, 64>>>(out, in, 256, 1 << 20): the row pointer out + i * stride is made
+        # before the loop, which moves i and the input pointer 7 times for thread 32
+        "loop-store": _Recipe("loop_store", "loop-store", (BUFFER, OTHER_BUFFER, 256, 1 << 20),
+                              (1, 1, 1), (64, 1, 1), (0, 0, 0), 1, WARP_ILLEGAL_ADDRESS, "store",
+                              "global", 4, "undetermined"),
+        # scatter_staged<<<4, 256>>>(out, index, 1024): block 1, thread 32 stores through the
+        # pointer out + index[288] it staged in shared memory (STS.64, LDS.64); the lanes stand
+        # past the store, as Triton's did on the H200 (fixtures/gpu/h200/triton_oob.explain)
+        "shared-pair": _Recipe("shared_pair", "shared-pair", (BUFFER, OTHER_BUFFER, 1024),
+                               (4, 1, 1), (256, 1, 1), (1, 0, 0), 1, WARP_ILLEGAL_ADDRESS, "store",
+                               "global", 4, "undetermined", past_fault=True),
+        # lookup_rows<<<4, 256>>>(out, data, idx, 1024): block 1, thread 32 reads data[idx[288]]
+        # with LDG.E R4, [R4.64]; past it, R4 no longer holds the address
+        "own-address": _Recipe("own_address", "own-address",
+                               (BUFFER, OTHER_BUFFER, INDEX_BUFFER, 1024), (4, 1, 1),
+                               (256, 1, 1), (1, 0, 0), 1, WARP_ILLEGAL_ADDRESS, "load", "global",
+                               4, "undetermined", past_fault=True),
     }
 
 
@@ -427,17 +463,46 @@ def _source_truth(case: str, arch: str, recipe: _Recipe, tid: int) -> tuple[int,
             PlantedRoot("param", params[1], param_ordinal=1), tid_root)
     if recipe.program in ("null_argument", "misaligned_argument"):
         return params[0] + tid * 4, (param0, tid_root)
+    i = recipe.block_idx[0] * recipe.block_dim[0] + tid
+    if recipe.program == "param_pair":  # table[i * width + column]
+        return params[0] + 4 * _int32(i * params[2] + params[3]), (
+            param0, PlantedRoot("param", params[2], param_ordinal=2),
+            PlantedRoot("param", params[3], param_ordinal=3), tid_root)
+    if recipe.program == "loop_store":  # out + i * stride, made before the loop
+        return params[0] + 4 * _int32(i * params[3]), (
+            param0, PlantedRoot("param", params[3], param_ordinal=3), tid_root)
+    if recipe.program == "shared_pair":  # out + index[i], read back from shared memory
+        staged = params[0] + 4 * STAGED_INDEX
+        return staged, (PlantedRoot("load", staged),)
+    if recipe.program == "own_address":  # data[idx[i]]
+        return params[1] + 4 * GARBAGE_INDEX, (
+            PlantedRoot("param", params[1], param_ordinal=1),
+            PlantedRoot("load", GARBAGE_INDEX, param_ordinal=2, element=i))
     element = tid + recipe.block_dim[0] * (recipe.visit - 1)
     return _shared_base(arch, recipe) + MOE_GARBAGE_ID * 4, (
         PlantedRoot("load", MOE_GARBAGE_ID, param_ordinal=0, element=element),)
 
 
+def _int32(value: int) -> int:
+    """An int's arithmetic as the kernel does it: 32 bits, two's complement."""
+    value &= 0xFFFF_FFFF
+    return value - (1 << 32) if value >> 31 else value
+
+
 def _chosen_memory(recipe: _Recipe, tids: range) -> dict[int, int]:
-    """What the faulting warp's loads read: every pick LOCAL_PICK (local_overflow); topk_ids as
-    the gate kernel left it (moe_align): valid ids on the first trip, the garbage id on the
-    second for the marked lanes."""
+    """What the faulting warp's loads read: every pick LOCAL_PICK (local_overflow); the
+    programs' garbage indices (own_address, shared_pair) and loop_store's input as their main()
+    fills them; topk_ids as the gate kernel left it (moe_align): valid ids on the first trip,
+    the garbage id on the second for the marked lanes."""
+    params, first = recipe.params, recipe.block_idx[0] * recipe.block_dim[0]
     if recipe.program == "local_overflow":
         return {BUFFER + 4 * tid: LOCAL_PICK for tid in tids}
+    if recipe.program == "own_address":
+        return {params[2] + 4 * (first + tid): GARBAGE_INDEX for tid in tids}
+    if recipe.program == "shared_pair":
+        return {params[1] + 4 * (first + tid): STAGED_INDEX for tid in tids}
+    if recipe.program == "loop_store":
+        return {params[1] + 4 * k: LOOP_INPUT for k in range(params[2])}
     if recipe.program != "moe_align":
         return {}
     memory = {}
@@ -463,22 +528,28 @@ def _param_bytes(cubin: bytes, kernel: str, values: tuple[int, ...]) -> tuple[by
     return bytes(buffer), layout.cbank_offset
 
 
-def _contradict(registers: list[int], instruction) -> None:
-    """Move the address the faulting operand's first register holds by 0x1000: a dump whose
+def _contradict(registers: list[int], stopped, written: tuple[int, ...]) -> None:
+    """Move by 0x1000 a register the faulting address is computed from: the faulting operand's
+    first register the lane has not overwritten past the fault, or, where a load wrote it (no
+    code contradicts a loaded value), the first register of that load's address. A dump whose
     registers the code cannot have computed from any root."""
-    from .sass_emulator import memory_operand
+    from .sass_emulator import address_registers, load_destination
 
-    first = re.search(r"\bR(\d+)", memory_operand(instruction))
-    registers[int(first[1])] = (registers[int(first[1])] + 0x1000) & 0xFFFF_FFFF
+    moved = next(r for r in address_registers(stopped.instruction) if r not in written)
+    writer = stopped.writers.get(moved)
+    if writer is not None and load_destination(writer):
+        moved = address_registers(writer)[0]
+    registers[moved] = (registers[moved] + 0x1000) & 0xFFFF_FFFF
 
 
 def explained(case: str, arch: str, *, contradicted: bool = False) -> Scenario:
     """A planted fault (fixtures/kernels) as the driver would dump it: the faulting warp's lanes
     hold the registers tests/sass_emulator.py computes from the chosen roots, run forward from
     the kernel's entry to the FAULT marker; the parameter buffer holds the roots. Returns the
-    scenario with notes["truth"], the PlantedTruth from the .cu source. ``contradicted``: the
+    scenario with notes["truth"], the PlantedTruth from the .cu source (and the shown lane's
+    forward run: notes["stopped"], its "listing" and "launch"). ``contradicted``: the
     faulting lanes' address register is moved off what the code computes (trust: mismatch)."""
-    from .sass_emulator import Launch, function_listing, run_to
+    from .sass_emulator import Launch, address_registers, function_listing, load_destination, run_to
 
     recipe = _recipes()[case]
     marker = markers()[f"{recipe.program}.{arch}.cubin:{recipe.tag}"]
@@ -488,24 +559,29 @@ def explained(case: str, arch: str, *, contradicted: bool = False) -> Scenario:
     listing = function_listing(str(CUBINS / marker.cubin), kernel)
     tids = range(32 * recipe.warp, 32 * recipe.warp + 32)
     memory = _chosen_memory(recipe, tids)
-    stops = [run_to(listing, Launch(arch, params, bank_offset, (tid, 0, 0), recipe.block_idx,
-                                    recipe.block_dim, recipe.grid_dim, STACK_TOP, MEMORY_DESCRIPTOR,
-                                    recipe.cta_rank, memory), marker.function_offset,
-                    visit=recipe.visit)
-             for tid in tids]
+    launches = [Launch(arch, params, bank_offset, (tid, 0, 0), recipe.block_idx, recipe.block_dim,
+                       recipe.grid_dim, STACK_TOP, MEMORY_DESCRIPTOR, recipe.cta_rank, memory)
+                for tid in tids]
+    stops = [run_to(listing, launch, marker.function_offset, visit=recipe.visit)
+             for launch in launches]
     uniform = stops[0].uniform_registers
     if any(s.uniform_registers != uniform for s in stops):
         raise ValueError(f"{case} {arch}: lanes disagree on uniform registers")
     code = relocate(cubin, CODE_BASE)
     entry = code.addresses[f".text.{kernel}"]
     pc = entry + marker.function_offset
-    lanes = [Lane(ln, (tid, 0, 0), pc=pc, exception=recipe.exception if ln in _MARKED_LANES else 0,
+    lanes = [Lane(ln, (tid, 0, 0), pc=pc + 16 if recipe.past_fault else pc,
+                  exception=recipe.exception if ln in _MARKED_LANES else 0,
                   registers=s.register_list(REGISTERS_PER_LANE, UNWRITTEN),
                   predicates=s.predicate_list())
              for ln, (tid, s) in enumerate(zip(tids, stops, strict=True))]
+    written = load_destination(stops[0].instruction) if recipe.past_fault else ()
+    for lane in lanes:
+        for register in written:
+            lane.registers[register] = 0
     if contradicted:
         for ln in _MARKED_LANES:
-            _contradict(lanes[ln].registers, stops[ln].instruction)
+            _contradict(lanes[ln].registers, stops[ln], written)
     warp = Warp(recipe.warp, lanes, error_pc=pc, broken=1, shared_mem_size=recipe.shared_mem_size or 0,
                 uniform_registers=[uniform.get(u, UNWRITTEN + u) for u in range(63)],
                 uniform_predicates=[0] * 7)
@@ -522,12 +598,15 @@ def explained(case: str, arch: str, *, contradicted: bool = False) -> Scenario:
     address, roots = _source_truth(case, arch, recipe, tids[0])
     truth = PlantedTruth(case, arch, kernel, recipe.access, recipe.space, shown.address,
                          recipe.access_bytes, recipe.verdict, roots,
-                         tuple(shown.never_written(REGISTERS_PER_LANE)), source_address=address)
+                         tuple(shown.never_written(REGISTERS_PER_LANE)), source_address=address,
+                         address_in_registers=not set(written) & set(
+                             address_registers(shown.instruction)))
     planted = Planted(exception=recipe.exception, device=0, sm=3, warp=recipe.warp, lane=0,
                       block_idx=recipe.block_idx, thread_idx=(tids[0], 0, 0), grid_id=7,
                       kernel=kernel, pc=pc, function_offset=marker.function_offset, marker=marker,
                       registers=lanes[0].registers, faulting_lanes=len(_MARKED_LANES))
-    return Scenario(spec, planted, notes={"truth": truth, "stopped": shown})
+    return Scenario(spec, planted, notes={"truth": truth, "stopped": shown, "listing": listing,
+                                          "launch": launches[0]})
 # -- hangs explained (issue 26 §4): warps whose registers follow the SASS ----------------------
 #: Where the hang scenarios' buffers lie: chosen roots, the registers are computed from them.
 HANG_FLAG = 0x7F12_3400_0000

@@ -101,7 +101,13 @@ def test_the_moe_story_reads_from_a_consistent_dump(explained):
     assert any(f"= {i}: a loop variable" in line for line in why.story)
     assert any(line.startswith("LDG.E at +0x1d0 loaded 1999 (0x7cf)") and f"element i = {i} of "
                "param 0" in line for line in why.story)
-    assert why.stops == []
+    # LEA R11, R3, R0, 0x18 (+0x1b0) reads R3 and R0 before the loop, whose IMAD.WIDE R2 (+0x1c0)
+    # and IMAD R0 (+0x200) write them again: their dumped values are not compared there
+    loop_written = [("R3", "IMAD.WIDE at +0x1c0"), ("R0", "IMAD at +0x200")]
+    assert len(why.stops) == len(loop_written), why.stops
+    for register, writer in loop_written:
+        assert any(stop.startswith(f"{register} at +0x1b0 is not compared with the dump: {writer}")
+                   for stop in why.stops), why.stops
 
 
 def test_a_negative_id_lands_in_the_reserve(explained):
@@ -136,6 +142,21 @@ def test_one_register_that_does_not_fit_the_code_gives_mismatch(tmp_path, regist
     why = inspect(_dump(tmp_path, registers, uniform, params)).faults[0].explanation
     assert why.trust == "mismatch"
     assert any(f"R{register} at" in line for line in why.story)
+
+
+def test_a_lane_pc_the_fault_does_not_lead_to_claims_no_mismatch(tmp_path):
+    """The lane's PC at +0x110, in the zeroing loop before the fault, which no path from the
+    ATOMS at +0x210 reaches: its registers are read as of the fault, but a register that does
+    not fit the code (blockDim.x in R6 as 128) is a stop, not a mismatch."""
+    registers, uniform, params, _ = _registers(1999)
+    registers[6] = 128
+    path = _dump(tmp_path, registers, uniform, params, lane_pc_after=0x110 - 0x210)
+    why = inspect(path).faults[0].explanation
+    assert why.trust == "consistent", why.story
+    assert any("(+0x110) is not reached from the faulting instruction" in stop
+               for stop in why.stops), why.stops
+    assert any(stop.startswith("R6 at ") and "is 0x80 in the dump but 0x100 recomputed" in stop
+               for stop in why.stops), why.stops
 
 
 def test_no_explain_leaves_the_explanation_out():

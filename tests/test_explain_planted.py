@@ -22,7 +22,15 @@ import pytest
 import crashlab
 from crashlab.sass import Instruction, parse_listing
 from tests.coredump_builder import write
-from tests.sass_emulator import Launch, Unmodelled, memory_operand, operand_address, run_to
+from tests.sass_emulator import (
+    Launch,
+    Unmodelled,
+    address_registers,
+    load_destination,
+    memory_operand,
+    operand_address,
+    run_to,
+)
 from tests.scenarios import (
     EXPLAINED,
     EXPLAINED_ARCHS,
@@ -101,7 +109,9 @@ def test_real_cuda_gdb_reads_the_planted_lane(case, arch, dumps_dir, real_cuda_g
     general = {r: registers[f"R{r}"] for r in range(len(planted.registers))}
     uniform = {u: registers[f"UR{u}"] for u in range(63)}
     instruction = parse_listing(f"        /*0000*/ {planted.marker.instruction} ;")[0]
-    assert operand_address(memory_operand(instruction), general, uniform) == truth.address
+    # past a load into its own address register, the registers no longer give the address
+    read = operand_address(memory_operand(instruction), general, uniform)
+    assert (read == truth.address) == truth.address_in_registers
 
 
 def _matches(root, planted: PlantedRoot) -> bool:
@@ -113,6 +123,8 @@ def _matches(root, planted: PlantedRoot) -> bool:
         return root.param_ordinal == planted.param_ordinal
     if planted.kind == "special":
         return planted.name in root.name
+    if planted.element is None:  # a load from no parameter's array (a shared staging slot)
+        return root.value is not None
     said = f"{root.name} {root.detail or ''}"
     # "element 320 of param 0", "element threadIdx.x = 32 of parameter 0"
     return bool(re.search(rf"\belement\b[^,;]*?(?<![\w.]){planted.element}\b", said)
@@ -145,6 +157,100 @@ def test_registers_the_code_cannot_compute_give_mismatch(case, dumps_dir):
     explanation = _report(case, "sm_90", dumps_dir, True).faults[0].explanation
     assert explanation is not None
     assert explanation.trust == "mismatch"
+
+
+# -- the values the slicer must get right (issue 37 §3) -------------------------------------------
+_NOT_COMPARED = re.compile(r"^(U?R\d+) at \+(0x[0-9a-f]+) is not compared with the dump: "
+                           r"\S+ at \+0x[0-9a-f]+ may write it on the way to the fault")
+
+
+@pytest.mark.parametrize("arch", EXPLAINED_ARCHS)
+def test_the_second_of_two_int_parameters_read_as_one_pair_is_named(arch, dumps_dir):
+    """param_pair.cu: gather_column(table, out, width, column) with the garbage column 1,000,000
+    (its main()). sm_90 and sm_100 read width and column with one LDC.64: each word is the
+    parameter at its own offset, its own root with its own value; the formula names arg3."""
+    scenario = _scenario("param-pair", arch)
+    planted = {r.param_ordinal: r.value for r in scenario.notes["truth"].roots if r.kind == "param"}
+    assert planted[3] == 1000000
+    pair = f"c[0x0][{scenario.notes['launch'].param_bank_offset + 8:#x}]"  # width, then column
+    assert any(ins.opcode == "LDC.64" and ins.operands[1] == pair
+               for ins in scenario.notes["listing"]) == (arch != "sm_80")
+    explanation = _report("param-pair", arch, dumps_dir).faults[0].explanation
+    found = {r.param_ordinal: int(r.value, 16) for r in explanation.roots if r.kind == "param"}
+    assert found == planted, explanation.roots
+    assert "arg3" in explanation.formula and "hi(" not in explanation.formula, explanation.formula
+
+
+@pytest.mark.parametrize("arch", EXPLAINED_ARCHS)
+def test_a_register_a_loop_moves_after_its_use_is_not_compared_there(arch, dumps_dir):
+    """loop_store.cu: the row pointer is made from i before the loop that moves i (and the
+    input pointer) 7 times for thread 32. The explanation is consistent, and each register it
+    leaves uncompared for a loop or a branch is one the forward run changed between its use and
+    the fault: read as if the loop had not run, it would have been a false mismatch."""
+    scenario = _scenario("loop-store", arch)
+    explanation = _report("loop-store", arch, dumps_dir).faults[0].explanation
+    assert explanation.trust == "consistent", explanation.story
+    named = [m.groups() for m in map(_NOT_COMPARED.match, explanation.stops) if m]
+    assert named, explanation.stops
+    listing, launch = scenario.notes["listing"], scenario.notes["launch"]
+    at_fault = scenario.notes["stopped"].registers
+    for register, at in named:
+        at_use = run_to(listing, launch, int(at, 16)).registers
+        number = int(register[1:])
+        assert at_use[number] != at_fault[number], (register, at)
+
+
+@pytest.mark.parametrize("arch", EXPLAINED_ARCHS)
+def test_one_definition_inside_the_loops_region_is_checked(arch, dumps_dir):
+    """loop_store.cu: the row pointer's one definition lies between the loop's BSSY and the
+    label it names, and is used after it. Moved by 0x1000 in the dump, the pointer gives a
+    mismatch that names the register, the dumped value and the forward run's."""
+    scenario = _scenario("loop-store", arch)
+    listing = scenario.notes["listing"]
+    assert any(ins.opcode.startswith("BSSY") for ins in listing)
+    planted = scenario.planted.registers
+    moved = _scenario("loop-store", arch, True).planted.registers
+    [register] = [r for r, (a, b) in enumerate(zip(planted, moved, strict=True)) if a != b]
+    explanation = _report("loop-store", arch, dumps_dir, True).faults[0].explanation
+    assert explanation.trust == "mismatch"
+    fault = f"+{scenario.planted.function_offset:#x}"
+    said = f"R{register} at {fault} is {moved[register]:#x} in the dump but " \
+        f"{planted[register]:#x} recomputed from its roots"
+    assert any(said in line for line in explanation.story), explanation.story
+
+
+@pytest.mark.parametrize("arch", EXPLAINED_ARCHS)
+def test_a_64_bit_shared_load_feeds_the_address_as_one_value(arch, dumps_dir):
+    """shared_pair.cu: ``LDS.64`` reads back the pointer out + index[i] the thread staged; the
+    load writes both words of the pair the faulting ST.E uses, and the explanation reads them as
+    one value: the load's root holds the whole pointer the source computes, with no mismatch on
+    its high word."""
+    scenario = _scenario("shared-pair", arch)
+    truth, stopped = scenario.notes["truth"], scenario.notes["stopped"]
+    pointer = address_registers(stopped.instruction)
+    staged = stopped.writers[pointer[0]]
+    assert staged.opcode == "LDS.64" and load_destination(staged) == pointer
+    explanation = _report("shared-pair", arch, dumps_dir).faults[0].explanation
+    assert explanation.trust == "consistent", explanation.story
+    [load] = [root for root in explanation.roots if root.kind == "load"]
+    assert load.name.startswith("LDS.64") and int(load.value, 16) == truth.source_address
+
+
+@pytest.mark.parametrize("arch", EXPLAINED_ARCHS)
+def test_a_faulting_load_into_its_own_address_register_is_recomputed(arch, dumps_dir):
+    """own_address.cu: the lanes stand past ``LDG.E R4, [R4.64]`` with R4 reading 0. R4 is not
+    read as the address: the address is recomputed from the roots, data + 4 * 0x7f7f7f7f as the
+    source has it, and a stop says the faulting instruction wrote R4."""
+    scenario = _scenario("own-address", arch)
+    truth, stopped = scenario.notes["truth"], scenario.notes["stopped"]
+    [register] = load_destination(stopped.instruction)
+    assert register in address_registers(stopped.instruction) and not truth.address_in_registers
+    explanation = _report("own-address", arch, dumps_dir).faults[0].explanation
+    assert explanation.trust == "consistent", explanation.story
+    assert explanation.address_provenance == "recomputed"
+    assert int(explanation.address, 16) == truth.source_address
+    assert any(stop.startswith(f"R{register} was overwritten by the faulting instruction")
+               for stop in explanation.stops), explanation.stops
 
 
 # -- the emulator refuses what it does not model -------------------------------------------------

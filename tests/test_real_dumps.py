@@ -148,6 +148,59 @@ def test_the_moe_routing_fault_is_explained_from_the_real_dump():
     assert ("param", 0) in roots and any(kind == "load" for kind, _ in roots)
 
 
+def _source(path: str, pattern: str) -> tuple[int, ...]:
+    """Numbers a planted program fixes, read from its source (fixtures/kernels, fixtures/gpu)."""
+    return tuple(int(v, 0) for v in re.search(pattern, (ROOT / path).read_text()).groups())
+
+
+def _registers(dump: Path) -> dict[str, int]:
+    """cuda-gdb 13.0's ``info registers`` of the focused lane, from the batch transcript."""
+    return {name: int(value, 16) for name, value in
+            re.findall(r"^(\w+)\s+(0x[0-9a-f]+)\s", _transcript(dump), re.M)}
+
+
+def test_tp_ranks_is_explained_from_its_source_past_the_faulting_loads_own_destination():
+    """fixtures/kernels/tp_ranks.cu: rank_compute<<<n / 256, 256>>> reads activations[route[i]]
+    with every route byte 0x7f. The lanes stand past the faulting ``LDG.E R0`` (cuda-gdb: pc one
+    instruction past errorpc, R0 reading 0 where the code had left threadIdx.x): R0 is not read
+    as it was at the fault, no mismatch is claimed, and the address is activations + 4 *
+    0x7f7f7f7f, loaded from element i of route."""
+    [dump] = [d for d in (H200 / "tp_ranks.explain").glob("core.*.nvcudmp")
+              if "exception" in _said(d)]
+    said, registers = _said(dump), _registers(dump)
+    assert registers["pc"] - registers["errorpc"] == 0x10 and registers["R0"] == 0
+    assert said["thread"][0] != 0  # R0 held threadIdx.x before the load wrote it
+    (threads,) = _source("fixtures/kernels/tp_ranks.cu", r"rank_compute<<<n / \d+, (\d+)>>>")
+    (byte,) = _source("fixtures/kernels/tp_ranks.cu", r"cudaMemset\(route, (0x[0-9a-f]+)")
+    route = int.from_bytes(bytes([byte]) * 4, "little")
+    fault = crashlab.inspect(dump).faults[0]
+    explanation = fault.explanation
+    assert explanation.trust == "consistent", explanation.story
+    activations = next(p.value for p in fault.params.values if p.ordinal == 0)
+    assert int(explanation.address, 16) == activations + 4 * route
+    i = fault.block_idx[0] * threads + fault.thread_idx[0]
+    load = next(root for root in explanation.roots if root.kind == "load")
+    assert int(load.value, 16) == route and f"= {i} of param 1" in load.detail
+    assert any(stop.startswith("R0 was overwritten by the faulting instruction")
+               for stop in explanation.stops), explanation.stops
+
+
+def test_triton_oob_is_explained_from_its_source_through_a_64_bit_shared_load():
+    """fixtures/gpu/triton_oob.py: scatter_rows stores to out_ptr + index with every index
+    1 << 34 (float32 elements); Triton stages the pointers through shared memory and reads the
+    faulting one back with ``LDS.64 R2`` (R3:R2, one value). The address is out + 4 * (1 << 34),
+    it is what the load read, and nothing is a mismatch."""
+    [dump] = (H200 / "triton_oob.explain").glob("core.*.nvcudmp")
+    (shift,) = _source("fixtures/gpu/triton_oob.py", r"torch\.full\(\(n,\), 1 << (\d+)")
+    fault = crashlab.inspect(dump).faults[0]
+    explanation = fault.explanation
+    assert explanation.trust == "consistent", explanation.story
+    out = next(p.value for p in fault.params.values if p.ordinal == 0)
+    assert int(explanation.address, 16) == out + 4 * (1 << shift)
+    load = next(root for root in explanation.roots if root.kind == "load")
+    assert load.name.startswith("LDS.64") and int(load.value, 16) == out + 4 * (1 << shift)
+
+
 @pytest.mark.parametrize("case, ordinal, value", [("null_argument", 0, 0),
                                                   ("misaligned_argument", 0, None)])
 def test_the_parameter_buffer_a_driver_kept_gives_the_bad_argument(case, ordinal, value):

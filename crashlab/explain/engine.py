@@ -236,7 +236,8 @@ def _story(explanation: model.Explanation, ins: Instruction, where: int | None, 
                      f"memory{shown} ({other.verdict.kind}): not the side that faulted.")
     for root in explanation.roots:
         if root.kind == "load":
-            loaded = f"{signed32(int(root.value, 16))} ({root.value})" if root.value else "a value"
+            loaded = "a value" if not root.value else root.value if int(root.value, 16) >> 32 \
+                else f"{signed32(int(root.value, 16))} ({root.value})"
             story.append(f"{root.name} loaded {loaded} into the address"
                          + (f", {root.detail}" if root.detail else "") + ".")
     story += [line + "." for line in slicer.story]

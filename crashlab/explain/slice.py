@@ -4,14 +4,17 @@ load, a constant) or to a stop with its reason, each value computed where its in
 
 Two ways to know a value, kept apart so that each checks the other:
 
-- *from the dump*: the lane's registers hold the values as of the faulting instruction; a word
-  read earlier on the straight path to it is the dumped word, or, where the path redefines it by
-  a step (``R9 = R9 + blockDim.x``, a loop's induction executed once after the load), the dumped
-  word less the step;
+- *from the dump* (dumped.py): the lane's registers as of the faulting instruction, less what
+  the lane wrote at it or after it; a word read earlier is the dumped word where nothing on the
+  way to the fault writes it, or, where a straight run redefines it by a step (``R9 = R9 +
+  blockDim.x``, a loop's induction executed once after the load), the dumped word less the step;
+  where a loop or a branch may write it, the dump does not give it;
 - *recomputed*: the defining instruction evaluated on its own inputs, back to the roots.
 
 Where both are known and differ, the dump does not fit the code (a synthetic or damaged dump, a
-wrong listing): the slicer records a mismatch, and the explanation is then not a cause.
+wrong listing): the slicer records a mismatch, and the explanation is then not a cause. Only
+where both are the same word at the same point: where the lane's PC is not reached from the
+fault, the difference is a stop, not a mismatch.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from ..report import model
 from .access import memory_access
 from .carry import CarryChain, carry_chain, constant_move, division_idiom
 from .cfg import FunctionCode
+from .dumped import DumpedRegisters
 from .operands import ConstantRef, Immediate, MemoryOperand, Predicate, Register, parse_operand
 from .semantics import (
     MASK32,
@@ -148,6 +152,12 @@ class Slicer:
     _words: int = 0
     _inductions: dict[tuple[str, int], str] = field(default_factory=dict)
     _pairs: dict[int, Value] = field(default_factory=dict)
+    _dump: DumpedRegisters = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._dump = DumpedRegisters(self.code, self.fault_at, self.dump_at, self.registers,
+                                     self.uniform_registers, self.predicates,
+                                     self.uniform_predicates, self._stop)
 
     # -- public ---------------------------------------------------------------------------
     def address(self, operand: MemoryOperand, at: int) -> Value:
@@ -199,78 +209,70 @@ class Slicer:
 
     def _resolve(self, name: str, at: int, depth: int) -> Value:
         defs, open_path = self.code.reaching_definitions(name, at)
-        dumped = self._from_dump(name, at, depth)
+        dumped, unread = self._from_dump(name, at, depth)
+        where = f"{name} at +{self._address(at):#x}"
         if len(defs) == 1 and not open_path:
             computed = self._defined(defs[0], name, depth)
+            if unread and computed.value is not None:
+                self._stop(f"{where} is not compared with the dump: {unread}")
             if computed.value is not None and dumped is not None and computed.value != dumped:
-                self.mismatches.append(
-                    f"{name} at +{self._address(at):#x} is {dumped:#x} in the dump but "
-                    f"{computed.value:#x} recomputed from its roots ({computed.text})")
+                said = (f"{where} is {dumped:#x} in the dump but {computed.value:#x} "
+                        f"recomputed from its roots ({computed.text})")
+                if self._dump.sound:
+                    self.mismatches.append(said)
+                else:
+                    self._stop(f"{said}: not compared, as the dump may not hold the registers "
+                               "as of the fault")
             if computed.value is None and dumped is not None:
                 return replace(computed, value=dumped)
             return computed
         if len(defs) > 1 or defs and open_path:
-            return self._induction(name, at, defs, dumped, depth)
-        reason = (f"{name} at +{self._address(at):#x}: no definition in the function reaches it "
-                  "on some path (written by a caller, or not written)")
-        self._stop(reason)
+            return self._induction(name, at, defs, dumped, unread, depth)
+        self._stop(f"{where}: no definition in the function reaches it on some path (written "
+                   "by a caller, or not written)" + (f"; {unread}" if unread else ""))
         return Value(dumped, name)
 
-    def _from_dump(self, name: str, at: int, depth: int) -> int | None:
-        """The word's value before instruction ``at``, from the dumped registers: None where a
-        definition between there and the fault cannot be undone or the dump lacks the word."""
-        value = self._dumped(name)
+    def _from_dump(self, name: str, at: int, depth: int,
+                   said: bool = True) -> tuple[int | None, str | None]:
+        """The word's value before instruction ``at``, from the dumped registers: None where the
+        dump lacks the word or a write between there and the fault cannot be undone; with it,
+        where the dump holds the word but a loop or a branch may write it on the way, why. A
+        word the lane overwrote past the fault is a stop where ``said``."""
+        value = self._dump.word(name, said)
         if value is None:
-            return None
-        path = self.code.straight_path(at, self.fault_at)
-        if path is None:
-            return None
-        for step_at in reversed([j for j in path if name in self.code.writes[j]]):
-            step = self._step(step_at, name, depth)
+            return None, None
+        writers = self._dump.writes_before_fault(name, at)
+        if isinstance(writers, str):
+            return None, writers
+        for step_at in reversed(writers):
+            step = None if self.code.instructions[step_at].predicate else \
+                self._step(step_at, name, depth)
             if step is None or step.value is None:
-                return None
+                return None, None
             value = (value - step.value) & MASK32
-        return value
-
-    def _dumped(self, name: str) -> int | None:
-        uniform = name.startswith("UR")
-        source = self.uniform_registers if uniform else self.registers
-        index = int(name[2:] if uniform else name[1:])
-        if source is None or index >= len(source):
-            return None
-        if self.overwritten(name):
-            return None
-        return source[index] & MASK32
+        return value, None
 
     def overwritten(self, name: str) -> bool:
-        """Whether the lane wrote ``name`` between the faulting instruction and its PC."""
-        if self.dump_at is None or self.dump_at == self.fault_at:
-            return False
-        path = (self.code.straight_path(self.fault_at + 1, self.dump_at)
-                if self.dump_at > self.fault_at else None)
-        if path is None:
-            self._stop(f"the lane's PC (+{self._address(self.dump_at):#x}) is not on a straight "
-                       "path after the faulting instruction: its registers are read as of the "
-                       "fault, which they may not be")
-            return False
-        written = any(name in self.code.writes[j] for j in path)
-        if written:
-            self._stop(f"{name} was overwritten between the faulting instruction and the lane's "
-                       "PC, where the dump took the registers")
-        return written
+        """Whether the lane may have written ``name`` at the faulting instruction or after it,
+        before its PC, where the dump took the registers."""
+        return self._dump.overwritten(name)
 
     # -- definitions ----------------------------------------------------------------------
     def _defined(self, at: int, name: str, depth: int) -> Value:
         """Word ``name`` as the instruction at ``at`` writes it."""
+        words = self.code.writes[at]
+        pair = self._two_slot_load(at)
+        if pair is not None:  # LDC.64 of two 4-byte parameters: each word is its own
+            return replace(self._slot(pair + 4 * words.index(name), 1), origin=at)
         if at not in self._defs:
             self._defs[at] = self._evaluate(at, depth)
         whole = self._defs[at]
-        words = self.code.writes[at]
         if whole.origin is not None and len(words) == 1:
             return whole  # a copied word keeps the definition it came from (pairs rejoin)
         k = words.index(name)
         value = None if whole.value is None else (whole.value >> (32 * k)) & MASK32
-        text = whole.text if k == 0 else f"hi({whole.text})"
+        text = whole.text if k == 0 else f"hi({whole.text})" if len(words) == 2 else \
+            f"word {k} of ({whole.text})"
         return replace(whole, value=value, text=text, origin=at, whole=whole)
 
     def _evaluate(self, at: int, depth: int) -> Value:
@@ -327,26 +329,12 @@ class Slicer:
         if len(operands) != 3 or not isinstance(guard, Predicate):
             return self._stopped(f"{ins.opcode} at +{ins.address:#x}: operands not read")
         first, second = (self._term(text, at, depth) for text in operands[:2])
-        holds = self._predicate(guard.name, at)
+        holds = self._dump.predicate(guard.name, at)
         text = f"{'!' if guard.negated else ''}{guard.name} ? {first.text} : {second.text}"
         if holds is not None:
             chosen = first if holds != guard.negated else second
             return Value(chosen.value, text)
         return Value(first.value if first.value == second.value else None, text)
-
-    def _predicate(self, name: str, at: int) -> bool | None:
-        """A predicate's value before ``at``, from the dump where no instruction on the straight
-        path to the fault (or after it, to the lane's PC) may write it."""
-        if name in ("PT", "UPT"):
-            return True
-        uniform = name.startswith("U")
-        source = self.uniform_predicates if uniform else self.predicates
-        index = int(name[2:] if uniform else name[1:])
-        path = self.code.straight_path(at, self.fault_at)
-        if source is None or index >= len(source) or path is None or \
-                any(name in self.code.writes[j] for j in path) or self.overwritten(name):
-            return None
-        return bool(source[index])
 
     def _term(self, text: str, at: int, depth: int, pair: bool = False) -> Value:
         operand = parse_operand(text)
@@ -476,15 +464,49 @@ class Slicer:
         return Value(value, name)
 
     def _constant(self, opcode: str, operands: tuple[str, ...], where: str) -> Value:
-        operand = parse_operand(operands[0]) if operands else None
-        if isinstance(operand, ConstantRef) and operand.bank == 0 and (
-                operand.register is None or operand.register.is_zero):
-            return self._slot(operand.offset, 2 if "64" in opcode.split(".") else 1)
+        offset = _bank0_slot(operands)
+        if offset is not None:
+            return self._slot(offset, 2 if "64" in opcode.split(".") else 1)
         return self._stopped(f"{where}: {operands[0] if operands else '?'} is not a fixed slot "
                              "of constant bank 0")
 
+    def _two_slot_load(self, at: int) -> int | None:
+        """The bank-0 offset a 64-bit constant load at ``at`` reads (``LDC.64 R4,
+        c[0x0][0x220]``, ``ULDC.64``, ``LDCU.64``) where its words are two slots, else None."""
+        ins = self.code.instructions[at]
+        access = memory_access(ins.opcode)
+        if access is None or access.space != "constant" or "64" not in ins.opcode.split("."):
+            return None
+        offset = _bank0_slot(ins.operands[1:])
+        return offset if offset is not None and self._two_slots(offset) else None
+
+    def _two_slots(self, offset: int) -> bool:
+        """Whether the 8 bytes at bank-0 ``offset`` are two values: two adjacent 4-byte
+        parameters (nvcc reads them with one LDC.64) or launch slots, not one 64-bit parameter."""
+        slots, stack = launch_slots(self.params.cbank_offset)
+        if {offset, offset + 4} & {*slots, stack}:
+            return True
+        holder = self._holder(offset)
+        if holder is None or self.params.cbank_offset is None:
+            return False
+        _ordinal, start, size, _type = holder
+        return self.params.cbank_offset + start + size < offset + 8
+
+    def _holder(self, offset: int) -> tuple[int, int, int, str | None] | None:
+        """The parameter (ordinal, offset, size, type) whose bytes hold bank-0 ``offset``."""
+        base = self.params.cbank_offset
+        if base is None or offset < base:
+            return None
+        return next((p for p in self.params.params if p[1] <= offset - base < p[1] + p[2]), None)
+
     def _slot(self, offset: int, words: int) -> Value:
-        """A word (or pair) of constant bank 0: a launch dimension or a parameter."""
+        """A word (or pair) of constant bank 0: a launch dimension or a parameter; a pair of
+        two 4-byte values is each of them, high word first (``arg3:arg2``)."""
+        if words == 2 and self._two_slots(offset):
+            low, high = self._slot(offset, 1), self._slot(offset + 4, 1)
+            value = None if low.value is None or high.value is None else \
+                low.value | high.value << 32
+            return Value(value, f"{high.text}:{low.text}")
         slots, stack = launch_slots(self.params.cbank_offset)
         if offset in slots and words == 1:
             name = slots[offset]
@@ -500,7 +522,7 @@ class Slicer:
             return self._stopped(f"c[0x0][{offset:#x}]: a bank-0 slot outside the parameters, "
                                  "which the dump does not hold")
         relative = offset - base
-        holder = next((p for p in self.params.params if p[1] <= relative < p[1] + p[2]), None)
+        holder = self._holder(offset)
         size = 4 * words
         data = self.params.data
         raw = data[relative:relative + size] if data is not None and relative + size <= len(data) else None
@@ -517,11 +539,15 @@ class Slicer:
         return Value(value, text, param=ordinal if relative == param_offset else None)
 
     def _load(self, at: int, where: str, depth: int) -> Value:
-        """A loaded word: its value is the dumped destination where no later write hides it;
-        what it read is the slice of the load's own address."""
+        """A loaded value (every word the load writes: ``LDS.64 R2`` is R3:R2): the dumped
+        destination where no later write hides it; what it read is the slice of the load's own
+        address."""
         ins = self.code.instructions[at]
-        name = self.code.writes[at][0] if self.code.writes[at] else None
-        value = self._from_dump(name, at + 1, depth) if name else None
+        names = [name for name in self.code.writes[at] if name.startswith(("R", "UR"))]
+        words = [word for word in (self._from_dump(name, at + 1, depth, said=False)[0]
+                                   for name in names) if word is not None]
+        value = sum(word << 32 * k for k, word in enumerate(words)) \
+            if names and len(words) == len(names) else None
         operand = next((parse_operand(o) for o in ins.operands
                         if isinstance(parse_operand(o), MemoryOperand)), None)
         detail, text = None, f"load at +{ins.address:#x}"
@@ -533,16 +559,17 @@ class Slicer:
                 detail = f"element {index.text}{shown} of param {ordinal} ({size}-byte elements)"
                 text = f"arg{ordinal}[{index.text}]"
             elif address.value is not None:
-                detail = f"from {address.value:#x} ({address.text})"
+                detail = f"address {address.value:#x} ({address.text})"
         self._root(model.Root(kind="load", name=where, detail=detail,
                               value=None if value is None else f"{value:#x}",
                               provenance="dump" if value is not None else None))
         return Value(value, text)
 
     def _induction(self, name: str, at: int, defs: list[int], dumped: int | None,
-                   depth: int) -> Value:
-        """A word several definitions reach: a loop variable (a start and a step) or guarded
-        alternatives; its value is the dump's, where the path to the fault allows."""
+                   unread: str | None, depth: int) -> Value:
+        """A word several definitions reach, or one that not every path passes: a loop
+        variable (a start and a step) or guarded alternatives; its value is the dump's, where
+        the path to the fault allows."""
         key = (name, min(defs))
         label = self._inductions.setdefault(key, _INDUCTION_NAMES[len(self._inductions) % 6])
         steps = [(j, self._step(j, name, depth)) for j in defs]
@@ -553,12 +580,15 @@ class Slicer:
             self.story.append(f"{label} ({name} at +{self._address(at):#x}) = {shown}: a loop "
                               f"variable that starts as {' or '.join(starts)} and steps by "
                               f"{' or '.join(moves)}")
+        elif len(defs) == 1:
+            self.story.append(f"{label} ({name} at +{self._address(at):#x}) = {shown}: set on "
+                              "some paths only (a guarded definition, or a path around it)")
         else:
             self.story.append(f"{label} ({name} at +{self._address(at):#x}) = {shown}: one of "
                               f"{len(defs)} definitions (guarded or joined paths)")
         if dumped is None and self.registers is not None:
-            self._stop(f"{name} at +{self._address(at):#x}: several definitions reach it and the "
-                       "dump does not give its value there")
+            self._stop(f"{name} at +{self._address(at):#x}: no one definition settles it and the "
+                       "dump does not give its value there" + (f": {unread}" if unread else ""))
         return Value(dumped, label)
 
     def _step(self, at: int, name: str, depth: int) -> Value | None:
@@ -603,6 +633,16 @@ class Slicer:
     def _address(self, at: int) -> int:
         instructions = self.code.instructions
         return instructions[at].address if 0 <= at < len(instructions) else -1
+
+
+def _bank0_slot(operands: tuple[str, ...]) -> int | None:
+    """The offset of a fixed slot of constant bank 0 the first operand names (``c[0x0][0x220]``,
+    ``c[0x0][RZ]``), else None."""
+    operand = parse_operand(operands[0]) if operands else None
+    if isinstance(operand, ConstantRef) and operand.bank == 0 and (
+            operand.register is None or operand.register.is_zero):
+        return operand.offset
+    return None
 
 
 def _number(value: int) -> str:
