@@ -247,7 +247,8 @@ def real_dump_rows() -> list[list[str]]:
             rows.append([name, fault.exception.display, "", "", "not a memory access", "", ""])
             continue
         head = why.lanes[0] if why.lanes else None
-        culprits = (f"{lane_ranges(head.lanes)} of {why.lanes_judged}" if head and why.breaks_bound
+        culprits = (f"{lane_ranges(head.lanes)} ({head.count} of {why.lanes_judged})"
+                    if head and why.breaks_bound
                     else f"none of {why.lanes_judged}")
         roots = ", ".join(r.name for r in why.roots if r.kind in ("param", "special", "load"))
         rows.append([name, fault.exception.display, f"{why.space} {why.address or ''}".strip(),
