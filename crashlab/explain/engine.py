@@ -176,14 +176,15 @@ def _judge_lanes(function: _Function) -> tuple[list[Judgement], int]:
     judged: list[Judgement] = []
     left = 0
     for cta, warp in warps:
-        uniform = core.uniform_registers(warp)
+        uniform, uniform_predicates = core.uniform_registers(warp), core.uniform_predicates(warp)
         bounds = replace(function.bounds, shared_mem_size=warp.shared_mem_size or None)
         for lane in core.scan_lanes(warp).faulting:
             if len(judged) >= MAX_JUDGED_LANES:
                 left += 1
                 continue
             registers = core.registers(lane)
-            slicer = function.slicer(cta, warp, lane, registers, uniform, None, None)
+            slicer = function.slicer(cta, warp, lane, registers, uniform, core.predicates(lane),
+                                     uniform_predicates)
             lane_bounds = replace(bounds, stack_pointer=_stack_pointer(registers))
             readings = [_reading(function, side, operand, slicer, registers, uniform, lane_bounds)
                         for side, operand in function.sides]
