@@ -71,7 +71,7 @@ def test_the_published_model_loads_without_the_reader():
 
 
 def test_the_log_patterns_find_the_vocabularys_finding_kinds():
-    found = {kind for kind, _, _ in logpatterns.PATTERNS}
+    found = {line.kind for line in logpatterns.PATTERNS}
     assert found | {vocabulary.TRACEBACK} == set(vocabulary.FINDING_KINDS)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..errors import BadInput
 from ..replay.expect import from_options
-from ..replay.oracle import FAULT_PATTERNS, Watch
+from ..replay.oracle import Watch
 from ..replay.result import Expectation
 from ..replay.send import Plan
 from . import caches, releases
@@ -65,7 +65,7 @@ class BisectOptions:
         if earlier:
             raise BadInput(f"--out {output}: holds an earlier bisect ({earlier[0]}); give another "
                            "--out, or move that one away (crashlab does not overwrite it)")
-        watch = Watch(patterns=FAULT_PATTERNS, health_interval=health_interval,
+        watch = Watch(health_interval=health_interval,
                       health_timeout=health_timeout, settle=settle)
         kept_releases = Path(releases_dir) if releases_dir else releases.default_root()
         keep = caches.protected(Path(repo), Path(output), Path(dump), kept_releases)

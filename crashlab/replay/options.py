@@ -13,7 +13,7 @@ from ..errors import BadInput
 from .expect import from_options
 from .harden import harden as harden_command
 from .minimize import Budget
-from .oracle import FAULT_PATTERNS, Watch
+from .oracle import Watch
 from .result import Expectation
 from .runner import Fidelity, Target
 from .send import Plan
@@ -60,7 +60,7 @@ class ReplayOptions:
         plan = Plan.choose(speed=speed, max_rate=max_rate, concurrency=concurrency,
                            timeout=timeout)
         watch = Watch(pid=pid, cores=watch_cores, log=watch_log,
-                      patterns=FAULT_PATTERNS + tuple(fault_pattern),
+                      patterns=tuple(fault_pattern),
                       health_interval=health_interval, health_timeout=health_timeout,
                       settle=settle)
         hardened = harden_command(restart_cmd, harden) if harden else None

@@ -3,8 +3,10 @@
 Evidence, any one of which counts: the server process exited (when crashlab started it or was
 given its pid), /health failed (an error status, a refused connection, or no answer within the
 health timeout: a hung scheduler), a /generate connection was refused mid-run, a new file
-appeared under --watch-cores, or a fault line appeared in --watch-log. A monitor thread polls all
-of them; the sender reports refused connections itself. The fault lines (and, once one has been
+appeared under --watch-cores, or a fault line appeared in --watch-log: a crash line of
+crashlab.logpatterns (the one list serve and the signatures read too), or one of the user's
+--fault-pattern expressions. A monitor thread polls all of them; the sender reports refused
+connections itself. The fault lines (and, once one has been
 seen, compute-sanitizer's frames after it) are kept as evidence for signature.py's verdict,
 masked (crashlab.privacy.redact) before they are kept: they reach the result JSON and its views.
 """
@@ -24,32 +26,11 @@ import psutil
 import requests
 
 from ..errors import BadInput
+from ..logpatterns import crash_line
 from ..privacy.redact import PLAIN
 from .result import Signal
 from .signature import PYTHON_EXCEPTION
 
-#: Lines SGLang, PyTorch and the CUDA driver print when a server dies of a GPU fault or a hang
-#: (as SGLang, PyTorch and the driver word them; real examples in fixtures/logs/).
-FAULT_PATTERNS = (
-    r"an illegal memory access was encountered",
-    r"an illegal instruction was encountered",
-    r"misaligned address",
-    r"unspecified launch failure",
-    r"device-side assert triggered",
-    r"CUDA error: ",
-    r"Scheduler hit an exception",
-    r"DetokenizerManager hit an exception",
-    r"TokenizerManager hit an exception",
-    r"SIGQUIT received",
-    r"Subprocess \S+ \(pid=\d+\) crashed",
-    r"watchdog timeout",
-    r"Fatal Python error",
-    r"Starting GPU coredump generation",
-    r"NCCL error",
-    r"\bXid\b",
-    r"Assertion `.*` failed",
-    r"^=+ (?:Invalid __\w+__ (?:read|write)|Program hit|Error: )",
-)
 #: Lines that are evidence only after a fault line: compute-sanitizer's frames and threads, and
 #: the exception line that ends the traceback of "Scheduler hit an exception".
 EVIDENCE_PATTERNS = (r"^=+\s+(?:at |by thread |Address |Saved host backtrace)", PYTHON_EXCEPTION)
@@ -73,17 +54,24 @@ def _files(folder: Path, depth: int = _CORE_DEPTH) -> set[str]:
 
 
 class LogWatch:
-    """New lines of a log file that match a fault pattern (the file may not exist yet)."""
+    """New lines of a log file that are crash lines (crashlab.logpatterns.crash_line) or match
+    one of the user's PATTERNS (the file may not exist yet)."""
 
-    def __init__(self, path: Path, patterns: Iterable[str], evidence=EVIDENCE_PATTERNS,
+    def __init__(self, path: Path, patterns: Iterable[str] = (), evidence=EVIDENCE_PATTERNS,
                  redact: Callable[[str], str] = PLAIN.text):
         self.path = path
         self.redact = redact
-        self.pattern = re.compile("|".join(f"(?:{pattern})" for pattern in patterns))
+        patterns = tuple(patterns)
+        self.pattern = re.compile("|".join(f"(?:{pattern})" for pattern in patterns)) \
+            if patterns else None
         self.evidence = re.compile("|".join(f"(?:{pattern})" for pattern in evidence))
         self.offset = self._size()
         self.partial = b""
         self.lines: list[str] = []  # fault lines, then evidence lines once a fault was seen
+
+    def fault(self, text: str) -> bool:
+        """Whether one line of the log (stripped) is a fault line."""
+        return crash_line(text) is not None or bool(self.pattern and self.pattern.search(text))
 
     def _size(self) -> int:
         try:
@@ -105,7 +93,7 @@ class LogWatch:
         self.partial = lines.pop()
         found = []
         for text in (line.decode("utf-8", "replace").strip() for line in lines):
-            fault = bool(self.pattern.search(text))
+            fault = self.fault(text)
             if not (fault or (self.lines and self.evidence.search(text))):
                 continue
             text = self.redact(text)
@@ -123,7 +111,8 @@ class Watch:
     pid: int | None = None
     cores: Path | None = None
     log: Path | None = None
-    patterns: tuple[str, ...] = FAULT_PATTERNS
+    #: the user's --fault-pattern expressions, besides logpatterns' crash lines
+    patterns: tuple[str, ...] = ()
     health_interval: float = 1.0
     health_timeout: float = 20.0
     settle: float = 3.0

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 import signal as signals
 
-from ..logpatterns import CHILD_CRASHED, CRASH_SIGNALS, PATTERNS
+from ..logpatterns import BY_KIND, CHILD_CRASHED, CRASH_SIGNALS
 from ..report.logline import message
 from ..report.run import NO_EXCEPTION_LINE, Finding, Incident, TracebackFrame
 from ..report.signature import CrashSignature, seal
@@ -38,7 +38,7 @@ from .names import normalise
 FRAMES = 3
 #: Frames that only dispatch to the next one (torch.nn.Module's call, torch's no_grad decorator).
 DISPATCH_FRAMES = frozenset({"_call_impl", "_wrapped_call_impl", "decorate_context"})
-_PATTERN = {kind: re.compile(regex) for kind, regex, _ in PATTERNS}
+_PATTERN = BY_KIND
 _EXCEPTION_TYPE = re.compile(r"^((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)(?::|$)")
 _ADDRESS = re.compile(r"^0x[0-9a-fA-F]+$")
 _VARIABLE = re.compile(r"0x[0-9a-fA-F]+|\d+")

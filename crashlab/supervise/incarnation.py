@@ -12,7 +12,7 @@ from pathlib import Path
 import requests
 
 from ..launchline import bearer
-from ..logpatterns import CHILD_CRASHED
+from ..logpatterns import CHILD_CRASHED, crash_line
 from ..privacy.redact import Redactor
 from ..report.run import Finding
 from ..vocabulary import COREDUMP, SGLANG_CRASH
@@ -20,14 +20,7 @@ from . import collect, environment, files, launch, rundir, timestamps
 from .manifest import Health, Incarnation, ManifestStore
 from .options import Notify, ServeOptions
 
-#: SGLang log lines that mean "I am crashing and writing my dumps" (printed by its SIGQUIT handler
-#: and dump_requests_before_crash in tokenizer_manager.py, and by SubprocessWatchdog in
-#: utils/watchdog.py): crashlab waits for it.
-_SGLANG_CRASHING = ("SIGQUIT received", "Dumping requests before crash", "Waiting ",
-                    "crashed with exit code", "Received sigquit")
 _DUMPED_TO = "before crash to "
-#: the driver's coredump lines worth recording; the rest is progress, only tracked
-_COREDUMP_MILESTONES = ("Detected an exception", "Writing ELF", "Starting GPU coredump")
 
 
 @dataclass(frozen=True)
@@ -88,8 +81,9 @@ class LiveIncarnation:
     def on_finding(self, finding: Finding) -> None:
         if finding.kind == COREDUMP:
             self.driver.observe(finding.text)
-            if not any(milestone in finding.text for milestone in _COREDUMP_MILESTONES):
-                return  # progress chatter: tracked, not recorded
+            line = crash_line(finding.text)
+            if line is None or not line.milestone:
+                return  # progress chatter: tracked, not recorded (logpatterns' milestones are)
         if finding.kind == SGLANG_CRASH:
             self._observe_sglang_crash(finding.text)
         self.run.store.add_finding(self.record, finding)
@@ -98,7 +92,10 @@ class LiveIncarnation:
             self._announce(finding)
 
     def _observe_sglang_crash(self, text: str) -> None:
-        if any(marker in text for marker in _SGLANG_CRASHING):
+        """SGLang's crash path (its SIGQUIT handler, its watchdog naming a dead child, its
+        request dump: logpatterns' crash_path lines) has begun: crashlab waits for it."""
+        line = crash_line(text)
+        if line is not None and line.crash_path:
             self.sglang_crashing = True
         crashed = CHILD_CRASHED.search(text)
         if crashed:

@@ -22,7 +22,8 @@ from collections import deque
 from collections.abc import Callable
 from functools import lru_cache
 
-from ..logpatterns import PATTERNS, TRACEBACK_STARTS
+from ..logpatterns import ANCHORS as CRASH_ANCHORS
+from ..logpatterns import CRASH_LINES, QUOTED_RAISE, TRACEBACK_STARTS, entry
 from ..privacy.redact import PLAIN
 from ..report.logline import SGLANG_TAGS, TORCH_RANK
 from ..report.run import NO_EXCEPTION_LINE, Finding, TracebackFrame
@@ -42,20 +43,12 @@ MAX_LINE = 1 << 16
 _FRAME_TEXT = r"^\s*File \"(?P<file>.+)\", line (?P<line>\d+), in (?P<function>.+?)\s*$"
 
 
-def _group(kind: str) -> str:
-    return kind.replace("-", "_")
-
-
-_MATCH = re.compile("|".join(f"(?P<{_group(kind)}>{regex})" for kind, regex, _ in PATTERNS))
-_KIND = {_group(kind): kind for kind, _, _ in PATTERNS}
-#: What makes a chunk (or a line) worth a closer look: an anchor, or a traceback's start.
-ANCHORS = tuple(sorted({a.encode() for _, _, anchors in PATTERNS for a in anchors}
+#: What makes a chunk (or a line) worth a closer look: a crash line's anchor, or a traceback's
+#: start.
+ANCHORS = tuple(sorted({a.encode() for a in CRASH_ANCHORS}
                        | {b"Traceback (most recent call last)", b'File "'}))
 _FRAME = re.compile(_FRAME_TEXT)
 _EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(?::|$)")
-#: Source code a log quotes (a traceback's code line, indented): a ``raise`` holding a fault's
-#: words is a program's text, not the fault's message.
-_SOURCE_RAISE = re.compile(r"^\s+raise\b")
 
 Sink = Callable[[Finding], None]
 Redact = Callable[[str], str]
@@ -145,13 +138,13 @@ class StreamScanner:
         key, tags, body = split_rank(text)
         inside = self._tracebacks.get(key)  # a line of a traceback carries the traceback's rank
         rank = tags or (inside.finding.rank if inside is not None else None)
-        quoted_source = self._traceback(key, tags, body, text) or _SOURCE_RAISE.match(body)
+        quoted_source = self._traceback(key, tags, body, text) or QUOTED_RAISE.match(body)
         for stale in [k for k, tb in self._tracebacks.items()
                       if self.lines - tb.last_line > TRACEBACK_SILENCE]:
             self._finish(stale, None)
-        match = None if quoted_source else _MATCH.search(text)
-        if match and match.lastgroup:  # every alternative of _MATCH is a named group
-            finding = self._finding(_KIND[match.lastgroup], text, rank)
+        match = None if quoted_source else CRASH_LINES.search(text)
+        if match:
+            finding = self._finding(entry(match).kind, text, rank)
             self._waiting.append(finding)
             self._emit(finding)
         self._before.append(raw)
