@@ -62,10 +62,9 @@ def test_dynamic_shared_names_lanes_1_to_31_past_the_launchs_shared_memory():
     reserve = 0x400  # sm_90's shared reserve: the first byte of the block's window
     assert int(explanation.address, 16) == reserve + 4 * 1 * stride
     assert explanation.verdict.kind == "out-of-bounds" and explanation.breaks_bound
-    # past the bound: at least the distance past the launch's bytes less the reserve's reading
-    low, high = head.past_bound
+    # past the bound: each store's end past the launch's bytes (sharedMemSize counts the reserve)
     truth = [4 * lane * stride + 4 - dynamic for lane in outside]
-    assert min(truth) - reserve <= low <= min(truth) and max(truth) - reserve <= high <= max(truth)
+    assert head.past_bound == [min(truth), max(truth)]
     assert culprit.registers["R7"] == 1  # the stored value, threadIdx.x, in the culprit's own file
 
 
