@@ -341,4 +341,4 @@ def test_report_anonymized_renames_the_fleets_other_hosts(index_address, tmp_pat
     assert again.returncode == 0, again.stderr
     assert "### Across the fleet" in body and "gpu-node-secret" not in body
     host_row = next(row for row in body.splitlines() if row.startswith("| host |"))
-    assert host_row.endswith(".example` | 1 of 2 known |")  # the anonymiser's name for it
+    assert host_row.endswith(".example` | 1 of 2 known |")  # the anonymizer's name for it

@@ -283,9 +283,12 @@ def test_anonymize_keeps_no_host_user_address_secret_or_prompt_in_any_member(tmp
                 assert secret.encode() not in text, (name, secret)
     assert "192.0.2." in members["run/incarnation-1/launch.json"].decode()  # replaced, not dropped
     assert "API key is masked above" in members["report.md"].decode()
+    # spelled as the option that asked for it, --anonymize
+    body = (out / Path(issue["body"]).name).read_text()
+    assert "Launch command (anonymized)" in body and "anonymised" not in body
     assert ".example" in members["run/manifest.json"].decode()
 
-    # the anonymised pickle still loads and replays, with lengths and sampling parameters kept
+    # the anonymized pickle still loads and replays, with lengths and sampling parameters kept
     [pickle] = [n for n in members if n.startswith("requests/")]
     extracted = tmp_path / "extracted.pkl"
     extracted.write_bytes(members[pickle])

@@ -1,5 +1,5 @@
 """crashlab report on a coredump or a request dump given alone, its bad inputs, and its parts: the
-budgeted tar.gz, sizes, the anonymiser. Real files throughout: the bundled synthetic coredumps,
+budgeted tar.gz, sizes, the anonymizer. Real files throughout: the bundled synthetic coredumps,
 the request dumps real SGLang wrote (fixtures/sglang_dumps/real/), real gzip and tar."""
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ def test_a_request_dump_alone_gets_a_replay_command_from_its_launch_and_loads_ag
         assert listed.returncode == 0, listed.stderr
         requests = json.loads(listed.stdout)["requests"]
         assert len(requests) == count
-        assert [r["text"] for r in requests] == [r.text for r in loaded.requests[:count]]  # not anonymised
+        assert [r["text"] for r in requests] == [r.text for r in loaded.requests[:count]]  # not anonymized
 
 
 def test_the_launch_a_request_dump_recorded_is_written_as_a_command_that_runs(tmp_path):
@@ -251,7 +251,7 @@ def test_sizes_read_as_people_write_them():
             parse_size(bad)
 
 
-def test_the_anonymiser_replaces_places_and_people_and_keeps_what_is_not_one():
+def test_the_anonymizer_replaces_places_and_people_and_keeps_what_is_not_one():
     anonymizer = Anonymizer.for_launch(
         ["python", "-m", "sglang.launch_server", "--host", "node7.cluster.example.org",
          "--dist-init-addr", "10.1.2.3:5000"], {"USER": "bobjones", "MASTER_ADDR": "gpu-a.corp"},

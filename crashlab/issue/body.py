@@ -40,7 +40,7 @@ LEFT_OUT_SHOWN = 10
 
 @dataclass
 class Facts:
-    """What the body tells, every text already cleaned (redacted, anonymised)."""
+    """What the body tells, every text already cleaned (redacted, anonymized)."""
 
     title: str
     launch: list[str] | None
@@ -164,7 +164,7 @@ def _crash_lines(runs: list[RunReport]) -> list[str]:
 
 
 def _reproduction(facts: Facts) -> list[str]:
-    note = "anonymised" if facts.issue.anonymized else "secrets masked"
+    note = "anonymized" if facts.issue.anonymized else "secrets masked"
     out: list[str] = []
     if facts.launch:
         out += [f"Launch command ({note}):", "", *fenced([shlex.join(facts.launch)]), ""]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..notation import dim, marker, short_source
+from ..notation import counted, dim, marker, short_source
 from ..textsize import with_bytes
 from . import text, why
 from .markdown_escape import cell, code, cut_to, fenced, html, inline, join
@@ -261,7 +261,7 @@ def _dump(report: TriageReport) -> list[str]:
                  f"{', gzip' if report.source.compressed else ''}"),
         ("Driver", inline(f"{d.driver_version or '?'} (CUDA {d.cuda_version or '?'})")),
         ("Flags", inline(", ".join(d.generation_flags) or "none recorded")),
-        ("Sections", f"{d.section_count}; {d.memory_sections} memory sections, "
+        ("Sections", f"{d.section_count}; {counted(d.memory_sections, 'memory section')}, "
                      f"{with_bytes(d.memory_bytes)} (not read)"),
         ("Devices", inline(devices)),
     ]
