@@ -91,6 +91,20 @@ def test_what_the_reporting_machine_lacks_is_said_on_the_terminal_not_in_the_iss
     assert triage["debugger"]["status"] == "unavailable"
 
 
+def test_every_heading_of_a_coredumps_body_reads_as_a_heading_on_github(tmp_path):
+    """The dump's triage nests under the body's "#### `core`": its faults are h5, its title a bold
+    line; nothing is h6, which GitHub renders small and grey."""
+    from markdown_it import MarkdownIt
+
+    done = run_cli("report", FAULT_CORE, "--out", tmp_path, env=NO_DEBUGGER)
+    assert done.returncode == 0, done.stderr
+    body = done.stdout.decode()
+    levels = [int(t.tag[1]) for t in MarkdownIt("commonmark").enable("table").parse(body)
+              if t.type == "heading_open"]
+    assert levels and max(levels) == 5, levels
+    assert any(line.startswith("##### Fault 1: ") for line in body.splitlines())
+
+
 def test_a_coredump_without_exception_is_written_and_exits_1(tmp_path):
     done = run_cli("report", HANG_CORE, "--out", tmp_path)
     assert done.returncode == 1, done.stderr

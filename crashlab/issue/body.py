@@ -212,7 +212,8 @@ def _triage(facts: Facts, detail: _Detail, room: int) -> str:
     share = room // views
     out = [run_views.incidents(run, share, findings=False) for run in facts.runs]
     out += [f"#### {code(name)}\n\n" + dump_markdown.render(report, share - len(name) - 20,
-                                                            heading_level=5, footer=False)
+                                                            heading_level=5, footer=False,
+                                                            titled=False)
             for name, report in cores]
     if len(cores) < len(facts.cores):
         out.append(f"_{len(facts.cores) - len(cores)} more coredumps: their triage is in the bundle._\n\n")
