@@ -1,4 +1,4 @@
-"""Attribution as NVIDIA's reader does it (shared/reference/cuda-coredump.md section 8).
+"""Attribution as NVIDIA's reader does it (cuda-gdb's: the exception's warp and lane from the SM's error PC and the lanes' exception codes).
 
 SYNTHETIC dumps from tests.coredump_builder, some patched afterwards with tests.elf_patch into
 shapes the builder will not write (repeated ids, all-zero rows, lying links). The malformed shapes
