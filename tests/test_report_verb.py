@@ -342,9 +342,10 @@ def test_the_body_links_and_mentions_nothing_on_github(tmp_path):
 def test_a_python_crash_is_described_by_its_exception_and_its_innermost_frames(tmp_path):
     """A scheduler exception caught by serve leaves no coredump: "Describe the bug" says the
     exception and where it was raised (the stand-in rank's own frame), not only the title."""
-    env = environment(crash="scheduler-exception")
+    own = {"CRASHLAB_DB": str(tmp_path / "index.sqlite")}  # the session's holds other runs' crashes
+    env = {**environment(crash="scheduler-exception"), **own}
     run = _crashed_run(tmp_path / "serve", env=env)
-    done = run_cli("report", run, "--out", tmp_path / "issue")
+    done = run_cli("report", run, "--out", tmp_path / "issue", env=own)
     assert done.returncode == 0, done.stderr
     body = done.stdout.decode()
     described = body[:body.index("### Reproduction")]
