@@ -1,4 +1,4 @@
-"""Issue 27's figures of the house, measured the same way before and after a refactor:
+"""The figures of the house, measured the same way before and after a refactor:
 arrows back up the declared layer order, import circles, the largest module, functions over 60
 lines, radon's D-or-worse blocks, docstring coverage, schema-description coverage, README lines.
 

@@ -1,4 +1,4 @@
-"""Figures for ``crashlab ui`` (issue 28 §3): the time to serve each page kind over an index of
+"""Figures for ``crashlab ui``: the time to serve each page kind over an index of
 100,000 crashes (bench_index.fill: 500 signatures, 64 hosts, 200 crashes a signature), on SQLite
 and PostgreSQL, and the server process's memory.
 

@@ -32,3 +32,9 @@ def lane_ranges(lanes: list[int]) -> str:
         else:
             runs.append([lane, lane])
     return ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in runs)
+
+
+def counted(count: int, word: str, plural: str | None = None) -> str:
+    """``1 memory section``, ``4 memory sections``: a count and its noun in agreement (the
+    plural is WORD + s unless given)."""
+    return f"{count:,} {word if count == 1 else plural or word + 's'}"

@@ -118,7 +118,7 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason=f"gpu test: {why}"))
 
 
-# -- issue 4 (cuda-gdb driver): a real host program and its core, for tests that drive GNU gdb --
+# -- the cuda-gdb driver: a real host program and its core, for tests that drive GNU gdb --
 HOST_PROGRAM = r"""
 #include <signal.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 """SYNTHETIC CUDA coredump builder, for tests and benchmarks (no GPU involved).
 
 Everything this module writes is synthetic: struct-packed ELF files laid out after the public
-format description (shared/reference/cuda-coredump.md, sections 1.2-1.5, from cudacoredump.h),
+format description (cudacoredump.h, the header NVIDIA ships with cuda-gdb's source),
 not dumps a driver wrote. It keeps its own row layouts, spelled with the header's field names,
 so that it does not share a mistake with crashlab's reader. The code it embeds is real: cubins
 built by nvcc from fixtures/kernels/*.cu (fixtures/cubins/), relocated to a GPU address here the

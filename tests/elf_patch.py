@@ -10,8 +10,8 @@ SHDR = {
     "name": (0, "I"), "type": (4, "I"), "flags": (8, "Q"), "addr": (16, "Q"), "offset": (24, "Q"),
     "size": (32, "Q"), "link": (40, "I"), "info": (44, "I"), "align": (48, "Q"), "entsize": (56, "Q"),
 }
-#: Row fields the attribution tests rewrite, by table (offsets from cudacoredump.h, as listed in
-#: shared/reference/cuda-coredump.md section 1.5), for rows the builder cannot write wrong.
+#: Row fields the attribution tests rewrite, by table (offsets from cudacoredump.h, the header
+#: NVIDIA ships with cuda-gdb's source), for rows the builder cannot write wrong.
 ROW_FIELDS = {
     "lane": {"virtualPC": (0, "Q"), "ln": (16, "I"), "threadIdxX": (20, "I"),
              "exception": (32, "I")},
@@ -80,7 +80,7 @@ def patched(path: Path, out: Path, change) -> Path:
 
 
 #: SHT_LOUSER + 22: the driver's metadata section (.cudbg.meta), one CudbgMetaDataEntry; its
-#: u32 timestamp at offset 28 (cudacoredump.h, shared/reference/cuda-coredump.md section 1.5).
+#: u32 timestamp at offset 28 (cudacoredump.h).
 META_DATA = 0x80000000 + 22
 META_TIMESTAMP = 28
 

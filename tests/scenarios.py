@@ -254,7 +254,7 @@ def every_section_type() -> Scenario:
     return scenario
 
 
-# -- the fault explained (issue 26 §6): planted kernels, registers from a forward run -----------
+# -- the fault explained: planted kernels, registers from a forward run -----------
 #: The architectures every planted case is built for (fixtures/kernels/build_cubins.sh, EXPLAINED).
 EXPLAINED_ARCHS = ("sm_80", "sm_90", "sm_100")
 EXPLAINED_DEVICES = {"sm_80": "NVIDIA A100-SXM4-80GB", "sm_90": "NVIDIA H100 80GB HBM3",
@@ -361,7 +361,7 @@ def _recipes() -> dict[str, _Recipe]:
     return {
         # write_past_end<<<4, 256>>>(data, 1024): block 1, thread 32, idx 288. The dump holds
         # the 4 KiB allocation as a global segment and the store lands 1.1 GiB past it; a dump
-        # has no allocation table (shared/reference/fault-explanation.md), so even outside every
+        # has no allocation table (the driver writes none), so even outside every
         # segment it holds no bound is asserted
         "global-store": _Recipe("illegal_address", "illegal-address", (BUFFER, 1024), (4, 1, 1),
                                 (256, 1, 1), (1, 0, 0), 1, WARP_ILLEGAL_ADDRESS, "store", "global",
@@ -409,7 +409,7 @@ def _recipes() -> dict[str, _Recipe]:
                                "atomic", "shared", 4, "out-of-bounds", visit=2,
                                shared_mem_size=MOE_SHARED_BYTES, cluster_dim=(2, 1, 1),
                                archs=("sm_90", "sm_100")),
-        # the slicer's cases (issue 37 §3). gather_column<<<4, 256>>>(table, out, 16, 1000000):
+        # the slicer's cases. gather_column<<<4, 256>>>(table, out, 16, 1000000):
         # block 1, thread 32, i = 288, the garbage column the second of two adjacent ints
         "param-pair": _Recipe("param_pair", "param-pair", (BUFFER, OTHER_BUFFER, 16, 1000000),
                               (4, 1, 1), (256, 1, 1), (1, 0, 0), 1, WARP_ILLEGAL_ADDRESS, "load",
@@ -607,7 +607,7 @@ def explained(case: str, arch: str, *, contradicted: bool = False) -> Scenario:
                       registers=lanes[0].registers, faulting_lanes=len(_MARKED_LANES))
     return Scenario(spec, planted, notes={"truth": truth, "stopped": shown, "listing": listing,
                                           "launch": launches[0]})
-# -- hangs explained (issue 26 §4): warps whose registers follow the SASS ----------------------
+# -- hangs explained: warps whose registers follow the SASS ----------------------
 #: Where the hang scenarios' buffers lie: chosen roots, the registers are computed from them.
 HANG_FLAG = 0x7F12_3400_0000
 HANG_PROGRESS = 0x7F12_3400_0100

@@ -21,7 +21,7 @@ from crashlab.published import ClosedModel
 from tests.architecture import LAYERS, arrows_back_up, circles, read_graph, undeclared_units
 from tests.conftest import ROOT
 
-#: Arrows back up the layer order a refactor may leave (issue 27 asks for at most this many).
+#: Arrows back up the layer order a refactor may leave: at most this many.
 MOST_ARROWS_BACK_UP = 2
 CRASH_DUMP = ROOT / "fixtures" / "sglang_dumps" / "crash_dump_0.5.23.pkl"
 CORE = ROOT / "fixtures" / "synthetic" / "moe_align_out_of_range.nvcudmp"

@@ -1,4 +1,5 @@
-"""Attribution as NVIDIA's reader does it (shared/reference/cuda-coredump.md section 8).
+"""Attribution as NVIDIA's reader, cuda-gdb, does it: which warp and lane a dump's exception is
+given to, from the rows the dump holds.
 
 SYNTHETIC dumps from tests.coredump_builder, some patched afterwards with tests.elf_patch into
 shapes the builder will not write (repeated ids, all-zero rows, lying links). The malformed shapes

@@ -1,4 +1,4 @@
-"""Whose access faulted, on the dumps a real H200 wrote (fixtures/gpu/PROVENANCE.md; issue 37 §1-§2).
+"""Whose access faulted, on the dumps a real H200 wrote (fixtures/gpu/PROVENANCE.md).
 
 The driver marks a warp exception on all 32 lanes and does not say which lane's access broke the
 bound, so crashlab judges every marked lane on its own registers. The truth here comes from each

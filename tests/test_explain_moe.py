@@ -1,4 +1,4 @@
-"""The done criterion of issue 26 on the MoE kernel (fixtures/kernels/moe_align.cu, built for sm_90):
+"""The fault explained on the MoE kernel (fixtures/kernels/moe_align.cu, built for sm_90):
 a SYNTHETIC builder dump whose faulting lane's registers are computed here, by hand, from chosen
 roots and the kernel's SASS, must be explained back to those roots; the bundled example's pattern
 registers must give trust "mismatch".

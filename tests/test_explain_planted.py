@@ -1,4 +1,4 @@
-"""The fault explained, against planted truth (issue 26 §6).
+"""The fault explained, against planted truth.
 
 Every planted kernel (fixtures/kernels: a global store indexed from blockIdx, a local-array
 overflow, an ``extern __shared__`` overflow, a null and a misaligned pointer argument, the MoE
@@ -159,7 +159,7 @@ def test_registers_the_code_cannot_compute_give_mismatch(case, dumps_dir):
     assert explanation.trust == "mismatch"
 
 
-# -- the values the slicer must get right (issue 37 §3) -------------------------------------------
+# -- the values the slicer must get right --------------------------------------------------------
 _NOT_COMPARED = re.compile(r"^(U?R\d+) at \+(0x[0-9a-f]+) is not compared with the dump: "
                            r"\S+ at \+0x[0-9a-f]+ may write it on the way to the fault")
 

@@ -1,6 +1,6 @@
 """The readers of debugger output, on public transcripts of other releases and other programs.
 
-cuda-gdb transcripts here are the public ones quoted in shared/reference/cuda-coredump.md §3 (each
+cuda-gdb transcripts here are public ones, quoted from blog posts and NVIDIA's documentation (each
 constant names its source): shapes of releases other than 12.4 and of real GPU dumps. Real
 cuda-gdb 12.4 transcripts of our own dumps are read in tests/test_gdb_transcripts.py. GNU gdb
 output is produced live by real gdb on a real host core. MI records of the -cuda-* commands are

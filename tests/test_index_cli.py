@@ -117,8 +117,15 @@ def test_read_only_verbs_leave_an_empty_postgresql_database_empty(postgres):
 def test_serve_records_in_the_index_crashlab_db_names(index_address, tmp_path):
     done = _serve(tmp_path / "elsewhere" / "runs", env={"CRASHLAB_DB": index_address})
     assert done.returncode == 0, done.stderr.decode()
-    assert [c.title for c in _crashes(index_address)] == ["SIGSEGV in server"]
+    [recorded] = _crashes(index_address)
+    assert recorded.title == "SIGSEGV in server"
     assert not (tmp_path / "elsewhere" / "crashlab-index.sqlite").exists()
+    # serve says where it recorded the crash, by the id show takes
+    with Index(index_address) as index:
+        where = index.address
+    said = [line for line in done.stderr.decode().splitlines() if "recorded as crash" in line]
+    assert said == [f"crashlab: the crash is recorded as crash {recorded.id} in {where}"], \
+        done.stderr.decode()
 
 
 def test_an_index_that_cannot_be_written_costs_one_warning_not_the_run(tmp_path):

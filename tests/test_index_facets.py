@@ -41,7 +41,7 @@ def _fleet() -> list[NewCrash]:
                            gpu_index=n % 4, gpu_uuid=f"GPU-{n % 4:04x}", pci_address=f"0000:{n % 4}1:00.0",
                            cuda="12.8", flashinfer="0.6.12" if n < 4 else "0.6.18",
                            sgl_kernel="0.3.9", model="m/Qwen3", tp_size=8, pp_size=1, ep_size=8,
-                           uptime_s=(2 + n) * HOUR_S + 60 * n + 30, requests_in_flight=10 * n,
+                           uptime_s=(2 + n) * HOUR_S + 60 * n + 30, requests_in_dumps=10 * n,
                            owner="flashinfer 0.6.12", co_resident=["nccl_allreduce", f"k{n}"])
         seeded.append(crash(f"a{n}", A, 1000.0 + n, host=host, driver="580.95" if n % 2 else "570.1",
                             rank=f"TP{n % 4}", torch="2.8.0", sglang="0.5.23", facts=facts))
@@ -307,6 +307,33 @@ def test_migration_4_adds_the_facts_to_an_index_of_the_previous_schema(index_add
     assert by["pc"].known == 1 and by["host"].known == 2 and by["co_resident"].known == 0
 
 
+def test_migration_6_names_the_requests_in_the_dumps_as_such_and_keeps_their_count(index_address):
+    """The count migration 4 stored as requests_in_flight is the requests in the request dumps
+    (reports say "in flight" of those running at the crash): migration 6 renames the column and
+    keeps each crash's value; the facet shows it under its new name."""
+    db = connect(index_address)
+    with db.transaction():
+        db.execute(MIGRATIONS_TABLE)
+        for migration in [m for m in MIGRATIONS if m.number <= 5]:
+            for statement in migration.statements:
+                db.execute(statement.format(auto_id=db.auto_id))
+            db.execute("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, 0)",
+                       (migration.number, migration.name))
+        db.execute("INSERT INTO signatures (hash, version, kind, title, search, body, first_seen, "
+                   "last_seen, crash_count) VALUES (?, 1, 'gpu-fault', 't', 's', '{}', 1, 1, 1)",
+                   (A.hash,))
+        db.execute("INSERT INTO crashes (crash_key, signature_hash, signature_version, crashed_at, "
+                   "recorded_at, recorded_by, host, versions, source, summary, total_bytes, "
+                   "requests_in_flight) VALUES ('old', ?, 1, 1, 1, 'serve', 'node1', '{}', '/r', "
+                   "'s', 0, 33)", (A.hash,))
+    db.close()
+    with Index(index_address) as index:
+        assert index.schema_version() >= 6
+        by = {f.name: f for f in facets_of(index, A.hash).fields}
+    assert "requests_in_flight" not in by
+    assert [(v.value, v.count) for v in by["requests_in_dumps"].values] == [("33", 1)]
+
+
 def test_report_shows_the_facets_of_a_crash_the_index_holds(index_address, tmp_path):
     """A dump reported once is recorded by that report; reported again, it is in the index and
     the body shows its signature's facets, and the fleet's other crashes of that signature."""
@@ -341,4 +368,4 @@ def test_report_anonymized_renames_the_fleets_other_hosts(index_address, tmp_pat
     assert again.returncode == 0, again.stderr
     assert "### Across the fleet" in body and "gpu-node-secret" not in body
     host_row = next(row for row in body.splitlines() if row.startswith("| host |"))
-    assert host_row.endswith(".example` | 1 of 2 known |")  # the anonymiser's name for it
+    assert host_row.endswith(".example` | 1 of 2 known |")  # the anonymizer's name for it

@@ -56,7 +56,7 @@ def triage(tmp_path_factory):
     return report
 
 
-def _run(tmp_path, triage, visible: str | None = None) -> tuple[list, object]:
+def _run(tmp_path, triage, visible: str | None = None, findings=()) -> tuple[list, object]:
     """A run directory with environment.json (a constructed machine's), with VISIBLE its
     incarnation's launch.json setting CUDA_VISIBLE_DEVICES, and a report.json-shaped
     RunReport: one incident, its FAULT dump, a request dump of 7 requests and an Xid line."""
@@ -76,7 +76,8 @@ def _run(tmp_path, triage, visible: str | None = None) -> tuple[list, object]:
         ended_at=failed, exit=ExitStatus(code=1), stopped_by_crashlab=False, summary="boom",
         dumps=[dump], request_dumps=[FileRecord(path="dumps/d.pkl", kind="request-dump",
                                                 size_bytes=1, sha256="0", requests=7)],
-        findings=[Finding(kind="xid", text=XID_LINE, stream="kmsg", line=1, time=failed)],
+        findings=[Finding(kind="xid", text=XID_LINE, stream="kmsg", line=1, time=failed),
+                  *findings],
         processes=[ProcessRecord(pid=4242, ppid=1, role="scheduler", ranks="TP3",
                                  cmdline="python", started_at=START.isoformat())])
     report = RunReport(tool=Tool(version="t"), status="crash", summary="boom",
@@ -99,7 +100,7 @@ def test_a_runs_crash_carries_the_fault_device_launch_uptime_load_and_owner(tmp_
     assert facts.co_resident == ["ring_allreduce()"]
     assert (facts.model, facts.tp_size, facts.pp_size, facts.ep_size) == ("Qwen/Qwen3-30B-A3B", 4,
                                                                          None, 4)
-    assert facts.uptime_s == int(UPTIME.total_seconds()) and facts.requests_in_flight == 7
+    assert facts.uptime_s == int(UPTIME.total_seconds()) and facts.requests_in_dumps == 7
     assert (facts.xid, facts.esr) == ("13", "0x51e730")
     assert facts.owner == "flashinfer 0.6.12"
 
@@ -130,3 +131,48 @@ def test_the_runs_facts_come_back_as_facets(tmp_path, triage, index_address):
     assert [v.value for v in by["tp_size"].values] == ["4"]
     assert [v.value for v in by["uptime_s"].values] == [str(5 * 3600)]  # 5 h 12 min: hour 5
     assert [(v.value, v.count) for v in by["co_resident"].values] == [("ring_allreduce()", 1)]
+
+
+def _python_crash(tmp_path, findings: list[Finding]) -> NewCrash:
+    """The crash of a run whose server raised in Python: no dump, the log's FINDINGS."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    ended = (START + UPTIME).isoformat()
+    incident = Incident(
+        incarnation=1, directory="incarnation-1", kind="crash", started_at=START.isoformat(),
+        ended_at=ended, exit=ExitStatus(code=1), stopped_by_crashlab=False, summary="boom",
+        dumps=[], request_dumps=[], findings=findings, processes=[])
+    report = RunReport(tool=Tool(version="t"), status="crash", summary="boom",
+                       source=Source(path=str(run_dir), size_bytes=1, kind="run"),
+                       command=["python", "-m", "sglang.launch_server"], incidents=[incident])
+    [crash] = [c for c in from_run(run_dir, report, "serve") if isinstance(c, NewCrash)]
+    return crash
+
+
+def test_a_python_crash_fills_the_exception_facet_with_its_exception_line(tmp_path):
+    """The traceback's exception line is the crash's exception: not "unknown" beside a report
+    that names it."""
+    raised = "IndexError: index 5000 is out of bounds for dimension 0 with size 1000"
+    at = START.isoformat()
+    crash = _python_crash(tmp_path, [
+        Finding(kind="scheduler-exception", text="Scheduler hit an exception: Traceback (most "
+                "recent call last):", stream="stderr", line=3, time=at),
+        Finding(kind="traceback", text=raised, stream="stderr", line=4, end_line=9, time=at)])
+    assert crash.facts.exception == raised
+
+
+def test_a_traceback_that_printed_no_exception_line_leaves_the_exception_unknown(tmp_path):
+    from crashlab.report.run import NO_EXCEPTION_LINE
+
+    crash = _python_crash(tmp_path, [Finding(kind="traceback", text=NO_EXCEPTION_LINE,
+                                             stream="stderr", line=4, time=START.isoformat())])
+    assert crash.facts.exception is None
+
+
+def test_a_dumps_exception_stays_the_faults_beside_a_traceback(tmp_path, triage):
+    """A GPU fault's crash whose log also printed a traceback: the facet is the fault's."""
+    raised = Finding(kind="traceback", text="RuntimeError: CUDA error: an illegal memory access "
+                     "was encountered", stream="stderr", line=9, time=START.isoformat())
+    crashes, _ = _run(tmp_path, triage, findings=[raised])
+    crash = next(c for c in crashes if isinstance(c, NewCrash))
+    assert crash.facts.exception == triage.faults[0].exception.display

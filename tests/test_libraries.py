@@ -1,7 +1,7 @@
 """The two libraries stay libraries: crashlab.picklesafe (the safe pickle reader) and
-crashlab.privacy (redaction and anonymisation) import only each other's package-mates and the
+crashlab.privacy (redaction and anonymization) import only each other's package-mates and the
 small leaves below them, never a verb or the model they serve, so that the reader of strangers'
-pickles and the maskers of secrets can be read, reviewed and reused on their own (issue 27 §3).
+pickles and the maskers of secrets can be read, reviewed and reused on their own.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """crashlab and NVIDIA's real cuda-gdb 12.4 read the same SYNTHETIC dumps the same way.
 
-cuda-gdb's coredump reader needs no GPU (shared/reference/cuda-coredump.md §9), so these tests
+cuda-gdb's coredump reader needs no GPU (it reads the file on the CPU), so these tests
 run wherever .ci/get-cuda-gdb installed it; the ``real_cuda_gdb`` fixture skips them elsewhere.
 Every scenario the builder (tests/coredump_builder.py, tests/scenarios.py) makes and every
 bundled synthetic fixture is opened with ``cuda-gdb -batch``; what cuda-gdb prints is read with

@@ -1,5 +1,5 @@
 """Every real H200 dump's explanation (docs/reference/real-dumps.md) against the truth of the
-program that faulted, for every marked lane (issue 37 §6).
+program that faulted, for every marked lane.
 
 The truth is written here from each source (fixtures/kernels/*.cu, fixtures/gpu/*.cu and *.py:
 what the kernel computes for thread t, the values main() passes, what the planting script

@@ -79,7 +79,7 @@ def test_only_the_pointers_the_source_plants_are_suspects(dump):
 
 def test_the_truth_counts_the_fourteen_valid_pointers_of_the_issue():
     """The skip_global_memory dumps that fault pass 14 pointers their program allocated
-    (issue 37 counted them as suspects), read from the sources: the truth above misses none."""
+    (an earlier crashlab counted them as suspects), read from the sources: the truth above misses none."""
     valid = 0
     for dump in WHOLE:
         report = crashlab.inspect(dump, sass=False)

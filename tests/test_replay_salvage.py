@@ -86,7 +86,7 @@ def test_list_and_json_say_partial(tmp_path):
     assert listed.returncode == 0, listed.stderr
     line = f"{path}: partial: 16 requests, the file ends inside request 17".encode()
     assert listed.stderr.startswith(line) and listed.stderr.count(b"\n") == 1
-    assert b"warning: partial: 16 requests" in listed.stdout
+    assert b"partial:" not in listed.stdout  # said once, on stderr
     as_json = run_cli("replay", str(path), "--list", "--json")
     data = json.loads(as_json.stdout)
     assert as_json.returncode == 0 and errors(data, "listing") == []
@@ -108,6 +108,17 @@ def test_a_replay_of_a_partial_dump_sends_its_requests_and_says_partial(tmp_path
     assert 0 < read < 8 and len(report["attempts"][0]["requests"]) == read
     assert any(warning.startswith(f"partial: {read} requests") for warning in report["warnings"])
     assert b"partial:" in result.stderr
+
+
+def test_a_replay_of_a_partial_dump_says_partial_once(tmp_path):
+    """The human view leaves out of its warnings the partial line stderr has said."""
+    data = (FIXTURES / "crash_dump_0.5.23.pkl").read_bytes()
+    path = tmp_path / "cut.pkl"
+    path.write_bytes(data[:len(data) * 97 // 100])
+    with standin(tmp_path) as server:
+        result = run_cli("replay", *FAST_WATCH, str(path), "--url", server.url)
+    assert result.returncode == 1, result.stderr
+    assert (result.stdout + result.stderr).count(b"partial: ") == 1, (result.stdout, result.stderr)
 
 
 def _framed(value) -> bytes:

@@ -18,7 +18,7 @@ from tests.replay_support import FIXTURES, ROOT, STANDIN
 
 VERSIONS = ["0.5.6", "0.5.12", "0.5.23"]
 #: The sglang.* globals that SGLang 0.5.23's SafeUnpickler (srt/utils/common.py:3144, the loader
-#: of its replay script since 0.5.10) allows (shared/reference/sglang-crash-dump.md section 4).
+#: of its replay script since 0.5.10) allows (its allowlist of sglang.* classes).
 SAFE_UNPICKLER_SGLANG = {
     "sglang.srt.managers.io_struct.GenerateReqInput",
     "sglang.srt.managers.io_struct.EmbeddingReqInput",

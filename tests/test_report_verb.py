@@ -283,9 +283,12 @@ def test_anonymize_keeps_no_host_user_address_secret_or_prompt_in_any_member(tmp
                 assert secret.encode() not in text, (name, secret)
     assert "192.0.2." in members["run/incarnation-1/launch.json"].decode()  # replaced, not dropped
     assert "API key is masked above" in members["report.md"].decode()
+    # spelled as the option that asked for it, --anonymize
+    body = (out / Path(issue["body"]).name).read_text()
+    assert "Launch command (anonymized)" in body and "anonymised" not in body
     assert ".example" in members["run/manifest.json"].decode()
 
-    # the anonymised pickle still loads and replays, with lengths and sampling parameters kept
+    # the anonymized pickle still loads and replays, with lengths and sampling parameters kept
     [pickle] = [n for n in members if n.startswith("requests/")]
     extracted = tmp_path / "extracted.pkl"
     extracted.write_bytes(members[pickle])
@@ -339,9 +342,10 @@ def test_the_body_links_and_mentions_nothing_on_github(tmp_path):
 def test_a_python_crash_is_described_by_its_exception_and_its_innermost_frames(tmp_path):
     """A scheduler exception caught by serve leaves no coredump: "Describe the bug" says the
     exception and where it was raised (the stand-in rank's own frame), not only the title."""
-    env = environment(crash="scheduler-exception")
+    own = {"CRASHLAB_DB": str(tmp_path / "index.sqlite")}  # the session's holds other runs' crashes
+    env = {**environment(crash="scheduler-exception"), **own}
     run = _crashed_run(tmp_path / "serve", env=env)
-    done = run_cli("report", run, "--out", tmp_path / "issue")
+    done = run_cli("report", run, "--out", tmp_path / "issue", env=own)
     assert done.returncode == 0, done.stderr
     body = done.stdout.decode()
     described = body[:body.index("### Reproduction")]

@@ -1,5 +1,5 @@
 """crashlab report on a coredump or a request dump given alone, its bad inputs, and its parts: the
-budgeted tar.gz, sizes, the anonymiser. Real files throughout: the bundled synthetic coredumps,
+budgeted tar.gz, sizes, the anonymizer. Real files throughout: the bundled synthetic coredumps,
 the request dumps real SGLang wrote (fixtures/sglang_dumps/real/), real gzip and tar."""
 
 from __future__ import annotations
@@ -91,6 +91,20 @@ def test_what_the_reporting_machine_lacks_is_said_on_the_terminal_not_in_the_iss
     assert triage["debugger"]["status"] == "unavailable"
 
 
+def test_every_heading_of_a_coredumps_body_reads_as_a_heading_on_github(tmp_path):
+    """The dump's triage nests under the body's "#### `core`": its faults are h5, its title a bold
+    line; nothing is h6, which GitHub renders small and grey."""
+    from markdown_it import MarkdownIt
+
+    done = run_cli("report", FAULT_CORE, "--out", tmp_path, env=NO_DEBUGGER)
+    assert done.returncode == 0, done.stderr
+    body = done.stdout.decode()
+    levels = [int(t.tag[1]) for t in MarkdownIt("commonmark").enable("table").parse(body)
+              if t.type == "heading_open"]
+    assert levels and max(levels) == 5, levels
+    assert any(line.startswith("##### Fault 1: ") for line in body.splitlines())
+
+
 def test_a_coredump_without_exception_is_written_and_exits_1(tmp_path):
     done = run_cli("report", HANG_CORE, "--out", tmp_path)
     assert done.returncode == 1, done.stderr
@@ -125,7 +139,7 @@ def test_a_request_dump_alone_gets_a_replay_command_from_its_launch_and_loads_ag
         assert listed.returncode == 0, listed.stderr
         requests = json.loads(listed.stdout)["requests"]
         assert len(requests) == count
-        assert [r["text"] for r in requests] == [r.text for r in loaded.requests[:count]]  # not anonymised
+        assert [r["text"] for r in requests] == [r.text for r in loaded.requests[:count]]  # not anonymized
 
 
 def test_the_launch_a_request_dump_recorded_is_written_as_a_command_that_runs(tmp_path):
@@ -251,7 +265,7 @@ def test_sizes_read_as_people_write_them():
             parse_size(bad)
 
 
-def test_the_anonymiser_replaces_places_and_people_and_keeps_what_is_not_one():
+def test_the_anonymizer_replaces_places_and_people_and_keeps_what_is_not_one():
     anonymizer = Anonymizer.for_launch(
         ["python", "-m", "sglang.launch_server", "--host", "node7.cluster.example.org",
          "--dist-init-addr", "10.1.2.3:5000"], {"USER": "bobjones", "MASTER_ADDR": "gpu-a.corp"},

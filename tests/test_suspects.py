@@ -1,4 +1,4 @@
-"""Kernel arguments that are not what their type says (issue 26 §3), and a dump without the
+"""Kernel arguments that are not what their type says, and a dump without the
 parameter buffer: planted in SYNTHETIC dumps (tests/coredump_builder.py) around real nvcc-built
 cubins (moe_align.cu's ``moe_align_block_size(int const*, int*, int)``) and production ones
 carved from public wheels (``merge_attn_states``: ``__nv_bfloat16*``, ``float*``; ``ngram_ids``:

@@ -1,7 +1,7 @@
 """The 'why' block (Fault.explanation) in inspect's terminal and Markdown views.
 
 The explanation is built here, as the explainer would fill it, on the report of the bundled
-SYNTHETIC moe_align dump (a real nvcc-built cubin inside): the MoE story of issue 26 (an ATOMS
+SYNTHETIC moe_align dump (a real nvcc-built cubin inside): the MoE story (an ATOMS
 past the kernel's static shared memory, its index loaded from parameter 0). The views must put
 it under the SASS window, every part of it (instruction, space, bytes, address, verdict with its
 basis, formula, roots with provenance, stops, candidates, story), within 80 columns; and show a

@@ -1,4 +1,4 @@
-"""Hangs explained (issue 26 §4): what the warps of a dump with no exception wait for.
+"""Hangs explained: what the warps of a dump with no exception wait for.
 
 The kernels are real (fixtures/kernels/barrier_exit.cu, hang.cu, custom_allreduce.cu, built by
 nvcc); the dumps around them are SYNTHETIC (tests/scenarios.py), with the polling lanes'

@@ -18,7 +18,7 @@ def dump_now(run: Path, timeout: float) -> None:
     """Make a running server's GPUs write coredumps now (a hang), through the driver's pipes.
 
     RUN is the run directory of a crashlab serve --user-dumps that is still running. Exit
-    codes: 0 dumps collected; 1 triggered but none collected in time; 2 not such a run;
+    codes: 0 dumps collected; 1 triggered but none collected in time; 2 RUN is not such a run directory;
     3 no live pipe (the server has not initialised CUDA, or has ended).
     """
     from ..supervise.command import dump_now_said

@@ -35,7 +35,7 @@ def report(as_json: bool, db: str | None, **options: Any) -> None:
     and steps.jsonl), CUDA coredumps and SGLang request dumps, in any mix. The body (at most
     65,536 characters) follows SGLang's bug template: what happened, reproduction (launch and
     replay commands), the bisect's verdict, environment, triage, logs. The crashes are recorded
-    in the crash index (the one beside the first run's runs directory by default). The bundle
+    in the crash index (--db). The bundle
     holds report.md, report.json, the environment, log excerpts, each coredump's triage, each
     bisect's result.json and steps.jsonl, and the dumps and request pickles that fit under
     --max-size; the body lists what was left out and where it is. Secrets are masked

@@ -35,7 +35,7 @@ FIELDS = (("pc", "c.pc"), ("function_offset", "c.function_offset"), ("kernel", "
           ("sglang", "c.sglang"), ("flashinfer", "c.flashinfer"), ("sgl_kernel", "c.sgl_kernel"),
           ("model", "c.model"), ("tp_size", "c.tp_size"), ("pp_size", "c.pp_size"),
           ("ep_size", "c.ep_size"), ("server_role", "c.server_role"),
-          ("uptime_s", "c.uptime_s / 3600 * 3600"), ("requests_in_flight", "c.requests_in_flight"),
+          ("uptime_s", "c.uptime_s / 3600 * 3600"), ("requests_in_dumps", "c.requests_in_dumps"),
           ("owner", "c.owner"))
 
 

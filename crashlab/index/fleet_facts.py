@@ -16,7 +16,7 @@ from datetime import datetime
 from ..env import Environment
 from ..launchline import option_value
 from ..report.model import TriageReport
-from ..report.run import Incident
+from ..report.run import Incident, exception_line
 from ..vocabulary import XID
 from .records import FleetFacts
 
@@ -89,15 +89,17 @@ def of_launch(argv: list[str]) -> dict:
 
 def of_incident(incident: Incident, first_failure: float) -> dict:
     """Uptime at the first failure, requests in the request dumps, the Xid numbers and ESR
-    words of the incident's kernel-log lines."""
+    words of the incident's kernel-log lines, and the exception a Python crash raised (its
+    traceback's exception line; a dump's triage names a GPU fault's exception instead)."""
     started = datetime.fromisoformat(incident.started_at).timestamp()
     counted = [r.requests for r in incident.request_dumps if r.requests is not None]
     xids = [f.text for f in incident.findings if f.kind == XID]
     numbers = sorted({int(m[1]) for text in xids if (m := _XID_NUMBER.search(text))})
     esr = sorted({m for text in xids for m in _ESR.findall(text)})
     return {"uptime_s": max(0, int(first_failure - started)),
-            "requests_in_flight": sum(counted) if counted else None,
-            "xid": ", ".join(map(str, numbers)) or None, "esr": ", ".join(esr) or None}
+            "requests_in_dumps": sum(counted) if counted else None,
+            "xid": ", ".join(map(str, numbers)) or None, "esr": ", ".join(esr) or None,
+            "exception": exception_line(incident.findings)}
 
 
 def merged(*parts: dict) -> FleetFacts:

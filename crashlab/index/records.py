@@ -43,7 +43,7 @@ class CrashFile(_Model):
 #: FleetFacts' fields that are columns of crashes (co_resident is a table of its own).
 FACT_COLUMNS = ("pc", "function_offset", "kernel", "exception", "source_line", "xid", "esr",
                 "gpu_index", "gpu_uuid", "pci_address", "cuda", "flashinfer", "sgl_kernel",
-                "model", "tp_size", "pp_size", "ep_size", "uptime_s", "requests_in_flight",
+                "model", "tp_size", "pp_size", "ep_size", "uptime_s", "requests_in_dumps",
                 "owner")
 
 
@@ -71,7 +71,7 @@ class FleetFacts:
     pp_size: int | None = None
     ep_size: int | None = None
     uptime_s: int | None = None  # from the incarnation's start to its first failure
-    requests_in_flight: int | None = None
+    requests_in_dumps: int | None = None  # requests in the run's request dumps, all of them
     owner: str | None = None  # Fault.owner: the artifact and its version
     co_resident: list[str] = field(default_factory=list)
 

@@ -122,6 +122,12 @@ MIGRATIONS: tuple[Migration, ...] = (
         "ALTER TABLE crashes ADD COLUMN dump_sha256 TEXT",
         "CREATE INDEX crashes_by_dump ON crashes (dump_sha256)",
     )),
+    Migration(6, "requests_in_flight named for what it counts: requests_in_dumps", (
+        # the number of requests the crash's request dumps hold (finished and unfinished), which
+        # migration 4 called requests_in_flight while reports say "in flight" of the requests
+        # running at the crash: one name per meaning
+        "ALTER TABLE crashes RENAME COLUMN requests_in_flight TO requests_in_dumps",
+    )),
 )
 
 #: The newest schema this crashlab knows; an index migrated further is refused, not guessed at.

@@ -40,7 +40,7 @@ LEFT_OUT_SHOWN = 10
 
 @dataclass
 class Facts:
-    """What the body tells, every text already cleaned (redacted, anonymised)."""
+    """What the body tells, every text already cleaned (redacted, anonymized)."""
 
     title: str
     launch: list[str] | None
@@ -164,7 +164,7 @@ def _crash_lines(runs: list[RunReport]) -> list[str]:
 
 
 def _reproduction(facts: Facts) -> list[str]:
-    note = "anonymised" if facts.issue.anonymized else "secrets masked"
+    note = "anonymized" if facts.issue.anonymized else "secrets masked"
     out: list[str] = []
     if facts.launch:
         out += [f"Launch command ({note}):", "", *fenced([shlex.join(facts.launch)]), ""]
@@ -212,7 +212,8 @@ def _triage(facts: Facts, detail: _Detail, room: int) -> str:
     share = room // views
     out = [run_views.incidents(run, share, findings=False) for run in facts.runs]
     out += [f"#### {code(name)}\n\n" + dump_markdown.render(report, share - len(name) - 20,
-                                                            heading_level=5, footer=False)
+                                                            heading_level=5, footer=False,
+                                                            titled=False)
             for name, report in cores]
     if len(cores) < len(facts.cores):
         out.append(f"_{len(facts.cores) - len(cores)} more coredumps: their triage is in the bundle._\n\n")

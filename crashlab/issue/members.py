@@ -1,9 +1,9 @@
 """What could go into the bundle, each cleaned, named and ranked by how much a maintainer needs it.
 
 Text members (the run's reports, each coredump's triage, the environment, log excerpts) are
-made here from the run directory, redacted (and anonymised) like the body. A request dump is
+made here from the run directory, redacted (and anonymized) like the body. A request dump is
 rewritten with its secrets masked (crashlab.replay.scrub). A coredump is binary and cannot be
-rewritten: it goes in as it is, unless it holds a secret the report knows of (or, anonymised, a
+rewritten: it goes in as it is, unless it holds a secret the report knows of (or, anonymized, a
 known host or user name, a home folder, a private host name, an IP address, or GPU memory,
 where prompts live), which leaves it out.
 
@@ -83,7 +83,7 @@ def log_excerpt(path: Path, privacy: Privacy, label: str) -> bytes:
     def cleaned(raw: bytes) -> str:
         return privacy.text(raw.decode("utf-8", "replace"))[:LOG_LINE_CHARS]
 
-    note = "anonymised" if privacy.anonymized else "secrets masked"
+    note = "anonymized" if privacy.anonymized else "secrets masked"
     lines = [f"# crashlab report: {label}, {total} lines, {note}"]
     lines += [cleaned(raw) for raw in head]
     skipped = total - len(head) - len(tail)

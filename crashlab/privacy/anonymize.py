@@ -1,4 +1,4 @@
-"""Anonymisation for a bundle that goes to a public tracker: where a crash happened and whose it was.
+"""Anonymization for a bundle that goes to a public tracker: where a crash happened and whose it was.
 
 Redaction (redact.py) masks secrets; this goes further, for ``crashlab report --anonymize``:
 host names, user names and home folders, and IP addresses are replaced wherever they appear in
@@ -70,7 +70,7 @@ BYTES_REACH = 256
 
 
 def place_or_person_in(data: bytes) -> str | None:
-    """What ``data`` holds that anonymising would have replaced had it been text (a home folder,
+    """What ``data`` holds that anonymizing would have replaced had it been text (a home folder,
     a private host name, an IP address other than loopback), named; None when nothing."""
     for what, anchor, pattern in _IN_BYTES:
         for hit in anchor.finditer(data):
@@ -225,7 +225,7 @@ class Anonymizer:
         return text
 
     def json(self, value):
-        """A copy of a JSON value with every string (keys included) anonymised."""
+        """A copy of a JSON value with every string (keys included) anonymized."""
         if isinstance(value, dict):
             return {self.text(str(key)): self.json(item) for key, item in value.items()}
         if isinstance(value, list):

@@ -1,5 +1,5 @@
 """What every text bound for the issue or its bundle passes through: the redaction the views use,
-and with ``--anonymize`` the anonymiser, in that order (a secret is masked before a host inside it
+and with ``--anonymize`` the anonymizer, in that order (a secret is masked before a host inside it
 could be renamed around it)."""
 
 from __future__ import annotations

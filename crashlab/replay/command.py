@@ -41,13 +41,14 @@ def run(options: ReplayOptions) -> int:
     if options.as_json:
         click.echo(result.model_dump_json(indent=2))
     else:
-        views.render_result(result, ViewConsole())
+        views.render_result(result, ViewConsole(), said=dump.partial.line() if dump.partial else None)
     found = bool(result.minimization.minimal) if result.minimization else result.reproduced
     return EXIT_FOUND if found else EXIT_NOTHING
 
 
 def _say_partial(dump: CrashDump) -> None:
-    """A dump cut short is used as far as it was read, and the terminal says so."""
+    """A dump cut short is used as far as it was read, and stderr says so, once: the human views
+    leave that line out of their warnings (the JSON keeps it)."""
     if dump.partial is not None:
         click.echo(f"{dump.path}: {dump.partial.line()}", err=True)
 

@@ -4,7 +4,7 @@ replaced, written back in SGLang's layout so that ``crashlab replay`` still read
 An SGLang crash dump holds the server's arguments (``api_key`` among them), the launch command,
 and every recent request with its prompt and output. ``scrub`` walks the decoded dump (the
 loader's inert records, nothing of SGLang's) and passes every string through ``clean`` (the
-report's redaction and anonymisation); a field whose name says it is a secret is masked whole.
+report's redaction and anonymization); a field whose name says it is a secret is masked whole.
 With ``contents=True`` (``crashlab report --anonymize``) the requests' texts become placeholders
 of the same length and their token ids the same number of one id, so that lengths, sampling
 parameters and timing, what a replay needs to put the same load on a server, are kept while

@@ -164,6 +164,8 @@ class RequestLister:
         if dump.launch_command:
             self._print(plain(f"launched as: {dump.launch_command}"))
         for warning in dump.warnings:
+            if dump.partial is not None and warning == dump.partial.line():
+                continue  # on stderr, once (replay.command)
             self._print(line(("warning: ", "yellow"), warning))
 
     def _print(self, text: Text) -> None:
@@ -183,14 +185,15 @@ def _ms(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds * 1000:.2f}"
 
 
-def render_result(result: ReplayResult, console: Console) -> None:
-    """The result as text; strings from the dump, the server and its log are printed as data."""
+def render_result(result: ReplayResult, console: Console, said: str | None = None) -> None:
+    """The result as text; strings from the dump, the server and its log are printed as data.
+    SAID is a warning already on stderr (a cut dump's partial line), not printed again."""
     _print_setup(result, console)
     for attempt in result.attempts:
         _print_attempt(attempt, console)
     if result.minimization:
         _print_minimization(result.minimization, console)
-    _print_closing(result, console)
+    _print_closing(result, console, said)
 
 
 def _print_setup(result: ReplayResult, console: Console) -> None:
@@ -267,11 +270,13 @@ def _print_minimization(m: Minimization, console: Console) -> None:
                                 f"{', exhausted' if m.budget_exhausted else ''}{left})")))
 
 
-def _print_closing(result: ReplayResult, console: Console) -> None:
-    """The server's output, the warnings, and the k/N line."""
+def _print_closing(result: ReplayResult, console: Console, said: str | None = None) -> None:
+    """The server's output, the warnings (but SAID), and the k/N line."""
     if result.server_log:
         console.print(wrapped(line("server output: ", result.server_log)))
     for warning in result.warnings:
+        if warning == said:
+            continue
         console.print(wrapped(line(("warning:", "yellow"), " ", warning)))
     if result.schedule_kept is False:
         console.print(wrapped(line(("warning:", "yellow"), " the schedule was not kept (p99 "

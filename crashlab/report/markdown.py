@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..notation import dim, marker, short_source
+from ..notation import counted, dim, marker, short_source
 from ..textsize import with_bytes
 from . import text, why
 from .markdown_escape import cell, code, cut_to, fenced, html, inline, join
@@ -36,6 +36,12 @@ class _Detail:
     cuts: tuple[str, ...] = ()
     heading: int = 3  # the title's heading level; sections are one below
     footer: bool = True
+    titled: bool = True  # False: the title a bold line, the sections at ``heading``
+
+    @property
+    def sections(self) -> int:
+        """The heading level of the faults and the debugger's section."""
+        return self.heading + 1 if self.titled else self.heading
 
 
 _STEPS = (
@@ -52,10 +58,12 @@ _STEPS = (
 
 
 def render(report: TriageReport, limit: int = GITHUB_LIMIT, heading_level: int = 3,
-           footer: bool = True) -> str:
-    """``heading_level`` and ``footer``: for a report embedded in another one (serve's report.md),
-    whose headings it nests under and whose footer it shares."""
-    detail = _Detail(heading=heading_level, footer=footer)
+           footer: bool = True, titled: bool = True) -> str:
+    """``heading_level``, ``footer`` and ``titled``: for a report embedded in another one (serve's
+    report.md, an issue body), whose headings it nests under and whose footer it shares. Untitled,
+    its title is a bold line and its sections are at ``heading_level``: embedded under a heading
+    of its own, every heading stays at h5 or above (GitHub renders h6 small and grey, as text)."""
+    detail = _Detail(heading=heading_level, footer=footer, titled=titled)
     body = _render(report, detail)
     for label, change in _STEPS:
         if len(body) <= limit:
@@ -71,7 +79,8 @@ def signature_text(signature: CrashSignature) -> str:
 
 
 def _render(report: TriageReport, detail: _Detail) -> str:
-    out: list[str] = [f"{'#' * detail.heading} crashlab: {inline(report.summary)}", ""]
+    title = f"crashlab: {inline(report.summary)}"
+    out: list[str] = [f"{'#' * detail.heading} {title}" if detail.titled else f"**{title}**", ""]
     if report.signature is not None:
         out += [f"Signature: {signature_text(report.signature)}", ""]
     if detail.cuts:
@@ -85,7 +94,7 @@ def _render(report: TriageReport, detail: _Detail) -> str:
     if hidden > 0:
         out += [f"_{hidden} more fault group(s) in the JSON report._", ""]
     if report.debugger is not None:
-        out += _debugger(report.debugger, detail.heading + 1)
+        out += _debugger(report.debugger, detail.sections)
     out += _kernels(report, detail)
     out += _dump(report)
     if report.warnings:
@@ -125,7 +134,7 @@ def _fault(fault: Fault, number: int, primary: bool, detail: _Detail,
         rows.append(("Owner", inline(text.owner_line(fault.owner))))
         rows += [("Owner evidence", inline(fact)) for fact in fault.owner.evidence]
     rows += [("Note", inline(note)) for note in fault.notes]
-    out = [f"{'#' * (detail.heading + 1)} Fault {number}: {inline(fault.exception.display)}", "",
+    out = [f"{'#' * detail.sections} Fault {number}: {inline(fault.exception.display)}", "",
            *FIELD_TABLE]
     out += [f"| {k} | {cell(v)} |" for k, v in rows]
     out.append("")
@@ -245,7 +254,7 @@ def _positions(kernels, devices: int, limit: int) -> list[str]:
 
 
 def _waits(kernel) -> list[str]:
-    """What the warps wait for: an item per class, its evidence as sub-items (issue 26 §4)."""
+    """What the warps wait for: an item per class, its evidence as sub-items."""
     items = []
     for wait in kernel.waits:
         items.append(f"- **{inline(wait.kind)}** (grid {kernel.grid_id}): {inline(wait.summary)}")
@@ -261,7 +270,7 @@ def _dump(report: TriageReport) -> list[str]:
                  f"{', gzip' if report.source.compressed else ''}"),
         ("Driver", inline(f"{d.driver_version or '?'} (CUDA {d.cuda_version or '?'})")),
         ("Flags", inline(", ".join(d.generation_flags) or "none recorded")),
-        ("Sections", f"{d.section_count}; {d.memory_sections} memory sections, "
+        ("Sections", f"{d.section_count}; {counted(d.memory_sections, 'memory section')}, "
                      f"{with_bytes(d.memory_bytes)} (not read)"),
         ("Devices", inline(devices)),
     ]

@@ -37,11 +37,12 @@ _BACKTICKS = re.compile(r"`+")
 #: ``[a-z0-9_+-]`` with a letter in each but four, ``100``, ``1234``, ``+1`` and ``-1``. So a
 #: time (``20:57:44``) or a number between colons is not one, and is left as it is.
 _SHORTCODE = r"(?:[0-9_+-]*[A-Za-z][0-9A-Za-z_+-]*|100|1234|[+-]1):"
-#: Where GitHub or cmark-gfm would start a link, at the character a break goes after: every
-#: ``@`` (mentions, e-mail addresses: cmark-gfm links ``a@.b``), ``#`` before a digit and ``GH``
+#: Where GitHub or cmark-gfm would start a link, at the character a break goes after: an ``@``
+#: before a character a user name or a mail domain can start with (mentions, e-mail addresses:
+#: cmark-gfm links ``a@.b``; ``@!P0``, a SASS guard, can be neither), ``#`` before a digit and ``GH``
 #: before ``-digit`` (issue references), ``:`` before a shortcode and ``:`` (emoji) or ``//``
 #: (URLs), the first ``w`` of ``www.``.
-_GITHUB_LINK = re.compile(rf"@|#(?=\d)|(?i:gh)(?=-\d)|:(?={_SHORTCODE}|//)|(?i:w)(?=ww\.)")
+_GITHUB_LINK = re.compile(rf"@(?=[0-9A-Za-z._-])|#(?=\d)|(?i:gh)(?=-\d)|:(?={_SHORTCODE}|//)|(?i:w)(?=ww\.)")
 #: Renders as nothing, and splits the text around it.
 _BREAK = "<!-- -->"
 #: What Markdown reads inside inline HTML (a ``<sub>`` in a paragraph), written as entities there.

@@ -15,7 +15,7 @@ from typing import Literal
 from pydantic import Field
 
 from ..published import ClosedModel as _Model
-from ..vocabulary import DumpLabel, Role
+from ..vocabulary import TRACEBACK, DumpLabel, Role
 from .hoststacks import NativeStack, PythonStack
 from .model import SCHEMA_VERSION, Source, Tool, TriageReport
 from .signature import CrashSignature
@@ -118,6 +118,13 @@ class Finding(_Model):
     """Up to 5 log lines after the matched one, secrets masked."""
     frames: list[TracebackFrame] = Field(default_factory=list)
     """tracebacks: in order"""
+
+
+def exception_line(findings: list[Finding]) -> str | None:
+    """The exception a Python crash raised: the exception line of the first traceback that
+    printed one (``IndexError: index 5000 is out of bounds ...``); None where none did."""
+    return next((f.text for f in findings if f.kind == TRACEBACK and f.text != NO_EXCEPTION_LINE),
+                None)
 
 
 class FileRecord(_Model):

@@ -188,7 +188,7 @@ def incidents(report: RunReport, limit: int, findings: bool = True) -> str:
     at = out.index(_DUMP_VIEW)
     head, tail = join(out[:at]), join(out[at + 1:])
     budget = max(limit - len(head) - len(tail) - 200, MIN_DUMP_BUDGET)
-    view = dump_markdown.render(fault.report, budget, heading_level=5, footer=False)
+    view = dump_markdown.render(fault.report, budget, heading_level=5, footer=False, titled=False)
     return cut_to(head + view + tail, limit)
 
 

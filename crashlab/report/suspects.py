@@ -1,4 +1,4 @@
-"""Kernel arguments that are not what their type says (issue 26 §3).
+"""Kernel arguments that are not what their type says.
 
 A pointer argument whose value no kernel could use as its type says (null, an integer, two
 int32s packed into one slot, misaligned for its pointee, or pointing at no memory the dump

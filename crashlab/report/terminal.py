@@ -319,7 +319,7 @@ def _positions(report: TriageReport, console: Console) -> None:
 
 
 def _waits(kernel: Kernel, console: Console) -> None:
-    """What the warps wait for, a line per class, its evidence under it (issue 26 §4)."""
+    """What the warps wait for, a line per class, its evidence under it."""
     for wait in kernel.waits:
         console.print(line("    ", (f"{wait.kind}: ", "bold"), wait.summary), overflow="fold")
         for item in wait.evidence[:MAX_EVIDENCE]:

@@ -113,7 +113,9 @@ def _opcode(fault: Fault) -> str | None:
 def _named(name: str, what: str, notes: list[str]) -> str:
     normal, fired = normalise(name)
     if fired:
-        notes.append(f"{what} name: " + ", ".join(fired))
+        rules = "rule" if len(fired) == 1 else "rules"
+        notes.append(f"{what} name normalised by the {rules} " + ", ".join(fired)
+                     + " (crashlab's signature rules)")
     return normal
 
 

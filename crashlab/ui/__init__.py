@@ -1,4 +1,4 @@
-"""``crashlab ui``: a read-only web view of the crash index for a fleet's on-call (issue 28 §3).
+"""``crashlab ui``: a read-only web view of the crash index for a fleet's on-call.
 
 Werkzeug routes and serves it, Jinja2 renders it with autoescape on, so text from dumps and logs
 is never markup; plots are inline SVG made here (charts.py), so a page needs no JavaScript and

@@ -18,6 +18,7 @@ from werkzeug.wrappers import Request, Response
 from ..errors import BadInput
 from ..index.facets import shown_value
 from ..index.store import Index
+from ..notation import counted
 from ..owner.fixes import is_web_link
 from ..report import text, why
 from ..report.suspects import suspect_items
@@ -45,6 +46,7 @@ def templates() -> Environment:
     environment.globals["why_lines"] = why.lines
     environment.globals["text"] = text
     environment.globals["with_bytes"] = with_bytes
+    environment.globals["counted"] = counted
     environment.globals["suspect_items"] = suspect_items
     environment.filters["breakable"] = breakable
     # a report from elsewhere may name a fix's link as javascript:...: only http(s) is a link

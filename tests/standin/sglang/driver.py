@@ -1,6 +1,6 @@
 """STAND-IN for the CUDA driver's coredump writer (not a driver; see tests/standin/README.md).
 
-It behaves as shared/reference/cuda-coredump.md section 2 describes the real one: it reads
+It behaves as NVIDIA's CUDA-GDB documentation describes the real one: it reads
 CUDA_ENABLE_COREDUMP_ON_EXCEPTION, CUDA_COREDUMP_FILE (%h, %p, %t; %t fixed at "CUDA init"),
 CUDA_COREDUMP_SHOW_PROGRESS, CUDA_ENABLE_USER_TRIGGERED_COREDUMP and CUDA_COREDUMP_PIPE; on an
 "exception" it prints the `coredump:` progress lines on stderr while it writes the dump (slowly,

@@ -1,6 +1,6 @@
 """STAND-IN for ``python -m sglang.launch_server`` in crashlab's tests; not SGLang.
 
-What it imitates (shared/reference/sglang-crash-dump.md sections 2, 5, 6): the command line
+What it imitates of SGLang's own server: the command line
 (--model-path, --host, --port, --tp-size, --crash-dump-folder, --api-key, --max-total-tokens,
 --disaggregation-mode with SGLang's choices null | prefill | decode, printed in its ServerArgs line
 and otherwise without effect: no KV cache moves between stand-ins),

@@ -1,0 +1,92 @@
+"""What the front page and the manual state, held to the code: README's table of what works names
+every verb and links pages that exist, README's worked example is what inspect prints on that
+real dump, the manual's home is a map of every page, CONTRIBUTING names every unit of the layer
+order, and no docstring cites a tracker's issue number or a file outside the repository."""
+
+from __future__ import annotations
+
+import re
+
+from crashlab.cli import VERBS
+from tests.architecture import LAYERS, PACKAGE
+from tests.conftest import ROOT, run_cli
+
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+CONTRIBUTING = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+DOCS = ROOT / "docs"
+
+
+def _section(text: str, heading: str) -> str:
+    start = text.index(heading)
+    following = text.find("\n## ", start + len(heading))
+    return text[start:following if following >= 0 else len(text)]
+
+
+def _fenced_after(text: str, heading: str) -> list[str]:
+    section = _section(text, heading)
+    return section.split("```text\n", 1)[1].split("\n```", 1)[0].splitlines()
+
+
+def test_readmes_table_of_what_works_names_every_verb_and_links_pages_that_exist():
+    table = _section(README, "## What works")
+    named = set(re.findall(r"`([a-z][a-z-]*)`", "\n".join(
+        line.split("|")[1] for line in table.splitlines() if line.startswith("| `"))))
+    assert set(VERBS) - named == set(), "verbs README's table leaves out"
+    links = re.findall(r"\]\((docs/[^)#]+)", table)
+    assert links and all((ROOT / link).is_file() for link in links), links
+
+
+def test_readmes_worked_example_is_what_inspect_prints_on_that_dump():
+    """Each line of the excerpt (``...`` marks lines left out) is in the output, in order;
+    compared with spaces made one, so a terminal's wrapping does not matter."""
+    [command, *shown] = _fenced_after(README, "## A real dump, explained")
+    assert command.startswith("$ crashlab inspect ")
+    [core] = ROOT.glob(command.split()[-1])
+    done = run_cli("inspect", core)
+    assert done.returncode == 0, done.stderr
+    printed = " ".join(done.stdout.decode().split())
+    at = 0
+    excerpt = [" ".join(line.split()) for line in shown if line.strip() != "..."]
+    assert len(excerpt) >= 12
+    for line in excerpt:
+        found = printed.find(line, at)
+        assert found >= 0, f"not printed (or not in this order): {line}"
+        at = found + len(line)
+
+
+def test_the_manuals_home_is_a_map_of_every_page_in_the_navigation():
+    nav = re.findall(r":\s*(\S+\.md)\s*$", (ROOT / "mkdocs.yml").read_text(), re.MULTILINE)
+    home = (DOCS / "index.md").read_text(encoding="utf-8")
+    pages = [page for page in nav if page != "index.md"]
+    assert pages and [page for page in pages if f"]({page})" not in home] == []
+    assert "What works today" not in home  # README's, not copied here to drift
+
+
+def test_contributing_names_every_unit_of_the_layer_order():
+    layout = _section(CONTRIBUTING, "## Layout")
+    order = _section(CONTRIBUTING, "## The layer order")
+    packages = [unit for unit in LAYERS if (PACKAGE / unit).is_dir()]
+    assert [unit for unit in packages if f"`{unit}/`" not in layout] == []
+    assert [unit for unit in LAYERS if f"`{unit}`" not in order] == []
+
+
+#: an issue of this project's tracker (an outside one's, "cmark-gfm issue 181", names its project)
+_OWN_ISSUE = re.compile(r"\b[Ii]ssue \d+")
+_OUTSIDE = "shared/" + "reference"
+
+
+def test_no_source_cites_an_issue_number_or_a_file_outside_the_repository():
+    found = []
+    for folder in ("crashlab", "tests", "benchmarks"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                if _OUTSIDE in line or (_OWN_ISSUE.search(line) and "cmark-gfm issue" not in line
+                                        and "markup issue" not in line):
+                    found.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert found == []
+
+
+def test_report_help_and_the_index_agree_on_where_the_index_is():
+    """report --help sends the reader to --db, whose help names the default."""
+    text = " ".join(run_cli("report", "--help").stdout.decode().split())
+    assert "(--db)" in text and "XDG_DATA_HOME" in text
