@@ -11,11 +11,14 @@ guard to end quietly, not Rich's exit 1.
 
 from __future__ import annotations
 
+from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.control import Control
+from rich.measure import Measurement
 from rich.segment import Segment
 from rich.text import Text
 
+from . import wrap
 from .escape import escape
 
 #: Into a pipe or file rich would assume 80 columns; SASS and tables read better unwrapped.
@@ -34,6 +37,46 @@ def line(*parts: str | tuple[str, str]) -> Text:
         text, style = (part, "") if isinstance(part, str) else part
         out.append(escape(text), style=style)
     return out
+
+
+class Folded:
+    """Rich text laid out by :mod:`crashlab.wrap`, the one wrapper of every view: broken where a
+    line may end (never inside a word, a number or an identifier), the lines after the first
+    indented by ``indent``. Tables measure it by its longest piece."""
+
+    def __init__(self, value: Text, indent: int = 0):
+        self.value = value
+        self.indent = indent
+
+    def _paragraphs(self) -> list[Text]:
+        if "\n" not in self.value.plain:
+            return [self.value]
+        return list(self.value.split("\n", allow_blank=True))
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        whole = max((cell_len(part.plain) for part in self._paragraphs()), default=0)
+        pieces = []
+        for part in self._paragraphs():
+            points = wrap.break_points(part.plain)
+            pieces += [cell_len(part.plain[a:b].rstrip()) for a, b in zip([0, *points[:-1]], points, strict=True)]
+        longest = max(pieces, default=0) + (self.indent if len(pieces) > 1 else 0)
+        return Measurement(min(longest, whole), whole).clamp(max_width=options.max_width)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = options.max_width
+        pad = " " * wrap.hanging(width, self.indent)
+        for part in self._paragraphs():
+            for number, (start, end) in enumerate(wrap.spans(part.plain, width, self.indent)):
+                row = part[start:end]
+                if number:
+                    row = Text(pad) + row
+                row.end, row.overflow = "\n", "fold"
+                yield row
+
+
+def wrapped(value: Text, indent: int = 0) -> Folded:
+    """Rich text (made by :func:`plain` or :func:`line`) as every view wraps it: see Folded."""
+    return Folded(value, indent)
 
 
 class _Trimmed:

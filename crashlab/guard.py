@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-import textwrap
 
 import click
 
@@ -28,12 +27,14 @@ _CLICK_ENDINGS = (click.exceptions.Exit, click.ClickException, click.Abort)
 
 def say(message: str) -> None:
     """One line on stderr; names and messages from outside in it are escaped, never raw. On a
-    terminal the line is folded at word boundaries to its width (the terminal itself would break
-    it inside words); into a pipe or a file it stays one line, for grep."""
+    terminal the line is folded to its width as every view's lines are (crashlab.wrap: at
+    words, after a path's ``/``; the terminal itself would break it inside words), the lines
+    after the first indented; into a pipe or a file it stays one line, for grep."""
     line = f"crashlab: {escape(message)}"
     if sys.stderr.isatty():
-        line = textwrap.fill(line, _columns(), subsequent_indent="  ",
-                             break_long_words=False, break_on_hyphens=False)
+        from .wrap import fitted  # rich's cell widths: not for --help, which never says a line
+
+        line = "\n".join(fitted(line, _columns(), indent=2))
     click.echo(line, err=True)
 
 

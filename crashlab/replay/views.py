@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import textwrap
 from collections.abc import Iterator
 from typing import overload
 
@@ -11,12 +10,12 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..console import line, plain
+from ..console import line, plain, wrapped
 from ..escape import escape, printable
 from ..report.model import Tool
-from ..report.terminal import wrapped
 from ..textsize import with_bytes
 from ..version import __version__
+from ..wrap import fitted
 from .records import CrashDump, Request
 from .result import Attempt, DumpListing, Minimization, ReplayResult, RequestOutcome
 
@@ -101,7 +100,8 @@ def _flags(request: Request) -> str:
 #: One listing line: fixed-width columns, then the prompt and flags (a format string is ten
 #: times cheaper per line than padding each cell, which a 30,000-request dump notices). Below
 #: ``WIDE`` columns the rid and the state are narrower, so that an 80-column terminal keeps
-#: room for the prompt; the prompt and flags wrap at spaces, under their column.
+#: room for the prompt; the prompt and flags wrap as every view's lines do (crashlab.wrap),
+#: under their column.
 _ROW = "{:<6.6} {:<10.10} {:<4.4} {:<24.24} {:<7.7} {:<5.5} {:<12.12} {}"
 _NARROW_ROW = "{:<5.5} {:<8.8} {:<4.4} {:<17.17} {:<5.5} {:<4.4} {:<10.10} {}"
 _HEADINGS = ("#", "+t s", "kind", "rid", "max new", "temp", "state", "prompt · flags")
@@ -141,8 +141,7 @@ class RequestLister:
             escape(f"{done.finish_reason or ''} {done.completion_tokens or ''}".strip())
         flags = _flags(request)
         described = printable(f"{_prompt(request)} · {flags}" if flags else _prompt(request))
-        first, *rest = (textwrap.wrap(described, self.room, break_on_hyphens=False)
-                        if len(described) > self.room else [described])
+        first, *rest = fitted(described, self.room) if len(described) > self.room else [described]
         write(self.row_format.format(str(self.count), f"{request.created - self.first_created:+.3f}",
                                      request.kind[:3], printable(str(request.rid), self.rid_room),
                                      escape(str(params.get("max_new_tokens", ""))),
