@@ -4,9 +4,13 @@ into Rich text.
 Rich reads a ``str`` as markup (``[/bold]`` raises, ``[red]x[/red]`` is eaten, ``:smile:``
 becomes an emoji) and passes control characters to the terminal. A view therefore builds text
 from a dump, a pickle or a log with :func:`plain` or :func:`line` (escaped, never markup), and
-prints on a :class:`ViewConsole`, where a stray ``str`` is not markup either, no line ends in
-spaces and a reader that goes away (``| head -1``) is a ``BrokenPipeError`` for the command's
-guard to end quietly, not Rich's exit 1.
+prints on a :class:`ViewConsole`, where a stray ``str`` is not markup either and no line ends in
+spaces.
+
+A reader that goes away (``| head -1``, ``| true``) changes neither what the command does nor
+its exit code: on the console, as through :mod:`crashlab.stdout`'s ``echo`` and ``write``, what is
+written after it left goes to /dev/null (not Rich's exit 1), and the command runs on to its own
+end.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from rich.text import Text
 
 from . import wrap
 from .escape import escape
+from .stdout import reader_gone
 
 #: Into a pipe or file rich would assume 80 columns; SASS and tables read better unwrapped.
 PIPED_WIDTH = 160
@@ -101,7 +106,8 @@ class _Trimmed:
 
 class ViewConsole(Console):
     """A Rich console for crashlab's views: no markup, emoji or highlighting in any ``str``, no
-    trailing spaces, 160 columns into a pipe, and a broken pipe raised, not exited on."""
+    trailing spaces, 160 columns into a pipe; a reader that goes away silences it, and the
+    command goes on (:func:`reader_gone`)."""
 
     def __init__(self, **options):
         super().__init__(markup=False, emoji=False, highlight=False, **options)
@@ -112,4 +118,5 @@ class ViewConsole(Console):
         super().print(*(o if isinstance(o, Control) else _Trimmed(o) for o in objects), **options)
 
     def on_broken_pipe(self) -> None:
-        raise BrokenPipeError
+        self.quiet = True
+        reader_gone(self.file)

@@ -6,7 +6,7 @@ closed pipe or a full disk: whatever a verb runs into ends as one line. crashlab
 that reads it (crashlab.wrongverb); a bad option is bad input like any other (exit 2, not
 click's usage block); anything else is a crashlab bug, said so in one line with exit 2
 (``CRASHLAB_DEBUG=1`` shows its traceback instead). A reader that goes away (``| head -1``) ends
-the command quietly.
+the output quietly and changes no exit code (crashlab.stdout).
 """
 
 from __future__ import annotations
@@ -58,7 +58,8 @@ def guarded(subject: str | None, action):
     not one of crashlab's own errors."""
     try:
         return action()
-    except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as cat does
+    except BrokenPipeError:  # the reader went away (`| head`) from a write crashlab.stdout does
+        # not guard (every view's is: a command runs on to its own exit code): stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(EXIT_FOUND)
     except CrashlabError as exc:

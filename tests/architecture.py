@@ -25,7 +25,7 @@ PACKAGE = ROOT / "crashlab"
 LAYERS = (
     # words and small leaves
     "vocabulary", "errors", "escape", "wrap", "version", "notation", "logpatterns", "toolpath",
-    "demangle", "launchline", "published", "console", "textsize", "hardening",
+    "demangle", "launchline", "published", "stdout", "console", "textsize", "hardening",
     # libraries
     "picklesafe", "privacy",
     # the coredump reader and what reads cubins

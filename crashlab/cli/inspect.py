@@ -52,6 +52,7 @@ def inspect(core: str, as_json: bool, as_markdown: bool, no_sass: bool, no_expla
     from ..api import inspect as inspect_core
     from ..console import ViewConsole
     from ..report import markdown, terminal
+    from ..stdout import echo
 
     if as_json and as_markdown:
         raise BadInput("choose one of --json and --markdown")
@@ -67,9 +68,9 @@ def inspect(core: str, as_json: bool, as_markdown: bool, no_sass: bool, no_expla
 
         record_core(core, report, db, copy, say)
     if as_json:
-        click.echo(report.model_dump_json(indent=2))
+        echo(report.model_dump_json(indent=2))
     elif as_markdown:
-        click.echo(markdown.render(report), nl=False)
+        echo(markdown.render(report), nl=False)
     else:
         terminal.render(report, ViewConsole())
     sys.exit(EXIT_FOUND if report.found else EXIT_NOTHING)

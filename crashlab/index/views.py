@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from ..console import line
 from ..escape import escape
+from ..stdout import write
 from ..textsize import with_bytes
 from ..wrap import fitted
 from .facets import shown_value
@@ -68,7 +69,7 @@ def crash_list(crashes: list[tuple], console: Console) -> None:
     for part in headings:
         console.print(line((part, "bold")), soft_wrap=True)
     if rows:
-        console.file.write("\n".join(rows) + "\n")
+        write(console.file, "\n".join(rows) + "\n")
 
 
 def _shown(values: tuple[str | None, ...], empty: str = "") -> list[str]:

@@ -13,6 +13,7 @@ from rich.text import Text
 from ..console import line, plain, wrapped
 from ..escape import escape, printable
 from ..report.model import Tool
+from ..stdout import write as written
 from ..textsize import with_bytes
 from ..version import __version__
 from ..wrap import fitted
@@ -132,9 +133,9 @@ class RequestLister:
         self.room = max(console.width - self.indent, 20)
 
     def row(self, request: Request) -> None:
-        write = self.console.file.write
+        lines = []
         if self.first_created is None:  # the heading waits for a row: a refused file prints none
-            write(self.heading)
+            lines.append(self.heading)
             self.first_created = request.created
         params, done = request.sampling_params, request.output
         state = "in flight" if request.in_flight else \
@@ -142,13 +143,12 @@ class RequestLister:
         flags = _flags(request)
         described = printable(f"{_prompt(request)} · {flags}" if flags else _prompt(request))
         first, *rest = fitted(described, self.room) if len(described) > self.room else [described]
-        write(self.row_format.format(str(self.count), f"{request.created - self.first_created:+.3f}",
-                                     request.kind[:3], printable(str(request.rid), self.rid_room),
-                                     escape(str(params.get("max_new_tokens", ""))),
-                                     escape(str(params.get("temperature", ""))), state, first
-                                     ).rstrip() + "\n")
-        for more in rest:
-            write(" " * self.indent + more + "\n")
+        lines.append(self.row_format.format(
+            str(self.count), f"{request.created - self.first_created:+.3f}", request.kind[:3],
+            printable(str(request.rid), self.rid_room), escape(str(params.get("max_new_tokens", ""))),
+            escape(str(params.get("temperature", ""))), state, first).rstrip() + "\n")
+        lines += [" " * self.indent + more + "\n" for more in rest]
+        written(self.console.file, "".join(lines))
         self.count += 1
 
     def summary(self, dump: CrashDump) -> None:
