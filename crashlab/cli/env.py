@@ -71,7 +71,8 @@ def doctor(as_json: bool, runs_dir: Path, python: str | None, cmake_cache: Path 
     \b
     Examples:
       crashlab doctor
-      crashlab doctor --python /opt/venvs/sglang/bin/python --runs-dir /data/crashlab-runs
+      crashlab doctor --python /opt/venvs/sglang/bin/python \\
+          --runs-dir /data/crashlab-runs
       crashlab doctor --json | jq '.checks[] | select(.status == "finding")'
     """
     from ..env.doctor import machine_for, run_checks

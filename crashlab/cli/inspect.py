@@ -46,7 +46,8 @@ def inspect(core: str, as_json: bool, as_markdown: bool, no_sass: bool, no_expla
       crashlab inspect core.nvcudmp.gz --markdown > issue.md
       crashlab inspect core.nvcudmp --json | jq '.faults[0].kernel'
       crashlab inspect core.nvcudmp --debugger
-      crashlab inspect core.nvcudmp --record --db postgresql://crashlab@db.internal/crashes
+      crashlab inspect core.nvcudmp --record \\
+          --db postgresql://crashlab@db.internal/crashes
       crashlab inspect /scratch/core.nvcudmp --record --copy
     """
     from ..api import inspect as inspect_core
