@@ -4,7 +4,8 @@ Every view passes such text through :func:`escape`: a control character, a byte 
 UTF-8 (read with ``surrogateescape``) or any other character that does not print is written as
 its backslash escape, so that no stranger's text moves the cursor, retitles the terminal, breaks
 a line or hides itself. Printable text, non-ASCII included, is left as it is.
-:func:`surrogates_escaped` escapes the undecodable bytes alone, for text kept as it is otherwise.
+:func:`surrogates_escaped` escapes the undecodable bytes alone, for text kept as it is otherwise;
+:func:`cut_at_word` shortens a message without cutting a word.
 """
 
 from __future__ import annotations
@@ -36,6 +37,16 @@ def printable(text: str, limit: int = 200) -> str:
     """Outside text fit for a one-line message: escaped, and cut at ``limit``."""
     shown = escape(text)
     return shown if len(shown) <= limit else f"{shown[:limit]}…"
+
+
+def cut_at_word(text: str, limit: int) -> str:
+    """``text`` as it is where it has ``limit`` characters or fewer, else cut at the last space
+    before ``limit`` (never inside a word; a first word longer than ``limit`` is cut at it) and
+    ended with ``…``."""
+    if len(text) <= limit:
+        return text
+    cut = text.rfind(" ", 0, limit)
+    return f"{text[:cut].rstrip()} …" if cut > 0 else f"{text[:limit]}…"
 
 
 def surrogates_escaped(text: str) -> str:
