@@ -1,9 +1,12 @@
 """Text from outside crashlab (a dump, a pickle, a log, a prompt) made fit to show.
 
-Every view passes such text through :func:`escape`: a control character, a byte that was not
-UTF-8 (read with ``surrogateescape``) or any other character that does not print is written as
-its backslash escape, so that no stranger's text moves the cursor, retitles the terminal, breaks
-a line or hides itself. Printable text, non-ASCII included, is left as it is.
+Every view passes such text through :func:`escape`: a control character (C0, DEL, C1), a byte
+that was not UTF-8 (read with ``surrogateescape``), a bidirectional control (U+202A-202E,
+U+2066-2069, U+200E, U+200F, U+061C) or any other character that does not print is written as
+its backslash escape (``\\x1b``, ``\\u202e``), so that no stranger's text moves the cursor,
+retitles the terminal, breaks a line, hides itself or reverses the text around it. Printable
+text, non-ASCII included, is left as it is. The web view keeps line breaks and tabs
+(:func:`escape_keeping_lines`).
 :func:`surrogates_escaped` escapes the undecodable bytes alone, for text kept as it is otherwise;
 :func:`cut_at_word` shortens a message without cutting a word.
 """
@@ -31,6 +34,16 @@ def _escaped(char: str) -> str:
 def escape(text: str) -> str:
     """``text`` on one line with every character that does not print escaped."""
     return text if text.isprintable() else "".join(map(_escaped, text))
+
+
+def escape_keeping_lines(text: str) -> str:
+    """``text`` with every character that does not print escaped as :func:`escape` does, but
+    its line breaks (``\\n``) and tabs kept: for a web page, which lays them out as space (a
+    ``<pre>`` as lines) and where, as on a terminal, a bidirectional control (U+202E) would
+    reorder the page's own text and ESC or BEL hide in it."""
+    if text.isprintable():
+        return text
+    return "".join(char if char in "\n\t" else _escaped(char) for char in text)
 
 
 def printable(text: str, limit: int = 200) -> str:
