@@ -4,19 +4,27 @@ into Rich text.
 Rich reads a ``str`` as markup (``[/bold]`` raises, ``[red]x[/red]`` is eaten, ``:smile:``
 becomes an emoji) and passes control characters to the terminal. A view therefore builds text
 from a dump, a pickle or a log with :func:`plain` or :func:`line` (escaped, never markup), and
-prints on a :class:`ViewConsole`, where a stray ``str`` is not markup either, no line ends in
-spaces and a reader that goes away (``| head -1``) is a ``BrokenPipeError`` for the command's
-guard to end quietly, not Rich's exit 1.
+prints on a :class:`ViewConsole`, where a stray ``str`` is not markup either and no line ends in
+spaces.
+
+A reader that goes away (``| head -1``, ``| true``) changes neither what the command does nor
+its exit code: on the console, as through :mod:`crashlab.stdout`'s ``echo`` and ``write``, what is
+written after it left goes to /dev/null (not Rich's exit 1), and the command runs on to its own
+end.
 """
 
 from __future__ import annotations
 
+from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.control import Control
+from rich.measure import Measurement
 from rich.segment import Segment
 from rich.text import Text
 
+from . import wrap
 from .escape import escape
+from .stdout import reader_gone
 
 #: Into a pipe or file rich would assume 80 columns; SASS and tables read better unwrapped.
 PIPED_WIDTH = 160
@@ -34,6 +42,46 @@ def line(*parts: str | tuple[str, str]) -> Text:
         text, style = (part, "") if isinstance(part, str) else part
         out.append(escape(text), style=style)
     return out
+
+
+class Folded:
+    """Rich text laid out by :mod:`crashlab.wrap`, the one wrapper of every view: broken where a
+    line may end (never inside a word, a number or an identifier), the lines after the first
+    indented by ``indent``. Tables measure it by its longest piece."""
+
+    def __init__(self, value: Text, indent: int = 0):
+        self.value = value
+        self.indent = indent
+
+    def _paragraphs(self) -> list[Text]:
+        if "\n" not in self.value.plain:
+            return [self.value]
+        return list(self.value.split("\n", allow_blank=True))
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        whole = max((cell_len(part.plain) for part in self._paragraphs()), default=0)
+        pieces = []
+        for part in self._paragraphs():
+            points = wrap.break_points(part.plain)
+            pieces += [cell_len(part.plain[a:b].rstrip()) for a, b in zip([0, *points[:-1]], points, strict=True)]
+        longest = max(pieces, default=0) + (self.indent if len(pieces) > 1 else 0)
+        return Measurement(min(longest, whole), whole).clamp(max_width=options.max_width)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = options.max_width
+        pad = " " * wrap.hanging(width, self.indent)
+        for part in self._paragraphs():
+            for number, (start, end) in enumerate(wrap.spans(part.plain, width, self.indent)):
+                row = part[start:end]
+                if number:
+                    row = Text(pad) + row
+                row.end, row.overflow = "\n", "fold"
+                yield row
+
+
+def wrapped(value: Text, indent: int = 0) -> Folded:
+    """Rich text (made by :func:`plain` or :func:`line`) as every view wraps it: see Folded."""
+    return Folded(value, indent)
 
 
 class _Trimmed:
@@ -58,7 +106,8 @@ class _Trimmed:
 
 class ViewConsole(Console):
     """A Rich console for crashlab's views: no markup, emoji or highlighting in any ``str``, no
-    trailing spaces, 160 columns into a pipe, and a broken pipe raised, not exited on."""
+    trailing spaces, 160 columns into a pipe; a reader that goes away silences it, and the
+    command goes on (:func:`reader_gone`)."""
 
     def __init__(self, **options):
         super().__init__(markup=False, emoji=False, highlight=False, **options)
@@ -69,4 +118,5 @@ class ViewConsole(Console):
         super().print(*(o if isinstance(o, Control) else _Trimmed(o) for o in objects), **options)
 
     def on_broken_pipe(self) -> None:
-        raise BrokenPipeError
+        self.quiet = True
+        reader_gone(self.file)

@@ -1,10 +1,14 @@
 """Text from outside crashlab (a dump, a pickle, a log, a prompt) made fit to show.
 
-Every view passes such text through :func:`escape`: a control character, a byte that was not
-UTF-8 (read with ``surrogateescape``) or any other character that does not print is written as
-its backslash escape, so that no stranger's text moves the cursor, retitles the terminal, breaks
-a line or hides itself. Printable text, non-ASCII included, is left as it is.
-:func:`surrogates_escaped` escapes the undecodable bytes alone, for text kept as it is otherwise.
+Every view passes such text through :func:`escape`: a control character (C0, DEL, C1), a byte
+that was not UTF-8 (read with ``surrogateescape``), a bidirectional control (U+202A-202E,
+U+2066-2069, U+200E, U+200F, U+061C) or any other character that does not print is written as
+its backslash escape (``\\x1b``, ``\\u202e``), so that no stranger's text moves the cursor,
+retitles the terminal, breaks a line, hides itself or reverses the text around it. Printable
+text, non-ASCII included, is left as it is. The web view keeps line breaks and tabs
+(:func:`escape_keeping_lines`).
+:func:`surrogates_escaped` escapes the undecodable bytes alone, for text kept as it is otherwise;
+:func:`cut_at_word` shortens a message without cutting a word.
 """
 
 from __future__ import annotations
@@ -32,10 +36,30 @@ def escape(text: str) -> str:
     return text if text.isprintable() else "".join(map(_escaped, text))
 
 
+def escape_keeping_lines(text: str) -> str:
+    """``text`` with every character that does not print escaped as :func:`escape` does, but
+    its line breaks (``\\n``) and tabs kept: for a web page, which lays them out as space (a
+    ``<pre>`` as lines) and where, as on a terminal, a bidirectional control (U+202E) would
+    reorder the page's own text and ESC or BEL hide in it."""
+    if text.isprintable():
+        return text
+    return "".join(char if char in "\n\t" else _escaped(char) for char in text)
+
+
 def printable(text: str, limit: int = 200) -> str:
     """Outside text fit for a one-line message: escaped, and cut at ``limit``."""
     shown = escape(text)
     return shown if len(shown) <= limit else f"{shown[:limit]}…"
+
+
+def cut_at_word(text: str, limit: int) -> str:
+    """``text`` as it is where it has ``limit`` characters or fewer, else cut at the last space
+    before ``limit`` (never inside a word; a first word longer than ``limit`` is cut at it) and
+    ended with ``…``."""
+    if len(text) <= limit:
+        return text
+    cut = text.rfind(" ", 0, limit)
+    return f"{text[:cut].rstrip()} …" if cut > 0 else f"{text[:limit]}…"
 
 
 def surrogates_escaped(text: str) -> str:

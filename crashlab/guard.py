@@ -6,7 +6,7 @@ closed pipe or a full disk: whatever a verb runs into ends as one line. crashlab
 that reads it (crashlab.wrongverb); a bad option is bad input like any other (exit 2, not
 click's usage block); anything else is a crashlab bug, said so in one line with exit 2
 (``CRASHLAB_DEBUG=1`` shows its traceback instead). A reader that goes away (``| head -1``) ends
-the command quietly.
+the output quietly and changes no exit code (crashlab.stdout).
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-import textwrap
 
 import click
 
@@ -28,12 +27,14 @@ _CLICK_ENDINGS = (click.exceptions.Exit, click.ClickException, click.Abort)
 
 def say(message: str) -> None:
     """One line on stderr; names and messages from outside in it are escaped, never raw. On a
-    terminal the line is folded at word boundaries to its width (the terminal itself would break
-    it inside words); into a pipe or a file it stays one line, for grep."""
+    terminal the line is folded to its width as every view's lines are (crashlab.wrap: at
+    words, after a path's ``/``; the terminal itself would break it inside words), the lines
+    after the first indented; into a pipe or a file it stays one line, for grep."""
     line = f"crashlab: {escape(message)}"
     if sys.stderr.isatty():
-        line = textwrap.fill(line, _columns(), subsequent_indent="  ",
-                             break_long_words=False, break_on_hyphens=False)
+        from .wrap import fitted  # rich's cell widths: not for --help, which never says a line
+
+        line = "\n".join(fitted(line, _columns(), indent=2))
     click.echo(line, err=True)
 
 
@@ -57,7 +58,8 @@ def guarded(subject: str | None, action):
     not one of crashlab's own errors."""
     try:
         return action()
-    except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as cat does
+    except BrokenPipeError:  # the reader went away (`| head`) from a write crashlab.stdout does
+        # not guard (every view's is: a command runs on to its own exit code): stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(EXIT_FOUND)
     except CrashlabError as exc:

@@ -24,8 +24,8 @@ PACKAGE = ROOT / "crashlab"
 #: over it, the verbs, and the command line last.
 LAYERS = (
     # words and small leaves
-    "vocabulary", "errors", "escape", "version", "notation", "logpatterns", "toolpath", "demangle",
-    "launchline", "published", "console", "textsize", "hardening",
+    "vocabulary", "errors", "escape", "wrap", "version", "notation", "logpatterns", "toolpath",
+    "demangle", "launchline", "published", "stdout", "console", "textsize", "hardening",
     # libraries
     "picklesafe", "privacy",
     # the coredump reader and what reads cubins

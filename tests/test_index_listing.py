@@ -19,9 +19,10 @@ from tests.conftest import ROOT, run_cli
 from tests.index_fixtures import crash, signature
 from tests.schema_check import errors
 
-#: Outside text as a report or a log may hold it: quotes, backslashes, control characters,
-#: markup, non-ASCII, a character outside the BMP.
-HOSTILE = 'n"o\\d\te\x1b[31m [red]x[/red] ünï 😀 \u202e'
+#: Outside text as a report or a log may hold it: quotes, backslashes, control characters (C0,
+#: C1), markup, non-ASCII, a character outside the BMP, every bidirectional control.
+HOSTILE = ('n"o\\d\te\x1b[31m\x07\x9b [red]x[/red] ünï 😀 '
+           '\u202a\u202b\u202c\u202d\u2066\u2067\u2068\u2069\u200e\u200f\u061c\u202e')
 
 
 def _record_varied(address: str) -> None:
@@ -99,6 +100,7 @@ def test_the_terminal_view_aligns_escaped_cells_and_shows_what_the_json_holds(in
     crashes = _streamed(index_address)[0]["crashes"]
     escaped = escape(HOSTILE)
     assert "\\x1b" in escaped and "\x1b" not in escaped
+    assert not [char for char in done.stdout.decode() if not (char.isprintable() or char == "\n")]
     assert len(rows) == len(crashes)
     for row, listed in zip(rows, crashes, strict=True):
         assert not row.endswith(" ")

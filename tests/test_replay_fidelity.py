@@ -116,6 +116,34 @@ SGLANG_0_5_23_REFUSAL = ('{"error":"unknown field `trace_decode_token_ids`, expe
 def test_the_trace_probe_reads_how_the_server_refused(status, answer, takes):
     """SGLang 0.5.23's refusal lists max_new_tokens among the fields it knows: that is not the
     refusal of a count it accepted the field for."""
+    found, said = _probe(status, answer)
+    assert found is takes and said.startswith(f"HTTP {status}")
+
+
+#: A refusal that lists every field the server takes, as 0.5.23's does (serde's "expected one
+#: of"; the names are the arguments of SGLang's SamplingParams): far past what the probe keeps.
+LONG_REFUSAL = ('{"error":"unknown field `trace_decode_token_ids`, expected one of ' + ", ".join(
+    f"`{name}`" for name in (
+        "max_new_tokens", "stop", "stop_token_ids", "stop_regex", "temperature", "top_p", "top_k",
+        "min_p", "frequency_penalty", "presence_penalty", "repetition_penalty", "min_new_tokens",
+        "n", "json_schema", "regex", "ebnf", "structural_tag", "ignore_eos", "skip_special_tokens",
+        "spaces_between_special_tokens", "no_stop_trim", "custom_params", "stream_interval",
+        "logit_bias", "sampling_seed")) + '"}')
+
+
+def test_the_probes_answer_is_cut_between_words():
+    """What the server answered the probe is kept to a few hundred characters, cut between two
+    words and marked (the result and its view say it), never inside a field's name."""
+    found, said = _probe(400, LONG_REFUSAL)
+    assert found is False and len(LONG_REFUSAL) > 300
+    kept = said.removeprefix("HTTP 400: ")
+    assert kept.endswith(" …") and len(kept) < len(LONG_REFUSAL)
+    kept = kept.removesuffix(" …")
+    assert LONG_REFUSAL.startswith(kept) and LONG_REFUSAL[len(kept)] == " ", kept[-30:]
+
+
+def _probe(status: int, answer: str) -> tuple[bool, str]:
+    """probe_trace against a server that answers every POST with STATUS and ANSWER."""
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -135,9 +163,10 @@ def test_the_trace_probe_reads_how_the_server_refused(status, answer, takes):
 
     with ThreadingHTTPServer(("127.0.0.1", 0), Answer) as server:
         threading.Thread(target=server.serve_forever, daemon=True).start()
-        found, said = probe_trace(f"http://127.0.0.1:{server.server_address[1]}")
-        server.shutdown()
-    assert found is takes and said.startswith(f"HTTP {status}")
+        try:
+            return probe_trace(f"http://127.0.0.1:{server.server_address[1]}")
+        finally:
+            server.shutdown()
 
 
 def test_forced_trace_makes_the_recorded_tokens(tmp_path):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import shlex
 import shutil
 import socket
 import tarfile
@@ -352,3 +353,29 @@ def test_a_python_crash_is_described_by_its_exception_and_its_innermost_frames(t
     assert "- Exception: `RuntimeError: CUDA error: an illegal memory access was encountered`" in described
     assert "rank.py:" in described and "scheduler_exception" in described
     assert "### Across the fleet" not in body  # one crash: no fleet to speak of
+
+
+def test_the_replay_commands_restart_cmd_keeps_the_launch_environment(tmp_path):
+    """serve recorded the launch's environment (environment.json's variables: those that steer
+    CUDA, NCCL, torch and SGLang): the --restart-cmd report prints starts the server under
+    ``env`` with each of them, the launch command after; a masked one (a secret) is left out
+    and the body names it."""
+    env = environment(crash="gpu-fault")
+    env.update(NCCL_DEBUG="INFO", CUDA_VISIBLE_DEVICES="0,1", HF_ENDPOINT_AUTH="HfSecretNotShaped123")
+    run = _crashed_run(tmp_path / "serve", env=env)
+    recorded = json.loads((run / "environment.json").read_text())["variables"]
+    assert recorded["NCCL_DEBUG"] == "INFO" and recorded["HF_ENDPOINT_AUTH"] == "***"
+    done = run_cli("report", run, "--out", tmp_path / "out", "--json")
+    assert done.returncode == 0, done.stderr
+    issue = json.loads(done.stdout)
+    [summary] = issue["request_dumps"]
+    replay = shlex.split(summary["replay"])
+    restart = shlex.split(replay[replay.index("--restart-cmd") + 1])
+    launch = shlex.split(issue["launch"])
+    assert restart[0] == "env" and restart[len(restart) - len(launch):] == launch
+    assignments = dict(word.split("=", 1) for word in restart[1:len(restart) - len(launch)])
+    assert assignments == {name: value for name, value in recorded.items() if value != "***"}
+    assert assignments["CUDA_VISIBLE_DEVICES"] == "0,1"
+    body = next((tmp_path / "out").glob("*.md")).read_text()
+    assert f"```\n{summary['replay']}\n```" in body
+    assert "`HF_ENDPOINT_AUTH`" in body.split("### Reproduction")[1].split("### ")[0]

@@ -150,4 +150,56 @@ def test_no_table_cell_breaks_an_id_a_hash_or_a_time_at_1280_px(browser, tmp_pat
                 "return document.documentElement.scrollWidth <= window.innerWidth"), path
     finally:
         browser.set_window_size(1200, 1000)
+
+
+#: Every bidirectional control (U+202A-202E, U+2066-2069, U+200E, U+200F, U+061C), then C0 and C1
+#: controls (ESC, BEL, C1's CSI), then the right-to-left override again: on a page that wrote it
+#: raw, what follows it in its paragraph (the page's own words) would read right to left.
+REORDERING = ("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
+              "\x1b[2J\x07\x9b\x85\u202e")
+#: For each text node of the page, the characters laid out against the order they are written
+#: in: two letters on one line (one top) where the later one stands left of the earlier.
+_REVERSED = """
+const found = [];
+const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+  let last = null;
+  for (let i = 0; i < node.data.length; i++) {
+    if (/\\s/.test(node.data[i])) { continue; }
+    const range = document.createRange();
+    range.setStart(node, i);
+    range.setEnd(node, i + 1);
+    const box = range.getBoundingClientRect();
+    if (box.width === 0) { continue; }
+    if (last && Math.abs(box.top - last.top) < 1 && box.left < last.left - 0.5) {
+      found.push(node.data.slice(Math.max(0, i - 12), i + 12));
+      break;
+    }
+    last = box;
+  }
+}
+return found;
+"""
+
+
+def test_outside_text_cannot_reorder_or_hide_a_pages_facts(browser, tmp_path):
+    """Hosts, ranks, titles, summaries and an Xid line ending in a right-to-left override, after
+    every bidirectional control and ESC, BEL and C1 controls, on the home, signature, crash and
+    incident pages in Chromium: a person sees each as its escapes (\\u202e), no such character
+    is in the page's text, and every line of every text reads left to right (the crash's
+    "(pid 4242)" after its rank, the timeline's words after its host)."""
+    from selenium.webdriver.common.by import By
+
+    hostile = f"node {REORDERING}"
+    fleet = seed(str(tmp_path / "index.sqlite"), tmp_path, hostile=hostile)
+    server = UiServer(fleet.address)
+    try:
+        for path in ("/?since=all", f"/signature/{fleet.main}", f"/crash/{fleet.fault_id}",
+                     f"/crash/{fleet.fault_id}/incident"):
+            browser.get(server.url + path)
+            text = browser.find_element(By.TAG_NAME, "body").text
+            assert browser.execute_script(_REVERSED) == [], path
+            assert not set(REORDERING) - set("[2J") & set(text), path
+            assert "\\u202e" in text and "\\x1b[2J\\x07\\x9b\\x85" in text, path
+    finally:
         server.stop()

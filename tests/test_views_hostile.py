@@ -52,8 +52,14 @@ from tests.conftest import ROOT, run_cli
 from tests.replay_support import FAST_WATCH, FIXTURES, standin
 
 MARKUP = "[/bold] [red]x[/red] [INST] France [/INST] :thumbs_up: [link=file:///etc/passwd]y[/link]"
-#: What a terminal would act on: clear the screen, retitle the window, ring, return, reverse text.
-CONTROL = "\x1b[2J\x1b]0;owned\x07\r\u202e"
+#: Every bidirectional control: embeddings, overrides and their end (U+202A-202E), isolates
+#: (U+2066-2069), the marks (U+200E, U+200F, U+061C); each reorders the text around it on screen.
+BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
+#: C0 and C1 controls and DEL: a terminal acts on them (ESC starts a sequence, 0x9b is CSI).
+CONTROLS = "\x01\x07\x08\x0b\x0c\x1b\x7f\x85\x9b\x9d"
+#: What a terminal or a page would act on: clear the screen, retitle the window, ring, return,
+#: C1's CSI, reverse text (every bidirectional control, then the right-to-left override again).
+CONTROL = f"\x1b[2J\x1b]0;owned\x07\r\x9b2J{BIDI}\u202e"
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 CUDA_GDB = os.environ.get("CRASHLAB_TEST_CUDA_GDB")
 
@@ -142,24 +148,33 @@ def _piped(reader: str, *args) -> subprocess.CompletedProcess:
                           capture_output=True, cwd=ROOT, timeout=120)
 
 
+#: A real hang (fixtures/gpu/h200/hang.explain): no exception in it, so inspect exits 1.
+HANG = "fixtures/gpu/h200/hang.explain/core.1193.nvcudmp"
 PIPED_VIEWS = {
     "terminal": ["inspect", "fixtures/synthetic/moe_align_out_of_range.nvcudmp", "--context", "200"],
     "markdown": ["inspect", "fixtures/synthetic/moe_align_out_of_range.nvcudmp", "--markdown"],
     "json": ["inspect", "fixtures/synthetic/moe_align_out_of_range.nvcudmp", "--json"],
     "replay-list": ["replay", FIXTURES / "crash_dump_0.5.12.pkl", "--list"],
+    "hang": ["inspect", HANG],
+    "hang-markdown": ["inspect", HANG, "--markdown"],
+    "hang-json": ["inspect", HANG, "--json"],
 }
 
 
 @pytest.mark.parametrize("view", PIPED_VIEWS)
-@pytest.mark.parametrize("reader", ["head -1", "true"])
+@pytest.mark.parametrize("reader", ["head -1", "head -30", "true"])
 def test_a_reader_that_goes_away_ends_the_view_quietly(view, reader):
-    """`| head -1` keeps line 1; `| true` closes the pipe before the first write. Either way
-    the exit code is the command's (0: a fault found, a dump listed) and stderr stays empty."""
-    done = _piped(reader, *PIPED_VIEWS[view])
-    assert done.returncode == 0, done.stderr
-    assert done.stderr == b""
+    """`| head -1` keeps line 1, `| head -30` thirty lines; `| true` closes the pipe before the
+    first write. Whatever the reader takes, the exit code is the command's own, as a plain run
+    gives it (docs/command-line.md: 0 a fault found or a dump listed, 1 a hang's dump with no
+    exception), and stderr stays empty."""
     whole = run_cli(*PIPED_VIEWS[view])
-    assert done.stdout == (whole.stdout.split(b"\n")[0] + b"\n" if reader == "head -1" else b"")
+    assert whole.returncode in (0, 1), whole.stderr
+    done = _piped(reader, *PIPED_VIEWS[view])
+    assert done.returncode == whole.returncode, (reader, done.stderr)
+    assert done.stderr == b""
+    lines = 0 if reader == "true" else int(reader.split("-")[1])
+    assert done.stdout.splitlines(keepends=True) == whole.stdout.splitlines(keepends=True)[:lines]
 
 
 def _inst_dump(path, **state):
@@ -193,8 +208,11 @@ def test_replay_result_prints_the_dumps_text_as_text(tmp_path):
     assert done.returncode == 0, done.stderr
     out = done.stdout.decode()
     _plain_lines(out)
-    assert _squeezed(escape(rid)[:20]) in _squeezed(out)  # the problem table's rid column
-    assert out.splitlines()[-1] == "reproduced 1/1"
+    # the problem table's rid column, on one line: the rid's start and end around an ellipsis
+    shown = escape(rid)
+    assert re.search(re.escape(shown[:12]) + r"[^\n]*…[^\n]*" + re.escape(shown[-4:]), out), out
+    first = out.splitlines()[0]  # the verdict first, as inspect's summary
+    assert first.startswith("reproduced 1/1") and "crashed" in first
 
 
 def test_serve_and_dump_now_messages_escape_what_they_name(tmp_path):
@@ -231,6 +249,7 @@ PIECES = st.one_of(
                      ":thumbs_up:", "**b**", "_i_", "`c`", "``", "<script>", "&amp;", "| a |", "# h",
                      "- l", "1. o", "> q", "$x$", "~~s~~", "\\", "***", "\n", " "]),
     st.text(st.characters(categories=["Cc", "Cf", "Cs", "Zl", "Zp", "Co"]), min_size=1, max_size=4),
+    st.text(st.sampled_from(BIDI + CONTROLS), min_size=1, max_size=4),
     st.binary(min_size=1, max_size=6).map(lambda raw: raw.decode("utf-8", "surrogateescape")),
     st.text(max_size=12),
 )
@@ -607,8 +626,9 @@ WEB = "<script>alert(1)</script><img src=x onerror=alert(2)> {{ 7*7 }} {% raw %}
 
 
 def test_every_page_of_crashlab_ui_shows_outside_text_as_itself(tmp_path):
-    """Hosts, ranks, titles, summaries and an Xid line made of markup, HTML and control
-    characters, on the home, signature, crash and incident pages of a real crashlab ui."""
+    """Hosts, ranks, titles, summaries and an Xid line made of markup, HTML, control characters
+    and every bidirectional control, on the home, signature, crash and incident pages of a real
+    crashlab ui: shown as text, what does not print escaped as every view shows it."""
     from tests.ui_fleet import UiServer, seed
 
     hostile = f"{MARKUP} {WEB} {CONTROL}"
@@ -639,12 +659,80 @@ def test_every_page_of_crashlab_ui_shows_outside_text_as_itself(tmp_path):
         page.feed(response.text)
         assert page.tags <= UI_ELEMENTS, (path, page.tags - UI_ELEMENTS)
         text = "".join(page.text)
-        for tag in shows[path]:
-            assert f"{hostile} {tag}" in text, (path, tag)  # {{ 7*7 }} too: never rendered
+        for tag in shows[path]:  # {{ 7*7 }} too: never rendered; controls shown escaped
+            assert escape(f"{hostile} {tag}") in text, (path, tag)
+        # no bidirectional control, C0 or C1 control anywhere in the page: what does not print
+        # is shown escaped (\u202e), as on the terminal; only the page's own line breaks remain
+        unprintable = {char for char in response.text if not (char.isprintable() or char in "\n\t")}
+        assert not unprintable, (path, sorted(map(ascii, unprintable)))
         links = [href for href in page.hrefs if href is not None]
         assert all(href.startswith("/") or href.startswith("http") for href in links), (path, links)
     for path in (f"/signature/{fleet.main}", f"/crash/{fleet.fault_id}"):  # the owner's pages
         assert SCRIPT_LINK in "".join(_text_of(pages[path].text)), path  # shown, as text
+
+
+@pytest.fixture(scope="module")
+def ui_pages(tmp_path_factory):
+    """The data of each page of crashlab ui over a real fleet (tests/ui_fleet.py): the crash
+    page with its triage and replay lines, the signature page, the incident and its timeline."""
+    from crashlab.index import Index
+    from crashlab.ui import pages
+    from tests.ui_fleet import seed
+
+    folder = tmp_path_factory.mktemp("ui-pages")
+    fleet = seed(str(folder / "index.sqlite"), folder)
+    with Index(fleet.address) as index:
+        crash = pages.crash_page(index, fleet.fault_id)
+        signature = pages.signature_page(index, fleet.main)
+        incident = pages.incident_page(index, fleet.fault_id)
+    assert crash.triage is not None and incident is not None
+    return crash, signature, incident
+
+
+def _hostile_pages(pages_data, texts):
+    """Each page's data with every string the models let be any string replaced by TEXTS."""
+    from dataclasses import replace
+
+    from crashlab.ui import pages
+
+    crash, signature, incident = pages_data
+    crash = replace(crash, shown=hostile_copy(crash.shown, texts),
+                    triage=hostile_copy(crash.triage, texts), replay=list(texts))
+    signature = replace(signature, signature=hostile_copy(signature.signature, texts),
+                        facets=hostile_copy(signature.facets, texts),
+                        crashes=[hostile_copy(c, texts) for c in signature.crashes],
+                        siblings=[hostile_copy(s, texts) for s in signature.siblings],
+                        owner=hostile_copy(signature.owner, texts) if signature.owner else None)
+    incident = hostile_copy(incident, texts)
+    return {"crash.html": {"page": crash}, "signature.html": {"page": signature},
+            "incident.html": {"incident": incident, "crash_id": 1,
+                              "timeline": pages.timeline(incident)},
+            "missing.html": {"message": texts[0]}}
+
+
+@settings(max_examples=15, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(texts=st.lists(HOSTILE, min_size=1, max_size=5))
+@example(texts=[f"block (41,0,0) {BIDI} thread {CONTROLS}"])
+def test_ui_pages_show_any_text_as_itself(ui_pages, texts):
+    """The web view's templates, each fed page data whose every outside string is hostile: no
+    bidirectional control and no C0 or C1 control reaches the page, whatever field holds it
+    (the template layer escapes every value it writes), and each text reads as itself, escaped
+    as every view escapes it."""
+    from crashlab.ui.app import templates
+
+    environment = templates()
+    environment.globals.update(version="t", address="i")
+    for name, values in _hostile_pages(ui_pages, texts).items():
+        page = environment.get_template(name).render(**values)
+        unprintable = {char for char in page if not (char.isprintable() or char in "\n\t")}
+        assert not unprintable, (name, sorted(map(ascii, unprintable)))
+        tags = _Tags()
+        tags.feed(page)
+        assert tags.tags <= UI_ELEMENTS, (name, tags.tags - UI_ELEMENTS)
+        # one text in every field: each page shows it (a page keeps line breaks and tabs)
+        if len(texts) == 1 and "\n" not in texts[0] and "\t" not in texts[0]:
+            assert _squeezed(escape(texts[0])) in _squeezed("".join(tags.text)), name
 
 
 # -- crashlab show SIGNATURE: the facets of a fleet's crashes ---------------------------------------
@@ -685,3 +773,147 @@ def test_signature_facets_show_any_text_as_itself(signature_shown, texts):
     _plain_lines(body)
     seen = _rendered_text(body)
     _shows(seen, view.signature.title, *values, *said, *(f.name for f in facets.fields))
+
+
+# -- the other verbs' views: doctor, env, bisect, show and list --incidents ------------------------
+@pytest.fixture(scope="module")
+def doctor_report():
+    from crashlab.env.doctor import CheckResult, DoctorReport
+
+    return DoctorReport(tool=Tool(version="t"), python="/opt/venv/bin/python", checks=[
+        CheckResult(id="cuda-home", concern="toolchain", status="finding", message="the message",
+                    fix="the fix"),
+        CheckResult(id="ptrace", concern="capture", status="ok", message="all good")])
+
+
+@pytest.fixture(scope="module")
+def environment_captured():
+    from crashlab.env.capture import capture
+
+    return capture(timeout=2.0)
+
+
+@VIEW_SETTINGS
+@given(texts=st.lists(HOSTILE, min_size=1, max_size=5))
+@example(texts=[f"/usr/local/{BIDI}cuda{CONTROLS}/bin"])
+def test_doctor_and_env_views_show_any_text_as_itself(doctor_report, environment_captured, texts):
+    """crashlab doctor's messages and fixes, crashlab env's every value (terminal and Markdown):
+    names and paths read from a machine, shown as themselves, what does not print escaped."""
+    from crashlab.env import doctor_view
+    from crashlab.env import views as env_views
+
+    report = hostile_copy(doctor_report, texts)
+    for check, original in zip(report.checks, doctor_report.checks, strict=True):
+        check.id = original.id  # crashlab's own names, not the machine's
+    said = [text for check in report.checks for text in (check.message, check.fix) if text]
+    for number, out in enumerate(_terminal_views(lambda console: doctor_view.render(report, console))):
+        _shows(out, *said)
+        if number == 0:
+            _plain_lines(out)
+    environment = hostile_copy(environment_captured, texts)
+    for number, out in enumerate(_terminal_views(lambda console: env_views.render(environment, console))):
+        if number == 0:
+            _plain_lines(out)
+    body = env_views.markdown(environment)
+    _plain_lines(body)
+
+
+@VIEW_SETTINGS
+@given(texts=st.lists(HOSTILE, min_size=1, max_size=5))
+@example(texts=[f"kernel: a wider tile {BIDI} {CONTROLS}"])
+def test_bisect_terminal_view_shows_any_text_as_itself(bisect_result, texts):
+    """crashlab bisect's step lines and verdict: subjects, file names, reasons and notes."""
+    from crashlab.bisect import view as bisect_view
+
+    result = hostile_copy(bisect_result, texts)
+    assert isinstance(result.first_bad, Commit)
+
+    def render(console):
+        for step in result.steps:
+            bisect_view.step_line(step, console)
+        bisect_view.verdict(result, console)
+
+    for number, out in enumerate(_terminal_views(render)):
+        _shows(out, result.expected, result.first_bad.subject, *result.first_bad.files,
+               *(step.reason for step in result.steps), *result.notes)
+        if number == 0:
+            _plain_lines(out)
+
+
+@VIEW_SETTINGS
+@given(texts=st.lists(HOSTILE, min_size=1, max_size=5))
+@example(texts=[f"node7 {BIDI} {CONTROLS}"])
+def test_show_and_incident_views_show_any_text_as_itself(ui_pages, texts):
+    """crashlab show CRASH (its facts, incident and files) and list --incidents, over a real
+    fleet's records: hosts, ranks, summaries, paths and Xid lines."""
+    from crashlab.index import views as index_views
+
+    crash_page, _, incident = ui_pages
+    shown = hostile_copy(crash_page.shown, texts)
+    assert shown.crash is not None and crash_page.shown.report is not None
+    # the run's report, as show reads it (a RunReport: its own strings hostile too)
+    run = hostile_copy(RunReport.model_validate(crash_page.shown.report), texts)
+    shown.report = run.model_dump(mode="json")
+    incident = hostile_copy(incident, texts)
+    for number, out in enumerate(_terminal_views(lambda console: index_views.shown(shown, console))):
+        _shows(out, *(value for value in (shown.crash.host, shown.crash.summary) if value))
+        if number == 0:
+            _plain_lines(out)
+    for number, out in enumerate(_terminal_views(lambda console: index_views.incident_list([incident], console))):
+        _shows(out, *(xid.text for xid in incident.xids))
+        if number == 0:
+            _plain_lines(out)
+
+
+@pytest.fixture(scope="module")
+def report_facts(triage_report, run_report, bisect_result, signature_shown, environment_captured):
+    """Everything crashlab report's body tells: a run, a coredump given directly, the primary
+    triage, the environment, a request dump to replay, a member left out, a bisect, the fleet."""
+    from crashlab.issue import body
+    from crashlab.issue.environment import ReportEnvironment
+    from crashlab.issue.model import IssueReport, LeftOut, RequestDumpSummary
+
+    issue = IssueReport(
+        tool=Tool(version="t"), title="the title", inputs=["run-1"], found=True, anonymized=False,
+        body="body.md", body_chars=0, bundle="bundle.tar.gz", max_bytes=25_000_000,
+        compression="gzip", members=[], environment_origin="the origin",
+        left_out=[LeftOut(path="cores/big.nvcudmp", kind="coredump", size_bytes=1, reason="too big")],
+        request_dumps=[RequestDumpSummary(path="requests/d.pkl", member="requests/d.pkl", requests=2,
+                                          in_flight=1, layout="sglang-0.5.23 crash dump",
+                                          replay="crashlab replay requests/d.pkl")])
+    return body.Facts(title="the title", launch=["python", "-m", "sglang.launch_server"],
+                      runs=[run_report], cores=[("core.nvcudmp", triage_report)],
+                      primary=triage_report,
+                      environment=ReportEnvironment(environment_captured, "the origin"),
+                      issue=issue, notes=["a note"], fleet=signature_shown.facets,
+                      bisects=[BisectShown(bisect_result, "/out", "bisect/result.json",
+                                           "bisect/steps.jsonl")])
+
+
+@VIEW_SETTINGS
+@given(texts=st.lists(HOSTILE, min_size=1, max_size=5))
+@example(texts=[f"block (41,0,0) {BIDI} thread {CONTROLS}"])
+def test_report_body_shows_any_text_as_itself(report_facts, texts):
+    """crashlab report's body, every outside text of every part hostile (the run, the triage,
+    the environment, the replay line, what was left out, the bisect, the fleet): nothing that
+    does not print reaches the body, and its title and notes read as themselves."""
+    from dataclasses import replace
+
+    from crashlab.issue import body
+    from crashlab.issue.environment import ReportEnvironment
+
+    facts = report_facts
+    environment = hostile_copy(facts.environment.environment, texts)
+    hostile = replace(
+        facts, title=texts[0], launch=list(texts), runs=[hostile_copy(r, texts) for r in facts.runs],
+        cores=[(texts[0], hostile_copy(report, texts)) for _, report in facts.cores],
+        primary=hostile_copy(facts.primary, texts), notes=list(texts),
+        environment=ReportEnvironment(environment, texts[0]), issue=hostile_copy(facts.issue, texts),
+        fleet=hostile_copy(facts.fleet, texts),
+        bisects=[replace(b, result=hostile_copy(b.result, texts)) for b in facts.bisects])
+    text, _ = body.render(hostile)
+    _plain_lines(text)
+    seen = _rendered_text(text)
+    _shows(seen, hostile.title)
+    if "cut here" not in text:
+        _shows(seen, *hostile.notes)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 
 import pytest
 from rich.cells import cell_len
@@ -205,6 +206,7 @@ def test_replay_result_fits_the_terminal(replay_server, columns):
     shown = tmux_terminal.run_in_pane(["replay", REPLAY_DUMP, "--url", replay_server, *FAST_WATCH,
                                        "--expect", LONG_PATTERN], columns, ROOT)
     assert shown.exit_code == 1  # no crash: the stand-in only diverges
+    assert shown.lines[0].startswith("reproduced 0/1: attempt 1 no crash")  # the verdict first
     _lines_fit(shown.lines, columns)
     _words_whole(shown.lines, LONG_PATTERN, "trace_decode_token_ids unexpected keyword argument")
     assert any("output_ids differ" in line for line in shown.lines)  # the divergence table
@@ -226,3 +228,169 @@ def test_debugger_agreement_is_a_line_per_field(real_cuda_gdb, monkeypatch, colu
         assert row and " ".join(row[0][1:]).startswith(verdicts[agreement["verdict"]]), agreement
         if agreement["note"]:
             _words_whole(shown.lines, agreement["note"])
+
+
+# -- one wrapper for every view, stderr included: what 80 columns must never break ---------------
+
+H200 = ROOT / "fixtures" / "gpu" / "h200"
+#: a real hang: 16 warps polling a flag (its waits block: a class line, its evidence under it)
+HANG = (H200 / "hang.explain" / "core.1193.nvcudmp").relative_to(ROOT)
+VERBS = ("inspect", "replay", "serve", "report", "bisect", "debug", "env", "doctor", "list",
+         "show", "gc", "schema", "dump-now", "ui")
+
+
+def _numbers_whole(lines: list[str]) -> None:
+    """No number broken at its thousands comma (``334,`` ending one line, ``387`` the next) nor
+    a dim3 at its commas."""
+    broken = [(line, below) for line, below in zip(lines, lines[1:], strict=False)
+              if re.search(r"\d,$", line) and re.match(r"\s*\d", below)]
+    assert not broken, f"a number broken at its comma: {broken[:3]}"
+
+
+def _names_whole(lines: list[str], *paths: str) -> None:
+    """Each name of each path (what lies between its slashes) whole on one line: a path may
+    break after a ``/``, never inside a name."""
+    cut = [name for path in paths for name in path.split("/")
+           if name and not any(name in line for line in lines)]
+    assert not cut, f"names cut in the view: {cut[:5]}"
+
+
+def _said(lines: list[str]) -> list[str]:
+    """crashlab's lines on stderr among what the pane shows: each ``crashlab: `` line and the
+    lines that continue it (indented by two spaces)."""
+    said, continuing = [], False
+    for line in lines:
+        if line.startswith("crashlab: "):
+            said.append(line)
+            continuing = True
+        elif continuing and re.match(r"  \S", line):
+            said.append(line)
+        else:
+            continuing = False
+    return said
+
+
+def test_a_hangs_wait_block_stays_indented_under_where_warps_stand():
+    """The real hang's waits at 80 columns: every line of the block is indented, and what
+    continues the polling-memory class line or its evidence stands under them, never at
+    column 0."""
+    shown = tmux_terminal.run_in_pane(["inspect", HANG], 80, ROOT)
+    assert shown.exit_code == 1  # a hang: no exception, nothing found
+    _lines_fit(shown.lines[1:], 80)
+    start = shown.lines.index("where warps stand") + 1
+    end = next(n for n, line in enumerate(shown.lines) if line.startswith(str(HANG)))
+    block = shown.lines[start:end]
+    assert any(line.startswith("    polling-memory: ") for line in block), block
+    indents = [len(line) - len(line.lstrip()) for line in block]
+    assert min(indents) >= 2, block
+    waits = next(n for n, line in enumerate(block) if line.startswith("    polling-memory: "))
+    assert min(indents[waits + 1:]) >= 6, block[waits:]  # the class's lines, under it
+
+
+@pytest.mark.parametrize("case", ["misaligned_argument.explain", "hang.explain"])
+def test_a_real_dumps_footer_keeps_its_numbers_whole(case):
+    """The dump line under inspect's view (``334.4 kB (334,387 bytes), 257 sections``): at 80
+    columns it wraps between words, its byte count whole, its lines after the first indented."""
+    [dump] = (H200 / case).glob("core.*.nvcudmp")
+    dump = dump.relative_to(ROOT)
+    shown = tmux_terminal.run_in_pane(["inspect", dump], 80, ROOT)
+    _lines_fit(shown.lines[1:], 80)
+    _numbers_whole(shown.lines)
+    size = rf"\({(ROOT / dump).stat().st_size:,}( |$)"  # the byte count whole
+    assert any(re.search(size, line) for line in shown.lines), size
+    footer = next(n for n, line in enumerate(shown.lines) if line.startswith(str(dump)))
+    rest = shown.lines[footer + 1:]
+    assert rest and all(line.startswith("  ") for line in rest), rest
+
+
+def test_the_debugger_view_keeps_unavailable_whole(real_cuda_gdb, monkeypatch):
+    """cuda-gdb prints a predicate as ``<unavailable>``: the agreement's note quotes it, and at
+    80 columns it stays one word (not ``<`` ending a line)."""
+    monkeypatch.setenv("CRASHLAB_CUDA_GDB", real_cuda_gdb)
+    dump = "fixtures/synthetic/moe_align_out_of_range.nvcudmp"
+    report = json.loads(run_cli("inspect", dump, "--json", "--debugger",
+                                env={"CRASHLAB_CUDA_GDB": real_cuda_gdb}).stdout)
+    notes = [a["note"] for a in report["debugger"]["faults"][0]["agreement"] if a["note"]]
+    assert any("<unavailable>" in note for note in notes), notes
+    shown = tmux_terminal.run_in_pane(["inspect", dump, "--debugger"], 80, ROOT)
+    _lines_fit(shown.lines[1:], 80)
+    assert any("<unavailable>" in line for line in shown.lines)
+    assert not [line for line in shown.lines if re.search(r"(^|\W)<$", line)]
+    _numbers_whole(shown.lines)
+
+
+def test_replay_list_keeps_the_dumps_size_whole():
+    """The listing's summary line of a real 39,658-byte dump, in a pane as wide as the line up
+    to the byte count's comma (what a path of that length gives at 80 columns): the number is
+    never broken there; the line breaks before it."""
+    dump = (ROOT / "fixtures" / "sglang_dumps" / "real" / "crash_dump_real_0.5.23.pkl").relative_to(ROOT)
+    size = f"({(ROOT / dump).stat().st_size:,}"
+    piped = run_cli("replay", dump, "--list").stdout.decode().splitlines()
+    summary = next(line for line in piped if line.startswith(f"{dump}: "))  # one line in a pipe
+    columns = summary.index(size) + len(size.split(",")[0]) + 1  # "(39," ends the line
+    shown = tmux_terminal.run_in_pane(["replay", dump, "--list"], columns, ROOT)
+    assert shown.exit_code == 0, shown.lines
+    _lines_fit(shown.lines, columns)
+    _numbers_whole(shown.lines)
+    assert any(re.search(rf"{re.escape(size)}( |$)", line) for line in shown.lines)
+
+
+def test_doctor_breaks_a_path_between_its_names(tmp_path):
+    """doctor's messages name the interpreter, here by a path longer than the message column:
+    at 80 columns it breaks after a ``/``, never inside a name."""
+    python = tmp_path / "a-virtual-environment-for-the-server" / "bin" / "python3"
+    python.parent.mkdir(parents=True)
+    python.symlink_to(sys.executable)
+    shown = tmux_terminal.run_in_pane(["doctor", "--python", python, "--runs-dir", tmp_path], 80,
+                                      ROOT)
+    checks = json.loads(run_cli("doctor", "--json", "--python", python, "--runs-dir", tmp_path).stdout)
+    _lines_fit(shown.lines, 80)
+    paths = {word.rstrip(",;:.)") for check in checks["checks"]
+             for word in (check["message"] + " " + (check["fix"] or "")).split()
+             if word.lstrip("(").startswith("/")}
+    assert str(python) in {p.lstrip("(") for p in paths}
+    _names_whole(shown.lines, *(p.lstrip("(") for p in paths))
+
+
+@pytest.mark.parametrize("verb", VERBS)
+def test_every_verbs_help_fits_80_columns(verb):
+    """Each verb's --help in a real 80-column terminal: its examples (bisect's, replay's, ...)
+    included, no line is wider than the pane."""
+    shown = tmux_terminal.run_in_pane([verb, "--help"], 80, ROOT)
+    assert shown.exit_code == 0
+    assert verb != "bisect" or any(line.strip() == "Examples:" for line in shown.lines)
+    _lines_fit(shown.lines, 80)
+
+
+def test_serves_lines_on_stderr_fold_between_names(tmp_path):
+    """serve's one-line messages (its run directory, the crash line, the report's place) on a
+    terminal: folded to 80 columns, a long path after a ``/`` and a Python module path at its
+    dots, never inside a name; into a pipe each is one line."""
+    runs = tmp_path / "runs-of-the-inference-servers-on-this-node" / "the-deployment-called-pd-east-1"
+    crash = ("RuntimeError: CUDA error: an illegal memory access was encountered in "
+             "sglang.srt.layers.moe.fused_moe_triton.fused_moe.invoke_fused_moe_kernel")
+    program = f"import os, time; time.sleep(0.3); print({crash!r}, flush=True); os.abort()"
+    shown = tmux_terminal.run_in_pane(["serve", "--runs-dir", runs, "--no-debugger", "--",
+                                       sys.executable, "-c", program], 80, ROOT)
+    assert shown.exit_code == 0, shown.lines  # a crash caught
+    said = _said(shown.lines)
+    _lines_fit(said, 80)
+    [run] = runs.iterdir()
+    _names_whole(said, str(run / "report.md"))
+    module = "sglang.srt.layers.moe.fused_moe_triton.fused_moe.invoke_fused_moe_kernel"
+    assert not [name for name in module.split(".") if not any(name in line for line in said)]
+    assert any("an illegal memory access" in line for line in said)
+
+
+def test_reports_lines_on_stderr_fold_between_names(tmp_path):
+    """crashlab report's title, body and bundle lines on a terminal: folded to 80 columns, the
+    out folder's long path after a ``/``, never inside a name."""
+    out = tmp_path / "reports-for-the-upstream-issue-tracker" / "moe-align-out-of-range-on-h100"
+    core = "fixtures/synthetic/moe_align_out_of_range.nvcudmp"
+    shown = tmux_terminal.run_in_pane(["report", core, "--out", out], 80, ROOT)
+    assert shown.exit_code == 0, shown.lines
+    said = _said(shown.lines)
+    _lines_fit(said, 80)
+    [body] = out.glob("crashlab-report-*.md")
+    assert any(line.startswith("crashlab: title: ") for line in said)
+    _names_whole(said, str(body))

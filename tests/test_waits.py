@@ -204,7 +204,7 @@ def test_inspect_json_carries_the_waits(dumps):
     assert kinds == {"reverse_tile": ["barrier-after-exit"], "wait_for_flag": ["polling-memory"]}
 
 
-HOSTILE = "[bold red]ncclDevKernel_x[/bold red]<img src=x>`|*_\x1b[31m"
+HOSTILE = "[bold red]ncclDevKernel_x[/bold red]<img src=x>`|*_\x1b[31m\x07\x9b\u2067\u200f\u202e"
 
 
 def test_hostile_kernel_names_stay_text(build):
@@ -217,6 +217,8 @@ def test_hostile_kernel_names_stay_text(build):
     assert HOSTILE in wait.evidence[0]
     shown = _terminal(report)
     assert "[bold red]ncclDevKernel_x[/bold red]" in shown and "\x1b[31m" not in shown
+    assert not [char for char in shown if not (char.isprintable() or char == "\n")]
+    assert "\\u202e" in shown  # the override shown as its escape, not acted on
     md = markdown.render(report)
     assert f"  - {inline(wait.evidence[0])}" in md
     ours = [line for line in md.splitlines() if line.startswith(("  - ", "- **"))]

@@ -4,10 +4,9 @@ fixed, another crash)."""
 
 from __future__ import annotations
 
-import click
-
 from ..console import ViewConsole
 from ..errors import EXIT_FOUND, EXIT_NOTHING
+from ..stdout import echo
 from . import view
 from .flow import bisect
 from .options import BisectOptions
@@ -17,7 +16,7 @@ def run(options: BisectOptions) -> int:
     err = ViewConsole(stderr=True)
     result = bisect(options, on_step=lambda step: view.step_line(step, err))
     if options.as_json:
-        click.echo(result.model_dump_json(indent=2))
+        echo(result.model_dump_json(indent=2))
     else:
         view.verdict(result, ViewConsole())
     return EXIT_FOUND if result.outcome in ("found", "fixed") else EXIT_NOTHING

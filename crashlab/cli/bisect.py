@@ -73,12 +73,14 @@ def bisect(**options: Any) -> None:
 
     \b
     Examples:
-      crashlab bisect --good v0.5.12 --bad main --repo ~/sglang --dump crash.min.pkl \\
-          --build "pip install -e python --no-deps" -- \\
+      crashlab bisect --good v0.5.12 --bad main --repo ~/sglang \\
+          --dump crash.min.pkl --build "pip install -e python --no-deps" -- \\
           python -m sglang.launch_server --model-path M --port 30000
-      crashlab bisect --check-fix pr-1234 --repo ~/sglang --dump crash.min.pkl -- \\
+      crashlab bisect --check-fix pr-1234 --repo ~/sglang \\
+          --dump crash.min.pkl -- \\
           python -m sglang.launch_server --model-path M --port 30000
-      crashlab bisect --versions 0.5.20,0.5.21,0.5.22,0.5.23 --dump crash.min.pkl -- \\
+      crashlab bisect --versions 0.5.20,0.5.21,0.5.22,0.5.23 \\
+          --dump crash.min.pkl -- \\
           {python} -m sglang.launch_server --model-path M --port 30000
     """
     from ..bisect.command import run

@@ -37,15 +37,17 @@ def env(as_json: bool, as_markdown: bool, python: str | None, timeout: float) ->
 
     if as_json and as_markdown:
         raise BadInput("choose one of --json and --markdown")
+    from ..stdout import echo
+
     environment = capture_of(python, timeout=timeout)
     if as_json:  # rich is not needed for JSON
-        click.echo(environment.model_dump_json(indent=2))
+        echo(environment.model_dump_json(indent=2))
         return
     from ..console import ViewConsole
     from ..env import views
 
     if as_markdown:
-        click.echo(views.markdown(environment), nl=False)
+        echo(views.markdown(environment), nl=False)
     else:
         views.render(environment, ViewConsole())
 
@@ -69,14 +71,16 @@ def doctor(as_json: bool, runs_dir: Path, python: str | None, cmake_cache: Path 
     \b
     Examples:
       crashlab doctor
-      crashlab doctor --python /opt/venvs/sglang/bin/python --runs-dir /data/crashlab-runs
+      crashlab doctor --python /opt/venvs/sglang/bin/python \\
+          --runs-dir /data/crashlab-runs
       crashlab doctor --json | jq '.checks[] | select(.status == "finding")'
     """
     from ..env.doctor import machine_for, run_checks
+    from ..stdout import echo
 
     report = run_checks(machine_for(runs_dir, python, cmake_cache))
     if as_json:
-        click.echo(report.model_dump_json(indent=2))
+        echo(report.model_dump_json(indent=2))
     else:
         from ..console import ViewConsole
         from ..env.doctor_view import render

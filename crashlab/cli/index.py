@@ -49,7 +49,8 @@ def list_command(since: str | None, signature: str | None, host: str | None,
       crashlab list --since 2h
       crashlab list --signature 3fa2c1 --host node7
       crashlab list --incidents --since 1d
-      crashlab list --json --db postgresql://crashlab@db.internal/crashes | jq '.crashes[0]'
+      crashlab list --json --db postgresql://crashlab@db.internal/crashes |
+          jq '.crashes[0]'
     """
     from ..index.verbs import list_crashes, list_incidents
 

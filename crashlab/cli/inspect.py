@@ -64,13 +64,15 @@ def inspect(core: str, as_json: bool, as_markdown: bool, no_sass: bool, no_expla
       crashlab inspect core.nvcudmp.gz --markdown > issue.md
       crashlab inspect core.nvcudmp --json | jq '.faults[0].kernel'
       crashlab inspect core.nvcudmp --debugger
-      crashlab inspect core.nvcudmp --record --db postgresql://crashlab@db.internal/crashes
+      crashlab inspect core.nvcudmp --record \\
+          --db postgresql://crashlab@db.internal/crashes
       crashlab inspect /scratch/core.nvcudmp --record --copy
       crashlab inspect core-from-node7.nvcudmp --record --host node7
     """
     from ..api import inspect as inspect_core
     from ..console import ViewConsole
     from ..report import markdown, terminal
+    from ..stdout import echo
 
     if as_json and as_markdown:
         raise BadInput("choose one of --json and --markdown")
@@ -94,9 +96,9 @@ def inspect(core: str, as_json: bool, as_markdown: bool, no_sass: bool, no_expla
 
         record_core(core, report, db, copy, say, where)
     if as_json:
-        click.echo(report.model_dump_json(indent=2))
+        echo(report.model_dump_json(indent=2))
     elif as_markdown:
-        click.echo(markdown.render(report), nl=False)
+        echo(markdown.render(report), nl=False)
     else:
         terminal.render(report, ViewConsole())
     sys.exit(EXIT_FOUND if report.found else EXIT_NOTHING)

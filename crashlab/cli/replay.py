@@ -77,13 +77,17 @@ def replay(**options: Any) -> None:
     \b
     Examples:
       crashlab replay crash_dump.pkl --list
-      crashlab replay crash_dump.pkl --url http://127.0.0.1:30000 --watch-log server.log
-      crashlab replay crash_dump.pkl --url http://127.0.0.1:30000 --max-rate 200 --repeat 5 \\
-          --restart-cmd "python -m sglang.launch_server --model-path M --port 30000"
-      crashlab replay crash_dump.pkl --url http://127.0.0.1:30000 --minimize --budget 30m \\
-          --restart-cmd "python -m sglang.launch_server --model-path M --port 30000"
-      crashlab replay crash_dump.pkl --harden sanitizer --url http://127.0.0.1:30000 \\
-          --expect "illegal memory access" --restart-cmd "python -m sglang.launch_server ..."
+      crashlab replay crash_dump.pkl --url http://127.0.0.1:30000 \\
+          --watch-log server.log
+      crashlab replay crash_dump.pkl --url http://127.0.0.1:30000 \\
+          --max-rate 200 --repeat 5 \\
+          --restart-cmd "python -m sglang.launch_server --model-path M"
+      crashlab replay crash_dump.pkl --url http://127.0.0.1:30000 \\
+          --minimize --budget 30m \\
+          --restart-cmd "python -m sglang.launch_server --model-path M"
+      crashlab replay crash_dump.pkl --url http://127.0.0.1:30000 \\
+          --harden sanitizer --expect "illegal memory access" \\
+          --restart-cmd "python -m sglang.launch_server ..."
     """
     from ..replay.command import run
     from ..replay.options import ReplayOptions

@@ -49,7 +49,8 @@ def report(as_json: bool, db: str | None, **options: Any) -> None:
     \b
     Examples:
       crashlab report crashlab-runs/20261123-201500-node7-4242
-      crashlab report core_1754_node_12345.nvcudmp crash_dump_2026-11-23_20-08-06.pkl
+      crashlab report core_1754_node_12345.nvcudmp \\
+          crash_dump_2026-11-23_20-08-06.pkl
       crashlab report crashlab-runs/20261123-201500-node7-4242 crashlab-bisect
       crashlab report RUN --anonymize --max-size 10MB --out /tmp/issue
     """

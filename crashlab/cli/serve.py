@@ -73,8 +73,10 @@ def serve(**options: Any) -> None:
 
     \b
     Examples:
-      crashlab serve -- python -m sglang.launch_server --model-path Qwen/Qwen3-0.6B
-      crashlab serve --user-dumps --restart on-crash -- python -m sglang.launch_server ...
+      crashlab serve -- python -m sglang.launch_server \\
+          --model-path Qwen/Qwen3-0.6B
+      crashlab serve --user-dumps --restart on-crash -- \\
+          python -m sglang.launch_server ...
       crashlab serve --coredump full -- ./my_cuda_program
       crashlab serve --deployment pd-1 -- python -m sglang.launch_server \\
           --disaggregation-mode prefill ...

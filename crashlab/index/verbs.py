@@ -12,9 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import click
-
 from ..errors import EXIT_FOUND, EXIT_NOTHING, BadInput, CrashlabError
+from ..stdout import echo
 from .location import resolve
 from .since import parse
 from .store import Filters, Index, UnknownSignature
@@ -57,7 +56,7 @@ def list_incidents(since: str | None, signature: str | None, host: str | None,
     with _read_index(db, runs_dir, say, signature) as index:
         found = listing(index, filters, window)
     if as_json:
-        click.echo(found.model_dump_json(indent=2))
+        echo(found.model_dump_json(indent=2))
         return EXIT_FOUND
     from .views import incident_list
 
@@ -80,7 +79,7 @@ def show_one(what: str, window: float, form: str | None, db: str | None, runs_di
     if form == "markdown":
         from . import markdown
 
-        click.echo(markdown.shown(found), nl=False)
+        echo(markdown.shown(found), nl=False)
         return
     _print(found, form == "json", shown)
 
@@ -143,7 +142,7 @@ def _list_on_terminal(found: list, shown_at_most: int, view: Callable[[list, Any
 def _print(result: Any, as_json: bool, view: Callable[[Any, Any], None]) -> None:
     """What show and gc found: its JSON, or its terminal view."""
     if as_json:
-        click.echo(result.model_dump_json(indent=2))
+        echo(result.model_dump_json(indent=2))
         return
     from ..console import ViewConsole
     from .views import heading

@@ -4,21 +4,19 @@ report, a signature's tally, or the signatures of a coarse key) and ``crashlab g
 Every value came from a report or a log, so every one is printed as plain text, never markup.
 
 Each line fits the console: a longer one goes on below its first, indented under the value it
-continues, broken where ``crashlab inspect`` breaks its names (after a space, ``/``, ``,``, ``::``) or
-inside a Python module path (after a ``.`` before a name), never inside a word or an
-identifier.
+continues, broken where every view breaks its lines (crashlab.wrap: after a space, ``/``, ``,``,
+``::``, inside a Python module path), never inside a word, a number or an identifier.
 ``crashlab list`` into a pipe keeps a crash per line, for grep."""
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
-
-from rich.cells import cell_len
 
 from ..console import line
 from ..escape import escape
+from ..stdout import write
 from ..textsize import with_bytes
+from ..wrap import fitted
 from .facets import shown_value
 
 if TYPE_CHECKING:
@@ -30,34 +28,6 @@ if TYPE_CHECKING:
 LIST_COLUMNS = (("ID", "id"), ("TIME (UTC)", "crashed_at"), ("HOST", "host"),
                 ("SIGNATURE", "signature"), ("LABEL", "label"), ("TITLE", "title"))
 LIST_FIELDS = tuple(field for _, field in LIST_COLUMNS)
-
-
-#: Where a line may end: crashlab.report.text's points, and the dots of ``sglang.srt.layers``
-#: (a Python exception's place), not those of ``1.5`` or ``fused_moe.py``'s suffix alone.
-_BREAK = re.compile(r"(?:::|[,(</]|\.(?=[A-Za-z_][\w]*\.)|\s)+")
-
-
-def fitted(text: str, width: int, indent: int) -> list[str]:
-    """TEXT (escaped) as lines at most WIDTH cells wide, each after the first indented by INDENT
-    spaces, broken at break_points; a piece wider than a line is cut, the last resort."""
-    text = escape(text)
-    indent = indent if width - indent >= 30 else 4  # too little room under the value
-    lines, current = [], ""
-    starts = [0, *(m.end() for m in _BREAK.finditer(text) if 0 < m.end() < len(text)),
-              len(text)]
-    for piece in (text[a:b] for a, b in zip(starts, starts[1:], strict=False)):
-        if cell_len((current + piece).rstrip()) <= width:
-            current += piece
-            continue
-        if current.strip():
-            lines.append(current.rstrip())
-            current = " " * indent + piece.lstrip()
-        else:
-            current += piece.lstrip()
-        while cell_len(current.rstrip()) > width:
-            lines.append(current[:width])
-            current = " " * indent + current[width:]
-    return [*lines, current.rstrip()]
 
 
 def _say(console: Console, text: str, indent: int, style: str = "") -> None:
@@ -99,7 +69,7 @@ def crash_list(crashes: list[tuple], console: Console) -> None:
     for part in headings:
         console.print(line((part, "bold")), soft_wrap=True)
     if rows:
-        console.file.write("\n".join(rows) + "\n")
+        write(console.file, "\n".join(rows) + "\n")
 
 
 def _shown(values: tuple[str | None, ...], empty: str = "") -> list[str]:

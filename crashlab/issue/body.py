@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from ..index.markdown import facets_lines
 from ..index.records import Facets
 from ..launchline import option_value
+from ..privacy.redact import MASK
 from ..report import markdown as dump_markdown
 from ..report import run_views, text
 from ..report.markdown_escape import code, cut_to, fenced, html, inline, join
@@ -176,6 +177,13 @@ def _reproduction(facts: Facts) -> list[str]:
     if facts.issue.request_dumps and facts.launch and option_value(facts.launch, "--api-key"):
         out += [f"The server's API key is masked above: put a key back in {code('--restart-cmd')}; "
                 f"replay sends the same one to the server it starts.", ""]
+    recorded = facts.environment.environment
+    masked = sorted(name for name, value in (recorded.variables if recorded else {}).items()
+                    if value == MASK)
+    if facts.issue.request_dumps and facts.launch and masked:
+        out += [f"{code('--restart-cmd')} starts the server with the variables the run's "
+                f"environment.json recorded of its launch, but for the masked ones: "
+                f"{', '.join(map(code, masked))}; add those with their values.", ""]
     if not facts.issue.request_dumps and facts.bisects:
         out += [f"No SGLang request dump was given; the bisect below replayed "
                 f"{code(facts.bisects[0].result.dump)} at each step (give it to "

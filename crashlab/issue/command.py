@@ -21,6 +21,7 @@ from ..errors import BadInput, EnvironmentProblem
 from ..index import capture, fleet
 from ..index.records import Facets, NewCrash
 from ..privacy.policy import Privacy
+from ..privacy.redact import MASK
 from ..report.model import Tool, TriageReport
 from ..report.run import RunReport
 from ..supervise import files
@@ -141,18 +142,28 @@ def _clean_triage(report: TriageReport, privacy: Privacy) -> TriageReport:
     return TriageReport.model_validate(privacy.json(report.model_dump(mode="json")))
 
 
-def _replay_command(member: str, launch: list[str]) -> str:
+def restart_command(launch: list[str], variables: dict[str, str]) -> str:
+    """The shell command that starts the server again as it was launched: the launch command,
+    under ``env`` with the variables the run's environment.json recorded of the launch (those
+    that steer CUDA, NCCL, torch and SGLang), where it recorded any; a masked one (a secret) is
+    left out, for the body to name."""
+    assignments = [f"{name}={value}" for name, value in sorted(variables.items()) if value != MASK]
+    return shlex.join(["env", *assignments, *launch] if assignments else launch)
+
+
+def _replay_command(member: str, launch: list[str], variables: dict[str, str]) -> str:
     from ..supervise.launch import base_url, health_url, is_sglang
 
     url = health_url(launch, is_sglang(launch)) if launch else None
     command = ["crashlab", "replay", member, "--url", base_url(url) if url else SGLANG_URL]
     if launch:
-        command += ["--restart-cmd", shlex.join(launch)]
+        command += ["--restart-cmd", restart_command(launch, variables)]
     return shlex.join(command)
 
 
 def _request_dumps(dumps: list[DumpInput], names: dict[Path, str], bundled: set[str],
-                   launch: list[str], privacy: Privacy) -> list[RequestDumpSummary]:
+                   launch: list[str], variables: dict[str, str],
+                   privacy: Privacy) -> list[RequestDumpSummary]:
     found = []
     for dump in dumps:
         if dump.dump is None:
@@ -162,7 +173,7 @@ def _request_dumps(dumps: list[DumpInput], names: dict[Path, str], bundled: set[
         found.append(RequestDumpSummary(
             path=privacy.text(str(dump.path)), member=member, requests=len(dump.dump.requests),
             in_flight=len(dump.dump.in_flight), layout=dump.dump.layout,
-            replay=_replay_command(member or privacy.text(str(dump.path)), launch),
+            replay=_replay_command(member or privacy.text(str(dump.path)), launch, variables),
             minimized=minimized if minimized in bundled else None))
     return found
 
@@ -318,6 +329,8 @@ def _pack(inputs: Inputs, options: ReportOptions, privacy: Privacy,
           bundle_path: Path, fleet: Facets | None) -> Made:
     added, left_out = _add_members(candidates, tarball, privacy, options.max_bytes)
     launch = privacy.argv(_launch_of(inputs)[0])
+    # the launch's environment as the run recorded it (cleaned: found_environment is)
+    variables = found_environment.environment.variables if found_environment.environment else {}
     lacking: set[str] = set()
     runs = [local.run(_clean_run(run.report, privacy), lacking)
             for run in inputs.runs if run.report is not None]
@@ -334,7 +347,8 @@ def _pack(inputs: Inputs, options: ReportOptions, privacy: Privacy,
             anonymized=privacy.anonymized, body=privacy.text(str(body_path)), body_chars=0,
             bundle=privacy.text(str(bundle_path)), max_bytes=options.max_bytes, compression="gzip",
             members=added, left_out=left_out,
-            request_dumps=_request_dumps(inputs.all_dumps, names, bundled, launch, privacy),
+            request_dumps=_request_dumps(inputs.all_dumps, names, bundled, launch, variables,
+                                         privacy),
             environment_origin=found_environment.origin, launch=shlex.join(launch) if launch else None)
         text, cuts = body.render(body.Facts(
             title=issue.title, launch=launch or None, runs=runs, cores=direct,

@@ -6,11 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-import click
-
 from ..errors import EXIT_FOUND, EXIT_NOTHING
 from ..index import capture
 from ..index.recording import record_all
+from ..stdout import echo
 from ..textsize import with_bytes
 from . import local
 from .command import ReportOptions, make, runs_dir
@@ -23,9 +22,9 @@ def run(options: ReportOptions, as_json: bool, db: str | None, say: Callable[[st
     # make() returns once the bundle is written: it sets both
     assert made.inputs is not None and made.issue.bundle_bytes is not None
     if as_json:
-        click.echo(made.issue.model_dump_json(indent=2))
+        echo(made.issue.model_dump_json(indent=2))
     else:
-        click.echo(made.body, nl=False)
+        echo(made.body, nl=False)
     say(f"title: {made.issue.title}")
     say(f"body: {made.issue.body}")
     say(f"bundle: {made.issue.bundle}: {with_bytes(made.issue.bundle_bytes)}, "

@@ -12,6 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedCo
 
 from ..console import ViewConsole
 from ..errors import EXIT_FOUND, EXIT_NOTHING, BadInput
+from ..stdout import echo
 from . import views
 from .expect import from_run_directory
 from .loader import load
@@ -33,13 +34,13 @@ def run(options: ReplayOptions) -> int:
     gc.freeze()  # the dump lives as long as this process: the cycle collector can skip it
     if options.target is None:
         for line in views.dump_json_lines(dump):
-            click.echo(line)
+            echo(line)
         return EXIT_FOUND
     if not dump.requests:
         raise BadInput(f"{options.dump}: holds no requests to replay")
     result = _replayed(dump, options, options.target)
     if options.as_json:
-        click.echo(result.model_dump_json(indent=2))
+        echo(result.model_dump_json(indent=2))
     else:
         views.render_result(result, ViewConsole(), said=dump.partial.line() if dump.partial else None)
     found = bool(result.minimization.minimal) if result.minimization else result.reproduced

@@ -24,6 +24,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ..escape import cut_at_word
 from .records import Request
 from .transport import Client, ConnectionLost, TimedOut
 
@@ -102,6 +103,11 @@ class Forcing:
         return Forced(kind, count)
 
 
+#: How much of the server's answer to the probe is kept (cut at a word): SGLang 0.5.23's refusal
+#: lists every field it takes, hundreds of characters.
+PROBE_ANSWER_CHARS = 200
+
+
 def probe_trace(url: str, timeout: float = 30.0,
                 headers: Mapping[str, str] | None = None) -> tuple[bool, str]:
     """(whether the server takes trace_decode_token_ids, what it answered to the probe)."""
@@ -111,7 +117,7 @@ def probe_trace(url: str, timeout: float = 30.0,
     except (ConnectionLost, TimedOut, OSError) as problem:
         return False, f"no answer ({type(problem).__name__}: {problem})"
     text = reply.error or str(reply.payload)
-    answer = f"HTTP {reply.status}: {text[:200]}"
+    answer = f"HTTP {reply.status}: {cut_at_word(text, PROBE_ANSWER_CHARS)}"
     if _REFUSED_FIELD.search(text) or (TRACE_FIELD in text and "max_new_tokens" not in text):
         return False, answer
     # accepted the field and refused the count (or, against the odds, answered): it takes it

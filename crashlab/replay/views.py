@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import textwrap
 from collections.abc import Iterator
 from typing import overload
 
@@ -11,12 +10,13 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..console import line, plain
+from ..console import line, plain, wrapped
 from ..escape import escape, printable
 from ..report.model import Tool
-from ..report.terminal import wrapped
+from ..stdout import write as written
 from ..textsize import with_bytes
 from ..version import __version__
+from ..wrap import fitted
 from .records import CrashDump, Request
 from .result import Attempt, DumpListing, Minimization, ReplayResult, RequestOutcome
 
@@ -101,7 +101,8 @@ def _flags(request: Request) -> str:
 #: One listing line: fixed-width columns, then the prompt and flags (a format string is ten
 #: times cheaper per line than padding each cell, which a 30,000-request dump notices). Below
 #: ``WIDE`` columns the rid and the state are narrower, so that an 80-column terminal keeps
-#: room for the prompt; the prompt and flags wrap at spaces, under their column.
+#: room for the prompt; the prompt and flags wrap as every view's lines do (crashlab.wrap),
+#: under their column.
 _ROW = "{:<6.6} {:<10.10} {:<4.4} {:<24.24} {:<7.7} {:<5.5} {:<12.12} {}"
 _NARROW_ROW = "{:<5.5} {:<8.8} {:<4.4} {:<17.17} {:<5.5} {:<4.4} {:<10.10} {}"
 _HEADINGS = ("#", "+t s", "kind", "rid", "max new", "temp", "state", "prompt · flags")
@@ -132,24 +133,22 @@ class RequestLister:
         self.room = max(console.width - self.indent, 20)
 
     def row(self, request: Request) -> None:
-        write = self.console.file.write
+        lines = []
         if self.first_created is None:  # the heading waits for a row: a refused file prints none
-            write(self.heading)
+            lines.append(self.heading)
             self.first_created = request.created
         params, done = request.sampling_params, request.output
         state = "in flight" if request.in_flight else \
             escape(f"{done.finish_reason or ''} {done.completion_tokens or ''}".strip())
         flags = _flags(request)
         described = printable(f"{_prompt(request)} · {flags}" if flags else _prompt(request))
-        first, *rest = (textwrap.wrap(described, self.room, break_on_hyphens=False)
-                        if len(described) > self.room else [described])
-        write(self.row_format.format(str(self.count), f"{request.created - self.first_created:+.3f}",
-                                     request.kind[:3], printable(str(request.rid), self.rid_room),
-                                     escape(str(params.get("max_new_tokens", ""))),
-                                     escape(str(params.get("temperature", ""))), state, first
-                                     ).rstrip() + "\n")
-        for more in rest:
-            write(" " * self.indent + more + "\n")
+        first, *rest = fitted(described, self.room) if len(described) > self.room else [described]
+        lines.append(self.row_format.format(
+            str(self.count), f"{request.created - self.first_created:+.3f}", request.kind[:3],
+            printable(str(request.rid), self.rid_room), escape(str(params.get("max_new_tokens", ""))),
+            escape(str(params.get("temperature", ""))), state, first).rstrip() + "\n")
+        lines += [" " * self.indent + more + "\n" for more in rest]
+        written(self.console.file, "".join(lines))
         self.count += 1
 
     def summary(self, dump: CrashDump) -> None:
@@ -185,9 +184,33 @@ def _ms(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds * 1000:.2f}"
 
 
+def verdict_line(result: ReplayResult) -> str:
+    """The result in one line, the first of its view as inspect's summary is of its own:
+    ``reproduced 1/2: attempt 1 crashed, attempt 2 no crash``."""
+    summary = f"reproduced {result.reproductions}/{len(result.attempts)}"
+    if len(result.attempts) != result.repeat:
+        summary += f" (asked for {result.repeat})"
+    attempts = ", ".join(f"attempt {a.number} {a.verdict}" for a in result.attempts)
+    return f"{summary}: {attempts}" if attempts else summary
+
+
+def short_rid(rid: object, limit: int = 20) -> str:
+    """A request's id (escaped) whole where it has ``limit`` characters or fewer, else its
+    first and last characters around an ellipsis (``3f2a9c0e81…c47d``), as a hash is
+    shortened: both ends stay to match it against the listing and the JSON."""
+    shown = escape(str(rid))
+    if len(shown) <= limit:
+        return shown
+    tail = max(limit // 4, 1)
+    return f"{shown[:limit - tail - 1]}…{shown[-tail:]}"
+
+
 def render_result(result: ReplayResult, console: Console, said: str | None = None) -> None:
-    """The result as text; strings from the dump, the server and its log are printed as data.
-    SAID is a warning already on stderr (a cut dump's partial line), not printed again."""
+    """The result as text, its verdict line first (whole, for grep and head); strings from the
+    dump, the server and its log are printed as data. SAID is a warning already on stderr (a
+    cut dump's partial line), not printed again."""
+    console.print(plain(verdict_line(result), style="bold red" if result.reproduced else "bold"),
+                  soft_wrap=True)
     _print_setup(result, console)
     for attempt in result.attempts:
         _print_attempt(attempt, console)
@@ -203,17 +226,17 @@ def _print_setup(result: ReplayResult, console: Console) -> None:
         wanted = [f"class {e.fault_class}" if e.fault_class else "", f"kernel {e.kernel}" if e.kernel else ""]
         wanted += [f"/{pattern}/" for pattern in e.patterns]
         console.print(wrapped(line("expected crash: ", ", ".join(filter(None, wanted)),
-                                   f" (from {e.source})")))
+                                   f" (from {e.source})"), indent=2))
     if result.force_decode:
         f = result.force_decode
         console.print(wrapped(line("forced decode: ", (f.used, "bold"),
-                                   f" ({f.requests} requests): {f.reason}")))
+                                   f" ({f.requests} requests): {f.reason}"), indent=2))
         if f.probe:
-            console.print(wrapped(line("  probe: ", f.probe)))
+            console.print(wrapped(line("  probe: ", f.probe), indent=4))
     if result.harden:
         env = " ".join(f"{key}={value}" for key, value in result.harden.env.items())
         console.print(wrapped(line("hardened (", result.harden.profile, "): ",
-                                   env + " " if env else "", result.harden.command)))
+                                   env + " " if env else "", result.harden.command), indent=2))
 
 
 def _print_attempt(attempt: Attempt, console: Console) -> None:
@@ -222,19 +245,19 @@ def _print_attempt(attempt: Attempt, console: Console) -> None:
         f"attempt {attempt.number}: ", (attempt.verdict, _VERDICT_STYLE[attempt.verdict]),
         f" — {attempt.answered} answered, {attempt.failed_after_send} failed after send, "
         f"{attempt.never_sent} never sent (of {len(attempt.requests)}); {attempt.ok} ok, "
-        f"{attempt.divergences} diverged, {attempt.duration_s:.2f} s")))
+        f"{attempt.divergences} diverged, {attempt.duration_s:.2f} s"), indent=2))
     if attempt.schedule and attempt.schedule.late_p50_s is not None:
         sched = attempt.schedule
         kept = {True: ("kept", "green"), False: ("NOT KEPT", "bold yellow"),
                 None: ("no schedule", "")}[sched.kept]
         console.print(wrapped(line(f"  schedule: late p50 {_ms(sched.late_p50_s)} ms, p99 "
                                    f"{_ms(sched.late_p99_s)} ms, max {_ms(sched.late_max_s)} ms "
-                                   f"(threshold p99 {_ms(sched.threshold_s)} ms): ", kept)))
+                                   f"(threshold p99 {_ms(sched.threshold_s)} ms): ", kept), indent=4))
     if attempt.mismatch:
-        console.print(wrapped(line("  ", ("mismatch", "yellow"), ": ", attempt.mismatch)))
+        console.print(wrapped(line("  ", ("mismatch", "yellow"), ": ", attempt.mismatch), indent=4))
     for signal in attempt.signals:
         console.print(wrapped(line("  ", (signal.kind, "red"), f" at {signal.at_s:.2f} s: ",
-                                   signal.detail)))
+                                   signal.detail), indent=4))
     problems = [o for o in attempt.requests if o.status != "ok" or o.divergence]
     if problems:
         console.print(_problem_table(problems[:_PROBLEM_ROWS]))
@@ -245,15 +268,16 @@ def _print_attempt(attempt: Attempt, console: Console) -> None:
 def _problem_table(problems: list[RequestOutcome]) -> Table:
     """The requests that failed or diverged: status, delivery, and the error or difference."""
     table = Table(show_edge=False, pad_edge=False)
-    for column in ("#", "rid", "status", "delivery", "detail"):
-        table.add_column(column, overflow="fold")
+    for column in ("#", "rid", "status", "delivery"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("detail")
     for outcome in problems:
         detail = outcome.error or ""
         if outcome.divergence:
             d = outcome.divergence
             detail = (f"{d.compared} differ at {d.first_difference}: "
                       f"recorded {d.recorded!r}, replayed {d.replayed!r}")
-        table.add_row(str(outcome.index), plain(short_text(str(outcome.rid), 20)),
+        table.add_row(str(outcome.index), Text(short_rid(outcome.rid)),
                       plain(outcome.status), plain(outcome.delivery), wrapped(plain(detail)))
     return table
 
@@ -263,26 +287,22 @@ def _print_minimization(m: Minimization, console: Console) -> None:
         console.print(wrapped(line(("minimal reproducer:", "bold"),
                                    f" {len(m.minimal)} of {m.original} requests (indices "
                                    f"{m.minimal[:20]}{' …' if len(m.minimal) > 20 else ''}), "
-                                   "written to ", str(m.output))))
+                                   "written to ", str(m.output)), indent=2))
     elapsed = "" if m.elapsed_s is None else f" in {m.elapsed_s:,.1f} s"
     left = f"; {m.budget_left}" if m.budget_left else ""
     console.print(wrapped(plain(f"trials used: {m.trials}{elapsed} (budget {m.budget}"
-                                f"{', exhausted' if m.budget_exhausted else ''}{left})")))
+                                f"{', exhausted' if m.budget_exhausted else ''}{left})"), indent=2))
 
 
 def _print_closing(result: ReplayResult, console: Console, said: str | None = None) -> None:
-    """The server's output, the warnings (but SAID), and the k/N line."""
+    """The server's output and the warnings (but SAID)."""
     if result.server_log:
-        console.print(wrapped(line("server output: ", result.server_log)))
+        console.print(wrapped(line("server output: ", result.server_log), indent=2))
     for warning in result.warnings:
         if warning == said:
             continue
-        console.print(wrapped(line(("warning:", "yellow"), " ", warning)))
+        console.print(wrapped(line(("warning:", "yellow"), " ", warning), indent=2))
     if result.schedule_kept is False:
         console.print(wrapped(line(("warning:", "yellow"), " the schedule was not kept (p99 "
                                    "lateness over --late-threshold): a non-reproduction may be "
-                                   "the replay's timing")))
-    summary = f"reproduced {result.reproductions}/{len(result.attempts)}"
-    if len(result.attempts) != result.repeat:
-        summary += f" (asked for {result.repeat})"
-    console.print(plain(summary, style="bold"))
+                                   "the replay's timing"), indent=2))

@@ -2,8 +2,9 @@
 
 From ``WIDE`` columns (and into a pipe, 160) tables keep a column per fact; below that, columns
 are merged or a fault is a block of lines, so that an 80-column terminal reads the same facts.
-Names and paths wrap where :func:`text.break_points` allows, never inside an identifier; a
-SASS instruction is never wrapped: its source goes on the line below where both do not fit.
+Names and paths wrap as every view's lines do (:mod:`crashlab.wrap`), never inside an
+identifier or a number, a block's lines under their first; a SASS instruction is never wrapped:
+its source goes on the line below where both do not fit.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from ..console import line, plain
+from ..console import Folded, line, plain
 from ..notation import dim, marker, short_source
 from ..textsize import with_bytes
 from . import text, why
@@ -29,50 +30,6 @@ MAX_POSITIONS = 4
 WIDE = 120
 #: A SASS line: marker, address, instruction and source, two spaces apart.
 _GAP = "  "
-
-
-class _Breakable:
-    """Text that wraps only at :func:`text.break_points`; a single piece wider than the line
-    (a mangled name) is folded, the last resort. Tables measure it by its longest piece."""
-
-    def __init__(self, value: Text):
-        self.value = value
-        self.points = text.break_points(value.plain)
-
-    def _pieces(self) -> list[int]:
-        starts = [0] + self.points[:-1]
-        return [cell_len(self.value.plain[a:b].rstrip())
-                for a, b in zip(starts, self.points, strict=True)]
-
-    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
-        whole = cell_len(self.value.plain)
-        return Measurement(min(max(self._pieces(), default=0), whole), whole).clamp(
-            max_width=options.max_width)
-
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        whole, width = self.value.plain, options.max_width
-
-        def fits(start: int, end: int) -> bool:
-            return cell_len(whole[start:end].rstrip()) <= width
-
-        cuts, start, fitting = [], 0, None
-        for point in self.points:
-            if fits(start, point):
-                fitting = point
-                continue
-            if fitting is not None:
-                cuts.append(fitting)
-                start, fitting = fitting, None
-                if fits(start, point):
-                    fitting = point
-                    continue
-            if point < len(whole):  # one piece wider than the line: folded
-                cuts.append(point)
-            start = point
-        for row in self.value.divide(cuts):
-            row.rstrip()
-            row.overflow = "fold"
-            yield row
 
 
 class _Source:
@@ -90,13 +47,9 @@ class _Source:
         yield _name(text.source_chain(self.chain, options.max_width))
 
 
-def _name(value: str, style: str = "") -> _Breakable:
-    return _Breakable(plain(value, style=style))
-
-
-def wrapped(value: Text) -> _Breakable:
-    """Rich text that wraps as inspect's names and paths do, for the other verbs' views."""
-    return _Breakable(value)
+def _name(value: str, style: str = "", indent: int = 0) -> Folded:
+    """Outside text as every view wraps it (crashlab.wrap), lines after the first ``indent``."""
+    return Folded(plain(value, style=style), indent)
 
 
 def render(report: TriageReport, console: Console) -> None:
@@ -116,7 +69,7 @@ def render(report: TriageReport, console: Console) -> None:
         _debugger(report.debugger, console)
     console.print(_kernels(report, wide))
     _positions(report, console)
-    console.print(_name(_dump_line(report), style="dim"))
+    console.print(_name(_dump_line(report), style="dim", indent=2))
     for warning in report.warnings:
         console.print(plain(f"warning: {warning}", style="yellow"))
 
@@ -180,7 +133,7 @@ def _sass(fault: Fault, console: Console) -> None:
             row.append_text(plain(where, style="dim"))
         console.print(row, overflow="fold")
         if where and not one_line:
-            console.print(_Breakable(line(indent, (where, "dim"))))
+            console.print(Folded(line(indent, (where, "dim")), len(indent)))
 
 
 def _why(fault: Fault, console: Console) -> None:
@@ -215,18 +168,19 @@ def _debugger(section: DebuggerSection, console: Console) -> None:
     style = {"ok": "green", "partial": "yellow"}.get(section.status, "red")
     console.print(plain(text.debugger_headline(section), style=f"bold {style}"))
     if section.load is not None:
-        console.print(_name(f"  on load: {text.load_line(section.load)}"))
+        console.print(_name(f"  on load: {text.load_line(section.load)}", indent=4))
     for view in section.faults:
         console.print(plain(f"  fault {view.fault + 1}:"))
         console.print(_agreement(view.agreement))
         for frame in view.backtrace[:4]:
             where = f" at {frame.file}:{frame.line}" if frame.file and frame.line else ""
             console.print(_name(f"    #{frame.level} {text.frame_function(frame)}{frame.launch or ''}{where}",
-                                style="dim"))
+                                style="dim", indent=6))
     for problem in section.problems:
-        console.print(plain(f"  problem ({problem.kind}): {problem.message}", style="yellow"))
+        console.print(_name(f"  problem ({problem.kind}): {problem.message}", style="yellow",
+                            indent=4))
     for source in section.missing_sources:
-        console.print(_name("  " + text.missing_source_note(source), style="dim"))
+        console.print(_name("  " + text.missing_source_note(source), style="dim", indent=4))
 
 
 def _agreement(agreements) -> Table:
@@ -263,10 +217,10 @@ def _other_faults(faults: list[Fault], omitted: int, console: Console, wide: boo
         return
     console.print(plain(title, style="bold"))
     for fault in shown:
-        console.print(_name(f"  {fault.exception.display} in {_other_kernel(fault)}"))
+        console.print(_name(f"  {fault.exception.display} in {_other_kernel(fault)}", indent=4))
         console.print(_name(f"    at {text.code_address(fault.function_offset, fault.pc)}; "
                             f"{text.place(fault)}; blocks {text.span(fault.blocks)}; "
-                            f"{fault.faulting_lanes}/{fault.faulting_warps} lanes/warps"))
+                            f"{fault.faulting_lanes}/{fault.faulting_warps} lanes/warps", indent=6))
     if hidden > 0:
         console.print(plain(f"  {hidden} more in the JSON report", style="dim"))
 
@@ -285,7 +239,7 @@ def _kernels(report: TriageReport, wide: bool) -> Table:
         table.add_column(column, no_wrap=column in ("dev", "grid", "SMs", "warps"))
     for kernel in report.kernels[:MAX_KERNELS]:
         launch = f"{dim(kernel.grid_dim)} x {dim(kernel.block_dim)}"
-        cells: list[str | _Breakable] = [str(kernel.device), str(kernel.grid_id),
+        cells: list[str | Folded] = [str(kernel.device), str(kernel.grid_id),
                                          _name(text.kernel_name(kernel.name, kernel.grid_id))]
         if wide:
             cells += [launch, str(kernel.resident_sms), str(kernel.resident_warps)]
@@ -321,9 +275,10 @@ def _positions(report: TriageReport, console: Console) -> None:
 def _waits(kernel: Kernel, console: Console) -> None:
     """What the warps wait for, a line per class, its evidence under it."""
     for wait in kernel.waits:
-        console.print(line("    ", (f"{wait.kind}: ", "bold"), wait.summary), overflow="fold")
+        label = f"{wait.kind}: "  # the summary continues under itself, the evidence under it
+        console.print(Folded(line("    ", (label, "bold"), wait.summary), 4 + len(label)))
         for item in wait.evidence[:MAX_EVIDENCE]:
-            console.print(line("      ", (item, "dim")), overflow="fold")
+            console.print(Folded(line("      ", (item, "dim")), 8))
         if len(wait.evidence) > MAX_EVIDENCE:
             console.print(plain(f"      {len(wait.evidence) - MAX_EVIDENCE} more in the JSON "
                                 "report", style="dim"))
@@ -331,7 +286,7 @@ def _waits(kernel: Kernel, console: Console) -> None:
 
 def _position(kernel: Kernel, position, devices: int, console: Console) -> None:
     room = console.width - 2
-    console.print(_name("  " + text.position_line(kernel, position, room, devices)))
+    console.print(_name("  " + text.position_line(kernel, position, room, devices), indent=4))
     if position.instruction:
         console.print(line("      ", (text.instruction(position.instruction), "dim")), overflow="fold")
 

@@ -207,17 +207,6 @@ def position_line(kernel, position, room: int | None = None, devices: int = 1) -
     return f"{head}, {source_chain(position.source, None if room is None else room - len(head) - 2)}"
 
 
-#: Where a C++ name, a path or a sentence may be broken across lines: after ``::``, a comma,
-#: ``(``, ``<``, ``/`` or a space; never inside an identifier.
-_BREAK = re.compile(r"(?:::|[,(</]|\s)+")
-
-
-def break_points(value: str) -> list[int]:
-    """Offsets at which a line of ``value`` may end, the last one its length."""
-    points = [m.end() for m in _BREAK.finditer(value) if 0 < m.end() < len(value)]
-    return points + [len(value)]
-
-
 def register_blocks(fault) -> list[tuple[str, dict[str, int]]]:
     """(heading, registers): the focused lane's, and the culprit lane's where the explanation
     explains another lane (each lane's access is judged on its own registers)."""

@@ -1,6 +1,7 @@
 """The web view as a WSGI application: Werkzeug's routing and responses, Jinja2's templates
-with autoescape on (every value from a dump or a log is text, never markup). GET only: the index
-is opened read-only and no route writes."""
+with autoescape on (every value from a dump or a log is text, never markup) and a finalize hook
+that shows what does not print escaped in every value a template writes (:func:`shown`). GET
+only: the index is opened read-only and no route writes."""
 
 from __future__ import annotations
 
@@ -9,13 +10,14 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from jinja2 import Environment, PackageLoader, select_autoescape
-from markupsafe import Markup, escape
+from markupsafe import Markup
 from werkzeug.exceptions import BadRequest, HTTPException, NotFound
 from werkzeug.routing import Map, Rule
 from werkzeug.utils import send_file
 from werkzeug.wrappers import Request, Response
 
 from ..errors import BadInput
+from ..escape import escape, escape_keeping_lines
 from ..index.facets import shown_value
 from ..index.store import Index
 from ..notation import counted
@@ -24,6 +26,7 @@ from ..report import text, why
 from ..report.suspects import suspect_items
 from ..textsize import with_bytes
 from ..version import __version__
+from ..wrap import break_points
 from . import pages
 
 ROUTES = Map([
@@ -36,9 +39,23 @@ ROUTES = Map([
 ])
 
 
+def shown(value: Any) -> Any:
+    """Every value a template writes, as every view shows text from outside: a bidirectional
+    control (U+202E would reverse the page's own facts around it), a C0 or C1 control (ESC,
+    BEL) and whatever else does not print, escaped (``\\u202e``); line breaks and tabs kept.
+    Markup (a chart) is escaped the same way and stays markup: no such character is part of
+    HTML's syntax."""
+    if isinstance(value, Markup):
+        return Markup(escape_keeping_lines(str(value)))
+    if isinstance(value, str):
+        return escape_keeping_lines(value)
+    return value
+
+
 def templates() -> Environment:
     environment = Environment(loader=PackageLoader("crashlab.ui", "templates"),
-                              autoescape=select_autoescape(default=True, default_for_string=True))
+                              autoescape=select_autoescape(default=True, default_for_string=True),
+                              finalize=shown)
     # a facet's value as every view prints it (an uptime's hour as "2-3 h")
     environment.globals["shown_value"] = shown_value
     # the why's labelled lines and the facts' wording, as the terminal and Markdown views print
@@ -56,11 +73,11 @@ def templates() -> Environment:
 
 def breakable(name: object) -> Markup:
     """A C++ name or a path, escaped, with a line-break opportunity after each ``::``, comma,
-    ``(``, ``<`` or ``/`` (text.break_points): a long template name wraps at its boundaries and
-    never inside an identifier."""
+    ``(``, ``<`` or ``/`` (crashlab.wrap's rule, as the terminal breaks it): a long template name
+    wraps at its boundaries and never inside an identifier or a number."""
     value = str(name)
-    cuts = [0, *text.break_points(value), len(value)]
-    return Markup("<wbr>").join(escape(value[a:b]) for a, b in zip(cuts, cuts[1:], strict=False)
+    cuts = [0, *break_points(value)]
+    return Markup("<wbr>").join(Markup.escape(value[a:b]) for a, b in zip(cuts, cuts[1:], strict=False)
                                 if b > a)
 
 
@@ -139,4 +156,5 @@ class WebView:
             return send_file(pages.crash_file(self.index, crash_id, number), request.environ,
                              as_attachment=True)
         except OSError as exc:
-            raise NotFound(f"file {number} of crash {crash_id} cannot be read: {exc}") from None
+            raise NotFound(f"file {number} of crash {crash_id} cannot be read: "
+                           f"{escape(str(exc))}") from None
