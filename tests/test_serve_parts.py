@@ -345,7 +345,7 @@ def test_the_run_report_fits_github_and_names_the_replay_command(build, tmp_path
     body = markdown(report)
     assert len(body) <= 65_536
     assert "crashlab replay /r/requests/h/crash_dump_1.pkl" in body
-    assert "Triage of `core.nvcudmp`:\n\n##### crashlab: " in body
+    assert "Triage of `core.nvcudmp`:\n\n**crashlab: " in body  # its title nested as a bold line
 
 
 def test_the_process_tree_forgets_old_unremarkable_exits_past_its_limit(monkeypatch):
