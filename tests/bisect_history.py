@@ -18,9 +18,12 @@ CRASH = "RuntimeError: CUDA error: an illegal memory access was encountered"
 OTHER = "RuntimeError: CUDA error: device-side assert triggered"
 #: the crash commit's subject: outside text, markup and a terminal escape that must print inert
 HOSTILE = "kernel: a wider tile [red]x[/red] \x1b[2J"
-#: Oracle settings that keep a bisect's runs short (the defaults suit a real GPU server).
+#: Oracle settings that keep a bisect's runs short (the defaults suit a real GPU server), and one
+#: clean run per good verdict: the few --repeat runs the tests make on --bad leave the crash's
+#: rate so uncertain that 95% confidence would take up to --max-runs' 30 clean runs a step. A
+#: test of those statistics gives its own --max-runs after these (the last one counts).
 FAST = ["--health-interval", "0.2", "--health-timeout", "2", "--settle", "0.3",
-        "--start-timeout", "30"]
+        "--start-timeout", "30", "--max-runs", "1"]
 
 #: app.py at each commit: the stand-in fails with CRASH_LINE on request 1000 when set (on every
 #: other start when FLAKY), counting its starts in the file --starts names.

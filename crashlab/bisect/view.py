@@ -29,8 +29,9 @@ def _first_bad(first: Commit | Release, console: ViewConsole) -> None:
 
 def verdict(result: BisectResult, console: ViewConsole) -> None:
     console.print(line(("expected crash: ", "bold"), result.expected))
-    console.print(line(f"bad side reproduced at rate {result.bad_rate:.2f}; a good verdict took "
-                       f"{count(result.runs_for_good, 'clean run')} ({result.confidence:.0%} confidence)"))
+    console.print(line(f"bad side reproduced at rate {result.bad_rate:.2f}, at least "
+                       f"{result.bad_rate_bound:.2f} at {result.confidence:.0%} confidence; a good "
+                       f"verdict took {count(result.runs_for_good, 'clean run')}"))
     for skip in result.skips:
         console.print(line(("skipped ", "yellow"), label(skip.revision), "  ", skip.reason))
     if result.fix is not None:

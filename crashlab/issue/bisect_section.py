@@ -54,9 +54,9 @@ def _bisect(shown: BisectShown, steps: bool) -> list[str]:
     out += _verdict(result)
     bad = result.bad[:12] if result.repo is not None else result.bad
     out += [f"- Expected crash: {inline(result.expected)}",
-            f"- The bad side ({code(bad)}) reproduced it at rate {result.bad_rate:.2f}; a good "
-            f"verdict takes {count(result.runs_for_good, 'clean run')} "
-            f"({result.confidence:.0%} confidence)",
+            f"- The bad side ({code(bad)}) reproduced it at rate {result.bad_rate:.2f}, at least "
+            f"{result.bad_rate_bound:.2f} at {result.confidence:.0%} confidence; a good verdict "
+            f"takes {count(result.runs_for_good, 'clean run')}",
             f"- Reproducer replayed at each step: {code(result.dump)}", ""]
     if result.skips:
         out += ["Skipped (another crash or a failed build: never blamed):", ""]
