@@ -24,6 +24,10 @@ HOSTILE = "kernel: a wider tile [red]x[/red] \x1b[2J"
 #: test of those statistics gives its own --max-runs after these (the last one counts).
 FAST = ["--health-interval", "0.2", "--health-timeout", "2", "--settle", "0.3",
         "--start-timeout", "30", "--max-runs", "1"]
+#: app.py of a commit whose server cannot start: Python refuses to compile it.
+SYNTAX_ERROR = "settings = dict(\n    port=30000,\n"
+#: the line Python ends with on it
+SYNTAX_ERROR_LINE = "SyntaxError: '(' was never closed"
 
 #: app.py at each commit: the stand-in fails with CRASH_LINE on request 1000 when set (on every
 #: other start when FLAKY), counting its starts in the file --starts names.
@@ -62,6 +66,12 @@ def commit(repo: Path, subject: str, crash: str | None = None, flaky: bool = Fal
                                             standin=str(ROOT / "tests" / "sglang_server.py")))
     if touch:
         (repo / touch).write_text(subject + "\n")
+    return commit_all(repo, subject)
+
+
+def broken(repo: Path, subject: str) -> str:
+    """Commit an app.py that raises SyntaxError as the server starts; its hash."""
+    (repo / "app.py").write_text(SYNTAX_ERROR)
     return commit_all(repo, subject)
 
 

@@ -20,6 +20,8 @@ from tests.bisect_history import (
     FAST,
     HOSTILE,
     OTHER,
+    SYNTAX_ERROR_LINE,
+    broken,
     commit,
     commit_all,
     git,
@@ -347,13 +349,15 @@ def test_an_earlier_bisect_in_out_is_never_overwritten(tmp_path, history):
 
 
 def test_a_commit_whose_server_does_not_start_is_skipped(tmp_path, history):
-    """A commit in the middle where the server exits at start (half a refactor) cannot be
-    judged: it is skipped with the reason and stepped around, never blamed; the same server not
-    starting on --bad, the first step, means the launch itself is wrong: exit 3."""
+    """A commit in the middle whose server raises SyntaxError as it starts (half a refactor)
+    cannot be judged: it is skipped and stepped around, never blamed, with the server's own
+    failure as serve caught and signed it (the exception line, how the server ended, serve's
+    signature), not serve's exit code under an option bisect does not have. The same server not
+    starting on --bad, the first step, means the launch itself is wrong: exit 3, in the server's
+    own words too."""
     repo, made = history
     git(repo, "checkout", "-q", "-b", "side", made["refactor"])
-    (repo / "app.py").write_text('raise SystemExit("app: half a refactor, cannot start")\n')
-    broken = commit_all(repo, "app: half a refactor")
+    broken_commit = broken(repo, "app: half a refactor")
     commit(repo, "app: the refactor finished")
     crash = commit(repo, "kernel: the tile", crash=CRASH)
     git(repo, "checkout", "-q", "main")
@@ -362,12 +366,29 @@ def test_a_commit_whose_server_does_not_start_is_skipped(tmp_path, history):
     result = json.loads(done.stdout)
     assert result["first_bad"]["hash"] == crash
     [skip] = result["skips"]
-    assert skip["revision"]["hash"] == broken and skip["runs"] == []
-    assert skip["reason"].startswith("the server did not start: ")
+    assert skip["revision"]["hash"] == broken_commit and skip["runs"] == []
+    # serve's report of that server: the reason names its crash as serve signed it
+    [report] = (tmp_path / "out").glob(f"step-*-{broken_commit[:12]}.server.runs/run-01/*/report.json")
+    signed = json.loads(report.read_text())
+    [incident] = signed["incidents"]
+    assert incident["exit"]["code"] == 1
+    assert skip["reason"] == (f"the server did not start: {SYNTAX_ERROR_LINE} | "
+                              f"{incident['summary']} (signature {incident['signature']['hash']}, "
+                              f"serve's report: {report.with_suffix('.md')})")
+    assert "--restart-cmd" not in done.stdout + done.stderr
+    assert "code 0" not in skip["reason"]
     assert git(repo, "symbolic-ref", "--short", "HEAD") == "main"
 
-    refused = _bisect(tmp_path / "again", repo, made["refactor"], broken, "--repeat", "1")
+    # on --bad: a server that says why it stops (SystemExit's message) and exits 1
+    git(repo, "checkout", "-q", "-b", "exits", made["refactor"])
+    (repo / "app.py").write_text('raise SystemExit("app: no model path given")\n')
+    exits = commit_all(repo, "app: needs a model")
+    git(repo, "checkout", "-q", "main")
+    refused = _bisect(tmp_path / "again", repo, made["refactor"], exits, "--repeat", "1")
     assert refused.returncode == 3, refused.stderr
-    assert refused.stderr.strip().splitlines()[-1].startswith("crashlab: --restart-cmd exited")
+    [line] = refused.stderr.strip().splitlines()[-1:]
+    assert line.startswith(f"crashlab: the server did not start on --bad {exits[:12]}: "
+                           "app: no model path given | server exited with code 1 (signature "), line
+    assert "--restart-cmd" not in refused.stderr
     assert git(repo, "symbolic-ref", "--short", "HEAD") == "main"
     assert not live_children()

@@ -83,7 +83,8 @@ class Bisect:
             runs = replay_runs(self.options, prepared.launch, dump, self.runs_for_good, base)
         except ServerDidNotStart as problem:
             if role == "bad-endpoint":  # the very first server: the launch command itself is wrong
-                raise
+                raise ServerDidNotStart(self.redactor.text(
+                    f"the server did not start on --bad {tag}: {problem}")) from None
             return self.record(Step(**done, verdict="skip", reproduced=0,
                                     reason=f"the server did not start: {problem}"))
         verdicts = [self.oracle.verdict(run) for run in runs]
