@@ -24,20 +24,24 @@ from pydantic import (
 from ..escape import printable
 from ..picklesafe.allowlist import REQUEST_KINDS, Global
 from ..picklesafe.intruns import TokenIds
+from ..picklesafe.nesting import Path, descend
 from ..picklesafe.pickled import Instance
 from ..published import ClosedModel as _Model
 
 MODALITIES = ("image", "video", "audio")
 
 
-def _as_token_ids(value):
+def _as_token_ids(value, *, batch: bool = True):
     """Token ids as the loader made them (TokenIds), a short list as TokenIds too, a batch as a
-    list of those: never a list of Python ints (36 bytes a token instead of 4)."""
+    list of those: never a list of Python ints (36 bytes a token instead of 4). A batch holds
+    sequences, never batches: nothing deeper is walked (a list holding itself included)."""
     if value is None or type(value) is TokenIds:
         return value
     if type(value) in (list, tuple) and value and all(type(row) in (list, tuple, TokenIds)
                                                       for row in value):
-        return [_as_token_ids(row) for row in value]
+        if not batch:
+            raise ValueError("token ids nested deeper than a batch of sequences")
+        return [_as_token_ids(row, batch=False) for row in value]
     if type(value) in (list, tuple) and all(type(item) is int for item in value):
         try:
             return TokenIds(value, was_tuple=type(value) is tuple)
@@ -226,19 +230,24 @@ LAYOUTS = [
 ]
 
 
-def plain(value) -> Any:
-    """JSON-able data: stand-ins as {"__class__": ..., fields}, tuples and sets as lists."""
+def plain(value, path: Path = ()) -> Any:
+    """JSON-able data: stand-ins as {"__class__": ..., fields}, tuples and sets as lists. A value
+    that holds itself, or is nested past nesting.WALK_DEPTH, is refused (nesting.TooDeep)."""
     kind = type(value)
     if kind is dict:
-        return {key if type(key) is str else repr(key): plain(item) for key, item in value.items()}
+        path = descend(path, value)
+        return {key if type(key) is str else repr(key): plain(item, path)
+                for key, item in value.items()}
     if kind in (list, tuple):
-        return [plain(item) for item in value]
+        path = descend(path, value)
+        return [plain(item, path) for item in value]
     if kind in (set, frozenset):
-        return sorted((plain(item) for item in value), key=repr)
+        path = descend(path, value)
+        return sorted((plain(item, path) for item in value), key=repr)
     if kind in (bytes, bytearray):
         return {"__bytes__": base64.b64encode(value).decode("ascii")}
     if kind is Instance:
-        return {"__class__": value.cls.qualified, **plain(value.fields())}
+        return {"__class__": value.cls.qualified, **plain(value.fields(), descend(path, value))}
     if kind is TokenIds:
         return value.tolist()
     if kind is Global:
@@ -248,11 +257,13 @@ def plain(value) -> Any:
     return value
 
 
-def _count(items) -> int:
+def _count(items, path: Path = ()) -> int:
+    """Items of a multimodal field: one, a list of them, or a batch's list of lists."""
     if items is None:
         return 0
     if type(items) in (list, tuple):
-        return sum(_count(item) if type(item) in (list, tuple) else 1 for item in items)
+        path = descend(path, items)
+        return sum(_count(item, path) if type(item) in (list, tuple) else 1 for item in items)
     return 1
 
 
