@@ -21,7 +21,7 @@ from pathlib import Path
 from ..errors import EnvironmentProblem
 from ..launchline import bearer
 from ..privacy.redact import Redactor
-from ..report.model import Tool
+from ..report.tool import Tool
 from ..version import __version__
 from .compare import divergence
 from .force import Forcing, forceable, probe_trace

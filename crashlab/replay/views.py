@@ -13,8 +13,7 @@ from rich.text import Text
 
 from ..console import line, plain
 from ..escape import escape, printable
-from ..report.model import Tool
-from ..report.terminal import wrapped
+from ..report.tool import Tool
 from ..textsize import with_bytes
 from ..version import __version__
 from .records import CrashDump, Request
@@ -23,6 +22,15 @@ from .result import Attempt, DumpListing, Minimization, ReplayResult, RequestOut
 TEXT_CHARS = 80
 IDS_SHOWN = 16
 _PROBLEM_ROWS = 20
+
+
+def wrapped(value: Text):
+    """report.terminal's wrapping of a line, imported on first use: a listing into a pipe and
+    --json never need it, and the report's views it comes with would add about 10 MB to the
+    peak of a large dump's listing."""
+    from ..report.terminal import wrapped as wrap
+
+    return wrap(value)
 
 
 @overload
