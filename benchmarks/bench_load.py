@@ -6,7 +6,8 @@
 
 Each figure is one fresh process (`python -m crashlab ...`), best of --repeat, timed from start
 to exit (the API row: from before `import crashlab.replay` to the end of `load`, as the process
-measures it); peak RSS is the child's ru_maxrss. The yardstick is ``pickle.load`` of
+measures it); CPU is the child's user and system time, start-up included (on a machine shared
+with other work it moves less than the wall time); peak RSS is the child's ru_maxrss. The yardstick is ``pickle.load`` of
 the same bytes in a fresh process, with every class the dump names mapped to a do-nothing class
 (the stdlib loader would need sglang installed, and would run it): it is timed the same way.
 
@@ -103,10 +104,12 @@ print(time.perf_counter() - started)
 """
 
 
-def timed(command: list[str], repeat: int, own_clock: bool = False) -> tuple[float, float]:
-    """(best seconds, peak RSS MiB) of ``command`` run ``repeat`` times in fresh processes: wall
-    time from start to exit, or with ``own_clock`` the seconds the command prints itself."""
-    best, peak = float("inf"), 0.0
+def timed(command: list[str], repeat: int, own_clock: bool = False) -> tuple[float, float, float]:
+    """(best seconds, best CPU seconds, peak RSS MiB) of ``command`` run ``repeat`` times in fresh
+    processes: wall time from start to exit, or with ``own_clock`` the seconds the command prints
+    itself; CPU time (user and system) of the whole process, start-up included, which a machine
+    shared with other work disturbs less than the wall time."""
+    best, best_cpu, peak = float("inf"), float("inf"), 0.0
     for _ in range(repeat):
         with tempfile.TemporaryFile() as err, tempfile.TemporaryFile() as out:
             started = time.perf_counter()
@@ -122,8 +125,9 @@ def timed(command: list[str], repeat: int, own_clock: bool = False) -> tuple[flo
                 err.seek(0)
                 raise SystemExit(f"{command} failed: {err.read().decode()[-500:]}")
         best = min(best, elapsed)
+        best_cpu = min(best_cpu, usage.ru_utime + usage.ru_stime)
         peak = max(peak, usage.ru_maxrss / 1024)
-    return best, peak
+    return best, best_cpu, peak
 
 
 def measure(path: Path, repeat: int) -> None:
@@ -136,11 +140,11 @@ def measure(path: Path, repeat: int) -> None:
     print(f"{path.name}: {size:.1f} MB")
     yardstick = None
     for label, command in rows:
-        seconds, rss = timed(command, repeat, own_clock="(API)" in label)
+        seconds, cpu, rss = timed(command, repeat, own_clock="(API)" in label)
         yardstick = yardstick or seconds
         print(f"  {label:26s} {seconds:6.2f} s  {size / seconds:6.1f} MB/s  "
-              f"{seconds / yardstick:4.2f}x pickle.load  peak RSS {rss:7.0f} MiB "
-              f"({rss * 1.048576 / size:4.1f}x the file)")
+              f"{seconds / yardstick:4.2f}x pickle.load  CPU {cpu:5.2f} s ({size / cpu:5.1f} MB/s)  "
+              f"peak RSS {rss:7.0f} MiB ({rss * 1.048576 / size:4.1f}x the file)")
 
 
 def where(path: Path) -> None:

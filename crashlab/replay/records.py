@@ -294,7 +294,9 @@ def _shared_field_names(model):
     dump's listing holds. pydantic keeps the names a model was given to answer
     ``model_fields_set`` and ``exclude_unset``, which nothing asks of these records; an
     assignment to a field adds a name the set already holds."""
-    names = _FIELD_NAMES.setdefault(type(model), set(type(model).model_fields))
+    names = _FIELD_NAMES.get(type(model))
+    if names is None:
+        names = _FIELD_NAMES[type(model)] = set(type(model).model_fields)
     object.__setattr__(model, "__pydantic_fields_set__", names)
     return model
 
