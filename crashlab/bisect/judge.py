@@ -127,8 +127,8 @@ def start_failure(runs_dir: Path, problem: ServerDidNotStart) -> str:
     Only where serve left no report (serve itself refused to run, or /health never answered
     while the server lived) is the reason serve's own end, ``problem``."""
     served = served_report(runs_dir)
-    crashes = [incident for incident in served[1].incidents if incident.kind == "crash"] \
-        if served else []
+    crashes = [incident for incident in served[1].incidents
+               if incident.kind == "crash" and not incident.stopped_by_crashlab] if served else []
     if not served or not crashes:
         return str(problem)
     path, report = served
@@ -169,7 +169,7 @@ def replay_runs(options: BisectOptions, launch: tuple[str, ...], dump: CrashDump
             result = attempt(dump.requests, target, options.plan, options.watch, number,
                              fidelity=fidelity)
         except ServerDidNotStart as problem:  # serve's own end says little: the server's does
-            target.close()
+            target.close()  # serve has ended, its report written, before it is read
             raise ServerDidNotStart(start_failure(runs_dir, problem)) from None
         finally:
             target.close()
