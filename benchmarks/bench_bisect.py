@@ -4,10 +4,13 @@
 
 Each case is a SYNTHETIC history (tests/bisect_history.py): N commits after a good one, the crash
 brought by the commit at 2/3 of the way, around the stand-in SGLang server; each run a real
-server under crashlab serve and a real replay of a 3-request synthetic dump. --flaky makes every
-commit from the crash on crash on every other start (a rate of 1/2, so a good verdict takes
-5 clean runs at 95 %). Printed per case: steps, server starts, log2(N) for reference, the wall
-time, the confidence a good step reached, and whether the planted commit was found.
+server under crashlab serve and a real replay of a 3-request synthetic dump, with bisect's
+defaults for the statistics (--repeat 4, --confidence 0.95, --max-runs 30): a crash in all 4
+runs on --bad bounds its rate at 0.47, so a good verdict takes 5 clean runs. --flaky makes every
+commit from the crash on crash on every other start (2/4 on --bad: a rate bounded at 0.10, so a
+good verdict takes 30 clean runs). Printed per case: steps, server starts, log2(N) for
+reference, the wall time, the confidence a good step reached, and whether the planted commit
+was found.
 
 --releases N bisects N SYNTHETIC releases instead (tests/release_wheels.py: wheels of the same
 stand-in, installed by pip into environments bisect keeps), twice: the first bisect makes each
@@ -52,7 +55,7 @@ def case(size: int, flaky: bool, folder: Path) -> dict:
     done = subprocess.run(
         [sys.executable, "-m", "crashlab", "bisect", "--good", good, "--bad", "main", "--repo",
          str(repo), "--dump", str(synthetic(folder, 3)), "--url", f"http://127.0.0.1:{port}",
-         "--out", str(folder / "out"), "--json", *FAST, "--",
+         "--out", str(folder / "out"), "--json", *FAST, "--max-runs", "30", "--",
          *launch(repo, port, folder / "starts")], capture_output=True, text=True, cwd=ROOT)
     wall = time.monotonic() - started
     result = json.loads(done.stdout)

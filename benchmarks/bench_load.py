@@ -2,18 +2,25 @@
 
     python benchmarks/bench_load.py                        # 5,000 and 28,000 x 2,000 tokens
     python benchmarks/bench_load.py --dump crash_dump.pkl  # any dump (a real one: see below)
+    python benchmarks/bench_load.py --only 5000x2000/32000 --where  # and where the memory goes
 
 Each figure is one fresh process (`python -m crashlab ...`), best of --repeat, timed from start
 to exit (the API row: from before `import crashlab.replay` to the end of `load`, as the process
-measures it); peak RSS is the child's ru_maxrss. The yardstick is ``pickle.load`` of
+measures it); CPU is the child's user and system time, start-up included (on a machine shared
+with other work it moves less than the wall time); peak RSS is the child's ru_maxrss. The yardstick is ``pickle.load`` of
 the same bytes in a fresh process, with every class the dump names mapped to a do-nothing class
 (the stdlib loader would need sglang installed, and would run it): it is timed the same way.
 
 Without --dump, the dumps are SYNTHETIC: SGLang 0.5.23 layout built with the stand-in classes
 of tests/standin (tests/standin/README), N finished requests of T input ids drawn over a
-128k vocabulary (BININT1/BININT2/BININT mixed as in a Llama-3 dump), a 400-character output text
-with 100 output ids, streamed every tenth request, the last 32 in flight. Real dumps of that
-size come from fixtures/sglang_dumps/make_real_dumps.py --scale (needs its environments).
+vocabulary of V ids (128,256 as Llama 3's: BININT1/BININT2/BININT mixed; 32,000 as Llama 2's or
+Mistral's: BININT1/BININT2 only, 3 bytes a token), a 400-character output text with 100 output
+ids, streamed every tenth request, the last 32 in flight. Real dumps of that size come from
+fixtures/sglang_dumps/make_real_dumps.py --scale (needs its environments).
+
+--where prints, for the same dump in a fresh process, the peak RSS once the command's modules are
+imported and where the memory of a load goes: the allocation sites tracemalloc finds holding the
+most at the end of ``crashlab.replay.load`` (what a listing holds while it prints).
 """
 
 from __future__ import annotations
@@ -42,7 +49,11 @@ with open(sys.argv[1], "rb") as file:
 """
 
 
-def build(requests: int, tokens: int, path: Path) -> None:
+#: The synthetic cases: (requests, input ids each, vocabulary).
+CASES = ((5000, 2000, 128_256), (5000, 2000, 32_000), (28000, 2000, 128_256))
+
+
+def build(requests: int, tokens: int, path: Path, vocabulary: int = 128_256) -> None:
     os.environ["SGLANG_STANDIN_VERSION"] = "0.5.23"
     sys.path.insert(0, str(ROOT / "tests" / "standin"))
     import pickle
@@ -50,7 +61,6 @@ def build(requests: int, tokens: int, path: Path) -> None:
     from sglang.srt.managers.io_struct import GenerateReqInput
 
     rng = random.Random(0)
-    vocabulary = 128_256
     records = []
     for index in range(requests):
         ids = [rng.randrange(vocabulary) for _ in range(tokens)]
@@ -71,6 +81,20 @@ def build(requests: int, tokens: int, path: Path) -> None:
                      "requests": records, "launch_command": "python -m sglang.launch_server"}, out)
 
 
+_WHERE = """
+import resource, sys, tracemalloc
+import crashlab.cli.replay, crashlab.replay.command  # what `crashlab replay --json` imports
+print(f"  imported: peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+tracemalloc.start()
+dump = crashlab.replay.load(sys.argv[1])
+held, peak = tracemalloc.get_traced_memory()
+print(f"  load: {held / 2**20:.1f} MiB held at the end, {peak / 2**20:.1f} MiB at most (tracemalloc)")
+for stat in tracemalloc.take_snapshot().statistics("lineno")[:8]:
+    frame = stat.traceback[0]
+    where = frame.filename.split("site-packages/")[-1].split("crashlab/", 1)[-1]
+    print(f"    {stat.size / 2**20:6.1f} MiB in {stat.count:7,} blocks  {where}:{frame.lineno}")
+"""
+
 _API = """
 import sys, time
 started = time.perf_counter()
@@ -80,10 +104,12 @@ print(time.perf_counter() - started)
 """
 
 
-def timed(command: list[str], repeat: int, own_clock: bool = False) -> tuple[float, float]:
-    """(best seconds, peak RSS MiB) of ``command`` run ``repeat`` times in fresh processes: wall
-    time from start to exit, or with ``own_clock`` the seconds the command prints itself."""
-    best, peak = float("inf"), 0.0
+def timed(command: list[str], repeat: int, own_clock: bool = False) -> tuple[float, float, float]:
+    """(best seconds, best CPU seconds, peak RSS MiB) of ``command`` run ``repeat`` times in fresh
+    processes: wall time from start to exit, or with ``own_clock`` the seconds the command prints
+    itself; CPU time (user and system) of the whole process, start-up included, which a machine
+    shared with other work disturbs less than the wall time."""
+    best, best_cpu, peak = float("inf"), float("inf"), 0.0
     for _ in range(repeat):
         with tempfile.TemporaryFile() as err, tempfile.TemporaryFile() as out:
             started = time.perf_counter()
@@ -99,8 +125,9 @@ def timed(command: list[str], repeat: int, own_clock: bool = False) -> tuple[flo
                 err.seek(0)
                 raise SystemExit(f"{command} failed: {err.read().decode()[-500:]}")
         best = min(best, elapsed)
+        best_cpu = min(best_cpu, usage.ru_utime + usage.ru_stime)
         peak = max(peak, usage.ru_maxrss / 1024)
-    return best, peak
+    return best, best_cpu, peak
 
 
 def measure(path: Path, repeat: int) -> None:
@@ -113,34 +140,48 @@ def measure(path: Path, repeat: int) -> None:
     print(f"{path.name}: {size:.1f} MB")
     yardstick = None
     for label, command in rows:
-        seconds, rss = timed(command, repeat, own_clock="(API)" in label)
+        seconds, cpu, rss = timed(command, repeat, own_clock="(API)" in label)
         yardstick = yardstick or seconds
         print(f"  {label:26s} {seconds:6.2f} s  {size / seconds:6.1f} MB/s  "
-              f"{seconds / yardstick:4.2f}x pickle.load  peak RSS {rss:7.0f} MiB "
-              f"({rss * 1.048576 / size:4.1f}x the file)")
+              f"{seconds / yardstick:4.2f}x pickle.load  CPU {cpu:5.2f} s ({size / cpu:5.1f} MB/s)  "
+              f"peak RSS {rss:7.0f} MiB ({rss * 1.048576 / size:4.1f}x the file)")
+
+
+def where(path: Path) -> None:
+    """Where a load's memory goes, in a fresh process (_WHERE)."""
+    subprocess.run([sys.executable, "-c", _WHERE, str(path)], check=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dump", type=Path, action="append", help="measure this dump instead")
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--build", nargs=3, metavar=("REQUESTS", "TOKENS", "OUT"),
+    parser.add_argument("--only", action="append", metavar="NxT/V",
+                        help="only this synthetic case, e.g. 5000x2000/32000 (repeatable)")
+    parser.add_argument("--where", action="store_true",
+                        help="also print where the memory of a load goes")
+    parser.add_argument("--build", nargs=4, metavar=("REQUESTS", "TOKENS", "VOCABULARY", "OUT"),
                         help=argparse.SUPPRESS)  # internal: the dump is built in its own process
     args = parser.parse_args()
     if args.build:
-        build(int(args.build[0]), int(args.build[1]), Path(args.build[2]))
+        build(int(args.build[0]), int(args.build[1]), Path(args.build[3]), int(args.build[2]))
         return
     if args.dump:
         for path in args.dump:
             measure(path, args.repeat)
+            if args.where:
+                where(path)
         return
+    cases = [case for case in CASES if not args.only or f"{case[0]}x{case[1]}/{case[2]}" in args.only]
     with tempfile.TemporaryDirectory() as folder:
-        for requests, tokens in ((5000, 2000), (28000, 2000)):
-            path = Path(folder) / f"synthetic_{requests}x{tokens}.pkl"
+        for requests, tokens, vocabulary in cases:
+            path = Path(folder) / f"synthetic_{requests}x{tokens}_vocabulary{vocabulary}.pkl"
             # Built in a child: a child forked from a big parent would report the parent's pages.
             subprocess.run([sys.executable, __file__, "--build", str(requests), str(tokens),
-                            str(path)], check=True)
+                            str(vocabulary), str(path)], check=True)
             measure(path, args.repeat)
+            if args.where:
+                where(path)
             path.unlink()
 
 

@@ -18,9 +18,16 @@ CRASH = "RuntimeError: CUDA error: an illegal memory access was encountered"
 OTHER = "RuntimeError: CUDA error: device-side assert triggered"
 #: the crash commit's subject: outside text, markup and a terminal escape that must print inert
 HOSTILE = "kernel: a wider tile [red]x[/red] \x1b[2J"
-#: Oracle settings that keep a bisect's runs short (the defaults suit a real GPU server).
+#: Oracle settings that keep a bisect's runs short (the defaults suit a real GPU server), and one
+#: clean run per good verdict: the few --repeat runs the tests make on --bad leave the crash's
+#: rate so uncertain that 95% confidence would take up to --max-runs' 30 clean runs a step. A
+#: test of those statistics gives its own --max-runs after these (the last one counts).
 FAST = ["--health-interval", "0.2", "--health-timeout", "2", "--settle", "0.3",
-        "--start-timeout", "30"]
+        "--start-timeout", "30", "--max-runs", "1"]
+#: app.py of a commit whose server cannot start: Python refuses to compile it.
+SYNTAX_ERROR = "settings = dict(\n    port=30000,\n"
+#: the line Python ends with on it
+SYNTAX_ERROR_LINE = "SyntaxError: '(' was never closed"
 
 #: app.py at each commit: the stand-in fails with CRASH_LINE on request 1000 when set (on every
 #: other start when FLAKY), counting its starts in the file --starts names.
@@ -59,6 +66,12 @@ def commit(repo: Path, subject: str, crash: str | None = None, flaky: bool = Fal
                                             standin=str(ROOT / "tests" / "sglang_server.py")))
     if touch:
         (repo / touch).write_text(subject + "\n")
+    return commit_all(repo, subject)
+
+
+def broken(repo: Path, subject: str) -> str:
+    """Commit an app.py that raises SyntaxError as the server starts; its hash."""
+    (repo / "app.py").write_text(SYNTAX_ERROR)
     return commit_all(repo, subject)
 
 

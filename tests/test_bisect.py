@@ -20,6 +20,8 @@ from tests.bisect_history import (
     FAST,
     HOSTILE,
     OTHER,
+    SYNTAX_ERROR_LINE,
+    broken,
     commit,
     commit_all,
     git,
@@ -64,7 +66,7 @@ def _bisect(tmp_path, repo, good, bad, *extra, words=None, env=None):
 def test_bisect_finds_the_commit_that_brought_the_crash(tmp_path, history):
     repo, made = history
     done = _bisect(tmp_path, repo, made["good"], "main", "--repeat", "4", "--json",
-                   "--build", "python -m py_compile app.py")
+                   "--build", "python -m py_compile app.py", "--max-runs", "6")
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["outcome"] == "found"
@@ -77,15 +79,23 @@ def test_bisect_finds_the_commit_that_brought_the_crash(tmp_path, history):
     assert made["other"] in skipped and OTHER in skipped[made["other"]]["reason"]
     assert all(step["verdict"] != "bad" for step in result["steps"]
                if step["revision"]["hash"] in (made["other"], made["other-gone"], made["good"]))
-    # the flaky --bad side: every other start crashes; its rate sets the runs a good verdict takes
+    # the flaky --bad side: every other start crashes; the lowest rate 2/4 allows sets the runs a
+    # good verdict takes, more than --max-runs gives: each good step says how sure its 6 runs are
     endpoint = result["steps"][0]
     assert endpoint["role"] == "bad-endpoint" and len(endpoint["runs"]) == 4
     assert endpoint["reproduced"] == 2 and result["bad_rate"] == 0.5
-    assert result["runs_for_good"] == stats.runs_needed(0.5, 0.95)
+    bound = stats.lower_bound(2, 4, 0.95)
+    assert result["bad_rate_bound"] == round(bound, 4)
+    assert stats.runs_for_good(2, 4, 0.95) > 6 and result["runs_for_good"] == 6
+    reached = stats.confidence_reached(bound, 6)
+    assert endpoint["reason"] == (f"reproduced 2/4: a rate of at least {bound:.2f} at 95% "
+                                  "confidence; a good verdict takes 6 clean runs (--max-runs; "
+                                  f"95% takes {stats.runs_for_good(2, 4, 0.95)})")
     for step in result["steps"]:
         if step["verdict"] == "good":
             assert len(step["runs"]) == result["runs_for_good"]
-            assert step["confidence"] >= 0.95
+            assert step["confidence"] == round(reached, 4) < 0.95
+            assert step["reason"].startswith(f"no crash in 6 runs: {reached:.1%} sure")
             assert all(run["time_to_failure_s"] is None for run in step["runs"])
     crashed = [run for step in result["steps"] for run in step["runs"]
                if run["verdict"] in ("reproduced", "different crash")]
@@ -100,16 +110,28 @@ def test_bisect_finds_the_commit_that_brought_the_crash(tmp_path, history):
 
 
 def test_the_terminal_names_the_commit_and_the_skip(tmp_path, history):
-    """A crash that always reproduces: one clean run makes a commit good; the subject, from
-    outside, prints as its text, neither markup nor a terminal escape."""
+    """A crash that reproduces in each of the 4 runs on --bad: 4/4 does not make its rate 1 (at
+    95% confidence it is at least 0.05 ** (1/4) = 0.47), so a good verdict takes the clean runs
+    that rate needs, not one run "100% sure"; the subject, from outside, prints as its text,
+    neither markup nor a terminal escape."""
     repo, made = history
-    done = _bisect(tmp_path, repo, made["refactor"], made["crash"], "--repeat", "2")
+    done = _bisect(tmp_path, repo, made["refactor"], made["crash"], "--repeat", "4",
+                   "--max-runs", "30")
     assert done.returncode == 0, done.stderr
     assert f"first bad commit: {made['crash']}" in done.stdout
     assert "kernel: a wider tile [red]x[/red] \\x1b[2J" in done.stdout
     assert "\x1b" not in done.stdout + done.stderr
     assert f"skipped {made['other'][:12]}" in done.stdout and OTHER in done.stdout
-    assert "a good verdict took 1 clean run (95% confidence)" in done.stdout
+    bound = 0.05 ** (1 / 4)  # P(4 crashes in 4 runs) = 5% at this rate: Clopper-Pearson's bound
+    needed = next(n for n in range(1, 100) if (1 - bound) ** n <= 0.05)
+    assert needed > 1 and stats.runs_for_good(4, 4, 0.95) == needed
+    assert (f"bad side reproduced at rate 1.00, at least {bound:.2f} at 95% confidence; a good "
+            f"verdict took {needed} clean runs") in done.stdout
+    sure = 1 - (1 - bound) ** needed
+    goods = [line for line in done.stderr.splitlines() if line.startswith("good ")]
+    assert goods and all(f"0/{needed}" in line and f"no crash in {needed} runs: {sure:.1%} sure"
+                         in line for line in goods), done.stderr
+    assert "100.0% sure" not in done.stderr
     assert not live_children()
 
 
@@ -150,7 +172,7 @@ def test_check_fix_tells_fixed_from_not_fixed(tmp_path, history, tried, verdict,
         _side_commit(repo, made, "crash", "kernel: the tile, an assert instead", OTHER)
     parent = git(repo, "rev-parse", f"{made[tried]}^")
     done = _bisect(tmp_path, repo, None, None, "--check-fix", tried if tried == "side"
-                   else made[tried], "--json", "--repeat", "4")
+                   else made[tried], "--json", "--repeat", "4", "--max-runs", "5")
     assert done.returncode == code, done.stderr
     result = json.loads(done.stdout)
     assert result["outcome"] == verdict and result["fix"]["verdict"] == verdict
@@ -158,9 +180,9 @@ def test_check_fix_tells_fixed_from_not_fixed(tmp_path, history, tried, verdict,
     steps = result["steps"]
     assert [step["revision"]["hash"] for step in steps] == [parent, made[tried]]
     assert steps[0]["verdict"] == "bad" and steps[0]["reproduced"] >= 1
-    if verdict == "fixed":
+    if verdict == "fixed":  # as many runs as the parent's k/N asks, within --max-runs 5
         assert len(steps[1]["runs"]) == result["runs_for_good"] == \
-            stats.runs_needed(result["bad_rate"], 0.95)
+            min(stats.runs_for_good(steps[0]["reproduced"], len(steps[0]["runs"]), 0.95), 5)
     if verdict == "another crash":
         assert OTHER in steps[1]["reason"] and result["skips"] == [steps[1]]
     assert git(repo, "symbolic-ref", "--short", "HEAD") == "main"
@@ -291,7 +313,8 @@ def test_tracked_files_a_build_changed_are_kept_never_discarded(tmp_path, histor
     done = _bisect(tmp_path, repo, made["docs"], "main", "--repeat", "2",
                    "--build", "echo built >> README")
     assert done.returncode == 2, done.stderr
-    first_step, problem = done.stderr.strip().splitlines()
+    lines = done.stderr.strip().splitlines()  # the step's line, folded where it is long
+    first_step, problem = lines[0], lines[-1]
     assert first_step.split()[1] == made["bad"][:12]
     assert problem.startswith("crashlab: ") and "tracked files changed during the bisect (README" in problem
     assert (repo / "README").read_text().endswith("built\n")
@@ -302,7 +325,8 @@ def test_a_checkout_left_changed_by_the_last_build_stays_and_says_so(tmp_path, h
     step with the edit kept, and a note says so instead of a silent reset."""
     repo, made = history
     done = _bisect(tmp_path, repo, None, None, "--check-fix", made["bad"], "--repeat", "2",
-                   "--json", "--build", "if [ -f TILE ]; then echo built >> README; fi")
+                   "--json", "--build", "if [ -f TILE ]; then echo built >> README; fi",
+                   "--max-runs", "5")  # the fix crashes every other start: more than one run
     assert done.returncode == 1, done.stderr
     result = json.loads(done.stdout)
     assert result["outcome"] == "not fixed"
@@ -325,13 +349,15 @@ def test_an_earlier_bisect_in_out_is_never_overwritten(tmp_path, history):
 
 
 def test_a_commit_whose_server_does_not_start_is_skipped(tmp_path, history):
-    """A commit in the middle where the server exits at start (half a refactor) cannot be
-    judged: it is skipped with the reason and stepped around, never blamed; the same server not
-    starting on --bad, the first step, means the launch itself is wrong: exit 3."""
+    """A commit in the middle whose server raises SyntaxError as it starts (half a refactor)
+    cannot be judged: it is skipped and stepped around, never blamed, with the server's own
+    failure as serve caught and signed it (the exception line, how the server ended, serve's
+    signature), not serve's exit code under an option bisect does not have. The same server not
+    starting on --bad, the first step, means the launch itself is wrong: exit 3, in the server's
+    own words too."""
     repo, made = history
     git(repo, "checkout", "-q", "-b", "side", made["refactor"])
-    (repo / "app.py").write_text('raise SystemExit("app: half a refactor, cannot start")\n')
-    broken = commit_all(repo, "app: half a refactor")
+    broken_commit = broken(repo, "app: half a refactor")
     commit(repo, "app: the refactor finished")
     crash = commit(repo, "kernel: the tile", crash=CRASH)
     git(repo, "checkout", "-q", "main")
@@ -340,12 +366,29 @@ def test_a_commit_whose_server_does_not_start_is_skipped(tmp_path, history):
     result = json.loads(done.stdout)
     assert result["first_bad"]["hash"] == crash
     [skip] = result["skips"]
-    assert skip["revision"]["hash"] == broken and skip["runs"] == []
-    assert skip["reason"].startswith("the server did not start: ")
+    assert skip["revision"]["hash"] == broken_commit and skip["runs"] == []
+    # serve's report of that server: the reason names its crash as serve signed it
+    [report] = (tmp_path / "out").glob(f"step-*-{broken_commit[:12]}.server.runs/run-01/*/report.json")
+    signed = json.loads(report.read_text())
+    [incident] = signed["incidents"]
+    assert incident["exit"]["code"] == 1
+    assert skip["reason"] == (f"the server did not start: {SYNTAX_ERROR_LINE} | "
+                              f"{incident['summary']} (signature {incident['signature']['hash']}, "
+                              f"serve's report: {report.with_suffix('.md')})")
+    assert "--restart-cmd" not in done.stdout + done.stderr
+    assert "code 0" not in skip["reason"]
     assert git(repo, "symbolic-ref", "--short", "HEAD") == "main"
 
-    refused = _bisect(tmp_path / "again", repo, made["refactor"], broken, "--repeat", "1")
+    # on --bad: a server that says why it stops (SystemExit's message) and exits 1
+    git(repo, "checkout", "-q", "-b", "exits", made["refactor"])
+    (repo / "app.py").write_text('raise SystemExit("app: no model path given")\n')
+    exits = commit_all(repo, "app: needs a model")
+    git(repo, "checkout", "-q", "main")
+    refused = _bisect(tmp_path / "again", repo, made["refactor"], exits, "--repeat", "1")
     assert refused.returncode == 3, refused.stderr
-    assert refused.stderr.strip().splitlines()[-1].startswith("crashlab: --restart-cmd exited")
+    [line] = refused.stderr.strip().splitlines()[-1:]
+    assert line.startswith(f"crashlab: the server did not start on --bad {exits[:12]}: "
+                           "app: no model path given | server exited with code 1 (signature "), line
+    assert "--restart-cmd" not in refused.stderr
     assert git(repo, "symbolic-ref", "--short", "HEAD") == "main"
     assert not live_children()

@@ -71,6 +71,23 @@ def test_the_import_probe_sees_the_stack_when_a_verb_runs():
     assert {"pydantic", "elftools", "crashlab.coredump.core", "crashlab.report.model"} <= imported
 
 
+@pytest.mark.parametrize("view", ["--json", "--list"])
+def test_a_dumps_listing_imports_neither_http_nor_the_report_models(view):
+    """A listing replays nothing: requests (and the ssl it loads), process watching, the
+    TriageReport models and their views stay out of its process, about 16 MB of a large dump's
+    peak (benchmarks/bench_load.py). Replaying imports them."""
+    dump = str(ROOT / "fixtures" / "sglang_dumps" / "crash_dump_0.5.12.pkl")
+    imported = _imported("replay", dump, view)
+    assert "crashlab.replay.loader" in imported
+    unwanted = {"requests", "urllib3", "ssl", "psutil", "crashlab.replay.runner",
+                "crashlab.replay.oracle", "crashlab.report.model", "crashlab.report.terminal",
+                "rich.progress"}
+    assert sorted(imported & unwanted) == []
+    replaying = _imported("replay", dump, "--url", "http://127.0.0.1:9", "--timeout", "1",
+                          "--health-timeout", "1")
+    assert {"requests", "crashlab.replay.runner", "crashlab.replay.oracle"} <= replaying
+
+
 @pytest.mark.parametrize("args, fragment", [
     (["frobnicate"], "No such command 'frobnicate'"),
     (["--bogus"], "No such option '--bogus'"),

@@ -8,6 +8,7 @@ allocate out of proportion to the file.
 from __future__ import annotations
 
 import functools
+import pickletools
 import struct
 import tracemalloc
 from pickletools import code2op
@@ -108,3 +109,71 @@ def test_cut_dumps_are_salvaged_or_refused(name, at, changes):
         assert dump.warnings[0] == dump.partial.line()
     elif dump is not None:
         assert changes  # an untouched seed cut short is always partial
+
+
+# -- the memo made to loop: a container of the dump holding itself, or nested thousands deep -----
+_CODE = {op.name: op.code.encode("latin-1") for op in code2op.values()}
+
+
+@functools.cache
+def containers(name: str) -> list[tuple[int, int, str]]:
+    """(offset right after its memo opcode, memo index, 'list' or 'dict') of every list and dict
+    the seed memoises: where a value appended now goes into that container."""
+    found, memo, made = [], 0, None
+    for op, arg, at in pickletools.genops(seed(name)):
+        if op.name in ("MEMOIZE", "BINPUT", "LONG_BINPUT"):
+            index = memo if op.name == "MEMOIZE" else arg
+            memo = max(memo, index + 1)
+            if made is not None:
+                found.append((at + 1 + (0 if op.name == "MEMOIZE" else op.arg.n), index, made))
+        made = {"EMPTY_LIST": "list", "EMPTY_DICT": "dict"}.get(op.name)
+    return found
+
+
+def looped(name: str, which: int, deep: int | None) -> bytes:
+    """The seed with one of its lists or dicts made to hold itself (``deep`` None) or a list
+    nested ``deep`` levels, put in right where the container is made."""
+    data = seed(name)
+    at, index, kind = containers(name)[which % len(containers(name))]
+    if deep is None:
+        value = (_CODE["BINGET"] + bytes([index]) if index < 256
+                 else _CODE["LONG_BINGET"] + struct.pack("<I", index))
+    else:
+        value = _CODE["EMPTY_LIST"] * deep + _CODE["APPEND"] * (deep - 1)
+    key = _CODE["SHORT_BINUNICODE"] + b"\x06looped"
+    inserted = value + _CODE["APPEND"] if kind == "list" else key + value + _CODE["SETITEM"]
+    return data[:at] + inserted + data[at:]
+
+
+@settings(max_examples=250, derandomize=True, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(name=st.sampled_from(SEEDS + REAL_SEEDS), which=st.integers(0, 1 << 16),
+       deep=st.one_of(st.none(), st.integers(70, 5_000)), changes=st.lists(mutation, max_size=2),
+       listed=st.booleans())
+def test_dumps_whose_memo_loops_are_refused_in_one_line(tmp_path, name, which, deep, changes,
+                                                        listed):
+    """A list or dict of a real or fixture dump (the server's arguments, a request, its
+    sampling parameters, its output, the requests list itself) made to contain itself, or
+    thousands of lists deep, then maybe mutated further: loading, with each request listed as
+    it is read or not, refuses it in one line (or salvages what a cut left whole), never
+    RecursionError; memory bounded as for any file."""
+    data = bytearray(looped(name, which, deep))
+    for change in changes:
+        data = mutate(data, change)
+    path = tmp_path / "crash_dump.pkl"
+    path.write_bytes(data)
+    tracemalloc.start()
+    try:
+        try:
+            loader.load(path, on_request=(lambda request: None) if listed else None)
+        except BadInput as refused:
+            assert "\n" not in str(refused)
+            if not changes:
+                said = "that contains itself" if deep is None else "nested more than"
+                assert said in str(refused), str(refused)
+        else:
+            assert changes, "a dump holding itself loaded"
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < MEMORY_FACTOR * len(data) + MEMORY_SLACK

@@ -6,6 +6,7 @@ that the payloads are live (stdlib pickle, in a throwaway process, does create t
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import struct
@@ -16,11 +17,19 @@ import tracemalloc
 from pickletools import code2op
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import crashlab.replay as replay
 from crashlab.errors import BadInput
 from crashlab.picklesafe import unpickler
+from crashlab.picklesafe import writer as pickle_writer
 from crashlab.picklesafe.opcodes import PickleRefused
+from crashlab.privacy.anonymize import Anonymizer
+from crashlab.privacy.redact import PLAIN
+from crashlab.replay import body, records, scrub
+from crashlab.replay import writer as replay_writer
+from tests import cyclic_pickles
 from tests.conftest import run_cli
 from tests.replay_support import FIXTURES, ROOT
 
@@ -280,7 +289,7 @@ def test_a_list_containing_itself_is_refused(tmp_path):
     data = program(op("EMPTY_LIST"), op("MEMOIZE"), op("BINGET", b"\x00"), op("APPEND"))
     path = tmp_path / "cycle.pkl"
     path.write_bytes(data)
-    with pytest.raises(PickleRefused, match="nested more than 64 deep"):
+    with pytest.raises(PickleRefused, match="a list that contains itself"):
         replay.load(path)
 
 
@@ -320,3 +329,105 @@ def test_allowed_class_state_is_only_stored(tmp_path):
     value = unpickler.loads(data)
     assert value.fields() == {"__reduce__": touch(canary), "__setstate__": "x"}
     assert not canary.exists() and ROOT.exists()
+
+
+# -- a pickle that refers to itself, or nests past any dump: every walker, one line -------------
+#: The walk's case (a mutated crash_dump.pkl): the memo makes the list of a request's
+#: sampling parameters contain itself; and the same place nested 5,000 lists deep.
+SELF_LIST = ("list", ["stop", ("back", 0)])
+
+
+@pytest.mark.parametrize("shape, said", [
+    (SELF_LIST, "a list that contains itself"),
+    (("deep", 5_000), "values nested more than"),
+])
+@pytest.mark.parametrize("verb", [("replay", "--list"), ("replay", "--json"), ("report",)])
+def test_a_request_that_holds_itself_is_one_line_in_every_view(tmp_path, shape, said, verb):
+    """The listing, --json and report (which rewrites the dump, its secrets masked) end with
+    one line naming what the file does, exit 2: not a RecursionError ("a crashlab bug") after
+    the rows read so far."""
+    path = tmp_path / "crash_dump_cycle.pkl"
+    path.write_bytes(cyclic_pickles.dump_with(shape))
+    extra = ("--out", str(tmp_path / "issue")) if verb == ("report",) else ()
+    done = run_cli(*verb, path, *extra)
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.decode().splitlines()
+    assert said in line and f"{path}: refused to load this pickle: " in line, line
+    assert "RecursionError" not in line and "crashlab bug" not in line
+
+
+@settings(max_examples=120, deadline=None, database=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(shape=st.one_of(cyclic_pickles.CYCLIC, cyclic_pickles.DEEP),
+       place=st.sampled_from(cyclic_pickles.PLACES), listed=st.booleans())
+def test_cyclic_or_deep_values_anywhere_in_a_dump_are_refused_in_one_line(tmp_path, shape, place,
+                                                                          listed):
+    """Generated reference cycles (a list or dict holding itself, or a container around it,
+    through lists, dicts and tuples) and nesting to 20,000 levels, in a request's fields, its
+    output, the server's arguments or a top-level key: loading refuses them with one line,
+    whether each request is listed as it is read (before the whole file is checked) or not;
+    memory stays in proportion to the file."""
+    data = cyclic_pickles.dump_with(shape, place)
+    path = tmp_path / "crash_dump.pkl"
+    path.write_bytes(data)
+    rows: list = []
+    tracemalloc.start()
+    try:
+        with pytest.raises(BadInput) as refused:
+            replay.load(path, on_request=rows.append if listed else None)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    message = str(refused.value)
+    assert "\n" not in message and message.startswith(f"{path}: refused to load this pickle: ")
+    if cyclic_pickles.is_cyclic(shape):
+        assert "that contains itself (a reference cycle in the values" in message, message
+    else:
+        assert "values nested more than" in message, message
+    assert peak < 64 * len(data) + (8 << 20)
+
+
+def _walkers():
+    """Every walker over decoded data, each a function of one value (name, walk, JSON only)."""
+    scrubber = scrub._Scrubber(str, contents=True, token_id=0)
+    return [
+        ("records.plain (listing, --json)", records.plain, False),
+        ("body._json (request bodies)", body._json, False),
+        ("scrub: value", scrubber.value, False),
+        ("scrub: content", scrubber.content, False),
+        ("scrub: fields", lambda value: scrubber.fields(value, {"text"}), False),
+        ("writer.portable", replay_writer.portable, False),
+        ("picklesafe writer", pickle_writer.dumps, False),
+        ("redaction", PLAIN.json, True),
+        ("anonymisation", Anonymizer(hosts=["node7"]).json, True),
+    ]
+
+
+@settings(max_examples=60, deadline=None, database=None, derandomize=True)
+@given(shape=st.one_of(cyclic_pickles.CYCLIC, cyclic_pickles.DEEPER_THAN_A_WALK))
+def test_every_walker_refuses_a_value_that_holds_itself_or_nests_too_deep(shape):
+    """Each walker over loaded data, given a value that holds itself or nests thousands deep
+    directly (made anywhere, not only by this loader, which refuses both): one line naming the
+    container that contains itself, or the depth; never a walk that does not end, never
+    RecursionError."""
+    for name, walk, json_only in _walkers():
+        value = cyclic_pickles.build(shape, json=json_only)
+        with pytest.raises(BadInput) as refused:
+            walk(value)
+        message = str(refused.value)
+        assert "\n" not in message, name
+        if cyclic_pickles.is_cyclic(shape):
+            assert "that contains itself" in message, (name, message)
+        else:
+            assert "nested more than" in message, (name, message)
+
+
+def test_walkers_leave_what_a_dump_holds_alone():
+    """The same walkers over a real dump's values: nothing refused, values as before."""
+    dump = replay.load(FIXTURES / "real" / "crash_dump_real_0.5.23.pkl")
+    root = dump._root
+    for _name, walk, json_only in _walkers():
+        walk(json.loads(dump.model_dump_json()) if json_only else root)
+    assert records.plain(root["server_args"].fields()) == dump.server_args
+    assert unpickler.loads(pickle_writer.dumps(replay_writer.portable(root)))["requests"][0][1] == \
+        root["requests"][0][1]

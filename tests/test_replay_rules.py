@@ -180,6 +180,26 @@ def test_long_lists_across_frames_and_batches():
     assert type(value["t"]) is TokenIds and value["t"].was_tuple and value["t"] == tuple(ids[:5000])
 
 
+@pytest.mark.parametrize("compiled", [True, False])
+def test_token_ids_of_a_small_vocabulary_take_two_bytes_each(monkeypatch, compiled):
+    """Ids below 65,536 (a 32k or 64k vocabulary: 3 bytes a token in the file) are kept as
+    uint16s, half of an int32, whether the C helper or the Python walk reads them; one id past
+    it, or a negative one, anywhere in a list read in several APPENDS batches, widens the whole
+    list to int32s, values unchanged."""
+    if compiled and not intruns.compiled():
+        pytest.skip("the C helper was not built")
+    if not compiled:
+        monkeypatch.setattr(intruns, "_compiled_run", None)
+    small = [(index * 7919) % 32_000 for index in range(5000)]
+    value = unpickler.loads(pickle.dumps({"ids": small, "t": tuple(small[:300])}, protocol=4))
+    assert value["ids"] == small and value["ids"].itemsize == 2
+    assert value["t"] == tuple(small[:300]) and value["t"].itemsize == 2
+    for odd in (70_000, -1):
+        mixed = small[:2500] + [odd] + small[2500:]  # a wide id in the third batch of 1,000
+        value = unpickler.loads(pickle.dumps(mixed, protocol=4))
+        assert type(value) is TokenIds and value == mixed and value.itemsize == 4
+
+
 def test_a_shared_list_stays_one_object():
     ids = list(range(300, 400))
     value = unpickler.loads(pickle.dumps([ids, ids, {"again": ids}], protocol=4))

@@ -93,9 +93,9 @@ def test_the_body_gives_the_bisects_verdict_and_the_bundle_its_files(bisected, t
     assert signature and f"signature {signature}" in skip["reason"] and OTHER in skip["reason"]
     assert f"{made['other'][:12]} scheduler: an assert: {skip['reason']}" in seen
     # the rate, the runs for a good verdict and the confidence, as the bisect measured them
-    assert (f"reproduced it at rate {result['bad_rate']:.2f}; a good verdict takes "
-            f"{result['runs_for_good']} clean run") in text
-    assert f"({result['confidence']:.0%} confidence)" in text
+    assert (f"reproduced it at rate {result['bad_rate']:.2f}, at least "
+            f"{result['bad_rate_bound']:.2f} at {result['confidence']:.0%} confidence; a good "
+            f"verdict takes {result['runs_for_good']} clean run") in text
     # the step table: a row per step, in order, as the step log has them
     table = [line for line in text.splitlines() if line.startswith("| ") and "---" not in line]
     assert table[0] == "| verdict | revision | k/N | reason |"

@@ -21,7 +21,7 @@ from crashlab.report.run_views import TITLE_CHARS, markdown, summary_lines
 from crashlab.supervise import files, incident, manifest
 from crashlab.supervise.incident import TAIL_LINE_CHARS
 from crashlab.supervise.logscan import StreamScanner
-from tests import scenarios
+from tests import cyclic_pickles, scenarios
 
 ROOT = Path(__file__).resolve().parent.parent
 LOGS = ROOT / "fixtures" / "logs"
@@ -314,3 +314,18 @@ def test_a_coredump_kept_as_a_request_dump_is_noted_with_the_verb_that_reads_it(
     [note] = [n for n in report.incidents[0].notes if misplaced.path in n]
     assert note.endswith(f"a CUDA coredump, not an SGLang crash dump: use crashlab inspect "
                          f"{tmp_path / misplaced.path}")
+
+
+def test_a_request_dump_that_holds_itself_is_a_note_and_the_crash_is_still_signed(tmp_path):
+    """serve counts a request dump's requests (crashlab.replay.load) while it writes the run's
+    report: one whose pickle makes a list contain itself is a note saying so, and the crash
+    keeps its triage and its signature, as with any other unreadable dump."""
+    looped = _request_dump(tmp_path, "crash_dump_looped.pkl",
+                           cyclic_pickles.dump_with(("list", ["stop", ("back", 0)])))
+    report = report_of(tmp_path, scan(SIGKILL_LOG.read_bytes()), request_dumps=[looped])
+    [built] = report.incidents
+    assert [r.requests for r in built.request_dumps] == [None] and not built.replay_commands
+    [note] = [n for n in built.notes if looped.path in n]
+    assert note.startswith(f"request dump {looped.path} cannot be replayed: ")
+    assert "a list that contains itself" in note
+    assert built.signature is not None and built.signature.hash

@@ -45,6 +45,10 @@ class Bisect:
         self.steps: list[Step] = []
         self.oracle = Oracle(expected=options.expected)
         self.rate = 0.0
+        #: the lowest rate the bad side's runs allow at the asked confidence (stats.lower_bound):
+        #: what a good verdict's runs are counted against
+        self.rate_bound = 0.0
+        self.bad_counts = (0, 0)
         self.runs_for_good = 1
         options.output.mkdir(parents=True, exist_ok=True)
         self.log = options.output / STEP_LOG
@@ -79,7 +83,8 @@ class Bisect:
             runs = replay_runs(self.options, prepared.launch, dump, self.runs_for_good, base)
         except ServerDidNotStart as problem:
             if role == "bad-endpoint":  # the very first server: the launch command itself is wrong
-                raise
+                raise ServerDidNotStart(self.redactor.text(
+                    f"the server did not start on --bad {tag}: {problem}")) from None
             return self.record(Step(**done, verdict="skip", reproduced=0,
                                     reason=f"the server did not start: {problem}"))
         verdicts = [self.oracle.verdict(run) for run in runs]
@@ -93,11 +98,13 @@ class Bisect:
             step = Step(**done, verdict="skip", reproduced=0, runs=records,
                         reason=f"another crash ({verdict}): {signature_text(last)}")
         else:
-            reached = stats.confidence_reached(self.rate, len(runs))
+            reached = stats.confidence_reached(self.rate_bound, len(runs))
+            k, n = self.bad_counts
             step = Step(**done, verdict="good", reproduced=0, runs=records,
                         confidence=round(reached, 4),
-                        reason=f"no crash in {count(len(runs), 'run')}: {reached:.1%} sure at the bad "
-                               f"side's rate {self.rate:.2f}")
+                        reason=f"no crash in {count(len(runs), 'run')}: {reached:.1%} sure, the bad "
+                               f"side's rate being at least {self.rate_bound:.2f} ({k}/{n} runs, "
+                               f"{self.options.confidence:.0%} confidence)")
         return self.record(step)
 
     def _bad_side(self, done: dict, launch: tuple[str, ...], dump: CrashDump, base) -> Step:
@@ -113,12 +120,20 @@ class Bisect:
                    for n, (run, verdict) in enumerate(zip(runs, verdicts, strict=True), 1)]
         k = verdicts.count("reproduced")
         self.rate = stats.rate(k, len(runs))
-        if k:
-            self.runs_for_good = min(stats.runs_needed(self.rate, self.options.confidence),
-                                     self.options.max_runs)
-        return Step(**done, verdict="bad" if k else "skip", reproduced=k, runs=records,
-                    reason=f"reproduced {k}/{len(runs)}; a good verdict takes "
-                           f"{count(self.runs_for_good, 'clean run')}")
+        self.bad_counts = (k, len(runs))
+        if not k:
+            return Step(**done, verdict="skip", reproduced=0, runs=records,
+                        reason=f"reproduced 0/{len(runs)}")
+        confidence = self.options.confidence
+        self.rate_bound = stats.lower_bound(k, len(runs), confidence)
+        needed = stats.runs_needed(self.rate_bound, confidence)
+        self.runs_for_good = min(needed, self.options.max_runs)
+        capped = (f" (--max-runs; {confidence:.0%} takes {needed})"
+                  if needed > self.runs_for_good else "")
+        return Step(**done, verdict="bad", reproduced=k, runs=records,
+                    reason=f"reproduced {k}/{len(runs)}: a rate of at least {self.rate_bound:.2f} "
+                           f"at {confidence:.0%} confidence; a good verdict takes "
+                           f"{count(self.runs_for_good, 'clean run')}{capped}")
 
 
 def _next(commits: list[str], low: int, high: int, tried: set[int]) -> int | None:
@@ -166,6 +181,7 @@ def bisect(options: BisectOptions, on_step: OnStep | None = None) -> BisectResul
         fix=answer.fix, dump=options.dump, outcome=answer.outcome, why=answer.why,
         first_bad=answer.first, candidates=answer.candidates,
         expected=_describe(state.oracle), bad_rate=round(state.rate, 4),
+        bad_rate_bound=round(state.rate_bound, 4),
         runs_for_good=state.runs_for_good, confidence=options.confidence, steps=state.steps,
         skips=[step for step in state.steps if step.verdict == "skip"], log=str(state.log),
         notes=line.notes,

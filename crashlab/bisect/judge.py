@@ -18,8 +18,9 @@ from ..published import parse
 from ..replay.records import CrashDump
 from ..replay.result import Attempt, Expectation, ObservedFault
 from ..replay.runner import Fidelity, Target, attempt
+from ..replay.server import ServerDidNotStart
 from ..replay.signature import PYTHON_EXCEPTION, compare, exception_pattern
-from ..report.run import RunReport
+from ..report.run import Incident, RunReport
 from ..report.signature import CrashSignature
 from .model import Run
 from .options import BisectOptions
@@ -87,16 +88,56 @@ def run_record(number: int, run: Outcome, verdict: str) -> Run:
                signature_coarse=run.served.coarse if run.served else None)
 
 
-def served_signature(runs_dir: Path) -> CrashSignature | None:
-    """The signature serve gave a run's crash: the report.json of the one run directory serve
-    made in ``runs_dir``, read through its published model as every run report is."""
+def served_report(runs_dir: Path) -> tuple[Path, RunReport] | None:
+    """(its path, the report) serve wrote for the one run directory it made in ``runs_dir``,
+    read through its published model as every run report is; None where there is none."""
     report = next(runs_dir.glob("*/report.json"), None)
     if report is None:
         return None
     try:
-        return parse(RunReport, report.read_bytes()).signature
+        return report, parse(RunReport, report.read_bytes())
     except (OSError, ValueError):
         return None
+
+
+def served_signature(runs_dir: Path) -> CrashSignature | None:
+    """The signature serve gave a run's crash (served_report's)."""
+    served = served_report(runs_dir)
+    return served[1].signature if served else None
+
+
+#: How much of the server's own last words a skip's reason keeps.
+_WORDS = 300
+
+
+def _last_words(incident: Incident) -> str:
+    """What the server said as it ended: the last exception line of its log tail or findings
+    (``SyntaxError: '(' was never closed``), else its last line; '' when it said nothing."""
+    lines = [*(finding.text for finding in incident.findings),
+             *(incident.log_tail.lines if incident.log_tail else [])]
+    said = [text.strip() for text in lines if text.strip()]
+    exceptions = [text for text in said if re.match(PYTHON_EXCEPTION, text)]
+    words = (exceptions or said or [""])[-1]
+    return words if len(words) <= _WORDS else words[:_WORDS] + "…"
+
+
+def start_failure(runs_dir: Path, problem: ServerDidNotStart) -> str:
+    """Why a step's server did not start, in its own words: serve ran it, caught its end and
+    signed it (``SyntaxError: ... | server exited with code 1``, the signature, serve's report).
+    Only where serve left no report (serve itself refused to run, or /health never answered
+    while the server lived) is the reason serve's own end, ``problem``."""
+    served = served_report(runs_dir)
+    crashes = [incident for incident in served[1].incidents
+               if incident.kind == "crash" and not incident.stopped_by_crashlab] if served else []
+    if not served or not crashes:
+        return str(problem)
+    path, report = served
+    incident = crashes[-1]
+    words = _last_words(incident)
+    signature = incident.signature or report.signature
+    signed = f"signature {signature.hash}, " if signature else ""
+    return (f"{words + ' | ' if words else ''}{incident.summary} "
+            f"({signed}serve's report: {path.with_suffix('.md')})")
 
 
 def supervised(options: BisectOptions, launch: tuple[str, ...], runs_dir: Path) -> str:
@@ -122,10 +163,14 @@ def replay_runs(options: BisectOptions, launch: tuple[str, ...], dump: CrashDump
     for number in range(1, count + 1):
         runs_dir = base.with_suffix(".server.runs") / f"run-{number:02d}"
         target = Target(url=options.url, restart_cmd=supervised(options, launch, runs_dir),
-                        start_timeout=options.start_timeout, server_log=base.with_suffix(".server.log"))
+                        start_timeout=options.start_timeout, server_log=base.with_suffix(".server.log"),
+                        command_name="crashlab serve (the launch command under it)")
         try:
             result = attempt(dump.requests, target, options.plan, options.watch, number,
                              fidelity=fidelity)
+        except ServerDidNotStart as problem:  # serve's own end says little: the server's does
+            target.close()  # serve has ended, its report written, before it is read
+            raise ServerDidNotStart(start_failure(runs_dir, problem)) from None
         finally:
             target.close()
         found.append(Outcome(result, served_signature(runs_dir) if result.signals else None))

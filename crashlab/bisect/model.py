@@ -100,7 +100,8 @@ class Step(ClosedModel):
     runs: list[Run] = Field(default_factory=list)
     """Every run of the step (N of k/N)."""
     confidence: float | None = None
-    """For good: how sure its clean runs make it, 1 - (1 - rate)^N with the bad side's rate."""
+    """For good: how sure its clean runs make it, 1 - (1 - p)^N, p the lowest rate the bad
+    side's runs allow at the asked confidence (bad_rate_bound), not their k/N."""
     reason: str
     """Why the verdict: the counts, the other crash's signature, the build's failure."""
     build_s: float = 0.0
@@ -152,8 +153,13 @@ class BisectResult(ClosedModel):
     """The crash that counts as bad: the bad side's signature, or --expect's patterns."""
     bad_rate: float
     """The reproduction rate measured on the --bad commit (k/N)."""
+    bad_rate_bound: float = 0.0
+    """The lowest rate the --bad commit's k/N allows at the asked confidence (the one-sided
+    Clopper-Pearson bound: 0.47 for 4/4 at 95%); the runs a good verdict takes are counted
+    against it, since k/N alone overstates a rate measured in a few runs."""
     runs_for_good: int
-    """Runs without the crash that make a commit good at the asked confidence."""
+    """Runs without the crash that make a commit good at the asked confidence against
+    bad_rate_bound, capped by --max-runs."""
     confidence: float
     """The asked confidence of a good verdict."""
     steps: list[Step] = Field(default_factory=list)

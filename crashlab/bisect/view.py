@@ -29,8 +29,12 @@ def _first_bad(first: Commit | Release, console: ViewConsole) -> None:
 
 def verdict(result: BisectResult, console: ViewConsole) -> None:
     console.print(line(("expected crash: ", "bold"), result.expected))
-    console.print(line(f"bad side reproduced at rate {result.bad_rate:.2f}; a good verdict took "
-                       f"{count(result.runs_for_good, 'clean run')} ({result.confidence:.0%} confidence)"))
+    if result.bad_rate:
+        console.print(line(f"bad side reproduced at rate {result.bad_rate:.2f}, at least "
+                           f"{result.bad_rate_bound:.2f} at {result.confidence:.0%} confidence; a "
+                           f"good verdict took {count(result.runs_for_good, 'clean run')}"))
+    else:
+        console.print(line("bad side did not reproduce the crash"))
     for skip in result.skips:
         console.print(line(("skipped ", "yellow"), label(skip.revision), "  ", skip.reason))
     if result.fix is not None:

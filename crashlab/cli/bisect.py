@@ -44,9 +44,11 @@ DEFAULT_INSTALL = "{python} -m pip install --quiet --no-deps --ignore-installed 
               help="A folder emptied before each step, e.g. a JIT cache such as "
                    "~/.cache/flashinfer (repeatable).")
 @click.option("--repeat", type=click.IntRange(min=1), default=4, show_default=True,
-              help="Runs on --bad, to measure how often the crash reproduces.")
+              help="Runs on --bad, to measure how often the crash reproduces: more runs bound "
+                   "its rate closer and ask fewer clean runs of a good verdict (4/4: 5, 10/10: 3).")
 @click.option("--confidence", type=float, default=0.95, show_default=True,
-              help="How sure a good verdict must be, given the bad side's reproduction rate.")
+              help="How sure a good verdict must be, against the lowest reproduction rate the "
+                   "runs on --bad allow at this confidence.")
 @click.option("--max-runs", type=click.IntRange(min=1), default=30, show_default=True,
               help="At most this many runs per commit, whatever the confidence asks.")
 @click.option("--expect", multiple=True,

@@ -53,10 +53,12 @@ def _bisect(shown: BisectShown, steps: bool) -> list[str]:
     out = [f"Outcome: **{inline(result.outcome)}**: {inline(result.why)}", ""]
     out += _verdict(result)
     bad = result.bad[:12] if result.repo is not None else result.bad
+    rate = (f"reproduced it at rate {result.bad_rate:.2f}, at least {result.bad_rate_bound:.2f} "
+            f"at {result.confidence:.0%} confidence; a good verdict takes "
+            f"{count(result.runs_for_good, 'clean run')}" if result.bad_rate
+            else "did not reproduce it")
     out += [f"- Expected crash: {inline(result.expected)}",
-            f"- The bad side ({code(bad)}) reproduced it at rate {result.bad_rate:.2f}; a good "
-            f"verdict takes {count(result.runs_for_good, 'clean run')} "
-            f"({result.confidence:.0%} confidence)",
+            f"- The bad side ({code(bad)}) {rate}",
             f"- Reproducer replayed at each step: {code(result.dump)}", ""]
     if result.skips:
         out += ["Skipped (another crash or a failed build: never blamed):", ""]

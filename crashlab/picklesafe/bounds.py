@@ -40,6 +40,36 @@ def children(value):
     return ()
 
 
+def kind_name(value) -> str:
+    """What a decoded value is, for a message: its type, or a stand-in's class."""
+    return value.cls.qualified if type(value) is Instance else type(value).__name__
+
+
+def cycle_in(root):
+    """A container under ``root`` (``root`` included) that contains itself, directly or through
+    others, or None: a depth-first walk that keeps the path, each container walked once."""
+    done: set[int] = set()
+    on_path = {id(root)}
+    stack = [(root, iter(children(root)))]
+    while stack:
+        value, members = stack[-1]
+        for child in members:
+            kind = type(child)
+            if kind in _SCALARS or kind in _TEXTS:
+                continue
+            if id(child) in on_path:
+                return child
+            if id(child) not in done:
+                on_path.add(id(child))
+                stack.append((child, iter(children(child))))
+                break
+        else:
+            stack.pop()
+            on_path.discard(id(value))
+            done.add(id(value))
+    return None
+
+
 def check(root, file_size: int, source: str) -> None:
     """Raise PickleRefused when the tree under ``root`` is too deep or expands too far."""
     node_budget = NODES_PER_BYTE * file_size + NODE_FLOOR
@@ -49,8 +79,7 @@ def check(root, file_size: int, source: str) -> None:
     while pending:
         value, depth = pending.pop()
         if depth > MAX_DEPTH:
-            raise PickleRefused(f"{source}: refused to load this pickle: values nested more than "
-                                f"{MAX_DEPTH} deep (or a container that contains itself)")
+            raise _refusal(root, source, f"values nested more than {MAX_DEPTH} deep")
         held = children(value)
         nodes += len(held)
         for child in held:
@@ -62,5 +91,14 @@ def check(root, file_size: int, source: str) -> None:
             else:
                 pending.append((child, depth + 1))
         if nodes > node_budget or size > byte_budget:
-            raise PickleRefused(f"{source}: refused to load this pickle: its shared references "
-                                "expand to far more data than the file holds (a pickle bomb?)")
+            raise _refusal(root, source, "its shared references expand to far more data than the "
+                                         "file holds (a pickle bomb?)")
+
+
+def _refusal(root, source: str, otherwise: str) -> PickleRefused:
+    """The refusal of a tree too deep or too big: a container that contains itself where there
+    is one (it makes the tree both), else ``otherwise``."""
+    cycle = cycle_in(root)
+    what = (f"a {kind_name(cycle)} that contains itself (a reference cycle in the values, which "
+            "no walk of them ends)" if cycle is not None else otherwise)
+    return PickleRefused(f"{source}: refused to load this pickle: {what}")

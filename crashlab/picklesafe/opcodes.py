@@ -22,7 +22,7 @@ from .calls import CallRefused, describe
 from .pickled import Instance, unsafe_key
 
 _MAX_LINE = 1024
-_RELEASE_EVERY = 16 << 20
+_RELEASE_EVERY = 2 << 20
 _MAX_PROTOCOL = 5
 
 

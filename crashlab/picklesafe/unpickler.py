@@ -30,6 +30,7 @@ import mmap
 import re
 import struct
 
+from .intruns import TokenIds
 from .intruns import run as int_run
 from .opcodes import SUPPORTED, Opcodes, PickleRefused, Truncated, unsupported
 
@@ -204,10 +205,7 @@ class PickleInterpreter(Opcodes):
                 break
         if not parts:
             return None
-        ids = parts[0]
-        for part in parts[1:]:
-            ids.extend(part)
-        self.stack.append(ids)
+        self.stack.append(TokenIds.joined(parts))
         self.pos = pos + 1
         if length == 1:
             self.op_memoize()

@@ -4,8 +4,9 @@ importing what it names.
 The stdlib Pickler verifies every class it writes by importing its module, which would import
 sglang (or fail where it is absent), so the opcodes are emitted here directly: protocol 4, the
 stream CPython's pickler writes for the same values, without memoisation (a tree that passed
-bounds.check is of bounded size). A stand-in is written as the opcodes that made it (NEWOBJ,
-NEWOBJ_EX, REDUCE or its builder call, then BUILD with its state).
+bounds.check is of bounded size; one that holds itself is refused, nesting.py). A stand-in is
+written as the opcodes that made it (NEWOBJ, NEWOBJ_EX, REDUCE or its builder call, then BUILD
+with its state).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 
 from .allowlist import Global
 from .intruns import TokenIds
+from .nesting import Path, descend
 from .pickled import Instance
 
 _OP = {op.name: op.code.encode("latin-1") for op in code2op.values()}
@@ -31,16 +33,25 @@ _COMPLEX = Global("builtins", "complex", "container")
 class _Emitter:
     def __init__(self):
         self.out = bytearray()
+        self.path: Path = ()
 
     def op(self, name: str, payload: bytes = b"") -> None:
         self.out += _OP[name] + payload
 
     def value(self, value) -> None:
-        """Append ``value``'s opcodes, by its exact type (as the stdlib pickler dispatches)."""
+        """Append ``value``'s opcodes, by its exact type (as the stdlib pickler dispatches). A
+        value that holds itself, or is nested past nesting.WALK_DEPTH, is refused
+        (nesting.TooDeep): without a memo its pickle would never end."""
         write = _WRITERS.get(type(value))
         if write is None:
             raise TypeError(f"cannot write a {type(value).__name__} into a dump")
+        if type(value) in _LEAVES:
+            write(self, value)
+            return
+        around = self.path
+        self.path = descend(around, value)
         write(self, value)
+        self.path = around
 
     def none(self, value: None) -> None:
         self.op("NONE")
@@ -160,6 +171,10 @@ _WRITERS: dict[type, Callable[[_Emitter, Any], None]] = {type(None): _Emitter.no
             tuple: _Emitter.tuple, TokenIds: _Emitter.token_ids, list: _Emitter.list_items,
             dict: _Emitter.dict_items, set: _Emitter.set_items, frozenset: _Emitter.frozenset_items,
             Global: _Emitter.global_name, Instance: _Emitter.instance}
+
+
+#: What holds no other value: written without entering the path (nesting.descend).
+_LEAVES = frozenset({type(None), bool, int, float, str, bytes, bytearray, complex, TokenIds, Global})
 
 
 def dumps(value) -> bytes:

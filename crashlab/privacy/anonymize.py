@@ -28,6 +28,8 @@ import re
 import socket
 from collections.abc import Iterable, Mapping
 
+from .redact import descend_json
+
 #: Where the placeholders for IPv4 addresses come from, in turn (RFC 5737).
 _DOCUMENTATION_V4 = ("192.0.2.", "198.51.100.", "203.0.113.")
 #: A four-part number right after a version comparison (``cudnn==9.1.0.70``) is a version, not
@@ -224,12 +226,15 @@ class Anonymizer:
             text = _IPV6.sub(self._address, text)
         return text
 
-    def json(self, value):
-        """A copy of a JSON value with every string (keys included) anonymized."""
+    def json(self, value, path: tuple[int, ...] = ()):
+        """A copy of a JSON value with every string (keys included) anonymized; one that holds
+        itself or is nested past redact.JSON_DEPTH is refused (descend_json)."""
         if isinstance(value, dict):
-            return {self.text(str(key)): self.json(item) for key, item in value.items()}
+            path = descend_json(path, value)
+            return {self.text(str(key)): self.json(item, path) for key, item in value.items()}
         if isinstance(value, list):
-            return [self.json(item) for item in value]
+            path = descend_json(path, value)
+            return [self.json(item, path) for item in value]
         if isinstance(value, str):
             return self.text(value)
         return value

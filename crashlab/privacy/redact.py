@@ -29,6 +29,24 @@ import json
 import re
 from collections.abc import Iterable, Iterator
 
+from ..errors import BadInput
+
+#: How deep redaction walks a JSON document: the reports it cleans are a few levels deep, the
+#: values of a crash dump inside them at most 64 more (picklesafe.bounds refuses deeper ones).
+JSON_DEPTH = 128
+
+
+def descend_json(path: tuple[int, ...], value) -> tuple[int, ...]:
+    """The path inside a document's ``value`` (the ids of the lists and dicts the walk is in);
+    one line (exit 2) for a value the walk is already inside, which it would walk forever, or
+    a path past JSON_DEPTH, which would end in RecursionError."""
+    if id(value) in path:
+        raise BadInput(f"refused: a JSON {type(value).__name__} that contains itself")
+    if len(path) >= JSON_DEPTH:
+        raise BadInput(f"refused: a JSON document nested more than {JSON_DEPTH} deep")
+    return (*path, id(value))
+
+
 MASK = "***"
 #: Launch secrets shorter than this are not searched for in free text: a secret-named variable
 #: set to "1" or "false" would otherwise mask every 1 and every false of a log.
@@ -192,14 +210,17 @@ class Redactor:
             masked[index] = hidden[index] + MASK if index in hidden else self.text(token)
         return masked
 
-    def json(self, value):
-        """A copy of a JSON value with secret-named members masked and every string masked as text."""
+    def json(self, value, path: tuple[int, ...] = ()):
+        """A copy of a JSON value with secret-named members masked and every string masked as
+        text; one that holds itself or is nested past JSON_DEPTH is refused (descend_json)."""
         if isinstance(value, dict):
+            path = descend_json(path, value)
             return {key: (MASK if item not in (None, "", [], {}) and is_secret_name(str(key))
-                          else self.json(item))
+                          else self.json(item, path))
                     for key, item in value.items()}
         if isinstance(value, list):
-            return [self.json(item) for item in value]
+            path = descend_json(path, value)
+            return [self.json(item, path) for item in value]
         if isinstance(value, str):
             return self.text(value)
         return value

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 
 from ..picklesafe.intruns import TokenIds
+from ..picklesafe.nesting import Path, descend
 from ..picklesafe.pickled import Instance
 from .records import Request
 
@@ -26,22 +27,26 @@ INTERNAL_FIELDS = frozenset({
 ENDPOINTS = {"generate": "/generate", "embedding": "/encode"}
 
 
-def _json(value):
-    """JSON-able value; multimodal dataclasses become their URL, bytes base64 text."""
+def _json(value, path: Path = ()):
+    """JSON-able value; multimodal dataclasses become their URL, bytes base64 text. A value that
+    holds itself, or is nested past nesting.WALK_DEPTH, is refused (nesting.TooDeep)."""
     kind = type(value)
     if kind is dict:
-        return {key if type(key) is str else str(key): _json(item) for key, item in value.items()}
+        path = descend(path, value)
+        return {key if type(key) is str else str(key): _json(item, path)
+                for key, item in value.items()}
     if kind is TokenIds:
         return value.tolist()  # the one copy of the ids a body makes
     if kind in (list, tuple, set, frozenset):
-        return [_json(item) for item in value]
+        path = descend(path, value)
+        return [_json(item, path) for item in value]
     if kind in (bytes, bytearray):
         return base64.b64encode(value).decode("ascii")
     if kind is Instance:
         fields = value.fields()
         if type(fields.get("url")) is str:
             return fields["url"]
-        return _json(fields)
+        return _json(fields, descend(path, value))
     if kind is complex:
         return [value.real, value.imag]
     return value

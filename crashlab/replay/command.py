@@ -6,20 +6,21 @@ Returns the command's exit code; what goes wrong is raised for the command's gua
 from __future__ import annotations
 
 import gc
+from typing import TYPE_CHECKING
 
 import click
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
 from ..console import ViewConsole
 from ..errors import EXIT_FOUND, EXIT_NOTHING, BadInput
 from ..stdout import echo
 from . import views
-from .expect import from_run_directory
 from .loader import load
 from .options import ReplayOptions
 from .records import CrashDump
-from .result import ReplayResult
-from .runner import Target, minimize, replay
+
+if TYPE_CHECKING:
+    from .result import ReplayResult
+    from .runner import Target
 
 
 def run(options: ReplayOptions) -> int:
@@ -55,7 +56,14 @@ def _say_partial(dump: CrashDump) -> None:
 
 
 def _replayed(dump: CrashDump, options: ReplayOptions, target: Target) -> ReplayResult:
-    """The replay, or the minimization, of ``dump``, with its progress on stderr."""
+    """The replay, or the minimization, of ``dump``, with its progress on stderr. What replays
+    is imported here: a listing of a large dump does not carry it (HTTP, process watching)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    from .expect import from_run_directory
+    from .runner import minimize, replay
+
+    assert options.plan is not None and options.watch is not None  # they come with a target
     expected, notes = options.expected, []
     if expected is None and not options.any_crash:
         expected, note = from_run_directory(options.dump)

@@ -12,13 +12,16 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import BadInput
 from ..published import parse
-from ..report.run import Incident, RunReport
 from ..vocabulary import CUDA_ERROR, SCHEDULER_EXCEPTION, TRACEBACK
 from .result import Expectation
 from .signature import exception_pattern, fault_class
+
+if TYPE_CHECKING:
+    from ..report.run import Incident, RunReport
 
 #: How many folders above the dump a run directory's report.json may be.
 _LEVELS = 5
@@ -44,6 +47,8 @@ def from_run_directory(dump: str | Path) -> tuple[Expectation | None, str | None
     report.json is read through its published model (a later crashlab's fields dropped, as
     crashlab.published reads every run directory); one the model refuses is no run report.
     """
+    from ..report.run import RunReport  # only a replay asks: a listing does not import it
+
     path = Path(dump).resolve()
     for folder in list(path.parents)[:_LEVELS]:
         report = folder / "report.json"

@@ -13,7 +13,8 @@ from pydantic import ValidationError
 from ..errors import BadInput
 from ..escape import printable
 from ..picklesafe import bounds, unpickler
-from ..picklesafe.opcodes import Truncated
+from ..picklesafe.nesting import TooDeep
+from ..picklesafe.opcodes import PickleRefused, Truncated
 from ..vocabulary import PICKLE_PROTO, InputKind
 from .records import CrashDump, Request, crash_dump_from, request_from
 from .salvage import salvaged
@@ -106,14 +107,17 @@ def decoded(data, name: str, on_record=None, release=None,
     size = len(data)
     partial = None
     try:
-        root = unpickler.loads(data, name, on_record=on_record, release=release)
-    except Truncated as cut:
-        root, partial = salvaged(cut, name)
-    bounds.check(root, size, name)
-    try:
-        dump = crash_dump_from(root, name, size, seen)
-    except ValueError as problem:
-        raise BadInput(f"{name}: not an SGLang crash dump: {problem}") from None
+        try:
+            root = unpickler.loads(data, name, on_record=on_record, release=release)
+        except Truncated as cut:
+            root, partial = salvaged(cut, name)
+        bounds.check(root, size, name)
+        try:
+            dump = crash_dump_from(root, name, size, seen)
+        except ValueError as problem:
+            raise BadInput(f"{name}: not an SGLang crash dump: {problem}") from None
+    except TooDeep as refusal:  # a record the listing read before bounds.check walked the tree
+        raise PickleRefused(f"{name}: refused to load this pickle: {refusal.reason}") from None
     if partial is not None:
         dump.partial = partial
         dump.warnings.insert(0, partial.line())

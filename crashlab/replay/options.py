@@ -8,15 +8,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import BadInput
 from .expect import from_options
-from .harden import harden as harden_command
 from .minimize import Budget
-from .oracle import Watch
 from .result import Expectation
-from .runner import Fidelity, Target
-from .send import Plan
+
+if TYPE_CHECKING:
+    from .oracle import Watch
+    from .runner import Fidelity, Target
+    from .send import Plan
 
 
 @dataclass(frozen=True)
@@ -27,8 +29,9 @@ class ReplayOptions:
     as_json: bool
     #: the server to replay against; None: list the dump, replay nothing
     target: Target | None
-    plan: Plan
-    watch: Watch
+    #: how requests are sent and the server watched; None with no target
+    plan: Plan | None
+    watch: Watch | None
     repeat: int
     #: the crash that counts as reproduced (--expect, --expect-kernel); None: not given
     expected: Expectation | None
@@ -57,15 +60,22 @@ class ReplayOptions:
             raise BadInput(f"replay: {contradiction}")
         expected = from_options(expect, expect_kernel)
         trials = Budget.parse(budget)
-        plan = Plan.choose(speed=speed, max_rate=max_rate, concurrency=concurrency,
-                           timeout=timeout)
-        watch = Watch(pid=pid, cores=watch_cores, log=watch_log,
-                      patterns=tuple(fault_pattern),
-                      health_interval=health_interval, health_timeout=health_timeout,
-                      settle=settle)
-        hardened = harden_command(restart_cmd, harden) if harden else None
-        target = (Target(url=url, restart_cmd=restart_cmd, start_timeout=start_timeout,
-                         harden=hardened, api_key=api_key) if url else None)
+        target = plan = watch = None
+        if url:  # a listing replays nothing: HTTP and process watching are not even imported
+            from .harden import harden as harden_command
+            from .oracle import Watch
+            from .runner import Target
+            from .send import Plan
+
+            plan = Plan.choose(speed=speed, max_rate=max_rate, concurrency=concurrency,
+                               timeout=timeout)
+            watch = Watch(pid=pid, cores=watch_cores, log=watch_log,
+                          patterns=tuple(fault_pattern),
+                          health_interval=health_interval, health_timeout=health_timeout,
+                          settle=settle)
+            hardened = harden_command(restart_cmd, harden) if harden else None
+            target = Target(url=url, restart_cmd=restart_cmd, start_timeout=start_timeout,
+                            harden=hardened, api_key=api_key)
         return cls(dump=dump, as_json=as_json, target=target, plan=plan, watch=watch,
                    repeat=repeat, expected=expected, any_crash=any_crash,
                    late_threshold=late_threshold / 1000, force_decode=force_decode,
@@ -73,6 +83,8 @@ class ReplayOptions:
                    output=output or str(Path(dump).with_suffix("")) + ".min.pkl")
 
     def fidelity(self, expected: Expectation | None) -> Fidelity:
+        from .runner import Fidelity
+
         return Fidelity(expected=expected, late_threshold=self.late_threshold,
                         force=self.force_decode)
 

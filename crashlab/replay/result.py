@@ -13,7 +13,7 @@ from typing import Literal
 from pydantic import Field
 
 from ..published import ClosedModel as _Model
-from ..report.model import Tool
+from ..report.tool import Tool
 from .records import CrashDump, Output, Request
 
 Status = Literal["ok", "http-error", "timeout", "refused", "error", "not-sent", "unfinished"]

@@ -21,7 +21,7 @@ from pathlib import Path
 from ..errors import EnvironmentProblem
 from ..launchline import bearer
 from ..privacy.redact import Redactor
-from ..report.model import Tool
+from ..report.tool import Tool
 from ..version import __version__
 from .compare import divergence
 from .force import Forcing, forceable, probe_trace
@@ -94,6 +94,8 @@ class Target:
     harden: Harden | None = None
     #: the server's --api-key; by default the one --restart-cmd starts it with
     api_key: str | None = None
+    #: what messages call restart_cmd: the option that gave it, or (bisect) what it runs
+    command_name: str = "--restart-cmd"
     _server: ManagedServer | None = field(default=None, repr=False)
 
     def server(self) -> ManagedServer | None:
@@ -109,7 +111,8 @@ class Target:
                 hint = (f"; --harden {self.harden.profile} ran it as: {self.redactor.text(command)}"
                         + (" (an SGLang without the KV canary refuses --kv-canary)"
                            if self.harden.profile != "sanitizer" else ""))
-            self._server = ManagedServer(command, self.url, log, self.start_timeout, env, hint)
+            self._server = ManagedServer(command, self.url, log, self.start_timeout, env, hint,
+                                         self.command_name)
         return self._server
 
     def close(self) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..picklesafe.intruns import TokenIds
+from ..picklesafe.nesting import Path, descend
 from ..picklesafe.pickled import Instance
 from ..privacy.redact import MASK, is_secret_name
 from .records import CrashDump
@@ -38,10 +39,14 @@ def placeholder(text: str) -> str:
 
 
 class _Scrubber:
+    """The walk; every method takes the path it is on (nesting.descend): a value that holds
+    itself or is nested past nesting.WALK_DEPTH is refused (nesting.TooDeep), never walked
+    forever."""
+
     def __init__(self, clean: Callable[[str], str], contents: bool, token_id: int):
         self.clean, self.contents, self.token_id = clean, contents, token_id
 
-    def value(self, value, key: str | None = None):  # noqa: C901 - one branch per decoded type
+    def value(self, value, key: str | None = None, path: Path = ()):  # noqa: C901 - a branch per type
         """Any decoded value: strings cleaned, secret-named fields masked."""
         kind = type(value)
         if key is not None and is_secret_name(key) and value not in (None, "", [], {}):
@@ -49,23 +54,27 @@ class _Scrubber:
         if kind is str:
             return self.clean(value)
         if kind is dict:
-            return {self.value(k): self.value(v, k if type(k) is str else None)
+            path = descend(path, value)
+            return {self.value(k, None, path): self.value(v, k if type(k) is str else None, path)
                     for k, v in value.items()}
         if kind in (list, tuple, set, frozenset):
-            return kind(self.value(item) for item in value)
+            path = descend(path, value)
+            return kind(self.value(item, None, path) for item in value)
         if kind is Instance:
-            return self.instance(value, self.value)
+            return self.instance(value, lambda part, at: self.value(part, None, at), path)
         return value
 
-    def instance(self, value: Instance, fields: Callable) -> Instance:
-        """A copy of a record, ``fields`` applied to what it was made from."""
-        copy = Instance(value.cls, value.how, fields(value.args),
-                        fields(value.kwargs) if value.kwargs else value.kwargs,
-                        (value.made_by[0], fields(value.made_by[1])) if value.made_by else None)
-        copy.state = fields(value.state)
+    def instance(self, value: Instance, fields: Callable, path: Path) -> Instance:
+        """A copy of a record, ``fields(part, path)`` applied to what it was made from."""
+        path = descend(path, value)
+        copy = Instance(value.cls, value.how, fields(value.args, path),
+                        fields(value.kwargs, path) if value.kwargs else value.kwargs,
+                        (value.made_by[0], fields(value.made_by[1], path)) if value.made_by
+                        else None)
+        copy.state = fields(value.state, path)
         return copy
 
-    def content(self, value, zero: bool = False):
+    def content(self, value, zero: bool = False, path: Path = ()):
         """What a user sent or was answered, replaced; its shape and lengths kept."""
         kind = type(value)
         if kind is str:
@@ -77,24 +86,29 @@ class _Scrubber:
         if kind is float:
             return 0.0 if zero else value
         if kind is dict:
-            return {k: self.content(v, zero) for k, v in value.items()}
+            path = descend(path, value)
+            return {k: self.content(v, zero, path) for k, v in value.items()}
         if kind in (list, tuple):
-            return kind(self.content(item, zero) for item in value)
+            path = descend(path, value)
+            return kind(self.content(item, zero, path) for item in value)
         if kind is Instance:
-            return self.instance(value, lambda part: self.content(part, zero))
+            return self.instance(value, lambda part, at: self.content(part, zero, at), path)
         return value
 
-    def fields(self, value, content: set[str]):
+    def fields(self, value, content: set[str], path: Path = ()):
         """A request's or output's fields: those named in ``content`` replaced, others cleaned
         (dicts inside a record's state, pydantic's ``__dict__`` included, are walked)."""
         if type(value) is dict:
-            return {k: (self.content(v, k in _ZEROED) if self.contents and k in content
-                        else self.fields(v, content) if type(v) in (dict, tuple) and k == "__dict__"
-                        else self.value(v, k if type(k) is str else None))
+            path = descend(path, value)
+            return {k: (self.content(v, k in _ZEROED, path) if self.contents and k in content
+                        else self.fields(v, content, path)
+                        if type(v) in (dict, tuple) and k == "__dict__"
+                        else self.value(v, k if type(k) is str else None, path))
                     for k, v in value.items()}
         if type(value) is tuple:  # (dict, slots) state
-            return tuple(self.fields(item, content) for item in value)
-        return self.value(value)
+            path = descend(path, value)
+            return tuple(self.fields(item, content, path) for item in value)
+        return self.value(value, None, path)
 
     def output(self, out):
         if type(out) is not dict:
@@ -102,15 +116,16 @@ class _Scrubber:
         cleaned = self.fields(out, _OUTPUT_CONTENT)
         meta = out.get("meta_info")
         if self.contents and type(meta) is dict:
-            cleaned["meta_info"] = {k: (self.content(v) if any(w in k for w in _TOKEN_WORDS)
-                                        else self.value(v, k)) for k, v in meta.items()}
+            path = descend(descend((), out), meta)
+            cleaned["meta_info"] = {k: (self.content(v, path=path) if any(w in k for w in _TOKEN_WORDS)
+                                        else self.value(v, k, path)) for k, v in meta.items()}
         return cleaned
 
     def record(self, record):
         if type(record) is not tuple or len(record) != 4 or type(record[0]) is not Instance:
             return self.value(record)
         obj, out, created, finished = record
-        request = self.instance(obj, lambda part: self.fields(part, _REQUEST_CONTENT))
+        request = self.instance(obj, lambda part, at: self.fields(part, _REQUEST_CONTENT, at), ())
         return (request, self.output(out), created, finished)
 
 

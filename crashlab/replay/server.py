@@ -36,8 +36,10 @@ class ManagedServer:
     """One server process at a time, from ``command``; ``start()`` returns once /health is 200."""
 
     def __init__(self, command: str, url: str, log: Path, start_timeout: float = 600.0,
-                 env: dict[str, str] | None = None, hint: str = ""):
+                 env: dict[str, str] | None = None, hint: str = "", name: str = "--restart-cmd"):
         self.command = command
+        #: what the messages call the command: the option that gave it, or what runs it
+        self.name = name
         self.env = env or {}
         self.hint = hint  # added to the message when the command dies before it is healthy
         self.url = url
@@ -48,7 +50,7 @@ class ManagedServer:
     def start(self) -> subprocess.Popen:
         self.stop()
         if healthy(self.url, timeout=2.0):
-            raise EnvironmentProblem(f"something already answers at {self.url} before --restart-cmd "
+            raise EnvironmentProblem(f"something already answers at {self.url} before {self.name} "
                                      "started a server; stop it first")
         with open(self.log, "ab") as log:
             self.child = subprocess.Popen(["/bin/sh", "-c", self.command], stdout=log,
@@ -57,7 +59,7 @@ class ManagedServer:
         deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:
             if self.child.poll() is not None:
-                raise ServerDidNotStart(f"--restart-cmd exited with code {self.child.returncode} "
+                raise ServerDidNotStart(f"{self.name} exited with code {self.child.returncode} "
                                         f"before {self.url}/health answered (its output: "
                                         f"{self.log}){self.hint}")
             if healthy(self.url, timeout=2.0):
@@ -65,7 +67,7 @@ class ManagedServer:
             time.sleep(0.1)
         self.stop()
         raise ServerDidNotStart(f"{self.url}/health did not answer 200 within "
-                                f"{self.start_timeout:g} s of --restart-cmd (its output: {self.log})")
+                                f"{self.start_timeout:g} s of {self.name} (its output: {self.log})")
 
     def stop(self) -> None:
         """SIGTERM the command's process group, SIGKILL it if it lingers."""

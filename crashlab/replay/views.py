@@ -12,7 +12,7 @@ from rich.text import Text
 
 from ..console import line, plain, wrapped
 from ..escape import escape, printable
-from ..report.model import Tool
+from ..report.tool import Tool
 from ..stdout import write as written
 from ..textsize import with_bytes
 from ..version import __version__

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 
 from ..picklesafe.allowlist import Global
+from ..picklesafe.nesting import Path, descend
 from ..picklesafe.pickled import Instance
 from ..picklesafe.writer import dumps
 from .records import CrashDump, Request
@@ -19,22 +20,26 @@ from .records import CrashDump, Request
 _KEPT_CLASSES = {"GenerateReqInput", "EmbeddingReqInput", "Modality"}
 
 
-def portable(value):
+def portable(value, path: Path = ()):
     """``value`` with SGLang objects other than requests (and enum keys) turned into dicts, and
-    names of anything else (``torch.bfloat16``) into their dotted text."""
+    names of anything else (``torch.bfloat16``) into their dotted text. A value that holds
+    itself, or is nested past nesting.WALK_DEPTH, is refused (nesting.TooDeep)."""
     kind = type(value)
     if kind is Global:
         return value.qualified
     if kind is dict:
-        return {portable(key): portable(item) for key, item in value.items()}
+        path = descend(path, value)
+        return {portable(key, path): portable(item, path) for key, item in value.items()}
     if kind in (list, tuple, set, frozenset):
-        return kind(portable(item) for item in value)
+        path = descend(path, value)
+        return kind(portable(item, path) for item in value)
     if kind is Instance:
+        path = descend(path, value)
         if value.cls.name not in _KEPT_CLASSES:
-            return portable(value.fields())
-        copy = Instance(value.cls, value.how, portable(value.args),
-                        portable(value.kwargs) if value.kwargs else None)
-        copy.state = portable(value.state)
+            return portable(value.fields(), path)
+        copy = Instance(value.cls, value.how, portable(value.args, path),
+                        portable(value.kwargs, path) if value.kwargs else None)
+        copy.state = portable(value.state, path)
         return copy
     return value
 

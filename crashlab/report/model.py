@@ -19,6 +19,7 @@ from ..vocabulary import ExceptionScope, PcSource
 from .debugger import DebuggerSection
 from .places import Dim3, HexAddress, SourceLine
 from .signature import CrashSignature
+from .tool import Tool
 
 SCHEMA_VERSION: Final = 1
 #: What a report was made from.
@@ -34,15 +35,6 @@ RootKind = Literal["param", "special", "load", "constant", "unknown"]
 Provenance = Literal["dump", "recomputed", "parameter buffer", "launch"]
 #: How warps of a dump with no exception stand.
 WaitKind = Literal["barrier-after-exit", "barrier", "polling-memory", "collective-wait", "other"]
-
-
-class Tool(_Model):
-    """The program that wrote the report (every JSON crashlab writes names it so)."""
-
-    name: str = "crashlab"
-    """Always 'crashlab'."""
-    version: str
-    """crashlab's version (crashlab.__version__) when it wrote the report."""
 
 
 class Source(_Model):
