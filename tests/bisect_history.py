@@ -22,7 +22,9 @@ HOSTILE = "kernel: a wider tile [red]x[/red] \x1b[2J"
 #: clean run per good verdict: the few --repeat runs the tests make on --bad leave the crash's
 #: rate so uncertain that 95% confidence would take up to --max-runs' 30 clean runs a step. A
 #: test of those statistics gives its own --max-runs after these (the last one counts).
-FAST = ["--health-interval", "0.2", "--health-timeout", "2", "--settle", "0.3",
+#: (a /health answer may take seconds on a loaded 2-core machine: serve must not take the
+#: stand-in for hung and stop it, which would skip a step for the wrong reason)
+FAST = ["--health-interval", "0.2", "--health-timeout", "10", "--settle", "0.3",
         "--start-timeout", "30", "--max-runs", "1"]
 #: app.py of a commit whose server cannot start: Python refuses to compile it.
 SYNTAX_ERROR = "settings = dict(\n    port=30000,\n"
