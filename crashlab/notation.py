@@ -23,14 +23,14 @@ def marker(instruction) -> str:
     )
 
 
-def lane_ranges(lanes: list[int]) -> str:
-    """``1-31``, ``0, 2-5``: lane ids as runs."""
+def number_ranges(numbers: list[int]) -> str:
+    """``1-31``, ``0, 2-5``: numbers (lane ids, log lines) as runs, ascending, each once."""
     runs: list[list[int]] = []
-    for lane in sorted(set(lanes)):
-        if runs and lane == runs[-1][1] + 1:
-            runs[-1][1] = lane
+    for number in sorted(set(numbers)):
+        if runs and number == runs[-1][1] + 1:
+            runs[-1][1] = number
         else:
-            runs.append([lane, lane])
+            runs.append([number, number])
     return ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in runs)
 
 

@@ -227,7 +227,7 @@ def real_dump_rows() -> list[list[str]]:
     fault; a dump with no exception or one crashlab refuses says so in its row."""
     import crashlab
     from crashlab.errors import BadInput
-    from crashlab.notation import lane_ranges
+    from crashlab.notation import number_ranges
 
     rows = []
     for dump in sorted(REAL_DUMPS.glob("*/core.*.nvcudmp")):
@@ -247,7 +247,7 @@ def real_dump_rows() -> list[list[str]]:
             rows.append([name, fault.exception.display, "", "", "not a memory access", "", ""])
             continue
         head = why.lanes[0] if why.lanes else None
-        culprits = (f"{lane_ranges(head.lanes)} ({head.count} of {why.lanes_judged})"
+        culprits = (f"{number_ranges(head.lanes)} ({head.count} of {why.lanes_judged})"
                     if head and why.breaks_bound
                     else f"none of {why.lanes_judged}")
         roots = ", ".join(r.name for r in why.roots if r.kind in ("param", "special", "load"))

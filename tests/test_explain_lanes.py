@@ -18,7 +18,7 @@ import pytest
 import crashlab
 from crashlab.explain.access import memory_sides
 from crashlab.explain.lanes import Reading, faulting_side
-from crashlab.notation import lane_ranges
+from crashlab.notation import number_ranges
 from crashlab.report.model import Verdict
 from tests.conftest import ROOT, run_cli
 
@@ -181,6 +181,6 @@ def test_the_exception_chooses_the_side_that_faulted(exception, shared, global_,
     assert faulting_side(readings, exception).space == chosen
 
 
-def test_lane_ranges_read_as_runs():
-    assert lane_ranges([1, 2, 3, 31, 5, 4, 0]) == "0-5, 31"
-    assert lane_ranges([7]) == "7"
+def test_number_ranges_read_as_runs():
+    assert number_ranges([1, 2, 3, 31, 5, 4, 0]) == "0-5, 31"
+    assert number_ranges([7]) == "7"

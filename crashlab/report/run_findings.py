@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 from itertools import groupby
 
+from ..notation import number_ranges
 from ..vocabulary import TRACEBACK
 from .logline import message
 from .run import NO_EXCEPTION_LINE, Finding
@@ -64,7 +65,7 @@ class Entry:
         if traceback is not None and traceback.end_line and traceback.end_line != traceback.line:
             return f"lines {traceback.line}-{traceback.end_line}"
         numbers = sorted({f.line for f in self.findings})
-        return f"line {numbers[0]}" if len(numbers) == 1 else f"lines {_ranges(numbers)}"
+        return f"line {numbers[0]}" if len(numbers) == 1 else f"lines {number_ranges(numbers)}"
 
     @property
     def quote(self) -> str:
@@ -88,7 +89,7 @@ class Entry:
             who = _ranks(ranks)
         else:
             where = sorted({(e.stream, e.first.line) for e in every})
-            who = "; ".join(f"{stream} line{'s' if len(lines) > 1 else ''} {_ranges(lines)}"
+            who = "; ".join(f"{stream} line{'s' if len(lines) > 1 else ''} {number_ranges(lines)}"
                             for stream in dict.fromkeys(s for s, _ in where)
                             for lines in [[n for s, n in where if s == stream]])
         return f"×{len(every)} ({who})"
@@ -198,17 +199,6 @@ def _cut(line: str) -> str:
     return line if len(line) <= LINE_CHARS else line[:LINE_CHARS] + "…"
 
 
-def _ranges(numbers: list[int]) -> str:
-    """[0, 1, 2, 5] -> "0-2, 5"."""
-    spans: list[list[int]] = []
-    for number in sorted(set(numbers)):
-        if spans and number == spans[-1][1] + 1:
-            spans[-1][1] = number
-        else:
-            spans.append([number, number])
-    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
-
-
 def _ranks(ranks: list[str]) -> str:
     """["rank0", ..., "rank6"] -> "ranks 0-6"; ["TP0", "TP1"] -> "TP 0-1"; else as they are."""
     numbered = [m for m in map(_NUMBERED.match, ranks) if m]
@@ -216,5 +206,5 @@ def _ranks(ranks: list[str]) -> str:
     if len(numbered) == len(ranks) and len(prefixes) == 1:
         prefix = prefixes.pop()
         label = "ranks" if prefix in ("rank", "") else prefix
-        return f"{label} {_ranges([int(m['number']) for m in numbered])}"
+        return f"{label} {number_ranges([int(m['number']) for m in numbered])}"
     return "ranks " + ", ".join(ranks)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..notation import dim, lane_ranges
+from ..notation import dim, number_ranges
 from .model import Explanation, LaneVerdict, OtherOperand, Root
 
 MISMATCH = ("mismatch: a value recomputed from the SASS contradicts the dumped registers, so "
@@ -122,4 +122,4 @@ def group_phrase(group: LaneVerdict) -> str:
         low, high = group.past_bound
         past = f" ({low:#x} bytes past the bound)" if low == high else (
             f" ({low:#x} to {high:#x} bytes past the bound)")
-    return f"{noun} {lane_ranges(group.lanes)}{warps} {group.kind}{past}"
+    return f"{noun} {number_ranges(group.lanes)}{warps} {group.kind}{past}"
