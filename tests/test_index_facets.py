@@ -281,13 +281,12 @@ def test_show_markdown_of_a_crash_and_with_json_is_refused_in_one_line(index_add
         assert done.returncode == 2 and len(done.stderr.decode().strip().splitlines()) == 1, args
 
 
-def test_migration_4_adds_the_facts_to_an_index_of_the_previous_schema(index_address, tmp_path):
-    """An index made by the schema before (migrations 1 to 3) with a crash in it: opening it
-    applies migration 4, and the old crash counts as unknown in every new field."""
+def _migrated_to(index_address: str, last: int):
+    """A connection to an index made by migrations 1 to LAST only, holding signature A."""
     db = connect(index_address)
     with db.transaction():
         db.execute(MIGRATIONS_TABLE)
-        for migration in MIGRATIONS[:3]:
+        for migration in [m for m in MIGRATIONS if m.number <= last]:
             for statement in migration.statements:
                 db.execute(statement.format(auto_id=db.auto_id))
             db.execute("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, 0)",
@@ -295,6 +294,14 @@ def test_migration_4_adds_the_facts_to_an_index_of_the_previous_schema(index_add
         db.execute("INSERT INTO signatures (hash, version, kind, title, search, body, first_seen, "
                    "last_seen, crash_count) VALUES (?, 1, 'gpu-fault', 't', 's', '{}', 1, 1, 1)",
                    (A.hash,))
+    return db
+
+
+def test_migration_4_adds_the_facts_to_an_index_of_the_previous_schema(index_address, tmp_path):
+    """An index made by the schema before (migrations 1 to 3) with a crash in it: opening it
+    applies migration 4, and the old crash counts as unknown in every new field."""
+    db = _migrated_to(index_address, 3)
+    with db.transaction():
         db.execute("INSERT INTO crashes (crash_key, signature_hash, signature_version, crashed_at, "
                    "recorded_at, recorded_by, host, versions, source, summary, total_bytes) "
                    "VALUES ('old', ?, 1, 1, 1, 'serve', 'node1', '{}', '/r', 's', 0)", (A.hash,))
@@ -311,17 +318,8 @@ def test_migration_6_names_the_requests_in_the_dumps_as_such_and_keeps_their_cou
     """The count migration 4 stored as requests_in_flight is the requests in the request dumps
     (reports say "in flight" of those running at the crash): migration 6 renames the column and
     keeps each crash's value; the facet shows it under its new name."""
-    db = connect(index_address)
+    db = _migrated_to(index_address, 5)
     with db.transaction():
-        db.execute(MIGRATIONS_TABLE)
-        for migration in [m for m in MIGRATIONS if m.number <= 5]:
-            for statement in migration.statements:
-                db.execute(statement.format(auto_id=db.auto_id))
-            db.execute("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, 0)",
-                       (migration.number, migration.name))
-        db.execute("INSERT INTO signatures (hash, version, kind, title, search, body, first_seen, "
-                   "last_seen, crash_count) VALUES (?, 1, 'gpu-fault', 't', 's', '{}', 1, 1, 1)",
-                   (A.hash,))
         db.execute("INSERT INTO crashes (crash_key, signature_hash, signature_version, crashed_at, "
                    "recorded_at, recorded_by, host, versions, source, summary, total_bytes, "
                    "requests_in_flight) VALUES ('old', ?, 1, 1, 1, 'serve', 'node1', '{}', '/r', "
