@@ -135,6 +135,24 @@ def test_a_dump_copied_off_a_node_is_recorded_as_that_nodes(index_address, tmp_p
     assert "host        node7" in shown and "deployment  pd-east" in shown
 
 
+def test_report_on_a_dump_copied_off_a_node_records_that_nodes_crash(tmp_path):
+    """report CORE takes --host and --deployment as inspect --record does: the index holds the
+    crash as node7's, at its driver's time; without them its host is unknown, not this machine."""
+    address = str(tmp_path / "index.sqlite")
+    dump = _copied(NULL_ARGUMENT, tmp_path / "from-node7.nvcudmp")
+    done = run_cli("report", dump, "--no-explain", "--host", "node7", "--deployment", "pd-east",
+                   "--out", tmp_path / "issue", "--db", address)
+    assert done.returncode == 0, done.stderr.decode()
+    [listed] = _listed(address)
+    assert (listed["host"], listed["deployment"], listed["crashed_at"]) == \
+        ("node7", "pd-east", _written(NULL_ARGUMENT))
+    other = str(tmp_path / "other.sqlite")
+    done = run_cli("report", dump, "--no-explain", "--out", tmp_path / "issue2", "--db", other)
+    assert done.returncode == 0, done.stderr.decode()
+    [listed] = _listed(other)
+    assert listed["host"] is None and socket.gethostname() not in json.dumps(listed)
+
+
 def test_a_host_or_label_that_is_no_name_is_refused(tmp_path):
     for option, value, why in (("--host", "", "cannot be empty"),
                                ("--host", "--copy", "'--copy' is not a name (is the name missing?)"),
@@ -169,6 +187,13 @@ def test_a_dump_in_a_serve_run_takes_the_runs_host_and_label(tmp_path):
         f"crashlab: --host node9: the dump lies in the serve run {run}, which recorded node7; "
         "leave --host out"]
     assert not Path(address).exists()
+    refused = run_cli("report", dump, "--no-explain", "--host", "node9", "--db", address,
+                      "--out", tmp_path / "issue")
+    assert (refused.returncode, refused.stdout) == (2, b"")
+    assert refused.stderr.decode().splitlines() == [
+        f"crashlab: --host node9: the dump lies in the serve run {run}, which recorded node7; "
+        "leave --host out"]
+    assert not Path(address).exists() and not (tmp_path / "issue").exists()
     recorded = run_cli("inspect", dump, "--no-sass", "--record", "--db", address)
     assert recorded.returncode == 0, recorded.stderr.decode()
     [listed] = _listed(address)

@@ -8,16 +8,7 @@ import click
 
 from ..errors import EXIT_FOUND, EXIT_NOTHING, BadInput
 from ..guard import GuardedCommand, say
-from .options import db_option, json_option, markdown_option
-
-
-def _named(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
-    """A host name or label, not the next option taken as one (``--host --copy``), nor empty."""
-    if value is not None and not value.strip():
-        raise click.BadParameter("cannot be empty")
-    if value is not None and value.startswith("-"):
-        raise click.BadParameter(f"{value!r} is not a name (is the name missing?)")
-    return value
+from .options import db_option, json_option, markdown_option, origin_options
 
 
 @click.command(cls=GuardedCommand, subject="core")
@@ -41,14 +32,7 @@ def _named(_ctx: click.Context, _param: click.Parameter, value: str | None) -> s
               help="With --record: the index keeps a copy of the dump in its own folder "
                    "(crashlab-copies beside the index file); gc may delete that copy, never "
                    "the original.")
-@click.option("--host", metavar="NAME", callback=_named,
-              help="With --record: the host the dump crashed on (a dump copied off node7: "
-                   "--host node7). A dump in a serve run directory takes the run's host; "
-                   "otherwise, without --host, the host is recorded as unknown, never this "
-                   "machine.")
-@click.option("--deployment", metavar="LABEL", callback=_named,
-              help="With --record: the deployment the crashed server belonged to (as serve "
-                   "--deployment names it).")
+@origin_options("With --record")
 @db_option
 def inspect(core: str, as_json: bool, as_markdown: bool, no_sass: bool, no_explain: bool,
             context: int, debugger: bool, record: bool, copy: bool, host: str | None,

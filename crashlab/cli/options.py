@@ -41,6 +41,33 @@ def incident_window_option(command: Decorated) -> Decorated:
              "within this many seconds of an incident's first failure join it.")(command)
 
 
+def _named(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """A host name or label, not the next option taken as one (``--host --copy``), nor empty."""
+    if value is not None and not value.strip():
+        raise click.BadParameter("cannot be empty")
+    if value is not None and value.startswith("-"):
+        raise click.BadParameter(f"{value!r} is not a name (is the name missing?)")
+    return value
+
+
+def origin_options(where: str) -> Callable[[Decorated], Decorated]:
+    """--host and --deployment: where a dump read on its own crashed, for the index (WHERE says
+    when they apply). Without them the host is recorded as unknown, never the reading machine."""
+
+    def decorate(command: Decorated) -> Decorated:
+        command = click.option(
+            "--deployment", metavar="LABEL", callback=_named,
+            help=f"{where}: the deployment the crashed server belonged to (as serve "
+                 "--deployment names it).")(command)
+        return click.option(
+            "--host", metavar="NAME", callback=_named,
+            help=f"{where}: the host the dump crashed on (a dump copied off node7: --host "
+                 "node7). A dump in a serve run directory takes the run's host; otherwise, "
+                 "without --host, the host is recorded as unknown, never this machine's.")(command)
+
+    return decorate
+
+
 def runs_dir_option(help: str) -> Callable[[Decorated], Decorated]:
     """--runs-dir: serve's runs directory, where list, show, gc and doctor look for it."""
     return click.option("--runs-dir", type=click.Path(path_type=Path),

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from ..guard import GuardedCommand, say
-from .options import db_option, json_option, out_option
+from .options import db_option, json_option, origin_options, out_option
 
 
 @click.command(cls=GuardedCommand, subject="inputs")
@@ -27,8 +27,10 @@ from .options import db_option, json_option, out_option
 @json_option("Print a JSON summary instead of the body (schema: crashlab schema report-bundle).")
 @click.option("--no-explain", is_flag=True,
               help="Skip the explanation of each coredump's faults.")
+@origin_options("For coredumps given on their own")
 @db_option
-def report(as_json: bool, db: str | None, **options: Any) -> None:
+def report(as_json: bool, db: str | None, host: str | None, deployment: str | None,
+           **options: Any) -> None:
     """Write an upstream issue: a Markdown body and one .tar.gz to attach beside it.
 
     INPUTS are serve run directories, crashlab bisect output folders (--out, with result.json
@@ -53,8 +55,11 @@ def report(as_json: bool, db: str | None, **options: Any) -> None:
           crash_dump_2026-11-23_20-08-06.pkl
       crashlab report crashlab-runs/20261123-201500-node7-4242 crashlab-bisect
       crashlab report RUN --anonymize --max-size 10MB --out /tmp/issue
+      crashlab report core-from-node7.nvcudmp --host node7
     """
+    from ..index.capture import Origin
     from ..issue.command import ReportOptions
     from ..issue.flow import run
 
-    sys.exit(run(ReportOptions.from_command_line(**options), as_json, db, say))
+    sys.exit(run(ReportOptions.from_command_line(**options), as_json, db, say,
+                 Origin(host=host, deployment=deployment)))

@@ -267,9 +267,12 @@ def from_coredump(path: Path, report: TriageReport, recorded_by: str,
                          owned=copy is not None)])
 
 
-def from_report_inputs(inputs) -> list[NewCrash | XidLine]:
-    """What ``crashlab report`` read (crashlab.issue.inputs.Inputs): its runs and its coredumps."""
+def from_report_inputs(inputs, given: Origin | None = None) -> list[NewCrash | XidLine]:
+    """What ``crashlab report`` read (crashlab.issue.inputs.Inputs): its runs and its coredumps,
+    each coredump where its run or the user's word (GIVEN: report --host/--deployment) puts it."""
+    given = given or Origin()
     crashes = [crash for run in inputs.runs if run.report is not None
                for crash in from_run(run.path, run.report, "report")]
-    return crashes + [from_coredump(core.path, core.report, "report")
+    return crashes + [from_coredump(core.path, core.report, "report",
+                                    where=origin(core.path, given.host, given.deployment))
                       for core in inputs.cores if core.report is not None]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 
 from ..errors import EXIT_FOUND, EXIT_NOTHING
 from ..index import capture
@@ -15,9 +16,16 @@ from . import local
 from .command import ReportOptions, make, runs_dir
 
 
-def run(options: ReportOptions, as_json: bool, db: str | None, say: Callable[[str], None]) -> int:
+def run(options: ReportOptions, as_json: bool, db: str | None, say: Callable[[str], None],
+        given: capture.Origin | None = None) -> int:
     """Make the report, print it (the body, or with AS_JSON its summary), say where its files
-    went, and record its crashes in the index DB: the exit code of ``crashlab report``."""
+    went, and record its crashes in the index DB: the exit code of ``crashlab report``. GIVEN
+    is the user's word on where its coredumps crashed (--host, --deployment); one that a run a
+    dump lies in contradicts is refused before anything is made."""
+    given = given or capture.Origin()
+    for name in options.inputs:
+        if Path(name).is_file():
+            capture.origin(Path(name), given.host, given.deployment)
     made = make(replace(options, db=db))
     # make() returns once the bundle is written: it sets both
     assert made.inputs is not None and made.issue.bundle_bytes is not None
@@ -33,5 +41,5 @@ def run(options: ReportOptions, as_json: bool, db: str | None, say: Callable[[st
         say(local.message(reason))
     for warning in made.warnings:
         say(warning)
-    record_all(lambda: capture.from_report_inputs(made.inputs), db, runs_dir(made.inputs), say)
+    record_all(lambda: capture.from_report_inputs(made.inputs, given), db, runs_dir(made.inputs), say)
     return EXIT_FOUND if made.issue.found else EXIT_NOTHING
