@@ -352,6 +352,21 @@ def test_doctor_breaks_a_path_between_its_names(tmp_path):
     _names_whole(shown.lines, *(p.lstrip("(") for p in paths))
 
 
+def test_env_breaks_a_path_between_its_names(tmp_path):
+    """env's ``key: value`` lines name the interpreter by its path: in a pane narrower than
+    the line, it breaks after a ``/``, never inside a name, and the lines after the first are
+    indented under the key."""
+    python = tmp_path / "a-virtual-environment-for-the-server" / "bin" / "python3"
+    python.parent.mkdir(parents=True)
+    python.symlink_to(sys.executable)
+    shown = tmux_terminal.run_in_pane(["env", "--python", python], 60, ROOT)
+    assert shown.exit_code == 0, shown.lines
+    _lines_fit(shown.lines, 60)
+    _names_whole(shown.lines, str(python))
+    start = next(n for n, line in enumerate(shown.lines) if line.startswith("Python executable:"))
+    assert shown.lines[start + 1].startswith("  ") and not shown.lines[start + 1].startswith("   ")
+
+
 @pytest.mark.parametrize("verb", VERBS)
 def test_every_verbs_help_fits_80_columns(verb):
     """Each verb's --help in a real 80-column terminal: its examples (bisect's, replay's, ...)

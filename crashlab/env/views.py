@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from ..console import line
+from ..console import line, wrapped
 from ..report import markdown_escape
 from .model import Environment, Gpu, Package
 
@@ -128,9 +128,12 @@ def render(env: Environment, console: Console) -> None:
     for key, values in entries(env):
         if key not in BLOCKS:
             style = "yellow" if values[0] in ("absent", "unknown", "not found") else ""
-            console.print(line((key, "bold"), ": ", (values[0], style)))
+            console.print(wrapped(line((key, "bold"), ": ", (values[0], style)), indent=2))
         else:
             console.print(line((key, "bold"), ":"))
             style = "yellow" if key == "Not answered" else ""
             for value in values:
-                console.print(line("  ", (value, style)), soft_wrap=True)
+                if key == "NVIDIA Topology":  # a matrix: its rows stay whole, as nvidia-smi's
+                    console.print(line("  ", (value, style)), soft_wrap=True)
+                else:
+                    console.print(wrapped(line("  ", (value, style)), indent=4))
