@@ -6,6 +6,8 @@ order, and no docstring cites a tracker's issue number or a file outside the rep
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 
 from crashlab.cli import VERBS
 from tests.architecture import LAYERS, PACKAGE
@@ -90,3 +92,30 @@ def test_report_help_and_the_index_agree_on_where_the_index_is():
     """report --help sends the reader to --db, whose help names the default."""
     text = " ".join(run_cli("report", "--help").stdout.decode().split())
     assert "(--db)" in text and "XDG_DATA_HOME" in text
+
+
+#: The H200 session's pytest logs (fixtures/gpu/PROVENANCE.md), the tests of each run after the
+#: last: a test's outcome is that of the last run that ran it.
+GPU_RUN_LOGS = [ROOT / "fixtures/gpu/h200-runs" / name for name in
+                ("pytest-run3.log", "pytest-run4-replay.log", "pytest-run5-params.log")]
+
+
+def test_readmes_gpu_test_figures_are_those_of_the_h200_logs():
+    """README's "the N `gpu` tests ran there: P pass, S skips" is what the H200's own pytest logs
+    say (each test's last outcome), and N is every test the suite marks gpu today."""
+    said = re.search(r"the (\d+) `gpu` tests ran there .*?: (\d+) pass, (\d+) skips?", README,
+                     re.DOTALL)
+    assert said, "README no longer states the gpu tests' figures"
+    outcome: dict[str, str] = {}
+    for log in GPU_RUN_LOGS:
+        for test, result in re.findall(r"^(tests/.+?) (PASSED|FAILED|SKIPPED|ERROR) ",
+                                       log.read_text(encoding="utf-8"), re.MULTILINE):
+            outcome[test] = result
+    collected = subprocess.run(
+        [sys.executable, "-m", "pytest", "-m", "gpu", "--collect-only", "-q", "-p",
+         "no:cacheprovider", "tests"], cwd=ROOT, capture_output=True, text=True, check=False)
+    marked = {line for line in collected.stdout.splitlines() if line.startswith("tests/")}
+    assert marked == set(outcome), "gpu tests the H200 logs do not cover (or no longer exist)"
+    counts = [len(outcome), list(outcome.values()).count("PASSED"),
+              list(outcome.values()).count("SKIPPED")]
+    assert [int(figure) for figure in said.groups()] == counts
