@@ -33,7 +33,7 @@ LAYERS = (
     # the published model, its builder and its views
     "report",
     # analyses over the model
-    "explain", "waits", "gdb", "signature", "incidents", "env", "owner",
+    "explain", "waits", "gdb", "signature", "hangs", "incidents", "env", "owner",
     # verbs
     "api", "crashlab", "wrongverb", "replay", "index", "supervise", "bisect", "issue", "ui",
     # the command line
