@@ -332,6 +332,32 @@ def test_migration_6_names_the_requests_in_the_dumps_as_such_and_keeps_their_cou
     assert [(v.value, v.count) for v in by["requests_in_dumps"].values] == [("33", 1)]
 
 
+def test_a_dump_recorded_before_contents_were_hashed_is_the_same_crash_recorded_again(
+        index_address, tmp_path):
+    """An index of the schema before migration 5 knew a dump recorded on its own by host, path,
+    size and time. Recorded again at the same path, the dump is that crash (not a second one)
+    and gets its contents' hash, so a copy of it is that crash too."""
+    import shutil
+
+    dump = tmp_path / "core.nvcudmp"
+    shutil.copyfile(ROOT / "fixtures" / "synthetic" / "moe_align_out_of_range.nvcudmp", dump)
+    size = dump.stat().st_size
+    db = _migrated_to(index_address, 4)
+    with db.transaction():
+        db.execute("INSERT INTO crashes (crash_key, signature_hash, signature_version, crashed_at, "
+                   "recorded_at, recorded_by, host, versions, source, summary, total_bytes) "
+                   "VALUES (?, ?, 1, 1, 1, 'inspect', 'laptop', '{}', ?, 's', ?)",
+                   (f"laptop:{dump}:{size}:1", A.hash, str(dump), size))
+    db.close()
+    for path in (dump, shutil.copyfile(dump, tmp_path / "copy.nvcudmp")):
+        done = run_cli("inspect", path, "--no-sass", "--record", "--db", index_address)
+        assert done.returncode == 0, done.stderr.decode()
+        assert "already recorded as crash 1 in" in done.stderr.decode()
+    with Index(index_address) as index:
+        [old] = index.crashes(Filters())
+    assert old.dump_sha256 is not None and old.id == 1
+
+
 def test_report_shows_the_facets_of_a_crash_the_index_holds(index_address, tmp_path):
     """A dump reported once is recorded by that report; reported again, it is in the index and
     the body shows its signature's facets, and the fleet's other crashes of that signature."""

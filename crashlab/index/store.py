@@ -159,6 +159,10 @@ class Index:
         with db.transaction():
             same = self.same_dump(crash)
             if same is not None:
+                # a crash recorded before contents were hashed gets its hash now, so copies of
+                # its dump are known from here on
+                db.execute("UPDATE crashes SET dump_sha256 = ? WHERE id = ? AND dump_sha256 IS NULL",
+                           (crash.dump_sha256, same))
                 return same, False
             row = db.execute(
                 "INSERT INTO crashes (crash_key, signature_hash, signature_version, crashed_at, "
@@ -211,6 +215,17 @@ class Index:
         alone = "" if crash.run_dir is None else " AND run_dir IS NULL"
         row = self.backend.execute(f"SELECT id FROM crashes WHERE dump_sha256 = ?{alone} "
                                    "ORDER BY id LIMIT 1", (crash.dump_sha256,)).fetchone()
+        return row[0] if row is not None else self._same_dump_recorded_unhashed(crash)
+
+    def _same_dump_recorded_unhashed(self, crash: NewCrash) -> int | None:
+        """A dump recorded on its own by a crashlab before contents were hashed (the index then
+        knew it by path, size and time): the same file, of the same size, is that crash."""
+        if crash.run_dir is not None:
+            return None
+        size = sum(f.size_bytes for f in crash.files)
+        row = self.backend.execute(
+            "SELECT id FROM crashes WHERE dump_sha256 IS NULL AND run_dir IS NULL AND source = ? "
+            "AND total_bytes = ? ORDER BY id LIMIT 1", (crash.source, size)).fetchone()
         return None if row is None else row[0]
 
     def recorded_id(self, crash: NewCrash) -> int | None:
