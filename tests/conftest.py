@@ -28,13 +28,38 @@ def xdg_data_home(tmp_path_factory, monkeypatch) -> Path:
     return folder
 
 
+@pytest.fixture(scope="session")
+def shared_sass_cache(tmp_path_factory) -> Path:
+    """One SASS listing cache for the whole run, every worker's: an entry is keyed by the cubin's
+    contents and named by nvdisasm's version, so what another test left there is what this
+    test's nvdisasm would print, and a real dump's cubin is disassembled once a run, not once a
+    test (the cold listing of a 5 MB PyTorch dump costs seconds)."""
+    base = tmp_path_factory.getbasetemp()
+    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "shared-sass-cache"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
 @pytest.fixture(autouse=True)
-def xdg_cache_home(tmp_path_factory, monkeypatch) -> Path:
-    """Each test's own XDG cache folder: the SASS cache (crashlab.sass_cache) starts empty, so
-    no test's nvdisasm runs depend on what another test left there."""
+def xdg_cache_home(tmp_path_factory, monkeypatch, shared_sass_cache) -> Path:
+    """Each test's own XDG cache folder (bisect's environments, nvdisasm's remembered version),
+    with the run's shared SASS listings linked in at crashlab/sass; a test of that cache itself
+    takes ``empty_sass_cache``."""
     folder = tmp_path_factory.mktemp("xdg-cache")
+    (folder / "crashlab").mkdir()
+    (folder / "crashlab" / "sass").symlink_to(shared_sass_cache, target_is_directory=True)
     monkeypatch.setenv("XDG_CACHE_HOME", str(folder))
     return folder
+
+
+@pytest.fixture
+def empty_sass_cache(xdg_cache_home) -> Path:
+    """The test's XDG cache folder with a SASS cache of its own, empty: for the tests that count
+    nvdisasm's runs or damage an entry."""
+    sass = xdg_cache_home / "crashlab" / "sass"
+    sass.unlink()
+    sass.mkdir()
+    return xdg_cache_home
 
 
 def free_port() -> int:

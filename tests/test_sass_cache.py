@@ -46,12 +46,12 @@ def _inspect(path, env) -> dict:
     return json.loads(done.stdout)
 
 
-def test_the_second_inspect_of_a_kernel_starts_no_nvdisasm(logged_nvdisasm, xdg_cache_home):
+def test_the_second_inspect_of_a_kernel_starts_no_nvdisasm(logged_nvdisasm, empty_sass_cache):
     env, log = logged_nvdisasm
     first = _inspect(EXAMPLE, env)
     assert _disassemblies(log) == 1  # the SASS window and the explanation share the one run
     assert first["faults"][0]["explanation"] is not None
-    entries = list((xdg_cache_home / "crashlab" / "sass").glob("*.json"))
+    entries = list((empty_sass_cache / "crashlab" / "sass").glob("*.json"))
     assert len(entries) == 1
     runs = len(_runs(log))
     second = _inspect(EXAMPLE, env)
@@ -60,10 +60,10 @@ def test_the_second_inspect_of_a_kernel_starts_no_nvdisasm(logged_nvdisasm, xdg_
     assert second["faults"][0]["explanation"] == first["faults"][0]["explanation"]
 
 
-def test_a_damaged_cache_entry_is_ignored_and_rewritten(logged_nvdisasm, xdg_cache_home):
+def test_a_damaged_cache_entry_is_ignored_and_rewritten(logged_nvdisasm, empty_sass_cache):
     env, log = logged_nvdisasm
     first = _inspect(EXAMPLE, env)
-    [entry] = (xdg_cache_home / "crashlab" / "sass").glob("*.json")
+    [entry] = (empty_sass_cache / "crashlab" / "sass").glob("*.json")
     entry.write_text('{"format": 1, "tool": ')
     again = _inspect(EXAMPLE, env)
     assert _disassemblies(log) == 2
