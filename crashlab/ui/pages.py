@@ -1,7 +1,6 @@
 """What each page of the web view shows, read from the index: plain data for the templates.
 
-Counts over time are taken by the database (one ``sum(CASE ...)`` per bucket, the same SQL on
-SQLite and PostgreSQL), so a page over 100,000 crashes moves a few rows, not the crashes."""
+Counts over time are the index's (crashlab.index.trends); the charts are drawn here."""
 
 from __future__ import annotations
 
@@ -13,6 +12,7 @@ from pydantic import ValidationError
 
 from ..errors import BadInput
 from ..incidents import DEFAULT_WINDOW
+from ..index import trends
 from ..index.commands import report_of, show
 from ..index.facets import facets_of
 from ..index.incidents import incident_of
@@ -39,19 +39,6 @@ class TopSignature:
     trend: Any  # Markup: the sparkline
 
 
-def _edges(start: float, end: float, buckets: int) -> list[float]:
-    width = max(end - start, 1.0) / buckets
-    return [start + i * width for i in range(buckets)] + [end + 1]
-
-
-def _bucket_sql(edges: list[float]) -> tuple[str, list[float]]:
-    """One count per bucket of [edges[i], edges[i+1]) of c.crashed_at, as SQL columns."""
-    columns = ", ".join("sum(CASE WHEN c.crashed_at >= ? AND c.crashed_at < ? THEN 1 ELSE 0 END)"
-                        for _ in edges[1:])
-    params = [value for pair in zip(edges, edges[1:], strict=False) for value in pair]
-    return columns, params
-
-
 def window_start(since: str) -> float | None:
     """?since=: an age or a date (crashlab list --since's), or 'all'; None: every crash."""
     return None if since == "all" else parse(since)
@@ -60,22 +47,11 @@ def window_start(since: str) -> float | None:
 def top_signatures(index: Index, since: float | None) -> list[TopSignature]:
     """The signatures with the most crashes since SINCE, each with a trend over the window."""
     now = time.time()
-    start = since if since is not None else _oldest(index)
-    columns, bucket_params = _bucket_sql(_edges(start, now, TREND_BUCKETS))
-    rows = index.backend.execute(
-        f"SELECT c.signature_hash, s.title, count(*), min(c.crashed_at), max(c.crashed_at), "
-        f"{columns} FROM crashes c JOIN signatures s ON s.hash = c.signature_hash "
-        "WHERE c.crashed_at >= ? GROUP BY c.signature_hash, s.title "
-        "ORDER BY count(*) DESC, c.signature_hash LIMIT ?",
-        (*bucket_params, start, TOP_SIGNATURES)).fetchall()
-    return [TopSignature(hash=row[0], title=row[1], count=row[2], first_seen=iso(row[3]),
-                         last_seen=iso(row[4]), trend=charts.sparkline([int(n) for n in row[5:]]))
-            for row in rows]
-
-
-def _oldest(index: Index) -> float:
-    oldest = index.backend.execute("SELECT min(crashed_at) FROM crashes").fetchone()[0]
-    return time.time() if oldest is None else oldest
+    oldest = trends.oldest(index) if since is None else since
+    start = now if oldest is None else oldest
+    return [TopSignature(hash=t.hash, title=t.title, count=t.count, first_seen=t.first_seen,
+                         last_seen=t.last_seen, trend=charts.sparkline(t.buckets))
+            for t in trends.top_signatures(index, start, now, TREND_BUCKETS, TOP_SIGNATURES)]
 
 
 @dataclass
@@ -102,25 +78,15 @@ def signature_page(index: Index, prefix: str) -> SignaturePage:
 
 
 def _history(index: Index, key: str) -> Any:
-    first, last = index.backend.execute(
-        "SELECT min(crashed_at), max(crashed_at) FROM crashes WHERE signature_hash = ?",
-        (key,)).fetchone()
-    edges = _edges(first, last, HISTORY_BUCKETS)
-    columns, params = _bucket_sql(edges)
-    counts = index.backend.execute(f"SELECT {columns} FROM crashes c WHERE c.signature_hash = ?",
-                                   (*params, key)).fetchone()
-    labels = [iso(edge)[:16].replace("T", " ") for edge in edges[:-1]]
-    return charts.bars(labels, [int(n or 0) for n in counts], "crashes over time")
+    counted = trends.history(index, key, HISTORY_BUCKETS)
+    labels = [iso(start)[:16].replace("T", " ") for start in counted.starts]
+    return charts.bars(labels, counted.counts, "crashes over time")
 
 
 def _uptime(index: Index, key: str) -> Any:
     """A histogram of the uptime at crash, in hours, of every crash of signature KEY whose uptime
-    is known: counted by the database without the facet's limit of listed values, so no hour is
-    left out."""
-    hours = index.backend.execute(
-        "SELECT c.uptime_s / 3600, count(*) FROM crashes c WHERE c.signature_hash = ? "
-        "AND c.uptime_s IS NOT NULL GROUP BY c.uptime_s / 3600", (key,)).fetchall()
-    return uptime_chart([(int(hour), count) for hour, count in hours])
+    is known."""
+    return uptime_chart([(h.hour, h.crashes) for h in trends.uptime_hours(index, key)])
 
 
 def uptime_chart(hours: list[tuple[int, int]]) -> Any:
