@@ -298,9 +298,10 @@ def test_the_signature_page_renders_the_facets_their_readings_and_the_uptime_his
 
 
 def test_a_python_crash_serve_caught_shows_its_triage_from_the_run_report(tmp_path, xdg_data_home):
-    """A scheduler exception (no GPU dump) caught by the real ``crashlab serve`` around the
-    stand-in SGLang (tests/standin), recorded into the default index: its page shows the
-    exception, the traceback's frames and the run's files, not "No triage"."""
+    """A scheduler exception caught by the real ``crashlab serve`` around the stand-in SGLang
+    (tests/standin), whose rank left a COLLATERAL dump (no exception, its warps parked),
+    recorded into the default index: its page shows the dump's triage and, beside it, the run's
+    incident: the exception, the traceback's frames and the run's files."""
     from tests.serve_harness import FAST, Serve, environment, free_port, sglang
 
     serve = Serve(tmp_path, sglang(free_port()), *FAST, "--quiet",
@@ -315,6 +316,8 @@ def test_a_python_crash_serve_caught_shows_its_triage_from_the_run_report(tmp_pa
     finally:
         server.stop()
     assert "No triage" not in page
+    assert 'id="triage-summary"' in page and "Where warps stand" in page  # the dump's, found
+    assert 'id="incident-summary"' in page  # under its run directory, and the incident beside it
     assert "Scheduler hit an exception" in page or "RuntimeError" in page
     assert "RuntimeError: CUDA error: an illegal memory access was encountered" in page
     assert "scheduler_exception" in page  # the traceback's own frame, from the stand-in rank

@@ -1,6 +1,5 @@
-"""What each page of the web view shows, read from the index: plain data for the templates.
-
-Counts over time are the index's (crashlab.index.trends); the charts are drawn here."""
+"""What each page of the web view shows, read from the index: typed records for the templates,
+with the charts drawn. The index owns every query (crashlab.index.trends, crashlab.index.triage)."""
 
 from __future__ import annotations
 
@@ -8,19 +7,18 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import ValidationError
-
 from ..errors import BadInput
 from ..incidents import DEFAULT_WINDOW
 from ..index import trends
-from ..index.commands import report_of, show
+from ..index.commands import show
 from ..index.facets import facets_of
 from ..index.incidents import incident_of
 from ..index.records import Crash, Facets, IncidentShown, Shown, Signature
 from ..index.since import parse
 from ..index.store import Filters, Index, iso
+from ..index.triage import owner_of_signature, run_incident, said, triage_in
 from ..report.model import Owner, TriageReport
-from ..report.run import Incident
+from ..report.run import Incident, RunReport
 from . import charts
 
 #: buckets of a trend (home page) and of a signature's crashes over time
@@ -73,8 +71,7 @@ def signature_page(index: Index, prefix: str) -> SignaturePage:
         if signature.coarse else []
     return SignaturePage(signature=signature, facets=facets_of(index, key),
                          history=_history(index, key), uptime=_uptime(index, key),
-                         siblings=siblings, crashes=crashes,
-                         owner=next((o for o in map(_owner, _with_dumps(index, key)) if o), None))
+                         siblings=siblings, crashes=crashes, owner=owner_of_signature(index, key))
 
 
 def _history(index: Index, key: str) -> Any:
@@ -102,85 +99,33 @@ def uptime_chart(hours: list[tuple[int, int]]) -> Any:
     return charts.bars(labels, counts, "uptime at crash (hours)")
 
 
-#: the newest crashes with a coredump whose reports the signature page reads for the owner
-OWNER_FROM = 3
-
-
-def _with_dumps(index: Index, key: str) -> list[Crash]:
-    """The newest OWNER_FROM crashes of signature KEY whose coredump the index still lists: a
-    crash without one has no triage to name an owner."""
-    ids = [row[0] for row in index.backend.execute(
-        "SELECT DISTINCT c.id, c.crashed_at FROM crashes c JOIN crash_files f ON f.crash_id = c.id "
-        "WHERE c.signature_hash = ? AND f.kind = 'coredump' AND f.gone_at IS NULL "
-        "ORDER BY c.crashed_at DESC, c.id DESC LIMIT ?", (key, OWNER_FROM))]
-    return [crash for crash in map(index.crash, ids) if crash is not None]
-
-
-def _owner(crash: Crash) -> Owner | None:
-    """The owner of the crash's first fault, from its report where one names it."""
-    triage = triage_of(crash, report_of(crash.source, crash.run_dir))
-    return triage.faults[0].owner if triage and triage.faults else None
-
-
-def triage_of(crash: Crash, report: dict | None) -> TriageReport | None:
-    """The triage of CRASH's coredump: the report itself (a coredump recorded on its own), or
-    the dump's triage within its run's report."""
-    if report is None:
-        return None
-    if "incidents" in report:
-        dumps = {f.path for f in crash.files if f.kind == "coredump"}
-        report = next((dump.get("report") for incident in report["incidents"]
-                       for dump in incident.get("dumps", []) if dump.get("path") in dumps), None)
-        if report is None:
-            return None
-    try:
-        return TriageReport.model_validate(report)
-    except ValidationError:
-        return None
-
-
-def run_incident(crash: Crash, report: dict | None) -> Incident | None:
-    """The incident of CRASH's incarnation in its run's report: where serve caught a crash that
-    left no GPU dump (a Python exception in the scheduler, a signal), its triage is there (the
-    exception and traceback, the log findings, the stacks, the request dumps)."""
-    for incident in (report or {}).get("incidents", []):
-        if incident.get("incarnation") != crash.incarnation:
-            continue
-        try:
-            return Incident.model_validate(incident)
-        except ValidationError:
-            return None
-    return None
-
-
 @dataclass
 class CrashPage:
     shown: Shown
     triage: TriageReport | None
     replay: list[str] = field(default_factory=list)
-    #: the run's incident of the crash, shown as its triage where no GPU dump's triage is
+    #: the run's incident of the crash (its exception and traceback, log findings, stacks,
+    #: request dumps): the triage of a crash that left no GPU dump, and beside a dump's triage
+    #: what the run saw around it (a rank's dump taken while another raised)
     incident: Incident | None = None
     #: cuda-gdb on the crash's coredumps
     debug: list[str] = field(default_factory=list)
+    #: where the triage came from and whether the index keeps it, as every view says it
+    triage_said: str | None = None
 
 
 def crash_page(index: Index, crash_id: int) -> CrashPage:
     found = show(index, str(crash_id), DEFAULT_WINDOW)
     assert found.crash is not None
-    triage = triage_of(found.crash, found.report)
-    incident = None if triage is not None else run_incident(found.crash, found.report)
-    debug = [f"crashlab debug {f.path}" for f in found.crash.files
-             if f.kind == "coredump" and not f.gone]
-    return CrashPage(shown=found, triage=triage, replay=_replay(found), incident=incident,
-                     debug=debug)
-
-
-def _replay(found: Shown) -> list[str]:
-    """The run's replay lines for the crash's incarnation."""
-    assert found.crash is not None
-    return [line for incident in (found.report or {}).get("incidents", [])
-            if incident.get("incarnation") == found.crash.incarnation
-            for line in incident.get("replay_commands", [])]
+    crash = found.crash
+    triage = triage_in(crash, found.report)
+    run = found.report if isinstance(found.report, RunReport) else None
+    incident = run_incident(crash, run) if run is not None else None
+    debug = [f"crashlab debug {f.path}" for f in crash.files if f.kind == "coredump" and not f.gone]
+    return CrashPage(shown=found, triage=triage,
+                     replay=incident.replay_commands if incident is not None else [],
+                     incident=incident, debug=debug,
+                     triage_said=said(found.triage, crash.id) if found.triage else None)
 
 
 def crash_file(index: Index, crash_id: int, number: int) -> str:
