@@ -177,8 +177,9 @@ def test_the_crash_page_shows_the_triage_with_the_faulting_sass_line_files_and_r
     download = requests.get(ui.url + files.links[0], timeout=60)
     assert download.content == fleet.core_in_run.read_bytes()
     assert "attachment" in download.headers["Content-Disposition"]
-    again = _get(ui, f"/crash/{fleet.alone_id}")  # no run: its coredump triaged again
+    again = _get(ui, f"/crash/{fleet.alone_id}")  # no run, no kept triage: its coredump read
     assert len([row for row in table(again, "sass").rows if row[0] == ">>"]) == 1
+    assert "not kept: the index is read-only here" in again
 
 
 @pytest.mark.parametrize("path", ["/crash/{id}/file/1", "/crash/{id}/file/-1",

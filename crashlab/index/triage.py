@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 #: A stored triage that inflates past this many bytes is damaged (or hostile), not read.
 MAX_TRIAGE_BYTES = 256 * 2**20
-#: zlib's level: 6, its default, makes a 700 KB triage about 60 KB in a few milliseconds.
+#: zlib's default level: the 27 KB triage of the 5.1 MB H200 dump torch_flash_oob keeps in 5.7 KB.
 LEVEL = 6
 
 
