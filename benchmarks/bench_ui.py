@@ -7,14 +7,17 @@ and PostgreSQL, and the server process's memory.
 A real ``crashlab ui`` process on 127.0.0.1 is asked each page --runs times with requests (after
 one request that warms it); median and best wall time per page. Its resident memory (RSS,
 psutil) is read after start-up and after every page was served. The crashes' run directories
-do not exist, so a crash page shows no triage: the triage's own cost is inspect's
-(bench_inspect.py).
+do not exist, so their crash pages show no triage; the crash page of a real dump is timed apart:
+the 5.1 MB H200 dump fixtures/gpu/h200/torch_flash_oob.sglang/core.1693.nvcudmp, recorded into
+the same index by a real ``crashlab inspect --record`` before the server starts.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -40,15 +43,31 @@ def _pages(crashes: int) -> dict[str, str]:
             "incident of a crash": f"/crash/{crashes // 2}/incident"}
 
 
+#: the real dump whose crash page is timed: the largest of the H200 dumps
+DUMP = ROOT / "fixtures" / "gpu" / "h200" / "torch_flash_oob.sglang" / "core.1693.nvcudmp"
+
+
+def _record_dump(address: str) -> int:
+    """Record DUMP as a user does (crashlab inspect --record); its crash id."""
+    done = subprocess.run([sys.executable, "-m", "crashlab", "inspect", str(DUMP), "--record",
+                           "--db", address], capture_output=True, text=True, cwd=ROOT)
+    found = re.search(r"recorded as crash (\d+)", done.stderr)
+    assert found, done.stderr
+    return int(found[1])
+
+
 def bench(address: str, crashes: int, runs: int) -> None:
     fill(address, crashes)
     with Index(address) as index, index.backend.transaction():  # as serve records them
         index.backend.execute("UPDATE crashes SET first_failure_at = crashed_at")
+    pages = _pages(crashes)
+    pages[f"crash of the {DUMP.stat().st_size / 1e6:.1f} MB H200 dump"] = \
+        f"/crash/{_record_dump(address)}"
     server = UiServer(address)
     try:
         process = psutil.Process(server.process.pid)
         started = process.memory_info().rss
-        for name, path in _pages(crashes).items():
+        for name, path in pages.items():
             assert requests.get(server.url + path, timeout=300).status_code == 200, path
             times = []
             for _ in range(runs):

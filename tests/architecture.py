@@ -12,6 +12,7 @@ through others (a strongly connected component of more than one member).
 from __future__ import annotations
 
 import ast
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -168,4 +169,35 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
                         break
                 if len(component) > 1:
                     found.append(sorted(component))
+    return found
+
+
+#: SQL that reads or changes the database: a statement's verb and the word naming its table,
+#: as crashlab writes them (keywords in capitals).
+SQL = re.compile(r"\bSELECT\b[\s\S]*\bFROM\b|\bINSERT\s+INTO\b|\bUPDATE\b[\s\S]*\bSET\b|"
+                 r"\bDELETE\s+FROM\b|\b(CREATE|ALTER)\s+TABLE\b")
+
+
+def _texts(tree: ast.AST):
+    """(line, text) of every string literal in TREE; an f-string's text parts joined, each value
+    written as {}."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            yield node.lineno, node.value
+        elif isinstance(node, ast.JoinedStr):
+            yield node.lineno, "".join(part.value if isinstance(part, ast.Constant) else "{}"
+                                       for part in node.values)
+
+
+def sql_outside(owner: str, package: Path = PACKAGE) -> list[str]:
+    """Every string literal holding SQL in a module of PACKAGE outside its subpackage OWNER:
+    "path:line: text"."""
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        if path.relative_to(package).parts[0] == owner:
+            continue
+        lines = {line: text for line, text in _texts(ast.parse(path.read_text(encoding="utf-8")))
+                 if SQL.search(text)}  # an f-string's text is found again in its parts
+        found += [f"{path.relative_to(package.parent)}:{line}: {text[:80]!r}"
+                  for line, text in sorted(lines.items())]
     return found

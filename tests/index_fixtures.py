@@ -75,9 +75,17 @@ def index_address(request, tmp_path) -> str:
 
 @pytest.fixture(scope="session", autouse=True)
 def session_index(tmp_path_factory):
-    """Every crashlab the tests run records into one index of the session's own (CRASHLAB_DB):
+    """Every crashlab the tests run records into an index of the session's own (CRASHLAB_DB):
     a verb run from the checkout (crashlab report CORE, inspect --record) would otherwise make
     crashlab-index.sqlite in it. Tests of the default place pass CRASHLAB_DB empty."""
     os.environ["CRASHLAB_DB"] = str(tmp_path_factory.mktemp("session-index") / "crashlab-index.sqlite")
     yield
     os.environ.pop("CRASHLAB_DB", None)
+
+
+@pytest.fixture(autouse=True)
+def own_index(tmp_path_factory, monkeypatch):
+    """Within a test, an index of its own: no test reads what another recorded (crashlab report
+    takes the triage an index keeps of a dump it is given, whichever test recorded it); the
+    session's stays for the fixtures shared by several tests."""
+    monkeypatch.setenv("CRASHLAB_DB", str(tmp_path_factory.mktemp("index") / "crashlab-index.sqlite"))

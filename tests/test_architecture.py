@@ -18,7 +18,14 @@ from pydantic import BaseModel, ValidationError
 from crashlab import logpatterns, vocabulary
 from crashlab.errors import BadInput
 from crashlab.published import ClosedModel
-from tests.architecture import LAYERS, arrows_back_up, circles, read_graph, undeclared_units
+from tests.architecture import (
+    LAYERS,
+    arrows_back_up,
+    circles,
+    read_graph,
+    sql_outside,
+    undeclared_units,
+)
 from tests.conftest import ROOT
 
 #: Arrows back up the layer order a refactor may leave: at most this many.
@@ -48,6 +55,27 @@ def test_imports_run_down_the_layers(graph):
     up = arrows_back_up(graph)
     assert len(up) <= MOST_ARROWS_BACK_UP, "arrows back up:\n" + "\n".join(
         f"  {low} -> {high}: {', '.join(why)}" for low, high, why in up)
+
+
+def test_no_sql_lives_outside_the_index():
+    """crashlab.index owns the database: every query is its own, and the rest of crashlab asks it
+    for typed records (the web view too)."""
+    assert sql_outside("index") == []
+
+
+def test_sql_is_found_wherever_it_is_written(tmp_path):
+    """The scan above finds SQL in a plain string, split over lines, in an f-string and in a
+    docstring; and the index's own SQL is found when the index is not its owner."""
+    package = tmp_path / "crashlab"
+    (package / "ui").mkdir(parents=True)
+    (package / "ui" / "page.py").write_text(
+        '"""Reads it with DELETE FROM crashes."""\n'
+        'a = "SELECT id FROM crashes WHERE host = ?"\n'
+        'b = ("SELECT count(*), "\n     "max(crashed_at) FROM crashes")\n'
+        'c = f"UPDATE crashes SET {column} = ?"\n'
+        'd = "select the newest, from the crashes"  # words, not SQL\n', encoding="utf-8")
+    assert [hit.split(":")[1] for hit in sql_outside("index", package)] == ["1", "2", "3", "5"]
+    assert len(sql_outside("tests", ROOT / "crashlab")) > 20
 
 
 def test_no_packages_import_each_other_in_a_circle(graph):

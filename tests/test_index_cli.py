@@ -162,7 +162,7 @@ def test_inspect_records_only_when_asked_and_once(index_address):
     assert "moe_align_block_size" in recorded.title
     shown = run_cli("show", str(recorded.id), "--db", index_address)
     assert shown.returncode == 0
-    assert "moe_align_block_size" in shown.stdout.decode()  # the report, read again
+    assert "moe_align_block_size" in shown.stdout.decode()  # the triage the index kept
 
 
 def test_list_json_lists_every_crash_and_the_terminal_the_newest(index_address):

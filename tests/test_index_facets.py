@@ -288,7 +288,7 @@ def _migrated_to(index_address: str, last: int):
         db.execute(MIGRATIONS_TABLE)
         for migration in [m for m in MIGRATIONS if m.number <= last]:
             for statement in migration.statements:
-                db.execute(statement.format(auto_id=db.auto_id))
+                db.execute(db.dialect(statement))
             db.execute("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, 0)",
                        (migration.number, migration.name))
         db.execute("INSERT INTO signatures (hash, version, kind, title, search, body, first_seen, "

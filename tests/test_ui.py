@@ -177,8 +177,9 @@ def test_the_crash_page_shows_the_triage_with_the_faulting_sass_line_files_and_r
     download = requests.get(ui.url + files.links[0], timeout=60)
     assert download.content == fleet.core_in_run.read_bytes()
     assert "attachment" in download.headers["Content-Disposition"]
-    again = _get(ui, f"/crash/{fleet.alone_id}")  # no run: its coredump triaged again
+    again = _get(ui, f"/crash/{fleet.alone_id}")  # no run, no kept triage: its coredump read
     assert len([row for row in table(again, "sass").rows if row[0] == ">>"]) == 1
+    assert "not kept: the index is read-only here" in again
 
 
 @pytest.mark.parametrize("path", ["/crash/{id}/file/1", "/crash/{id}/file/-1",
@@ -298,9 +299,10 @@ def test_the_signature_page_renders_the_facets_their_readings_and_the_uptime_his
 
 
 def test_a_python_crash_serve_caught_shows_its_triage_from_the_run_report(tmp_path, xdg_data_home):
-    """A scheduler exception (no GPU dump) caught by the real ``crashlab serve`` around the
-    stand-in SGLang (tests/standin), recorded into the default index: its page shows the
-    exception, the traceback's frames and the run's files, not "No triage"."""
+    """A scheduler exception caught by the real ``crashlab serve`` around the stand-in SGLang
+    (tests/standin), whose rank left a COLLATERAL dump (no exception, its warps parked),
+    recorded into the default index: its page shows the dump's triage and, beside it, the run's
+    incident: the exception, the traceback's frames and the run's files."""
     from tests.serve_harness import FAST, Serve, environment, free_port, sglang
 
     serve = Serve(tmp_path, sglang(free_port()), *FAST, "--quiet",
@@ -315,6 +317,8 @@ def test_a_python_crash_serve_caught_shows_its_triage_from_the_run_report(tmp_pa
     finally:
         server.stop()
     assert "No triage" not in page
+    assert 'id="triage-summary"' in page and "Where warps stand" in page  # the dump's, found
+    assert 'id="incident-summary"' in page  # under its run directory, and the incident beside it
     assert "Scheduler hit an exception" in page or "RuntimeError" in page
     assert "RuntimeError: CUDA error: an illegal memory access was encountered" in page
     assert "scheduler_exception" in page  # the traceback's own frame, from the stand-in rank

@@ -5,8 +5,9 @@ The fleet: one GPU-fault signature on three hosts, whose first server's run dire
 real report.json (crashlab.inspect on a synthetic coredump, in a RunReport, its owner set), a FAULT
 rank and a COLLATERAL rank with an Xid line after them, every crash of it at one PC in one kernel
 on a GPU of its own, after hours of uptime (facts); a sibling signature under the same coarse
-key; an old crash, outside a week's window; and a crash recorded from a coredump alone, which the
-crash page triages again from its file. Texts from outside can be made hostile (HOSTILE)."""
+key; an old crash, outside a week's window; and a crash recorded from a coredump alone without its
+triage (as before the index kept triages), which the crash page inspects and, the web view's
+index being read-only, does not keep. Texts from outside can be made hostile (HOSTILE)."""
 
 from __future__ import annotations
 

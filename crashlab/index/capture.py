@@ -106,7 +106,7 @@ def from_run(run_dir: Path, report: RunReport, recorded_by: str) -> list[NewCras
             crashes.append(NewCrash(
                 key=f"{key}:{dump.path}", signature=signature, crashed_at=written,
                 first_failure_at=failed, summary=dump.summary, label=dump.label, files=files,
-                dump_sha256=dump.sha256,
+                dump_sha256=dump.sha256, triage=dump.report,
                 facts=fleet_facts.merged(
                     fleet_facts.of_environment(environment, triaged.get("gpu_index"),
                                                _visible_devices(run_dir, incident)), launched,
@@ -262,7 +262,7 @@ def from_coredump(path: Path, report: TriageReport, recorded_by: str,
         source=str(kept), summary=report.summary, host=where.host,
         deployment=where.deployment, gpus=", ".join(gpus) or None,
         driver=report.dump.driver_version, pid=dump_pid(path.name),
-        facts=fleet_facts.merged(fleet_facts.of_triage(report)),
+        facts=fleet_facts.merged(fleet_facts.of_triage(report)), triage=report,
         files=[CrashFile(path=str(kept), kind="coredump", size_bytes=size,
                          owned=copy is not None)])
 

@@ -9,7 +9,8 @@ from typing import Any, Literal
 from pydantic import Field
 
 from ..published import ClosedModel as _Model
-from ..report.model import Tool
+from ..report.model import Tool, TriageReport
+from ..report.run import RunReport
 from ..vocabulary import DumpLabel
 
 RecordedBy = Literal["serve", "inspect", "report"]
@@ -111,6 +112,8 @@ class NewCrash:
     server_role: str | None = None  # prefill, decode or plain; None where not an SGLang server
     facts: FleetFacts = field(default_factory=FleetFacts)
     dump_sha256: str | None = None  # the coredump file's SHA-256 (hex); None without a dump
+    #: the triage of its coredump, which the index keeps (crashlab.index.triage); None without one
+    triage: TriageReport | None = None
 
 
 class Crash(_Model):
@@ -276,6 +279,21 @@ class CrashList(_Model):
     """newest first"""
 
 
+class TriageKept(_Model):
+    """Where the triage of a crash's coredump shown here came from, and what the index keeps."""
+
+    made_by: str
+    """The version of the crashlab that made the triage; one made by another version is shown
+    as it is (crashlab inspect DUMP --record makes it again)."""
+    stored: bool
+    """Whether the index holds this triage: kept when the crash was recorded, or when it was
+    first shown. False for a crash recorded before the index kept triages, shown from an index
+    opened read-only (crashlab ui) or one that refused the write."""
+    inspected: bool
+    """Whether the coredump was inspected for this view: only for a crash recorded before the
+    index kept triages and not stored since."""
+
+
 class Shown(_Model):
     """What ``crashlab show --json`` prints: one crash with its report, or one signature's tally."""
 
@@ -290,8 +308,12 @@ class Shown(_Model):
     """What was asked for: a crash id, a signature hash, or a coarse hash."""
     crash: Crash | None = None
     """The crash asked for; null where a signature or coarse key was asked for."""
-    report: dict | None = None
-    """the crash's report.json (a run) or triage (a coredump), when it can still be read"""
+    report: TriageReport | RunReport | None = None
+    """A crash: its run's report.json (a crash serve caught) while it can be read, else the
+    triage of its coredump as the index keeps it; null where neither is there."""
+    triage: TriageKept | None = None
+    """A crash with a coredump's triage: where the triage came from and which crashlab made it;
+    null otherwise."""
     signature: Signature | None = None
     """the crash's or the signature's; null for a coarse key"""
     by: dict[str, list[Tally]] = Field(default_factory=dict)

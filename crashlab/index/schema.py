@@ -2,8 +2,9 @@
 
 Each migration is applied once, in order, when an index is opened, and recorded in
 ``schema_migrations``; a later crashlab appends migrations and never edits one that shipped.
-The SQL is the common subset of both dialects; the one word they spell differently, an
-auto-numbered key, is filled in by the backend (``{auto_id}``).
+The SQL is the common subset of both dialects; the two words they spell differently, an
+auto-numbered key and a column of bytes, are filled in by the backend (``{auto_id}``,
+``{bytes}``: Backend.dialect).
 
 Times are seconds since the epoch (UTC), so that ordering and ``--since`` are plain comparisons
 on both backends.
@@ -127,6 +128,13 @@ MIGRATIONS: tuple[Migration, ...] = (
         # migration 4 called requests_in_flight while reports say "in flight" of the requests
         # running at the crash: one name per meaning
         "ALTER TABLE crashes RENAME COLUMN requests_in_flight TO requests_in_dumps",
+    )),
+    Migration(7, "each crash's triage, kept with the crashlab version that made it", (
+        # the triage of the crash's coredump (its TriageReport as JSON, zlib-compressed: see
+        # crashlab.index.triage), so that show, report and the ui never inspect the dump again;
+        # a crash recorded before has NULL, and is inspected once when first shown
+        "ALTER TABLE crashes ADD COLUMN triage {bytes}",
+        "ALTER TABLE crashes ADD COLUMN triage_version TEXT",
     )),
 )
 

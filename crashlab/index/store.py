@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import EXIT_NOTHING, BadInput, CrashlabError
-from . import schema
+from . import schema, triage
 from .backends import Backend, connect
 from .location import first_line, is_postgres
 
@@ -135,7 +135,7 @@ class Index:
                 if migration.number in applied:
                     continue
                 for statement in migration.statements:
-                    db.execute(statement.format(auto_id=db.auto_id))
+                    db.execute(db.dialect(statement))
                 db.execute("INSERT INTO schema_migrations (version, name, applied_at) "
                            "VALUES (?, ?, ?)", (migration.number, migration.name, time.time()))
 
@@ -163,13 +163,13 @@ class Index:
                 # its dump are known from here on
                 db.execute("UPDATE crashes SET dump_sha256 = ? WHERE id = ? AND dump_sha256 IS NULL",
                            (crash.dump_sha256, same))
-                return same, False
+                return self._retriaged(same, crash), False
             row = db.execute(
                 "INSERT INTO crashes (crash_key, signature_hash, signature_version, crashed_at, "
                 "recorded_at, recorded_by, host, gpus, driver, sglang, torch, versions, run_dir, "
                 "source, incarnation, pid, rank, role, label, deployment, summary, total_bytes, "
-                f"first_failure_at, server_role, dump_sha256, {', '.join(FACT_COLUMNS)}) "
-                f"VALUES ({', '.join('?' * (25 + len(FACT_COLUMNS)))}) "
+                "first_failure_at, server_role, dump_sha256, triage, triage_version, "
+                f"{', '.join(FACT_COLUMNS)}) VALUES ({', '.join('?' * (27 + len(FACT_COLUMNS)))}) "
                 "ON CONFLICT (crash_key) DO NOTHING RETURNING id",
                 (crash.key, sig.hash, sig.version, crash.crashed_at, now, crash.recorded_by,
                  crash.host, crash.gpus, crash.driver, crash.sglang, crash.torch,
@@ -178,11 +178,13 @@ class Index:
                  crash.deployment, crash.summary, sum(f.size_bytes for f in crash.files),
                  crash.crashed_at if crash.first_failure_at is None else crash.first_failure_at,
                  crash.server_role, crash.dump_sha256,
+                 None if crash.triage is None else triage.pack(crash.triage),
+                 None if crash.triage is None else crash.triage.tool.version,
                  *(getattr(crash.facts, column) for column in FACT_COLUMNS))
             ).fetchone()
             if row is None:
                 found = db.execute("SELECT id FROM crashes WHERE crash_key = ?", (crash.key,))
-                return found.fetchone()[0], False
+                return self._retriaged(found.fetchone()[0], crash), False
             crash_id = row[0]
             for kernel in sorted(set(crash.facts.co_resident)):
                 db.execute("INSERT INTO co_resident_kernels (crash_id, kernel) VALUES (?, ?)",
@@ -203,6 +205,13 @@ class Index:
                 (sig.hash, sig.version, sig.kind, sig.title, sig.search, sig.model_dump_json(),
                  crash.crashed_at, crash.crashed_at, sig.coarse))
         return crash_id, True
+
+    def _retriaged(self, crash_id: int, crash: NewCrash) -> int:
+        """CRASH_ID, recorded before, keeps the triage CRASH was recorded with now, the newest
+        one made of its dump (crashlab inspect DUMP --record is how a dump is triaged again)."""
+        if crash.triage is not None:
+            triage.replace(self, crash_id, crash.triage)
+        return crash_id
 
     def same_dump(self, crash: NewCrash) -> int | None:
         """The crash recorded before whose coredump has CRASH's contents, where one counts as

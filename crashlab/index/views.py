@@ -18,6 +18,7 @@ from ..stdout import write
 from ..textsize import with_bytes
 from ..wrap import fitted
 from .facets import shown_value
+from .triage import said
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -164,6 +165,8 @@ def shown(view: Shown, console: Console) -> None:
         _incident(view, crash, console)
         for item in crash.files:
             _field(console, "file", f"{item.path}, {with_bytes(item.size_bytes)}{_fate(item)}")
+        if view.triage is not None:
+            _field(console, "triage", said(view.triage, crash.id))
         _report(view, console)
         return
     _field(console, "signature", f"{signature.hash} (version {signature.version}, {signature.kind})")
@@ -228,17 +231,15 @@ def _report(view: Shown, console: Console) -> None:
     if view.report is None:
         console.print(line(("report: no longer readable at the crash's source", "dim")))
         return
-    from ..published import parse
     from ..report import run_views, terminal  # the report's own views, only for show
-    from ..report.model import TriageReport
     from ..report.run import RunReport
 
     console.print()
-    if view.report.get("source", {}).get("kind") == "run":
-        for text in run_views.summary_lines(parse(RunReport, view.report)):
+    if isinstance(view.report, RunReport):
+        for text in run_views.summary_lines(view.report):
             _say(console, text, 2)
         return
-    terminal.render(parse(TriageReport, view.report), console)
+    terminal.render(view.report, console)
 
 
 def collection(result: Collection, console: Console) -> None:

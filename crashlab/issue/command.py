@@ -19,6 +19,7 @@ from pathlib import Path
 from ..bisect.model import RESULT, STEP_LOG, BisectResult
 from ..errors import BadInput, EnvironmentProblem
 from ..index import capture, fleet
+from ..index.fleet import kept_triage
 from ..index.records import Facets, NewCrash
 from ..privacy.policy import Privacy
 from ..privacy.redact import MASK
@@ -230,7 +231,9 @@ def _described_core(inputs: Inputs) -> tuple[CoreInput, TriageReport] | None:
 
 
 def make(options: ReportOptions) -> Made:
-    inputs = read(options.inputs, options.explain)
+    inputs = read(options.inputs, options.explain,
+                  kept=lambda core, read_so_far: kept_triage(core, options.db,
+                                                             runs_dir(read_so_far)))
     privacy = _privacy(inputs, options.anonymize)
     warnings: list[str] = []
     fleet = _fleet(inputs, options.db, warnings.append)

@@ -37,6 +37,10 @@ def run(options: ReportOptions, as_json: bool, db: str | None, say: Callable[[st
     say(f"body: {made.issue.body}")
     say(f"bundle: {made.issue.bundle}: {with_bytes(made.issue.bundle_bytes)}, "
         f"{len(made.issue.left_out)} files left out")
+    for core in made.inputs.cores:
+        if core.kept is not None:
+            say(f"{core.path}: its triage is the one the index keeps ({core.kept}); crashlab "
+                f"inspect {core.path} --record makes it again")
     for reason in made.lacking:
         say(local.message(reason))
     for warning in made.warnings:

@@ -6,6 +6,7 @@ in one line when it is none of them."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,6 +34,14 @@ class CoreInput:
     #: FAULT, COLLATERAL or UNREADABLE when a run triaged it; None for a core given directly
     label: str | None = None
     error: str | None = None
+    #: where its triage was read from instead of inspecting it: the crash index's words for it
+    kept: str | None = None
+
+
+#: The triage the crash index keeps of a coredump given directly, looked up by the dump's path
+#: with what was read so far (a run given names where an older index lies): (the triage, how
+#: the index names it), or None.
+KeptTriage = Callable[[Path, "Inputs"], "tuple[TriageReport, str] | None"]
 
 
 @dataclass
@@ -114,6 +123,25 @@ def _triage(path: Path, explain: bool) -> TriageReport:
     return inspect(path, debugger=True, explain=explain)
 
 
+def made_as_report_makes(triage: TriageReport) -> bool:
+    """Whether a triage the index keeps stands for the one report would make: with cuda-gdb's
+    view (report always asks for it) and explained (a triage made with --no-explain explains no
+    fault and says what no kernel waits for). Any other is made again from the dump."""
+    explained = any(f.explanation for f in triage.faults) or any(k.waits for k in triage.kernels)
+    return triage.debugger is not None and explained
+
+
+def _core(path: Path, explain: bool, inputs: Inputs, kept: KeptTriage | None) -> CoreInput:
+    """A coredump given directly: the triage the index keeps of it where that one stands for
+    report's own (never with --no-explain, which asks for less), else the dump inspected."""
+    found = kept(path, inputs) if kept is not None and explain else None
+    if found is not None and made_as_report_makes(found[0]):
+        triage, where = found
+        source = triage.source.model_copy(update={"path": str(path)})
+        return CoreInput(path, triage.model_copy(update={"source": source}), kept=where)
+    return CoreInput(path, _triage(path, explain))
+
+
 def _request_dump(path: Path, strict: bool) -> DumpInput:
     """A request dump read; one a run collected that cannot be read is kept with the reason
     (the report says so), one given on the command line is refused."""
@@ -170,10 +198,13 @@ def read_bisect(path: Path) -> BisectInput:
         raise BadInput(f"{path / RESULT}: cannot be read (not a crashlab bisect result)") from None
 
 
-def read(paths: list[str], explain: bool = True) -> Inputs:
+def read(paths: list[str], explain: bool = True, kept: KeptTriage | None = None) -> Inputs:
+    """What PATHS are, read; each coredump given directly triaged once every path is known
+    (KEPT: the triage the crash index keeps of it)."""
     if not paths:
         raise BadInput("report needs a run directory, a bisect's folder, a coredump or a request dump")
     inputs = Inputs()
+    cores: list[Path] = []
     for name in paths:
         path = Path(name)
         if path.is_dir() and is_bisect_folder(path):
@@ -192,5 +223,6 @@ def read(paths: list[str], explain: bool = True) -> Inputs:
         if first and first[0] == PICKLE_PROTO:
             inputs.dumps.append(_request_dump(path, strict=True))
         else:
-            inputs.cores.append(CoreInput(path, _triage(path, explain)))
+            cores.append(path)
+    inputs.cores = [_core(path, explain, inputs, kept) for path in cores]
     return inputs

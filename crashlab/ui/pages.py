@@ -1,7 +1,5 @@
-"""What each page of the web view shows, read from the index: plain data for the templates.
-
-Counts over time are taken by the database (one ``sum(CASE ...)`` per bucket, the same SQL on
-SQLite and PostgreSQL), so a page over 100,000 crashes moves a few rows, not the crashes."""
+"""What each page of the web view shows, read from the index: typed records for the templates,
+with the charts drawn. The index owns every query (crashlab.index.trends, crashlab.index.triage)."""
 
 from __future__ import annotations
 
@@ -9,18 +7,18 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import ValidationError
-
 from ..errors import BadInput
 from ..incidents import DEFAULT_WINDOW
-from ..index.commands import report_of, show
+from ..index import trends
+from ..index.commands import show
 from ..index.facets import facets_of
 from ..index.incidents import incident_of
 from ..index.records import Crash, Facets, IncidentShown, Shown, Signature
 from ..index.since import parse
 from ..index.store import Filters, Index, iso
+from ..index.triage import owner_of_signature, run_incident, said, triage_in
 from ..report.model import Owner, TriageReport
-from ..report.run import Incident
+from ..report.run import Incident, RunReport
 from . import charts
 
 #: buckets of a trend (home page) and of a signature's crashes over time
@@ -39,19 +37,6 @@ class TopSignature:
     trend: Any  # Markup: the sparkline
 
 
-def _edges(start: float, end: float, buckets: int) -> list[float]:
-    width = max(end - start, 1.0) / buckets
-    return [start + i * width for i in range(buckets)] + [end + 1]
-
-
-def _bucket_sql(edges: list[float]) -> tuple[str, list[float]]:
-    """One count per bucket of [edges[i], edges[i+1]) of c.crashed_at, as SQL columns."""
-    columns = ", ".join("sum(CASE WHEN c.crashed_at >= ? AND c.crashed_at < ? THEN 1 ELSE 0 END)"
-                        for _ in edges[1:])
-    params = [value for pair in zip(edges, edges[1:], strict=False) for value in pair]
-    return columns, params
-
-
 def window_start(since: str) -> float | None:
     """?since=: an age or a date (crashlab list --since's), or 'all'; None: every crash."""
     return None if since == "all" else parse(since)
@@ -60,22 +45,11 @@ def window_start(since: str) -> float | None:
 def top_signatures(index: Index, since: float | None) -> list[TopSignature]:
     """The signatures with the most crashes since SINCE, each with a trend over the window."""
     now = time.time()
-    start = since if since is not None else _oldest(index)
-    columns, bucket_params = _bucket_sql(_edges(start, now, TREND_BUCKETS))
-    rows = index.backend.execute(
-        f"SELECT c.signature_hash, s.title, count(*), min(c.crashed_at), max(c.crashed_at), "
-        f"{columns} FROM crashes c JOIN signatures s ON s.hash = c.signature_hash "
-        "WHERE c.crashed_at >= ? GROUP BY c.signature_hash, s.title "
-        "ORDER BY count(*) DESC, c.signature_hash LIMIT ?",
-        (*bucket_params, start, TOP_SIGNATURES)).fetchall()
-    return [TopSignature(hash=row[0], title=row[1], count=row[2], first_seen=iso(row[3]),
-                         last_seen=iso(row[4]), trend=charts.sparkline([int(n) for n in row[5:]]))
-            for row in rows]
-
-
-def _oldest(index: Index) -> float:
-    oldest = index.backend.execute("SELECT min(crashed_at) FROM crashes").fetchone()[0]
-    return time.time() if oldest is None else oldest
+    oldest = trends.oldest(index) if since is None else since
+    start = now if oldest is None else oldest
+    return [TopSignature(hash=t.hash, title=t.title, count=t.count, first_seen=t.first_seen,
+                         last_seen=t.last_seen, trend=charts.sparkline(t.buckets))
+            for t in trends.top_signatures(index, start, now, TREND_BUCKETS, TOP_SIGNATURES)]
 
 
 @dataclass
@@ -97,30 +71,19 @@ def signature_page(index: Index, prefix: str) -> SignaturePage:
         if signature.coarse else []
     return SignaturePage(signature=signature, facets=facets_of(index, key),
                          history=_history(index, key), uptime=_uptime(index, key),
-                         siblings=siblings, crashes=crashes,
-                         owner=next((o for o in map(_owner, _with_dumps(index, key)) if o), None))
+                         siblings=siblings, crashes=crashes, owner=owner_of_signature(index, key))
 
 
 def _history(index: Index, key: str) -> Any:
-    first, last = index.backend.execute(
-        "SELECT min(crashed_at), max(crashed_at) FROM crashes WHERE signature_hash = ?",
-        (key,)).fetchone()
-    edges = _edges(first, last, HISTORY_BUCKETS)
-    columns, params = _bucket_sql(edges)
-    counts = index.backend.execute(f"SELECT {columns} FROM crashes c WHERE c.signature_hash = ?",
-                                   (*params, key)).fetchone()
-    labels = [iso(edge)[:16].replace("T", " ") for edge in edges[:-1]]
-    return charts.bars(labels, [int(n or 0) for n in counts], "crashes over time")
+    counted = trends.history(index, key, HISTORY_BUCKETS)
+    labels = [iso(start)[:16].replace("T", " ") for start in counted.starts]
+    return charts.bars(labels, counted.counts, "crashes over time")
 
 
 def _uptime(index: Index, key: str) -> Any:
     """A histogram of the uptime at crash, in hours, of every crash of signature KEY whose uptime
-    is known: counted by the database without the facet's limit of listed values, so no hour is
-    left out."""
-    hours = index.backend.execute(
-        "SELECT c.uptime_s / 3600, count(*) FROM crashes c WHERE c.signature_hash = ? "
-        "AND c.uptime_s IS NOT NULL GROUP BY c.uptime_s / 3600", (key,)).fetchall()
-    return uptime_chart([(int(hour), count) for hour, count in hours])
+    is known."""
+    return uptime_chart([(h.hour, h.crashes) for h in trends.uptime_hours(index, key)])
 
 
 def uptime_chart(hours: list[tuple[int, int]]) -> Any:
@@ -136,85 +99,33 @@ def uptime_chart(hours: list[tuple[int, int]]) -> Any:
     return charts.bars(labels, counts, "uptime at crash (hours)")
 
 
-#: the newest crashes with a coredump whose reports the signature page reads for the owner
-OWNER_FROM = 3
-
-
-def _with_dumps(index: Index, key: str) -> list[Crash]:
-    """The newest OWNER_FROM crashes of signature KEY whose coredump the index still lists: a
-    crash without one has no triage to name an owner."""
-    ids = [row[0] for row in index.backend.execute(
-        "SELECT DISTINCT c.id, c.crashed_at FROM crashes c JOIN crash_files f ON f.crash_id = c.id "
-        "WHERE c.signature_hash = ? AND f.kind = 'coredump' AND f.gone_at IS NULL "
-        "ORDER BY c.crashed_at DESC, c.id DESC LIMIT ?", (key, OWNER_FROM))]
-    return [crash for crash in map(index.crash, ids) if crash is not None]
-
-
-def _owner(crash: Crash) -> Owner | None:
-    """The owner of the crash's first fault, from its report where one names it."""
-    triage = triage_of(crash, report_of(crash.source, crash.run_dir))
-    return triage.faults[0].owner if triage and triage.faults else None
-
-
-def triage_of(crash: Crash, report: dict | None) -> TriageReport | None:
-    """The triage of CRASH's coredump: the report itself (a coredump recorded on its own), or
-    the dump's triage within its run's report."""
-    if report is None:
-        return None
-    if "incidents" in report:
-        dumps = {f.path for f in crash.files if f.kind == "coredump"}
-        report = next((dump.get("report") for incident in report["incidents"]
-                       for dump in incident.get("dumps", []) if dump.get("path") in dumps), None)
-        if report is None:
-            return None
-    try:
-        return TriageReport.model_validate(report)
-    except ValidationError:
-        return None
-
-
-def run_incident(crash: Crash, report: dict | None) -> Incident | None:
-    """The incident of CRASH's incarnation in its run's report: where serve caught a crash that
-    left no GPU dump (a Python exception in the scheduler, a signal), its triage is there (the
-    exception and traceback, the log findings, the stacks, the request dumps)."""
-    for incident in (report or {}).get("incidents", []):
-        if incident.get("incarnation") != crash.incarnation:
-            continue
-        try:
-            return Incident.model_validate(incident)
-        except ValidationError:
-            return None
-    return None
-
-
 @dataclass
 class CrashPage:
     shown: Shown
     triage: TriageReport | None
     replay: list[str] = field(default_factory=list)
-    #: the run's incident of the crash, shown as its triage where no GPU dump's triage is
+    #: the run's incident of the crash (its exception and traceback, log findings, stacks,
+    #: request dumps): the triage of a crash that left no GPU dump, and beside a dump's triage
+    #: what the run saw around it (a rank's dump taken while another raised)
     incident: Incident | None = None
     #: cuda-gdb on the crash's coredumps
     debug: list[str] = field(default_factory=list)
+    #: where the triage came from and whether the index keeps it, as every view says it
+    triage_said: str | None = None
 
 
 def crash_page(index: Index, crash_id: int) -> CrashPage:
     found = show(index, str(crash_id), DEFAULT_WINDOW)
     assert found.crash is not None
-    triage = triage_of(found.crash, found.report)
-    incident = None if triage is not None else run_incident(found.crash, found.report)
-    debug = [f"crashlab debug {f.path}" for f in found.crash.files
-             if f.kind == "coredump" and not f.gone]
-    return CrashPage(shown=found, triage=triage, replay=_replay(found), incident=incident,
-                     debug=debug)
-
-
-def _replay(found: Shown) -> list[str]:
-    """The run's replay lines for the crash's incarnation."""
-    assert found.crash is not None
-    return [line for incident in (found.report or {}).get("incidents", [])
-            if incident.get("incarnation") == found.crash.incarnation
-            for line in incident.get("replay_commands", [])]
+    crash = found.crash
+    triage = triage_in(crash, found.report)
+    run = found.report if isinstance(found.report, RunReport) else None
+    incident = run_incident(crash, run) if run is not None else None
+    debug = [f"crashlab debug {f.path}" for f in crash.files if f.kind == "coredump" and not f.gone]
+    return CrashPage(shown=found, triage=triage,
+                     replay=incident.replay_commands if incident is not None else [],
+                     incident=incident, debug=debug,
+                     triage_said=said(found.triage, crash.id) if found.triage else None)
 
 
 def crash_file(index: Index, crash_id: int, number: int) -> str:
