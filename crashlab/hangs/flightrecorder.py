@@ -9,7 +9,9 @@ strings and integers) by ``_dump_fr_trace()``, the NCCL dump file and the
 ``dump_nccl_trace_pickle`` handler; JSON by ``_dump_fr_trace_json()`` and the ``fr_trace_json``
 handler, without frames, with pg_status's numbers as strings and absent times as 0. An entry
 names its process group as ``(name, desc)``; gloo's entries stay ``scheduled`` (its works
-record no start or end), so a gloo collective's completion is read from ``pg_status`` alone.
+record no start or end): a gloo collective's completion is read from its ``retired`` flag (set
+when the work ends) and from ``pg_status``, which gloo's worker threads write in the order they
+finish and which may therefore lag.
 Older dumps spell the collective's number ``seq_id``.
 
 A pickle is read by crashlab.picklesafe (nothing it names is imported or run) and must be plain
@@ -25,6 +27,7 @@ from typing import Literal
 from ..errors import BadInput
 from ..escape import printable
 from ..picklesafe import bounds, unpickler
+from ..picklesafe.intruns import TokenIds
 from ..picklesafe.opcodes import PickleRefused, Truncated
 from ..picklesafe.pickled import Instance
 from ..vocabulary import PICKLE_PROTO
@@ -253,6 +256,8 @@ def _texts(raw) -> list[str]:
 
 
 def _sizes(raw) -> list[list[int]]:
+    """Tensor shapes: lists of integers (picklesafe reads a run of pickled integers as TokenIds)."""
     if type(raw) is not list:
         return []
-    return [[dim for dim in shape if type(dim) is int] for shape in raw if type(shape) is list]
+    return [shape.tolist() if type(shape) is TokenIds else [dim for dim in shape if type(dim) is int]
+            for shape in raw if type(shape) in (list, TokenIds)]

@@ -74,7 +74,8 @@ def salvaged_json(text: str, name: str, problem: json.JSONDecodeError) -> tuple[
             at += 1
     except (json.JSONDecodeError, RecursionError):
         pass
-    if "entries" not in top:
+    found = top.get("entries")
+    if type(found) is not list or not any(type(entry) is dict for entry in found):
         raise _invalid(name, problem)
     return _checked(top, name)
 
@@ -106,7 +107,7 @@ def _skip(text: str, at: int) -> int:
 
 def _checked(top: dict, name: str) -> tuple[dict, str]:
     entries = top.get("entries")
-    if type(entries) is not list or not entries:
+    if type(entries) is not list or not any(type(entry) is dict for entry in entries):
         raise _nothing(name)
     lost = [key for key in ("pg_status", "pg_config", "version") if key not in top]
     line = (f"{name}: cut short or damaged: {len(entries)} whole entries read, the rest lost"
