@@ -5,7 +5,7 @@ wait in (Flight Recorder), what the others wait in (their stacks, their warps), 
 lagging rank stands instead and whether it moved (py-spy over the samples, its GPU dump). A rank
 that cannot be placed is said to be unknown, never assumed. Where two sources contradict each
 other (NCCL RAS reports healthy communicators while Flight Recorder shows a collective that no
-longer completes, as NCCL issue 1730 saw with a PyTorch timeout) the reading says so in a line
+longer completes, as NVIDIA/nccl#1730 saw with a PyTorch timeout) the reading says so in a line
 of its own.
 """
 
