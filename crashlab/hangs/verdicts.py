@@ -196,21 +196,26 @@ def _waits_evidence(group: GroupReading, ranks: dict[int, RankReading]) -> list[
             places.setdefault(reading.where, []).append(rank)
     for where, who in places.items():
         said.append(f"py-spy: {ranks_text(who)}: main thread at {where}")
-    for rank in group.waiting:
-        said += _gpu_evidence(ranks.get(rank), rank)
+    said += _gpu_evidence(group.waiting, ranks)
     stacks = {tuple(c.stack[:3]) for r in group.waiting if (c := _last(ranks, r, group)) and c.stack}
     if len(stacks) == 1:
         said.append("Flight Recorder's stack of it: " + " < ".join(stacks.pop()))
     return said
 
 
-def _gpu_evidence(reading: RankReading | None, rank: int) -> list[str]:
-    if reading is None or reading.gpu is None:
-        return []
-    gpu = reading.gpu
-    said = [f"GPU dump of rank {rank}: {w.kernel}: {w.summary}" for w in gpu.waits[:2]]
-    said += [f"GPU dump of rank {rank}: a fault, not a hang: {fault}" for fault in gpu.faults[:1]]
-    return said
+def _gpu_evidence(numbers: list[int], ranks: dict[int, RankReading]) -> list[str]:
+    """Where the warps of these ranks' GPU dumps stand (two classes each), a line per fact with
+    the ranks whose dumps show it (``GPU dumps of ranks 0, 1, 3: ...``)."""
+    facts: dict[str, list[int]] = {}
+    for rank in numbers:
+        gpu = ranks[rank].gpu if rank in ranks else None
+        if gpu is None:
+            continue
+        for fact in [f"{w.kernel}: {w.summary}" for w in gpu.waits[:2]] + \
+                [f"a fault, not a hang: {fault}" for fault in gpu.faults[:1]]:
+            facts.setdefault(fact, []).append(rank)
+    return [f"GPU {'dump' if len(who) == 1 else 'dumps'} of {ranks_text(who)}: {fact}"
+            for fact, who in facts.items()]
 
 
 def _unknown_evidence(group: GroupReading) -> list[str]:
@@ -227,7 +232,7 @@ def _rank_evidence(numbers: list[int], ranks: dict[int, RankReading]) -> list[st
         if reading is None:
             continue
         said += [f"rank {rank} {reading.state}: {fact}" for fact in reading.state_evidence]
-        said += _gpu_evidence(reading, rank)
+        said += _gpu_evidence([rank], ranks)
         said += [f"rank {rank}: {line}" for line in note_lines(reading.sources)[:3]]
     return said
 
