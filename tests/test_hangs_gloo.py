@@ -76,7 +76,7 @@ def runs(sglang_env, tmp_path_factory) -> dict[str, Path]:
         for name, run in hung.items():
             run_dir = root / name
             capture(run, run_dir, tool=tool, fr_format="json" if name == "size" else "pickle",
-                    gpu_dumps=gpu_dumps(run_dir, list(run.processes)))
+                    gpu_dumps=gpu_dumps(run_dir, list(run.processes)), native=name == "skip")
     finally:
         for run in hung.values():
             run.stop()

@@ -253,7 +253,7 @@ def test_ranks_that_entered_one_collective_with_other_ops_disagree_on_the_op():
     two = [entry(1), entry(2, op="all_reduce", retired=False)]
     [group] = read_groups(_records(dump(one, 1), dump(one, 1), dump(two, 1)), [0, 1, 2])
     assert (group.seq, group.kind, group.op) == (2, "op", "_all_gather_base / all_reduce")
-    assert group.detail == ["all_reduce on rank 2", "_all_gather_base on ranks 0, 1"]
+    assert [side.text() for side in group.sides] == ["all_reduce on rank 2", "_all_gather_base on ranks 0, 1"]
     [verdict] = verdicts([group], {}, [])
     assert verdict.kind == "mismatch" and verdict.ranks == [2]
 

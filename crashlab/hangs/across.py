@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from .evidence import RankEvidence
 from .flightrecorder import Entry, FlightRecord
-from .model import DisagreementKind, GroupReading, RankPosition
+from .model import DisagreementKind, GroupReading, RankPosition, Side
 from .rank import collectives_by_group, done, last_completed
 
 
@@ -84,7 +84,7 @@ def _compare(name: str, desc: str, members: dict[int, _Rank], unknown: list[int]
             continue
         reading.seq = seq
         reading.op = _common_op(present)
-        reading.kind, reading.detail = _kind(present) if len(shapes) > 1 else ("not-entered", [])
+        reading.kind, reading.sides = _kind(present) if len(shapes) > 1 else ("not-entered", [])
         reading.behind = never
         reading.unknown += sorted(r for r in members if r not in present and r not in never)
         reading.waiting = sorted(r for r in present if not _completed(members[r], seq))
@@ -112,8 +112,8 @@ def _common_op(present: dict[int, Entry]) -> str | None:
     return ops[0] if len(ops) == 1 else " / ".join(ops) if ops else None
 
 
-def _kind(present: dict[int, Entry]) -> tuple[DisagreementKind, list[str]]:
-    """How the ranks that entered a collective disagree on it, and each side's value."""
+def _kind(present: dict[int, Entry]) -> tuple[DisagreementKind, list[Side]]:
+    """How the ranks that entered a collective disagree on it, and each side, the smaller first."""
     checks: tuple[tuple[DisagreementKind, Callable[[Entry], object]], ...] = (
         ("op", lambda e: e.op),
         ("sizes", lambda e: (e.input_sizes, e.output_sizes)),
@@ -124,7 +124,7 @@ def _kind(present: dict[int, Entry]) -> tuple[DisagreementKind, list[str]]:
             sides.setdefault(_shown(kind, read(entry)), []).append(rank)
         if len(sides) > 1:
             ordered = sorted(sides.items(), key=lambda side: (len(side[1]), side[1]))
-            return kind, [f"{value} on {ranks_text(ranks)}" for value, ranks in ordered]
+            return kind, [Side(value=value, ranks=ranks) for value, ranks in ordered]
     return "not-entered", []
 
 
@@ -143,8 +143,3 @@ def _position(member: _Rank) -> RankPosition:
     newest = member.entries[member.newest]
     return RankPosition(rank=member.rank, last_enqueued=newest.seq, op=newest.op,
                         last_completed=member.completed)
-
-
-def ranks_text(ranks: list[int]) -> str:
-    """``rank 2``, ``ranks 0, 1, 3``."""
-    return f"rank {ranks[0]}" if len(ranks) == 1 else "ranks " + ", ".join(map(str, ranks))

@@ -202,6 +202,23 @@ class RankPosition(ClosedModel):
     """its last completed collective's number, where the dump says"""
 
 
+class Side(ClosedModel):
+    """One side of a mismatch: what some ranks recorded for the collective."""
+
+    value: str
+    """the op, or the input and output sizes or dtypes, as written"""
+    ranks: list[int]
+    """the ranks that recorded it"""
+
+    def text(self) -> str:
+        return f"{self.value} on {ranks_text(self.ranks)}"
+
+
+def ranks_text(ranks: list[int]) -> str:
+    """``rank 2``, ``ranks 0, 1, 3``."""
+    return f"rank {ranks[0]}" if len(ranks) == 1 else "ranks " + ", ".join(map(str, ranks))
+
+
 class GroupReading(ClosedModel):
     """One process group across its ranks: the first collective they disagree on, and who is
     where."""
@@ -228,8 +245,8 @@ class GroupReading(ClosedModel):
     """ranks that entered it and completed it"""
     unknown: list[int] = Field(default_factory=list)
     """ranks of the group with no dump to tell, or whose dump no longer holds that collective"""
-    detail: list[str] = Field(default_factory=list)
-    """each side of a mismatch: its value and ranks, the smaller side first"""
+    sides: list[Side] = Field(default_factory=list)
+    """each side of a mismatch, the smaller first"""
     positions: list[RankPosition] = Field(default_factory=list)
     """each rank's newest and last completed collective in the group"""
 

@@ -11,8 +11,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from ..console import line, plain, wrapped
-from .across import ranks_text
-from .model import HangReading, RankReading, note_lines
+from .model import HangReading, RankReading, note_lines, ranks_text
 from .verdicts import pg_text
 
 #: Evidence lines shown per verdict (the JSON has them all).
@@ -107,8 +106,8 @@ def _groups(reading: HangReading, console: Console) -> None:
             if group.unknown:
                 said += f"; unknown for {ranks_text(group.unknown)}"
         console.print(wrapped(plain(said), indent=4))
-        for detail in group.detail:
-            console.print(wrapped(line("    ", detail), indent=6))
+        for side in group.sides:
+            console.print(wrapped(line("    ", side.text()), indent=6))
 
 
 def _ras(reading: HangReading, console: Console) -> None:

@@ -11,9 +11,8 @@ of its own.
 
 from __future__ import annotations
 
-from .across import ranks_text
 from .evidence import RasReply
-from .model import Collective, GroupReading, RankReading, Verdict, note_lines
+from .model import Collective, GroupReading, RankReading, Verdict, note_lines, ranks_text
 from .ras import RasStatus
 
 #: How a wait class of crashlab.waits reads after "their warps".
@@ -30,7 +29,7 @@ def verdicts(groups: list[GroupReading], ranks: dict[int, RankReading],
     for group in groups:
         verdict = _of_group(group, ranks)
         if verdict is not None:
-            verdict.evidence += _ras_evidence(replies, verdict)
+            verdict.evidence += _ras_evidence(replies)
             found.append(verdict)
     found.sort(key=lambda v: (["never-entered", "mismatch", "no-progress", "incomplete"].index(v.kind),
                               v.seq or 0))
@@ -72,11 +71,11 @@ def _never_entered(group: GroupReading, ranks: dict[int, RankReading]) -> Verdic
 
 def _mismatch(group: GroupReading, ranks: dict[int, RankReading]) -> Verdict:
     what = {"op": "ops", "sizes": "sizes", "dtypes": "dtypes"}[group.kind or "sizes"]
-    line = (f"{group.op} #{group.seq} of {pg_text(group.pg, group.pg_desc)} was entered with different {what}: "
-            + "; ".join(group.detail))
-    odd = _odd_ranks(group)
+    at = f"{group.op} #{group.seq} of {pg_text(group.pg, group.pg_desc)}"
+    line = f"{at} was entered with different {what}: " + "; ".join(s.text() for s in group.sides)
+    odd = group.sides[0].ranks if group.sides else []
     for rank in group.waiting:
-        line += f"; {_place(ranks.get(rank), rank, f'waits in #{group.seq}')}"
+        line += f"; {_place(ranks.get(rank), rank, f'waits in #{group.seq} at')}"
     line += _moved_on(group, odd)
     evidence = [_entered(group, ranks)] + _waits_evidence(group, ranks) + _unknown_evidence(group)
     evidence += _rank_evidence(odd, ranks)
@@ -120,14 +119,6 @@ def _incomplete(group: GroupReading, ranks: dict[int, RankReading]) -> Verdict:
                    pg=group.pg, seq=group.seq, op=group.op)
 
 
-def _odd_ranks(group: GroupReading) -> list[int]:
-    """The ranks on the smaller side of a mismatch (the detail lists it first)."""
-    if not group.detail:
-        return []
-    first = group.detail[0].rsplit(" on ", 1)[1]
-    return [int(part) for part in first.replace("ranks ", "").replace("rank ", "").split(", ")]
-
-
 def _their_warps(waiting: list[int], ranks: dict[int, RankReading], lead: str = ", their warps") -> str:
     """``, their warps polling memory in cross_device_reduce_1stage`` where every waiting rank's
     GPU dump shows the same first wait; empty otherwise."""
@@ -143,14 +134,14 @@ def _their_warps(waiting: list[int], ranks: dict[int, RankReading], lead: str = 
     return f"{lead} {WAIT_WORDS.get(kind, kind)} in {kernel}"
 
 
-def _place(reading: RankReading | None, rank: int, doing: str = "is") -> str:
+def _place(reading: RankReading | None, rank: int, doing: str = "is in") -> str:
+    """``rank 2 is in workload.py:32 recv_requests, unchanged over 3 samples``."""
     if reading is None or reading.where is None:
         return f"rank {rank}'s Python stack is unknown (no py-spy sample)"
     main = next((t for t in reading.threads if t.name == "MainThread"), None)
     same = main.unchanged_samples if main else 1
-    told = f"rank {rank} {doing} at {reading.where}" if doing != "is" else \
-        f"rank {rank} is in {reading.where}"
-    return told + (f", unchanged over {same} samples" if same >= 2 else "")
+    return f"rank {rank} {doing} {reading.where}" + (
+        f", unchanged over {same} samples" if same >= 2 else "")
 
 
 def _entered(group: GroupReading, ranks: dict[int, RankReading]) -> str:
@@ -261,7 +252,7 @@ def _ras_lines(status: RasStatus) -> list[str]:
     return lines
 
 
-def _ras_evidence(replies: list[RasReply], verdict: Verdict) -> list[str]:
+def _ras_evidence(replies: list[RasReply]) -> list[str]:
     return [f"NCCL RAS (sample {reply.sample}): {line}" for reply in _latest(replies)
             for line in _ras_lines(reply.status)]
 
@@ -284,7 +275,7 @@ def _contradictions(found: list[Verdict], replies: list[RasReply]) -> list[Verdi
             "sources disagree; RAS has reported healthy communicators while PyTorch timed out"),
             evidence=[f"NCCL RAS: {len(reply.status.groups)} communicator group(s), all RUNNING, OK"],
             pg=placing[0].pg, seq=placing[0].seq, op=placing[0].op)]
-    mismatched = [i for i in reply.status.issues if i.kind.startswith("MISMATCH") or "MISMATCH" in i.kind]
+    mismatched = [i for i in reply.status.issues if "MISMATCH" in i.kind]
     if mismatched and not placing:
         return [Verdict(kind="sources-disagree", line=(
             f"NCCL RAS reports {mismatched[0].kind} on {mismatched[0].communicator or 'a communicator'} "

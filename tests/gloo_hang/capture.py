@@ -127,8 +127,10 @@ def fetch(path: Path, handler: str, timeout: float = 30) -> bytes:
     return body
 
 
-def py_spy(tool: Path, pid: int) -> subprocess.CompletedProcess:
-    return subprocess.run([str(tool), "dump", "--native", "--pid", str(pid)],
+def py_spy(tool: Path, pid: int, native: bool = True) -> subprocess.CompletedProcess:
+    """``py-spy dump [--native] --pid PID``; --native costs about a CPU second a process here
+    (libtorch's symbols), so the tests ask it of one capture only."""
+    return subprocess.run([str(tool), "dump", *(["--native"] if native else []), "--pid", str(pid)],
                           capture_output=True, text=True, timeout=60)
 
 
@@ -147,7 +149,7 @@ def _now() -> str:
 
 def capture(run: GlooRun, run_dir: Path, *, tool: Path, samples: int = 3, interval: float = 0.3,
             fr_format: str = "pickle", gpu_dumps: dict[int, Path] | None = None,
-            stamp: str = "20261206T080000Z") -> Path:
+            native: bool = True, stamp: str = "20261206T080000Z") -> Path:
     """Writes ``run_dir/captures/STAMP``: ``samples`` host samples of every rank, then each
     rank's GPU dump (already written, under the run directory) named in the record."""
     folder = run_dir / CAPTURES / stamp
@@ -159,7 +161,8 @@ def capture(run: GlooRun, run_dir: Path, *, tool: Path, samples: int = 3, interv
             time.sleep(interval)
         with ThreadPoolExecutor(len(run.processes)) as pool:
             spied = dict(zip(run.processes, pool.map(
-                lambda rank: (_now(), py_spy(tool, run.processes[rank].pid)), run.processes), strict=True))
+                lambda rank: (_now(), py_spy(tool, run.processes[rank].pid, native)), run.processes),
+                strict=True))
         for rank in run.processes:
             rows.append(_flight(run, folder, rank, sample, fr_format))
             rows.append(_write(folder, rank, sample, "py-spy", "", *spied[rank]))
