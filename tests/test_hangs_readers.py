@@ -10,6 +10,7 @@ py-spy text and real processes are tests/test_hangs_gloo.py's.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import pickle
@@ -19,8 +20,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from crashlab.console import ViewConsole
 from crashlab.errors import BadInput
-from crashlab.hangs import flightrecorder, pyspy, ras
+from crashlab.hangs import flightrecorder, pyspy, ras, terminal
 from crashlab.hangs.across import read_groups
 from crashlab.hangs.files import Unreadable, read_within
 from crashlab.hangs.layout import CAPTURE, Capture, RankProcess, SourceRecord, source_path
@@ -326,3 +328,25 @@ def test_mutated_dumps_give_a_record_or_one_line_never_a_traceback(which, flips,
         return
     assert all(isinstance(e.seq, int) and isinstance(e.op, str) for e in record.entries)
     read_groups({0: record, 1: record}, [0, 1])
+
+
+def test_names_from_a_capture_are_printed_as_text_never_markup(tmp_path):
+    folder = tmp_path / "run" / "captures" / "20261206T080000Z"
+    hostile = "[bold red]evil[/bold red]\x1b]0;owned\x07 :smile:"
+    rows = []
+    for rank, entries in ((0, [entry(1), entry(2, op=hostile, retired=False)]), (1, [entry(1)])):
+        path = source_path(rank, 0, "flight-recorder", ".pkl")
+        (folder / path).parent.mkdir(parents=True, exist_ok=True)
+        (folder / path).write_bytes(pickled(dump(entries, 1)))
+        rows.append(SourceRecord(source="flight-recorder", rank=rank, sample=0, taken_at="x",
+                                 status="ok", path=path))
+        spied = source_path(rank, 0, "py-spy")
+        (folder / spied).write_text(f'Thread 1 (idle): "MainThread"\n    {hostile} (app.py:3)\n')
+        rows.append(SourceRecord(source="py-spy", rank=rank, sample=0, taken_at="x", status="ok",
+                                 path=spied))
+    _capture(folder, rows)
+    out = io.StringIO()
+    terminal.render(read(tmp_path / "run", None), ViewConsole(file=out, width=120))
+    shown = out.getvalue()
+    assert "\x1b" not in shown and "\x07" not in shown
+    assert "[bold red]evil[/bold red]\\x1b]0;owned\\x07 :smile:" in shown.replace("\n", "")
