@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .coredump.core import CoreDump
 from .coredump.fault import DETAILED_GROUPS, Location, locate
@@ -15,6 +16,9 @@ from .report.model import TriageReport
 from .sass import CodeFinder, CodeLocation, Instruction, SassView, disassemble, instruction_at
 from .signature import compute as signature_of
 from .waits import explain_waits
+
+if TYPE_CHECKING:  # the hang reading's model: imported when a capture is read
+    from .hangs.model import HangReading
 
 
 def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
@@ -73,6 +77,20 @@ def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
                                         load_timeout=15 * debugger_timeout,
                                         context=context)
     return report
+
+
+def read_hang(path: str | os.PathLike, *, sass: bool = True, gpu_dumps: bool = True) -> HangReading:
+    """Read a hang capture across its ranks (crashlab.hangs): ``path`` is a run directory (its
+    newest capture) or a capture folder. Each rank's GPU dump is triaged by :func:`inspect`
+    (``sass`` as there; ``gpu_dumps=False`` leaves them unread). Raises
+    crashlab.errors.BadInput where ``path`` holds no capture or its capture.json is not one; a
+    source file crashlab cannot use is a note on its rank, never an error."""
+    from .hangs.reading import read
+
+    def gpu_reader(dump: Path) -> TriageReport:
+        return inspect(dump, sass=sass)
+
+    return read(Path(path), gpu_reader if gpu_dumps else None)
 
 
 def _attach_owners(core: CoreDump, finder: CodeFinder, location: Location,

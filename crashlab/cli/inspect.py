@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
@@ -42,6 +43,12 @@ def inspect(core: str, as_json: bool, as_markdown: bool, no_sass: bool, no_expla
     CORE is a .nvcudmp file, gzip-compressed or not, or - for standard input. No GPU and no
     cuda-gdb are needed; SASS needs nvdisasm (pip install nvidia-cuda-nvdisasm).
 
+    CORE may also be a run directory with a hang capture (crashlab dump-now, serve
+    --hang-after) or a capture's folder: inspect then reads the hang across its ranks (Flight
+    Recorder, py-spy, NCCL RAS, each rank's GPU dump) and says which rank never entered which
+    collective, what the others wait in and where the lagging rank stands; --json prints it
+    (schema: crashlab schema hang). Exit 0 where a verdict places the hang, 1 where none does.
+
     \b
     Examples:
       crashlab inspect core_1754_node_12345.nvcudmp
@@ -52,6 +59,8 @@ def inspect(core: str, as_json: bool, as_markdown: bool, no_sass: bool, no_expla
           --db postgresql://crashlab@db.internal/crashes
       crashlab inspect /scratch/core.nvcudmp --record --copy
       crashlab inspect core-from-node7.nvcudmp --record --host node7
+      crashlab inspect runs/20261206-080000-sglang
+      crashlab inspect runs/20261206-080000-sglang/captures/20261206T081500Z --json
     """
     from ..api import inspect as inspect_core
     from ..console import ViewConsole
@@ -60,14 +69,18 @@ def inspect(core: str, as_json: bool, as_markdown: bool, no_sass: bool, no_expla
 
     if as_json and as_markdown:
         raise BadInput("choose one of --json and --markdown")
+    if core != "-" and Path(core).is_dir():
+        from ..hangs.files import capture_folder
+
+        if capture_folder(Path(core)) is not None:
+            _hang(core, as_json, {"--markdown": as_markdown, "--debugger": debugger,
+                                  "--record": record}, sass=not no_sass)
     for given, name in ((db, "--db"), (copy, "--copy"), (host, "--host"),
                         (deployment, "--deployment")):
         if given and not record:
             raise BadInput(f"{name} is for --record: add --record to record the crash")
     where = None
     if record and core != "-":  # a --host the dump's run contradicts is refused before reading
-        from pathlib import Path
-
         from ..index.capture import origin
 
         where = origin(Path(core), host, deployment)
@@ -86,3 +99,22 @@ def inspect(core: str, as_json: bool, as_markdown: bool, no_sass: bool, no_expla
     else:
         terminal.render(report, ViewConsole())
     sys.exit(EXIT_FOUND if report.found else EXIT_NOTHING)
+
+
+def _hang(path: str, as_json: bool, refused: dict[str, bool], sass: bool) -> None:
+    """inspect of a hang capture: the reading across ranks, as text or --json."""
+    from ..api import read_hang
+    from ..console import ViewConsole
+    from ..hangs import terminal
+    from ..stdout import echo
+
+    for name, given in refused.items():
+        if given:
+            raise BadInput(f"{name} reads a coredump; a hang capture prints as text or --json "
+                           "(inspect each rank's GPU dump for more)")
+    reading = read_hang(path, sass=sass)
+    if as_json:
+        echo(reading.model_dump_json(indent=2))
+    else:
+        terminal.render(reading, ViewConsole())
+    sys.exit(EXIT_FOUND if reading.found else EXIT_NOTHING)

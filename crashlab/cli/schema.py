@@ -30,6 +30,8 @@ SCHEMA_TABLE = (
     ("bisect", "crashlab.bisect.model:BisectResult", "what bisect --json prints"),
     ("incident-list", "crashlab.index.records:IncidentList",
      "what list --incidents --json prints"),
+    ("hang", "crashlab.hangs.model:HangReading",
+     "what inspect RUN_DIR --json prints: a hang capture read across its ranks"),
 )
 
 #: crashlab schema WHICH -> the model of that JSON ("module:class").

@@ -20,6 +20,8 @@ from ..published import ClosedModel
 
 CAPTURES = "captures"
 CAPTURE = "capture.json"
+#: The GPU's activity in one host sample, ``sample-<K>/nvml.json`` (:class:`NvmlSample`).
+NVML = "nvml.json"
 
 #: One file per (rank, sample, source); the Flight Recorder dump keeps the suffix PyTorch gave
 #: it (.json from PyTorch's JSON dumps, .pkl from its pickled ones).
@@ -57,7 +59,8 @@ class SourceRecord(ClosedModel):
     """ISO 8601 UTC time the source was asked."""
     status: Status
     path: str | None = None
-    """Relative to the capture folder; None where nothing was written."""
+    """Relative to the capture folder; a gpu-dump's relative to the run directory, as in
+    Capture.gpu_dumps. None where nothing was written."""
     size_bytes: int | None = None
     note: str | None = None
     """Why it is missing, refused or failed, in one line (py-spy absent, ptrace not allowed,
@@ -81,6 +84,34 @@ class Capture(ClosedModel):
     """Capture-wide lines (a user-triggered GPU dump ends its process; a source not set up)."""
 
 
+class GpuProcess(ClosedModel):
+    """A process NVML lists on a GPU: how the reader finds a rank's GPU (by its pid)."""
+
+    pid: int
+    used_memory_bytes: int | None = None
+
+
+class GpuActivity(ClosedModel):
+    """One GPU as NVML saw it in one sample."""
+
+    index: int
+    name: str | None = None
+    uuid: str | None = None
+    utilization_gpu: int | None = None
+    """Percent of the sample period a kernel ran (nvmlDeviceGetUtilizationRates' gpu)."""
+    utilization_memory: int | None = None
+    sm_clock_mhz: int | None = None
+    memory_clock_mhz: int | None = None
+    processes: list[GpuProcess] = Field(default_factory=list)
+
+
+class NvmlSample(ClosedModel):
+    """``sample-<K>/nvml.json``: every GPU of the machine in one host sample."""
+
+    taken_at: str
+    gpus: list[GpuActivity] = Field(default_factory=list)
+
+
 def capture_dirs(run_dir: Path) -> list[Path]:
     """The captures of a run, oldest first."""
     root = Path(run_dir) / CAPTURES
@@ -90,3 +121,8 @@ def capture_dirs(run_dir: Path) -> list[Path]:
 def source_path(rank: int, sample: int, source: str, suffix: str = "") -> str:
     """Where a rank's source file of a sample lies, relative to the capture folder."""
     return f"rank-{rank}/sample-{sample}/{SOURCE_FILES[source]}{suffix}"
+
+
+def nvml_path(sample: int) -> str:
+    """Where a sample's GPU activity lies, relative to the capture folder."""
+    return f"sample-{sample}/{NVML}"

@@ -1,0 +1,70 @@
+"""A hang capture read whole: rank by rank, then across ranks, then the verdicts and the
+signature. ``read(path, gpu_reader)`` is what ``crashlab inspect RUN_DIR`` runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import BadInput
+from ..escape import printable
+from .across import latest_records, read_groups
+from .evidence import CaptureEvidence, GpuReader, RasReply, gather
+from .files import capture_folder, load_capture, run_folder
+from .model import CaptureSummary, HangReading, RankReading, RasReading, note_lines
+from .pyspy import StackFrame
+from .rank import first_outside, read_rank
+from .signing import sign
+from .verdicts import verdicts
+
+
+def read(path: Path, gpu_reader: GpuReader | None) -> HangReading:
+    """The reading of the capture ``path`` names (a capture folder, or a run directory's newest
+    capture). ``gpu_reader`` reads a GPU dump into its triage (None: the GPU dumps are not read).
+    BadInput where ``path`` holds no capture or its capture.json is not one."""
+    folder = capture_folder(path)
+    if folder is None:
+        raise BadInput(f"{printable(str(path))}: no hang capture (no captures/*/capture.json)")
+    capture = load_capture(folder)
+    evidence = gather(capture, folder, run_folder(folder), gpu_reader)
+    ranks = {number: read_rank(found, evidence.nvml) for number, found in evidence.ranks.items()}
+    groups = read_groups(latest_records(evidence.ranks), sorted(ranks))
+    reading = HangReading(
+        capture=CaptureSummary(path=str(folder), started_at=capture.started_at,
+                               ended_at=capture.ended_at, trigger=capture.trigger,
+                               samples=capture.samples, interval_s=capture.interval_s,
+                               gpu_dumps=len(capture.gpu_dumps), notes=capture.notes),
+        verdicts=verdicts(groups, ranks, evidence.ras), ranks=list(ranks.values()), groups=groups,
+        ras=[_ras(reply) for reply in evidence.ras], warnings=_warnings(evidence, ranks))
+    reading.signature = sign(reading, _places(evidence))
+    return reading
+
+
+def _places(evidence: CaptureEvidence) -> dict[int, StackFrame | None]:
+    """Each rank's innermost Python frame outside torch at its last py-spy sample."""
+    places: dict[int, StackFrame | None] = {}
+    for number, found in evidence.ranks.items():
+        dumps = [s.stacks for _, s in sorted(found.samples.items()) if s.stacks and s.stacks.threads]
+        main = dumps[-1].main_thread() if dumps else None
+        places[number] = first_outside(main.frames) if main else None
+    return places
+
+
+def _ras(reply: RasReply) -> RasReading:
+    status = reply.status
+    return RasReading(
+        rank=reply.rank, sample=reply.sample, nccl_version=status.nccl_version,
+        healthy=status.healthy,
+        groups=[f"group {g.group}: {g.communicators} communicator(s) of {g.ranks_per_communicator} "
+                f"ranks on {g.nodes} node(s), {g.status}, {g.errors}" for g in status.groups],
+        issues=[f"{i.kind}{' ' + i.communicator if i.communicator else ''}: {'; '.join(i.lines)}"
+                for i in status.issues])
+
+
+def _warnings(evidence: CaptureEvidence, ranks: dict[int, RankReading]) -> list[str]:
+    warnings = note_lines(evidence.machine_notes)
+    for number, reading in ranks.items():
+        if not reading.samples and (reading.gpu is None or reading.gpu.dump is None):
+            why = "; ".join(sorted({f"{n.source}: {n.status}" for n in reading.sources})) or \
+                "capture.json lists no source for it"
+            warnings.append(f"rank {number}: no source gave evidence ({why})")
+    return warnings

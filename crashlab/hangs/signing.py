@@ -1,0 +1,57 @@
+"""The signature of a hang across ranks: the same hang after a restart, on another machine or
+with another rank lagging, is one signature.
+
+Its parts are what stays when the hang recurs: how the ranks disagree (a rank never entered the
+collective, or entered it with another op, other sizes or dtypes, or no rank completes it), the
+collective's op, its process group's description, and where the lagging rank's program stands:
+the innermost Python frame outside torch, as function and file name. Sequence numbers, ranks,
+line numbers, paths, pids and addresses change from run to run and are left out; the coarse
+hash leaves out the place too (the same hang across releases, where the code moves).
+"""
+
+from __future__ import annotations
+
+import os
+
+from ..report.signature import CrashSignature, seal
+from .model import HangReading, Verdict
+from .pyspy import StackFrame
+from .verdicts import PLACING
+
+#: How each placing verdict is named in the signature's text.
+PATTERNS = {"never-entered": "never entered", "mismatch": "entered differently",
+            "no-progress": "none completes"}
+
+
+def sign(reading: HangReading, places: dict[int, StackFrame | None]) -> CrashSignature | None:
+    """The signature of the reading's first placing verdict; None where no verdict places the
+    hang. ``places``: each rank's innermost Python frame outside torch at its last sample."""
+    verdict = next((v for v in reading.verdicts if v.kind in PLACING), None)
+    if verdict is None:
+        return None
+    group = next((g for g in reading.groups if g.pg == verdict.pg and g.seq == verdict.seq), None)
+    named_group = (group.pg_desc or f"pg {group.pg}") if group else "unknown group"
+    pattern = PATTERNS[verdict.kind]
+    if verdict.kind == "mismatch" and group and group.kind:
+        pattern = f"{pattern} ({group.kind})"
+    parts = [pattern, verdict.op or "unknown op", named_group]
+    coarse = list(parts)
+    place, notes = _place(verdict, places)
+    parts.append(place)
+    lagging = f"rank {verdict.ranks[0]}" if len(verdict.ranks) == 1 else "the lagging ranks"
+    title = f"{verdict.op} of {named_group}: {lagging} {pattern}; stands in {place}"
+    notes.append("sequence numbers, ranks, lines, paths and addresses are left out: they change "
+                 "from run to run")
+    return seal("collective-hang", parts, title, f'"{verdict.op}" hang "{place.split(" ")[0]}"',
+                notes, coarse)
+
+
+def _place(verdict: Verdict, places: dict[int, StackFrame | None]) -> tuple[str, list[str]]:
+    found = [places.get(rank) for rank in verdict.ranks]
+    named = sorted({f"{frame.function} {os.path.basename(frame.file or '')}".strip()
+                    for frame in found if frame is not None})
+    if not named:
+        return "unknown place", ["no py-spy sample of the lagging rank: its place is unknown"]
+    if len(named) > 1:
+        return " / ".join(named), ["the lagging ranks stand in different places"]
+    return named[0], []
