@@ -1,5 +1,6 @@
 """What serve sets up for a hang's collective evidence, by the server's torch and NCCL versions
-(crashlab.supervise.hangsources), whose value wins. The versions are those of real releases; the job that reads these variables runs in
+(crashlab.supervise.hangsources), whose value wins, and dump-now's refusals of what it cannot
+capture. The versions are those of real releases; the job that reads these variables runs in
 tests/test_hang_capture.py."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import pytest
 from crashlab.supervise import environment, hangsources
 from crashlab.supervise.environment import CoredumpMode
 from crashlab.supervise.hangsources import Stack
+from tests.conftest import run_cli
 
 FR, PIPES = Path("/run/incarnation-1/flight-recorder"), Path("/run/incarnation-1/pipes")
 
@@ -61,3 +63,13 @@ def test_the_users_value_under_either_spelling_wins_and_is_recorded_under_it(tmp
     assert "TORCH_FR_BUFFER_SIZE" not in by_name
     assert by_name["NCCL_RAS_ADDR"].set_by == "crashlab"
 
+
+
+def test_dump_now_asks_for_runs_or_a_deployment_and_finds_no_live_one(tmp_path):
+    neither = run_cli("dump-now")
+    assert neither.returncode == 2 and neither.stderr.count(b"\n") == 1
+    both = run_cli("dump-now", tmp_path, "--deployment", "pd-1")
+    assert both.returncode == 2 and b"not both or neither" in both.stderr
+    none = run_cli("dump-now", "--deployment", "pd-1", "--runs-dir", tmp_path)
+    assert none.returncode == 3 and none.stderr.decode() == \
+        f"crashlab: no live run of deployment 'pd-1' in {tmp_path}\n"

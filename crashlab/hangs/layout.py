@@ -57,8 +57,12 @@ class SourceRecord(ClosedModel):
     """ISO 8601 UTC time the source was asked."""
     status: Status
     path: str | None = None
-    """Relative to the capture folder; None where nothing was written."""
+    """Relative to the capture folder; None where nothing was written. A GPU dump stays where
+    serve collects it, so its path climbs out of the capture folder (``../../incarnation-1/cores/...``)."""
     size_bytes: int | None = None
+    truncated_from: int | None = None
+    """The source's whole size where the file was cut at the capture's per-file cap (the file
+    keeps its first size_bytes); None where it was kept whole."""
     note: str | None = None
     """Why it is missing, refused or failed, in one line (py-spy absent, ptrace not allowed,
     RAS port closed, ...)."""
