@@ -138,8 +138,9 @@ class FileRecord(_Model):
     """What the file is: a log, a GPU coredump, an SGLang request dump, the server's
     /server_info answer, the incarnation's launch (argv, cwd, environment, secrets masked), a
     report, a host core, the captured environment, the /proc/PID/maps of the server's processes
-    (at start and at crash: crashlab.supervise.procmaps), or a Flight Recorder dump PyTorch wrote
-    itself (on a watchdog timeout) into the incarnation's flight-recorder/ folder."""
+    (at start and at crash: crashlab.supervise.procmaps), or the last Flight Recorder dump of a rank
+    left in the incarnation's flight-recorder/ folder (a capture's, or PyTorch's own on a watchdog
+    timeout)."""
     size_bytes: int
     """The file's size in bytes, as collected."""
     sha256: str
