@@ -110,6 +110,8 @@ class GuardedCommand(_OneLineUsage, click.Command):
 
     def invoke(self, ctx: click.Context):
         subject = ctx.params.get(self.subject) if self.subject else ctx.info_name
+        if isinstance(subject, tuple):  # a verb of several files (dump-now RUN...)
+            subject = ", ".join(map(str, subject)) or ctx.info_name
         return guarded(str(subject), lambda: super(GuardedCommand, self).invoke(ctx))
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from ..guard import GuardedCommand, say
-from .options import db_option, incident_window_option, runs_dir_option
+from .options import POSITIVE, db_option, incident_window_option, runs_dir_option
 
 #: crashlab.supervise.CoredumpMode's values, spelled out so that --help need not import it.
 COREDUMP_MODES = ("lightweight", "full", "off")
@@ -58,6 +58,16 @@ def _label(value: str | None) -> str | None:
                    "of one PD-disaggregated SGLang: their crashes are grouped into incidents.")
 @incident_window_option
 @db_option
+@click.option("--hang-after", type=POSITIVE, metavar="SECONDS",
+              help="Capture a hang once /health, having answered, has not answered for this "
+                   "long: host samples of every rank, then a GPU dump of every process (with "
+                   "--user-dumps; it ends them), as crashlab dump-now does [default: never].")
+@click.option("--hang-samples", type=click.IntRange(min=1, max=100), default=3, show_default=True,
+              help="With --hang-after: host samples of every rank.")
+@click.option("--hang-interval", type=click.FloatRange(min=0), default=5.0, show_default=True,
+              metavar="SECONDS", help="With --hang-after: seconds between samples.")
+@click.option("--no-gpu-dump", is_flag=True,
+              help="With --hang-after: host samples only, no GPU dump; the server keeps running.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def serve(**options: Any) -> None:
     """Run a server under watch; when it crashes, keep every artifact and triage it.
@@ -80,6 +90,7 @@ def serve(**options: Any) -> None:
       crashlab serve --coredump full -- ./my_cuda_program
       crashlab serve --deployment pd-1 -- python -m sglang.launch_server \\
           --disaggregation-mode prefill ...
+      crashlab serve --user-dumps --hang-after 120 -- python -m sglang.launch_server ...
     """
     from ..supervise.command import run
     from ..supervise.options import ServeOptions

@@ -37,15 +37,17 @@ class ToolRun:
 
 
 def run_tool(argv: Sequence[str], *, timeout: float, environ: Mapping[str, str],
-             search_path: str | None = None) -> ToolRun:
-    """Run ``argv`` with ``environ``; its standard output (at most 1 MiB) when it exits 0 in time."""
+             search_path: str | None = None, with_stderr: bool = False) -> ToolRun:
+    """Run ``argv`` with ``environ``; its standard output (at most 1 MiB; its standard error mixed
+    in WITH_STDERR, for a tool that says there why it failed) when it exits in time."""
     program = shutil.which(argv[0], path=search_path if search_path is not None else environ.get("PATH"))
     if program is None:
         return ToolRun("missing")
     started = time.monotonic()
     try:
         child = subprocess.Popen([program, *argv[1:]], stdin=subprocess.DEVNULL,
-                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                 stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT if with_stderr else subprocess.DEVNULL,
                                  env=dict(environ), start_new_session=True)
     except OSError:
         return ToolRun("missing")

@@ -60,8 +60,12 @@ class SourceRecord(ClosedModel):
     status: Status
     path: str | None = None
     """Relative to the capture folder; a gpu-dump's relative to the run directory, as in
-    Capture.gpu_dumps. None where nothing was written."""
+    Capture.gpu_dumps (a GPU dump stays where serve collects it). None where nothing was
+    written."""
     size_bytes: int | None = None
+    truncated_from: int | None = None
+    """The source's whole size where the file was cut at the capture's per-file cap (the file
+    keeps its first size_bytes); None where it was kept whole."""
     note: str | None = None
     """Why it is missing, refused or failed, in one line (py-spy absent, ptrace not allowed,
     RAS port closed, ...)."""

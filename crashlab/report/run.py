@@ -134,11 +134,13 @@ class FileRecord(_Model):
     path: str
     """relative to the run directory"""
     kind: Literal["log", "coredump", "request-dump", "server-info", "launch", "report", "host-core",
-                  "environment", "process-maps"]
+                  "environment", "process-maps", "flight-recorder"]
     """What the file is: a log, a GPU coredump, an SGLang request dump, the server's
     /server_info answer, the incarnation's launch (argv, cwd, environment, secrets masked), a
-    report, a host core, the captured environment, or the /proc/PID/maps of the server's processes
-    (at start and at crash: crashlab.supervise.procmaps)."""
+    report, a host core, the captured environment, the /proc/PID/maps of the server's processes
+    (at start and at crash: crashlab.supervise.procmaps), or the last Flight Recorder dump of a rank
+    left in the incarnation's flight-recorder/ folder (a capture's, or PyTorch's own on a watchdog
+    timeout)."""
     size_bytes: int
     """The file's size in bytes, as collected."""
     sha256: str

@@ -39,12 +39,45 @@ def _supervisor_running(record: manifest.Crashlab) -> bool:
         return False
 
 
-def _trigger(pattern: str) -> list[str]:
+def live_run(run_dir: Path) -> manifest.Manifest:
+    """The manifest of a run whose server and crashlab serve are still running; the reason
+    otherwise (BadInput: not a run directory; EnvironmentProblem: ended)."""
+    record = manifest.load(run_dir)
+    if record.status == "done" or not record.incarnations:
+        raise EnvironmentProblem(f"{run_dir}: this run has ended; there is no server to dump")
+    if not _supervisor_running(record.crashlab):
+        raise EnvironmentProblem(f"{run_dir}: its crashlab serve (pid {record.crashlab.pid}) is "
+                                 "not running")
+    return record
+
+
+def pipe_pattern(run_dir: Path, record: manifest.Manifest) -> str | None:
+    """The glob of the run's coredump pipes (None: the pipe is a command); BadInput where
+    user-triggered coredumps are off."""
+    enabled = record.environment.get(environment.USER_TRIGGER)
+    pipe = record.environment.get(environment.PIPE)
+    if enabled is None or enabled.value != "1" or pipe is None:
+        raise BadInput(f"{run_dir}: user-triggered coredumps are off in this run "
+                       "(start it with crashlab serve --user-dumps)")
+    return environment.template_glob(str(Path(record.cwd) / pipe.value))
+
+
+def live_pipes(pattern: str | None) -> list[str]:
+    """The pipes of PATTERN that exist now (each is a process that has initialised CUDA)."""
+    return [path for path in sorted(glob.glob(pattern)) if _is_fifo(path)] if pattern else []
+
+
+def _is_fifo(path: str) -> bool:
+    try:
+        return stat.S_ISFIFO(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _trigger(pipes: list[str]) -> list[str]:
     triggered = []
-    for path in sorted(glob.glob(pattern)):
+    for path in pipes:
         try:
-            if not stat.S_ISFIFO(os.stat(path).st_mode):
-                continue
             fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
         except OSError as exc:
             if exc.errno in (errno.ENXIO, errno.ENOENT):  # no reader: that process has ended
@@ -60,23 +93,14 @@ def _trigger(pattern: str) -> list[str]:
 
 def dump_now(run_dir: Path, timeout: float = 120.0) -> DumpNowResult:
     run_dir = Path(run_dir)
-    record = manifest.load(run_dir)
-    if record.status == "done" or not record.incarnations:
-        raise EnvironmentProblem(f"{run_dir}: this run has ended; there is no server to dump")
-    if not _supervisor_running(record.crashlab):
-        raise EnvironmentProblem(f"{run_dir}: its crashlab serve (pid {record.crashlab.pid}) is "
-                                 "not running")
-    enabled = record.environment.get(environment.USER_TRIGGER)
+    record = live_run(run_dir)
     pipe = record.environment.get(environment.PIPE)
-    if enabled is None or enabled.value != "1" or pipe is None:
-        raise BadInput(f"{run_dir}: user-triggered coredumps are off in this run "
-                       "(start it with crashlab serve --user-dumps)")
-    pattern = environment.template_glob(str(Path(record.cwd) / pipe.value))
+    pattern = pipe_pattern(run_dir, record)
     before = {f.path for f in record.files if f.kind == "coredump"}
-    triggered = _trigger(pattern) if pattern else []
+    triggered = _trigger(live_pipes(pattern))
     if not triggered:
-        raise EnvironmentProblem(f"no live coredump pipe matches {pipe.value}: the server has "
-                                 "not initialised CUDA yet, or has ended")
+        raise EnvironmentProblem(f"no live coredump pipe matches {pipe.value if pipe else None}: "
+                                 "the server has not initialised CUDA yet, or has ended")
     deadline = time.monotonic() + timeout
     collected: list[FileRecord] = []
     while time.monotonic() < deadline:

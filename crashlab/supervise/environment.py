@@ -73,18 +73,24 @@ def wanted(mode: CoredumpMode, user_dumps: bool, incoming: Path, pipes: Path) ->
 
 
 def resolve(base: dict[str, str], mode: CoredumpMode, user_dumps: bool, incoming: Path,
-            pipes: Path) -> tuple[dict[str, str], list[Setting]]:
-    """The server's environment and, per coredump variable, whose value is in force."""
+            pipes: Path, also: dict[str, str] | None = None,
+            spellings: dict[str, str] | None = None) -> tuple[dict[str, str], list[Setting]]:
+    """The server's environment and, per variable crashlab wants (the coredump ones, and ALSO:
+    the hang sources' of crashlab.supervise.hangsources), whose value is in force. SPELLINGS
+    maps a name to another name of the same setting (an older release's): a value the user gave
+    under either is theirs, recorded under the name they used."""
     env = dict(base)
-    settings = []
-    for name, value in wanted(mode, user_dumps, incoming, pipes).items():
-        if name in base:
-            settings.append(Setting(name, base[name], "user",
-                                    crashlab_value=value if base[name] != value else None))
+    settings: dict[str, Setting] = {}
+    for name, value in {**wanted(mode, user_dumps, incoming, pipes), **(also or {})}.items():
+        given = name if name in base else (spellings or {}).get(name)
+        if given is not None and given in base:
+            if given not in settings:
+                settings[given] = Setting(given, base[given], "user",
+                                          crashlab_value=value if base[given] != value else None)
         else:
             env[name] = value
-            settings.append(Setting(name, value, "crashlab"))
-    return env, settings
+            settings[name] = Setting(name, value, "crashlab")
+    return env, list(settings.values())
 
 
 def template_glob(template: str, host: str | None = None) -> str | None:

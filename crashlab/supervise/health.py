@@ -32,6 +32,8 @@ class HealthWatch:
         self.failures = 0
         self.last_error: str | None = None
         self.first_healthy_at: float | None = None
+        #: time.monotonic() of the last 200, for serve --hang-after
+        self.last_ok: float | None = None
         self._on_change = on_change
         self._on_first_healthy = on_first_healthy
         self._stop = threading.Event()
@@ -52,6 +54,8 @@ class HealthWatch:
                 first = ok and self.first_healthy_at is None
                 if first:
                     self.first_healthy_at = time.time()
+                if ok:
+                    self.last_ok = time.monotonic()
                 self._update(ok, detail)
                 if first and self._on_first_healthy is not None:
                     self._on_first_healthy(session, base_url(self.url))

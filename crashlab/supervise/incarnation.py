@@ -16,7 +16,7 @@ from ..logpatterns import CHILD_CRASHED, crash_line
 from ..privacy.redact import Redactor
 from ..report.run import Finding
 from ..vocabulary import COREDUMP, SGLANG_CRASH
-from . import collect, environment, files, launch, rundir, timestamps
+from . import collect, environment, files, hangsources, launch, rundir, timestamps
 from .manifest import Health, Incarnation, ManifestStore
 from .options import Notify, ServeOptions
 
@@ -45,9 +45,12 @@ class LiveIncarnation:
         self.run = run
         self.dirs = rundir.incarnation(run.run_dir, number).create()
         self.plan = launch.plan(run.options.command, self.dirs.requests, run.cwd)
+        self.stack = hangsources.Stack.of_run(run.run_dir)
         self.env, self.settings = environment.resolve(
-            run.base_env, run.options.coredump, run.options.user_dumps,
-            self.dirs.incoming, self.dirs.pipes)
+            run.base_env, run.options.coredump, run.options.user_dumps, self.dirs.incoming,
+            self.dirs.pipes, hangsources.wanted(self.stack, self.dirs.flight_recorder,
+                                                self.dirs.pipes, hangsources.free_port()),
+            hangsources.SPELLINGS)
         self.driver = collect.DriverProgress()
         self.sglang_crashing = False
         self.mentioned_request_dumps: list[Path] = []

@@ -30,8 +30,8 @@ MAX_FINDINGS = 200
 
 
 class EnvironmentEntry(_Model):
-    """One coredump variable of the server's environment (CUDA_ENABLE_COREDUMP_ON_EXCEPTION,
-    ...), and whose value it is."""
+    """One variable crashlab sets up in the server's environment (CUDA_ENABLE_COREDUMP_ON_EXCEPTION,
+    TORCH_FR_BUFFER_SIZE, NCCL_RAS_ADDR, ...), and whose value it is."""
 
     value: str
     """The value the server was started with."""
@@ -98,6 +98,30 @@ class Incarnation(_Model):
     """What crashlab met while supervising this incarnation and reports instead of failing."""
 
 
+class CaptureLink(_Model):
+    """A hang capture of the run (crashlab dump-now, or serve --hang-after): where it is and
+    what it holds. Its capture.json (crashlab.hangs.layout) lists every source's row."""
+
+    path: str
+    """The capture's folder, relative to the run directory (captures/<time>)."""
+    trigger: Literal["dump-now", "hang-after"]
+    """dump-now: a user asked; hang-after: serve saw /health stop answering."""
+    started_at: str
+    """When the capture began (UTC, ISO 8601)."""
+    ended_at: str | None = None
+    """When it ended (UTC, ISO 8601); null while it runs, or where it was cut short."""
+    ranks: int
+    """How many ranks it sampled."""
+    samples: int
+    """Host samples asked of every rank."""
+    rows: dict[str, int] = Field(default_factory=dict)
+    """Its source rows by status (ok, missing, refused, timeout, failed, skipped)."""
+    size_bytes: int = 0
+    """The capture folder's files, capture.json included."""
+    gpu_dumps: list[str] = Field(default_factory=list)
+    """The GPU dumps taken at its end, relative to the run directory."""
+
+
 class Crashlab(_Model):
     """The crashlab serve process that writes the manifest."""
 
@@ -153,11 +177,14 @@ class Manifest(_Model):
     options: dict
     """crashlab serve's options as given, the command excluded, a database password masked."""
     environment: dict[str, EnvironmentEntry]
-    """The coredump variables of the current incarnation, by name."""
+    """The variables crashlab sets up in the current incarnation (coredumps, PyTorch's Flight
+    Recorder, NCCL RAS), by name."""
     incarnations: list[Incarnation] = Field(default_factory=list)
     """Every start of the server, in order."""
     files: list[FileRecord] = Field(default_factory=list)
     """Every file collected into the run directory."""
+    captures: list[CaptureLink] = Field(default_factory=list)
+    """Every hang capture of the run, oldest first."""
     outcome: Outcome | None = None
     """How the run ended; null while it runs."""
 
@@ -194,6 +221,14 @@ class ManifestStore:
                     manifest.files[known[record.path]] = record
                 else:
                     manifest.files.append(record)
+
+    def link_capture(self, link: CaptureLink) -> None:
+        with self.edit() as manifest:
+            known = {c.path: i for i, c in enumerate(manifest.captures)}
+            if link.path in known:
+                manifest.captures[known[link.path]] = link
+            else:
+                manifest.captures.append(link)
 
     def save(self, updated_at: str) -> None:
         with self._lock:

@@ -41,12 +41,20 @@ class ServeOptions:
     incident_window: float = DEFAULT_WINDOW
     #: the crash index to record the run's crashes in (crashlab.index.location.resolve)
     db: str | None = None
+    #: seconds of /health silence (after a first answer) before serve captures the hang;
+    #: None: never (crashlab.supervise.hangwatch)
+    hang_after: float | None = None
+    hang_samples: int = 3
+    hang_interval: float = 5.0
+    #: end the hang capture with one GPU dump of every process (which ends them)
+    hang_gpu_dump: bool = True
 
     @classmethod
     def from_command_line(cls, *, command, runs_dir, coredump, user_dumps, health_url,
                           health_interval, health_timeout, dump_timeout, grace, restart,
                           max_restarts, restart_delay, quiet, no_debugger, deployment,
-                          incident_window, db) -> ServeOptions:
+                          incident_window, db, hang_after, hang_samples, hang_interval,
+                          no_gpu_dump) -> ServeOptions:
         """The options as click parsed them (names as in crashlab/cli/serve.py): the launch
         command as a list, the coredump mode as its enum, the negated switches turned round."""
         return cls(command=list(command), runs_dir=runs_dir, coredump=CoredumpMode(coredump),
@@ -54,7 +62,9 @@ class ServeOptions:
                    health_timeout=health_timeout, dump_timeout=dump_timeout, grace=grace,
                    restart=restart, max_restarts=max_restarts, restart_delay=restart_delay,
                    echo=not quiet, debugger=not no_debugger, db=db, deployment=deployment,
-                   incident_window=incident_window)
+                   incident_window=incident_window, hang_after=hang_after,
+                   hang_samples=hang_samples, hang_interval=hang_interval,
+                   hang_gpu_dump=not no_gpu_dump)
 
     def as_manifest(self) -> dict:
         values = asdict(self)

@@ -12,8 +12,11 @@
         maps-crash.txt          while the first coredump is written (crashlab.supervise.procmaps)
         cores/                  finished GPU coredumps; cores/incoming/ is where the driver writes
         requests/               SGLang's --crash-dump-folder (<host>/crash_dump_*.pkl)
-        pipes/                  the driver's user-trigger pipes (crashlab dump-now)
+        pipes/                  the driver's user-trigger pipes and PyTorch's Flight Recorder
+                                pipes (crashlab dump-now)
+        flight-recorder/        PyTorch's Flight Recorder dumps, rank-<R> (on a watchdog timeout)
       incarnation-2/ ...        after a restart
+      captures/<time>/          hang captures (crashlab.hangs.layout): dump-now, serve --hang-after
 """
 
 from __future__ import annotations
@@ -49,6 +52,10 @@ class IncarnationDir:
         return self.path / "pipes"
 
     @property
+    def flight_recorder(self) -> Path:
+        return self.path / "flight-recorder"
+
+    @property
     def launch(self) -> Path:
         return self.path / "launch.json"
 
@@ -60,7 +67,7 @@ class IncarnationDir:
         return self.path / f"{stream}.log"
 
     def create(self) -> IncarnationDir:
-        for folder in (self.incoming, self.requests, self.pipes):
+        for folder in (self.incoming, self.requests, self.pipes, self.flight_recorder):
             folder.mkdir(parents=True, exist_ok=True)
         return self
 

@@ -41,6 +41,7 @@ from ..report.run import FileRecord, Incident
 from ..vocabulary import XID
 from . import collect, files, hostcrash, incident, launch, rundir, runreport, timestamps
 from .envcapture import write_environment
+from .hangwatch import HangWatch
 from .health import HealthWatch
 from .incarnation import LiveIncarnation, RunContext
 from .kernellog import KernelLog
@@ -88,6 +89,7 @@ class Supervisor:
                                   options=options, store=self.store, redactor=self.redactor,
                                   notify=self.notify)
         self.incidents: list[Incident] = []
+        self.hang = HangWatch(self.run_dir, options, self.store, self.notify)
         #: why a host crash of the server leaves no core (its hard limit 0), decided as doctor does
         self.core_limit_problem = hostcore.limit_problem(hostcore.hard_limit())
 
@@ -175,7 +177,7 @@ class Supervisor:
         self.notify(f"incarnation {number}: pid {process.pid}, logs in {incarnation.dirs.path}")
 
         try:
-            self._watch(watch, shutdown, kernel_log)
+            self._watch(watch, shutdown, kernel_log, health)
         finally:
             if health is not None:
                 health.stop()
@@ -186,7 +188,8 @@ class Supervisor:
                 shutdown.signal_tree(signal.SIGKILL)
         return self._wrap_up(watch, kernel_log, tees)
 
-    def _watch(self, watch: TreeWatch, shutdown: Shutdown, kernel_log: KernelLog) -> None:
+    def _watch(self, watch: TreeWatch, shutdown: Shutdown, kernel_log: KernelLog,
+               health: HealthWatch | None) -> None:
         """The loop, until a stop request or the end of the server's main process."""
         next_tree = next_save = 0.0
         while True:
@@ -195,6 +198,8 @@ class Supervisor:
                 watch.poll_tree()
                 next_tree = now + TREE_EVERY
             if now >= next_save:
+                self.hang.poll(health)
+                self.hang.link()
                 self.store.save_if_dirty(timestamps.now())
                 next_save = now + SAVE_EVERY
             watch.poll_dumps()
@@ -224,7 +229,12 @@ class Supervisor:
         watch.add_dumps(watch.collector.collect_remaining())
         request_dumps = self._collect_request_dumps(incarnation)
         logs = [collect.record(self.run_dir, tee.log_path, "log") for tee in tees]
-        self.store.add_files(request_dumps + logs)
+        flight_recorder = [collect.record(self.run_dir, path, "flight-recorder")
+                           for path in sorted(incarnation.dirs.flight_recorder.iterdir())
+                           if path.is_file()]
+        self.store.add_files(request_dumps + logs + flight_recorder)
+        self.store.save(timestamps.now())  # a capture in flight waits for its dumps in it
+        self.hang.finish()
         problems = [problem for tee in tees for problem in tee.problems]
         with self.store.edit():
             incarnation.record.processes = tree.records()

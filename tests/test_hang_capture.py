@@ -1,0 +1,287 @@
+"""Hang captures on real parts: a real torch.distributed job of 4 CPU ranks (gloo, the SGLang
+environment's torch 2.14.1) under the real ``crashlab serve``, rank 2 planted to never enter an
+all_reduce so that ranks 0, 1 and 3 wait in it (tests/hang_job.py, whose stand-ins are labelled
+there: the Flight Recorder pipe gloo lacks, /health, a constructed RAS report).
+
+One run serves the module: serve's own capture (``--hang-after``) runs with no py-spy anywhere
+it looks (the ranks run an interpreter whose folder has none: a venv over the environment's
+packages), then ``crashlab dump-now`` runs with the environment's real py-spy on PATH and the
+stand-in nvidia-smi of tests/standin_tools beside it. No GPU here: the GPU dumps are asked and
+refused for what this run is (no --user-dumps), the gpu-marked tests take the real ones.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from crashlab.hangs.layout import CAPTURE, Capture, NvmlSample, capture_dirs, source_path
+from crashlab.supervise.hangcapture.run import GPU_DUMP_ENDS_PROCESS
+from tests.conftest import ROOT, free_port, run_cli
+from tests.serve_harness import Serve, survivors
+
+WORLD = 4
+HANG_RANK = 2
+SAMPLES = 2
+STANDIN_TOOLS = ROOT / "tests" / "standin_tools"
+
+
+@dataclass
+class HungRun:
+    serve: Serve
+    manifest: dict
+    hang_after: Capture
+    hang_after_dir: Path
+    dump_now: Capture
+    dump_now_dir: Path
+    dump_now_said: str
+    bounded: Capture
+    bounded_dir: Path
+    refused: subprocess.CompletedProcess
+    py_spy_beside_crashlab: bool
+
+
+def _interpreter_without_py_spy(env_root: Path, where: Path) -> Path:
+    """A venv whose folder holds no py-spy, over the SGLang environment's packages (a .pth)."""
+    subprocess.run([str(env_root / "bin" / "python"), "-m", "venv", "--without-pip", str(where)],
+                   check=True)
+    site = next((where / "lib").glob("python3*/site-packages"))
+    packages = next((env_root / "lib").glob("python3*/site-packages"))
+    (site / "sglang_environment.pth").write_text(f"{packages}\n")
+    return where / "bin" / "python"
+
+
+def _capture(folder: Path) -> Capture:
+    return Capture.model_validate_json((folder / CAPTURE).read_text())
+
+
+@pytest.fixture(scope="module")
+def hung(sglang_env, tmp_path_factory) -> HungRun:
+    tmp = tmp_path_factory.mktemp("hung")
+    python = _interpreter_without_py_spy(sglang_env, tmp / "ranks-python")
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CUDA_", "TORCH_", "NCCL_"))}
+    serve = Serve(tmp, [str(python), str(ROOT / "tests" / "hang_job.py"), "--world", str(WORLD),
+                        "--port", str(port), "--master-port", str(free_port()),
+                        "--hang-rank", str(HANG_RANK), "--ras"],
+                  "--health-url", f"http://127.0.0.1:{port}/health", "--health-interval", "0.5",
+                  "--health-timeout", "1", "--hang-after", "2", "--hang-samples", str(SAMPLES),
+                  "--hang-interval", "1", "--quiet", env=env)
+    try:
+        manifest = serve.wait_manifest(
+            lambda m: any(c["trigger"] == "hang-after" and c["ended_at"] for c in m["captures"]),
+            "serve's own capture of the hang", timeout=240)
+        [hang_after_dir] = capture_dirs(serve.run_dir)
+        rank_pids = ",".join(map(str, _rank_processes(manifest).values()))
+        path = os.pathsep.join([str(sglang_env / "bin"), str(STANDIN_TOOLS), os.environ["PATH"]])
+        said = run_cli("dump-now", serve.run_dir, "--no-gpu-dump", "--samples", str(SAMPLES),
+                       "--interval", "0.5", env={**os.environ, "PATH": path,
+                                                 "CRASHLAB_STANDIN_NVIDIA_SMI_APPS": rank_pids},
+                       timeout=180)
+        assert said.returncode == 0, said.stderr
+        bounded = _bounded_capture(serve.run_dir, path)
+        refused = run_cli("dump-now", serve.run_dir, "--timeout", "1")
+        manifest = serve.wait_manifest(lambda m: len(m["captures"]) == 3 and all(
+            c["ended_at"] for c in m["captures"]), "the captures in the manifest")
+    finally:
+        serve.signal(signal.SIGTERM)
+        serve.finish()
+    assert not survivors(serve.manifest())
+    dump_now_dir = next(d for d in capture_dirs(serve.run_dir) if d not in (hang_after_dir, bounded))
+    return HungRun(serve, serve.manifest(), _capture(hang_after_dir), hang_after_dir,
+                   _capture(dump_now_dir), dump_now_dir, said.stderr.decode(), _capture(bounded),
+                   bounded, refused, (Path(sys.executable).parent / "py-spy").exists())
+
+
+#: the caps of the bounded capture: a py-spy stack of a rank is 7-26 kB, a pickle about 4 kB
+FILE_CAP, CAPTURE_CAP = 300, 2500
+
+
+def _bounded_capture(run_dir: Path, path: str) -> Path:
+    """A capture through the Python API, with caps far below what the sources give."""
+    from crashlab.supervise.hangcapture import CaptureOptions, take
+
+    before = os.environ["PATH"]
+    os.environ["PATH"] = path
+    try:
+        result = take(run_dir, "dump-now", CaptureOptions(
+            samples=1, gpu_dump=False, max_file_bytes=FILE_CAP, max_capture_bytes=CAPTURE_CAP,
+            source_timeout=10), lambda line: None)
+    finally:
+        os.environ["PATH"] = before
+    return result.folder
+
+
+def _rows(capture: Capture, source: str) -> list:
+    return [row for row in capture.sources if row.source == source]
+
+
+def _rank_processes(manifest: dict) -> dict[int, int]:
+    """pid by rank, as the job's launcher started them, in order (RANK in each one's environment)."""
+    processes = manifest["incarnations"][0]["processes"]
+    launcher = next(p["pid"] for p in processes if p["role"] == "server")
+    children = [p for p in processes if p["ppid"] == launcher and "--rank-process" in p["cmdline"]]
+    return {rank: p["pid"] for rank, p in enumerate(sorted(children, key=lambda p: p["started_at"]))}
+
+
+def test_serve_captures_the_hang_after_health_stops_answering(hung):
+    capture = hung.hang_after
+    assert capture.trigger == "hang-after" and capture.samples == SAMPLES and capture.ended_at
+    launched = sorted(_rank_processes(hung.manifest).values())
+    assert sorted(rank.pid for rank in capture.ranks) == launched
+    assert [rank.rank for rank in capture.ranks] == list(range(WORLD))
+    assert capture.notes[0] == "ranks from the Flight Recorder pipe each process holds"
+    for source in ("py-spy", "flight-recorder"):
+        assert {(row.rank, row.sample) for row in _rows(capture, source)} == \
+            {(rank, sample) for rank in range(WORLD) for sample in range(SAMPLES)}
+    assert len(_rows(capture, "nccl-ras")) == len(_rows(capture, "nvml")) == SAMPLES
+    assert "hang: /health has not answered" in hung.serve.stderr
+
+
+def test_a_missing_py_spy_is_a_missing_row_not_a_failed_capture(hung):
+    if hung.py_spy_beside_crashlab:
+        pytest.skip("py-spy is installed beside crashlab's own Python: it is not missing here")
+    rows = _rows(hung.hang_after, "py-spy")
+    assert {row.status for row in rows} == {"missing"} and all(row.path is None for row in rows)
+    assert all(row.note.startswith("py-spy not found") for row in rows)
+    assert {row.status for row in _rows(hung.hang_after, "flight-recorder")} == {"ok"}
+
+
+def _last_sequence_ids(sglang_env: Path, paths: list[Path]) -> list[int]:
+    """The last collective_seq_id of each Flight Recorder pickle, read by torch's own Python."""
+    code = ("import pickle,sys\nfor p in sys.argv[1:]:\n"
+            "    print(pickle.load(open(p,'rb'))['entries'][-1]['collective_seq_id'])")
+    done = subprocess.run([str(sglang_env / "bin" / "python"), "-c", code, *map(str, paths)],
+                          capture_output=True, check=True, timeout=60)
+    return [int(line) for line in done.stdout.split()]
+
+
+def test_flight_recorder_dumps_come_through_the_pipe_and_show_the_rank_that_never_entered(
+        hung, sglang_env):
+    capture, folder = hung.hang_after, hung.hang_after_dir
+    last = [row for row in _rows(capture, "flight-recorder") if row.sample == SAMPLES - 1]
+    assert all(row.path == source_path(row.rank, row.sample, "flight-recorder", ".pkl")
+               for row in last)
+    for row in last:
+        assert (folder / row.path).stat().st_size == row.size_bytes > 0
+    waiting, planted = [], None
+    for row, sequence in zip(last, _last_sequence_ids(sglang_env, [folder / r.path for r in last]),
+                             strict=True):
+        if row.rank == HANG_RANK:
+            planted = sequence
+        else:
+            waiting.append(sequence)
+    assert len(set(waiting)) == 1 and planted == waiting[0] - 1
+
+
+def test_ras_is_set_up_and_queried_once_per_sample(hung):
+    environment = hung.manifest["environment"]
+    assert (environment["NCCL_RAS_ENABLE"]["value"], environment["NCCL_RAS_ENABLE"]["set_by"]) \
+        == ("1", "crashlab")
+    assert environment["NCCL_RAS_ADDR"]["value"].startswith("127.0.0.1:")
+    rows = _rows(hung.hang_after, "nccl-ras")
+    assert [row.status for row in rows] == ["ok"] * SAMPLES
+    assert {row.rank for row in rows} == {0}  # the stand-in listens in rank 0's process
+    text = (hung.hang_after_dir / rows[0].path).read_text()
+    assert "INCOMPLETE" in text and f"The missing rank: {HANG_RANK}" in text
+
+
+def test_the_flight_recorder_is_set_up_with_torch_2_14s_names(hung):
+    environment = hung.manifest["environment"]
+    assert (environment["TORCH_FR_BUFFER_SIZE"]["value"],
+            environment["TORCH_FR_BUFFER_SIZE"]["set_by"]) == ("2000", "crashlab")
+    assert environment["TORCH_FR_DUMP_TEMP_FILE"]["value"].endswith("/flight-recorder/rank-")
+    assert environment["TORCH_NCCL_DEBUG_INFO_PIPE_FILE"]["value"].endswith("/pipes/torch-fr-")
+    assert "TORCH_NCCL_TRACE_BUFFER_SIZE" not in environment  # 2.14 would warn it is deprecated
+    assert not list((hung.serve.incarnation / "pipes").iterdir())  # a run directory copies
+
+
+def test_dump_now_takes_py_spy_stacks_of_every_rank(hung):
+    rows = _rows(hung.dump_now, "py-spy")
+    if {row.status for row in rows} == {"refused"}:
+        pytest.skip(f"ptrace is refused here: {rows[0].note}")
+    assert {row.status for row in rows} == {"ok"}
+    for row in rows:
+        stack = (hung.dump_now_dir / row.path).read_text()
+        assert f"Process {dict((r.rank, r.pid) for r in hung.dump_now.ranks)[row.rank]}:" in stack
+        if row.rank == HANG_RANK:
+            assert "wait_for_requests (" in stack and "all_reduce (" not in stack
+        else:
+            assert "all_reduce (" in stack and "c10d::" in stack  # --native: torch's frames
+    assert GPU_DUMP_ENDS_PROCESS not in hung.dump_now_said  # --no-gpu-dump: nothing to warn of
+
+
+def test_dump_now_reads_the_gpus_activity_through_nvidia_smi(hung):
+    rows = _rows(hung.dump_now, "nvml")
+    assert [row.status for row in rows] == ["ok"] * SAMPLES
+    activity = NvmlSample.model_validate_json((hung.dump_now_dir / rows[0].path).read_text())
+    assert len(activity.gpus) == 8 and activity.gpus[0].utilization_gpu == 100
+    ranks = {process.pid: process.rank for process in hung.dump_now.ranks}
+    assert sorted(ranks[p.pid] for gpu in activity.gpus for p in gpu.processes) == list(range(WORLD))
+    assert {row.status for row in _rows(hung.hang_after, "nvml")} == {"missing"}
+
+
+def test_gpu_dumps_are_asked_last_and_refused_for_a_run_without_user_dumps(hung):
+    rows = _rows(hung.hang_after, "gpu-dump")
+    assert [row.rank for row in rows] == list(range(WORLD))
+    assert all(row.status == "missing" and "--user-dumps" in row.note and row.sample == SAMPLES
+               for row in rows)
+    assert hung.hang_after.gpu_dumps == []
+    assert {row.status for row in _rows(hung.dump_now, "gpu-dump")} == {"skipped"}
+    assert hung.refused.returncode == 2 and hung.refused.stderr.count(b"\n") == 1
+    assert b"--user-dumps" in hung.refused.stderr and b"--no-gpu-dump" in hung.refused.stderr
+
+
+def test_every_capture_is_linked_in_the_manifest_with_its_counts_and_size(hung):
+    links = {link["path"]: link for link in hung.manifest["captures"]}
+    assert len(links) == 3
+    for capture, folder in ((hung.hang_after, hung.hang_after_dir), (hung.dump_now, hung.dump_now_dir),
+                            (hung.bounded, hung.bounded_dir)):
+        link = links[str(folder.relative_to(hung.serve.run_dir))]
+        assert link["trigger"] == capture.trigger
+        statuses: dict[str, int] = {}
+        for row in capture.sources:
+            statuses[row.status] = statuses.get(row.status, 0) + 1
+        assert link["rows"] == statuses and link["ranks"] == WORLD
+        assert link["size_bytes"] == sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+        for row in capture.sources:
+            if row.path and row.source != "gpu-dump":
+                assert (folder / row.path).stat().st_size == row.size_bytes
+
+
+def test_a_capture_keeps_within_its_file_cap_and_its_budget(hung):
+    capture, folder = hung.bounded, hung.bounded_dir
+    kept = [row for row in capture.sources if row.status == "ok"]
+    spent = [row for row in capture.sources if row.status == "skipped" and row.source != "gpu-dump"]
+    assert kept and spent
+    assert sum(row.size_bytes for row in kept) <= CAPTURE_CAP
+    for row in kept:
+        assert (folder / row.path).stat().st_size == row.size_bytes <= FILE_CAP
+    cut = [row for row in kept if row.truncated_from]
+    assert cut and all(row.truncated_from > FILE_CAP == row.size_bytes for row in cut)
+    assert all(row.note == "not kept: the capture's size budget is spent" and row.path is None
+               for row in spent)
+
+
+def test_the_capture_serve_and_dump_now_took_reads_as_the_rank_that_never_entered(hung):
+    """The two sides joined: what dump-now captured of the real gloo job (real py-spy, PyTorch's
+    own Flight Recorder entries) is read by ``crashlab inspect`` from the capture's folder alone:
+    rank HANG_RANK never entered the all_reduce the others wait in, and the RAS reply and NVML
+    file the capture wrote are read, not refused."""
+    done = run_cli("inspect", hung.dump_now_dir, "--json", timeout=180)
+    assert done.returncode == 0, done.stderr.decode()
+    reading = json.loads(done.stdout)
+    [verdict] = [v for v in reading["verdicts"] if v["kind"] == "never-entered"]
+    assert verdict["ranks"] == [HANG_RANK] and verdict["op"] == "all_reduce", verdict
+    assert f"rank {HANG_RANK} never entered all_reduce" in verdict["line"]
+    refused = [note for rank in reading["ranks"] for note in rank["sources"]
+               if note["source"] in ("nvml", "nccl-ras") and note["status"] == "refused"]
+    assert refused == []
+    assert [r["rank"] for r in reading["ranks"]] == list(range(WORLD))
