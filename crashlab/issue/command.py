@@ -232,7 +232,7 @@ def _described_core(inputs: Inputs) -> tuple[CoreInput, TriageReport] | None:
 def make(options: ReportOptions) -> Made:
     inputs = read(options.inputs, options.explain)
     privacy = _privacy(inputs, options.anonymize)
-    warnings: list[str] = []
+    warnings: list[str] = list(inputs.repeats)
     fleet = _fleet(inputs, options.db, warnings.append)
     if fleet is not None and privacy.anonymizer is not None:  # the fleet's other hosts too
         for host in (v.value for f in fleet.fields if f.name == "host" for v in f.values):
