@@ -310,3 +310,34 @@ def test_a_real_hang_dumped_through_the_pipe_shows_every_warp_polling_at_the_pla
     assert wait.kind == "polling-memory" and wait.warps == 16
     [place] = kernel.warps_at
     assert [f"{Path(s.file).name}:{s.line}" for s in place.source] == [f"{marker.source}:{marker.line}"]
+
+
+TP_RANKS = H200 / "tp_ranks.explain"
+
+
+@pytest.mark.parametrize("core, skipped", [
+    ("core.1972.nvcudmp", "the explanation of the faults (why)"),
+    ("core.1943.nvcudmp", "what the warps wait for"),
+], ids=["fault", "hang"])
+def test_no_sass_says_once_in_every_view_what_it_skipped_and_why(core, skipped):
+    """tp_ranks' two real dumps: rank 1's fault is explained and rank 0's hang classed as a
+    collective wait from the SASS; with --no-sass neither can be, and the terminal view, the
+    Markdown and the JSON (analysis_skipped) each say so once, naming the option, rather than
+    leave the why block and the wait classes silently out."""
+    dump = TP_RANKS / core
+    full = json.loads(run_cli("inspect", dump, "--json").stdout)
+    analysed = (full["faults"][0]["explanation"] is not None if full["faults"]
+                else any(kernel["waits"] for kernel in full["kernels"]))
+    assert analysed and full["analysis_skipped"] is None
+    reason = f"{skipped}, which is read from the SASS that --no-sass leaves out"
+    bare = json.loads(run_cli("inspect", dump, "--no-sass", "--json").stdout)
+    assert bare["analysis_skipped"] == reason
+    assert all(fault["explanation"] is None for fault in bare["faults"])
+    assert all(kernel["waits"] == [] for kernel in bare["kernels"])
+    terminal = run_cli("inspect", dump, "--no-sass").stdout.decode()
+    assert terminal.count("skipped: ") == 1 and f"skipped: {reason}" in terminal, terminal
+    markdown = run_cli("inspect", dump, "--no-sass", "--markdown").stdout.decode()
+    assert markdown.count("_Skipped: ") == 1 and f"_Skipped: {reason}._" in markdown
+    assert "skipped" not in run_cli("inspect", dump).stdout.decode().lower()
+    unexplained = json.loads(run_cli("inspect", dump, "--no-explain", "--json").stdout)
+    assert unexplained["analysis_skipped"] == f"{skipped}, with --no-explain"
