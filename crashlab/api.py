@@ -67,6 +67,8 @@ def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
                 fault.explanation = explain_fault(core, finder, group, fault, layout)
             if not report.faults:
                 _attach_waits(report, explain_waits(core, finder))
+        else:
+            report.analysis_skipped = _skipped(report, sass)
         report.signature = signature_of(report)
         _attach_owners(core, finder, location, report, tuple(map(Path, triton_caches)))
     if debugger:
@@ -91,6 +93,20 @@ def read_hang(path: str | os.PathLike, *, sass: bool = True, gpu_dumps: bool = T
         return inspect(dump, sass=sass)
 
     return read(Path(path), gpu_reader if gpu_dumps else None)
+
+
+def _skipped(report: TriageReport, sass: bool) -> str | None:
+    """What was not computed and why, for every view to say once: the explanation of the
+    faults, or in a dump with no exception what the warps wait for; None where neither applies
+    (no fault and no resident warp)."""
+    if report.faults:
+        what = "the explanation of the faults (why)"
+    elif any(kernel.warps_at for kernel in report.kernels):
+        what = "what the warps wait for"
+    else:
+        return None
+    return (f"{what}, which is read from the SASS that --no-sass leaves out" if not sass
+            else f"{what}, with --no-explain")
 
 
 def _attach_owners(core: CoreDump, finder: CodeFinder, location: Location,

@@ -4,7 +4,7 @@ The section header table is written last. A dump cut before or inside it has los
 each table lies and which row each belongs to; a scan by row shapes cannot tell one SM's warp table
 from another's, so no fault is claimed: one line says where the writing stopped, that nothing is
 read, and (cut before the table, as the H200's driver cut four real dumps) the flag that gave a
-whole dump, exit 2. A cut after
+whole dump, as a suggestion, exit 2. A cut after
 the table but inside the sections a leaf section needs is the reader's existing warning
 (test_bad_input.py); cuda-gdb refuses such files too (recorded below against the real one).
 """
@@ -27,7 +27,8 @@ from tests.coredump_builder import write
 SYNTHETIC = ROOT / "fixtures" / "synthetic"
 #: What the refusal says of the file, and the next step where the table never began.
 NOTHING = "nothing readable"
-NEXT_STEP = "add skip_constbank_memory to CUDA_COREDUMP_GENERATION_FLAGS"
+NEXT_STEP = ("if the driver stopped writing it there, adding skip_constbank_memory to "
+             "CUDA_COREDUMP_GENERATION_FLAGS may let the next dump finish")
 
 
 def header_table(data: bytes) -> tuple[int, int]:
@@ -70,9 +71,10 @@ def test_every_cut_before_or_inside_the_table_says_what_is_missing(tmp_path, dum
             finally:
                 tracemalloc.stop()
             message = str(refused.value)
-            assert "\n" not in message and message.startswith(f"{name}.nvcudmp: the driver stopped "), message
+            assert "\n" not in message and message.startswith(f"{path}: it ends at byte {cut:,}, "), message
             if cut < start + 64:
-                assert message.endswith(f"before its section table: {NOTHING}; {NEXT_STEP}"), message
+                assert message.endswith(f"before its section table (at byte {start:,}): {NOTHING}; "
+                                        f"{NEXT_STEP}"), message
             else:
                 whole = (cut - start) // 64
                 assert message.endswith(f"inside its section table ({whole:,} of {count:,} entries): "
@@ -89,7 +91,7 @@ def test_the_cli_says_one_line_and_exits_2(tmp_path, dumps):
         done = run_cli("inspect", path)
         lines = done.stderr.decode().splitlines()
         assert done.returncode == 2 and not done.stdout and len(lines) == 1, done.stderr
-        assert lines[0].startswith(f"crashlab: {path.name}: the driver stopped ") and NOTHING in lines[0]
+        assert lines[0].startswith(f"crashlab: {path}: it ends at byte {cut:,}, ") and NOTHING in lines[0]
 
 
 def _no_core_file():

@@ -135,6 +135,33 @@ def test_a_dump_copied_off_a_node_is_recorded_as_that_nodes(index_address, tmp_p
     assert "host        node7" in shown and "deployment  pd-east" in shown
 
 
+def test_a_second_host_for_a_recorded_crash_is_said_not_taken(tmp_path):
+    """The real dump recorded as node7's, then again with --host node9 (inspect, then report):
+    the crash stays node7's, and the line that finds it says so; the exit code stays 0 (the
+    crash is recorded, the user's word is not lost unseen)."""
+    address = str(tmp_path / "index.sqlite")
+    dump = _copied(NULL_ARGUMENT, tmp_path / "from-node7.nvcudmp")
+    first = run_cli("inspect", dump, "--no-sass", "--record", "--host", "node7", "--db", address)
+    assert first.returncode == 0, first.stderr.decode()
+    again = run_cli("inspect", dump, "--no-sass", "--record", "--host", "node9", "--db", address)
+    assert again.returncode == 0, again.stderr.decode()
+    [listed] = _listed(address)
+    said = [line for line in again.stderr.decode().splitlines() if "recorded" in line]
+    assert said == [f"crashlab: already recorded as crash {listed['id']} in {address}; it keeps "
+                    "host node7 (recorded before), not node9"]
+    reported = run_cli("report", dump, "--no-explain", "--host", "node9", "--deployment", "pd-west",
+                       "--out", tmp_path / "issue", "--db", address)
+    assert reported.returncode == 0, reported.stderr.decode()
+    assert f"crashlab: already recorded as crash {listed['id']} in {address}; it keeps host node7 " \
+        "and deployment unknown (recorded before), not node9 and pd-west" in \
+        reported.stderr.decode().splitlines()
+    [listed] = _listed(address)
+    assert (listed["host"], listed["deployment"]) == ("node7", None)
+    same = run_cli("inspect", dump, "--no-sass", "--record", "--host", "node7", "--db", address)
+    assert [line for line in same.stderr.decode().splitlines() if "recorded" in line] == [
+        f"crashlab: already recorded as crash {listed['id']} in {address}"]
+
+
 def test_report_on_a_dump_copied_off_a_node_records_that_nodes_crash(tmp_path):
     """report CORE takes --host and --deployment as inspect --record does: the index holds the
     crash as node7's, at its driver's time; without them its host is unknown, not this machine."""

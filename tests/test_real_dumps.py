@@ -91,8 +91,9 @@ def test_crashlab_reads_what_cuda_gdb_13_read(dump):
         assert not fault.sass.source
 
 
-#: The next step a cut dump's refusal gives: the flag the provenance says gave a whole dump.
-NEXT_STEP = "add skip_constbank_memory to CUDA_COREDUMP_GENERATION_FLAGS"
+#: The next step a cut dump's refusal suggests: the flag the provenance says gave a whole dump.
+NEXT_STEP = ("if the driver stopped writing it there, adding skip_constbank_memory to "
+             "CUDA_COREDUMP_GENERATION_FLAGS may let the next dump finish")
 
 
 def _flags(case: str) -> list[str]:
@@ -100,12 +101,20 @@ def _flags(case: str) -> list[str]:
     return command["env"]["CUDA_COREDUMP_GENERATION_FLAGS"].split(",")
 
 
+def _refusal(given: str, data: bytes) -> str:
+    """The line a dump cut before its section table gets: the path as given, where its bytes
+    end and where its ELF header places the table (read with int.from_bytes, not crashlab)."""
+    table = int.from_bytes(data[0x28:0x30], "little")  # e_shoff
+    return (f"crashlab: {given}: it ends at byte {len(data):,}, before its section table (at byte "
+            f"{table:,}): nothing readable; {NEXT_STEP}")
+
+
 @pytest.mark.parametrize("dump", CUT, ids=_name)
 def test_a_dump_the_driver_cut_short_says_what_to_do_and_exits_2(dump):
     """The driver stopped writing before the section table (the file ends 68-69 KB in, its
     ELF header placing the table far past it), so nothing but the ELF header is read; every cut
     dump kept the constant banks, and the same fault dumped with skip_constbank_memory added
-    (SGLang's flags) is whole: the refusal says to add it. Into a pipe, one line."""
+    (SGLang's flags) is whole: the refusal suggests adding it. Into a pipe, one line."""
     data = dump.read_bytes()
     assert int.from_bytes(data[0x28:0x30], "little") > len(data)  # e_shoff: the table never began
     assert "skip_constbank_memory" not in _flags(dump.parent.name)
@@ -113,23 +122,41 @@ def test_a_dump_the_driver_cut_short_says_what_to_do_and_exits_2(dump):
     assert any(d.parent.name == "torch_flash_oob.sglang" for d in WHOLE)
     done = run_cli("inspect", dump)
     assert done.returncode == 2 and not done.stdout
+    assert done.stderr.decode().splitlines() == [_refusal(str(dump), data)]
+
+
+def test_a_copy_cut_short_names_its_path_and_where_it_ends_and_only_suggests_the_flag(tmp_path):
+    """``head -c 100000`` of the whole torch_flash_oob dump, which its driver wrote with
+    skip_constbank_memory: the file looks like a driver's cut, so the refusal says where it
+    ends, by the path as given (as every other refusal), and suggests the flag only for the
+    case where the driver stopped, never as the diagnosis."""
+    [whole] = (H200 / "torch_flash_oob.sglang").glob("core.*.nvcudmp")
+    assert "skip_constbank_memory" in _flags("torch_flash_oob.sglang")
+    cut = tmp_path / "copies" / "tf_trunc.nvcudmp"
+    cut.parent.mkdir()
+    cut.write_bytes(whole.read_bytes()[:100_000])
+    done = run_cli("inspect", "copies/tf_trunc.nvcudmp", cwd=tmp_path)
+    assert done.returncode == 2 and not done.stdout
     assert done.stderr.decode().splitlines() == [
-        f"crashlab: {dump.name}: the driver stopped before its section table: nothing readable; "
-        f"{NEXT_STEP}"]
+        _refusal("copies/tf_trunc.nvcudmp", cut.read_bytes())]
 
 
 @pytest.mark.skipif(tmux_terminal.available() is not None, reason=tmux_terminal.available() or "")
 @pytest.mark.parametrize("columns", [80, 50])
 def test_a_cut_dumps_refusal_folds_at_words_in_a_real_terminal(columns):
-    """In a real terminal (a tmux pane): two lines at 80 columns, more at 50, none wider than
-    the pane and no word broken (the words are those of the piped line)."""
+    """In a real terminal (a tmux pane): no line wider than the pane, nothing but the path
+    broken inside a word (the path after a slash), its numbers whole, more lines at 50 columns
+    than at 80."""
     [dump] = (H200 / "assert_cut.explain").glob("core.*.nvcudmp")
     shown = tmux_terminal.run_in_pane(["inspect", dump.relative_to(ROOT)], columns, ROOT)
-    piped = run_cli("inspect", dump).stderr.decode()
+    piped = run_cli("inspect", dump.relative_to(ROOT)).stderr.decode()
     assert shown.exit_code == 2
     assert all(cell_len(line) <= columns for line in shown.lines), shown.lines
-    assert " ".join(shown.lines).split() == piped.split()
-    assert len(shown.lines) == 2 if columns == 80 else len(shown.lines) > 2, shown.lines
+    given = f"{dump.relative_to(ROOT)}:"
+    words = " ".join(shown.lines).split()
+    path_ends = next(n for n, word in enumerate(words) if word.endswith(".nvcudmp:"))
+    assert "".join(words[1:path_ends + 1]) == given and words[path_ends + 1:] == piped.split()[2:]
+    assert 2 <= len(shown.lines) <= 4 if columns == 80 else len(shown.lines) > 4, shown.lines
 
 
 def test_the_moe_routing_fault_is_explained_from_the_real_dump():
@@ -283,3 +310,34 @@ def test_a_real_hang_dumped_through_the_pipe_shows_every_warp_polling_at_the_pla
     assert wait.kind == "polling-memory" and wait.warps == 16
     [place] = kernel.warps_at
     assert [f"{Path(s.file).name}:{s.line}" for s in place.source] == [f"{marker.source}:{marker.line}"]
+
+
+TP_RANKS = H200 / "tp_ranks.explain"
+
+
+@pytest.mark.parametrize("core, skipped", [
+    ("core.1972.nvcudmp", "the explanation of the faults (why)"),
+    ("core.1943.nvcudmp", "what the warps wait for"),
+], ids=["fault", "hang"])
+def test_no_sass_says_once_in_every_view_what_it_skipped_and_why(core, skipped):
+    """tp_ranks' two real dumps: rank 1's fault is explained and rank 0's hang classed as a
+    collective wait from the SASS; with --no-sass neither can be, and the terminal view, the
+    Markdown and the JSON (analysis_skipped) each say so once, naming the option, rather than
+    leave the why block and the wait classes silently out."""
+    dump = TP_RANKS / core
+    full = json.loads(run_cli("inspect", dump, "--json").stdout)
+    analysed = (full["faults"][0]["explanation"] is not None if full["faults"]
+                else any(kernel["waits"] for kernel in full["kernels"]))
+    assert analysed and full["analysis_skipped"] is None
+    reason = f"{skipped}, which is read from the SASS that --no-sass leaves out"
+    bare = json.loads(run_cli("inspect", dump, "--no-sass", "--json").stdout)
+    assert bare["analysis_skipped"] == reason
+    assert all(fault["explanation"] is None for fault in bare["faults"])
+    assert all(kernel["waits"] == [] for kernel in bare["kernels"])
+    terminal = run_cli("inspect", dump, "--no-sass").stdout.decode()
+    assert terminal.count("skipped: ") == 1 and f"skipped: {reason}" in terminal, terminal
+    markdown = run_cli("inspect", dump, "--no-sass", "--markdown").stdout.decode()
+    assert markdown.count("_Skipped: ") == 1 and f"_Skipped: {reason}._" in markdown
+    assert "skipped" not in run_cli("inspect", dump).stdout.decode().lower()
+    unexplained = json.loads(run_cli("inspect", dump, "--no-explain", "--json").stdout)
+    assert unexplained["analysis_skipped"] == f"{skipped}, with --no-explain"

@@ -202,7 +202,8 @@ def test_the_listing_prints_a_strangers_text_as_inert_text(tmp_path):
     assert listed.returncode == 0, listed.stderr
     out = listed.stdout.decode()
     assert "\x1b" not in out and "\x07" not in out
-    assert "[bold red]owned" in out and "[link=file:///etc/passwd]" in out
+    # the rid's column shows its start and end around "…" (short_rid): the markup stays text
+    assert "[bold red]…" in out and "[link=file:///etc/passwd]" in out
 
 
 def test_a_reader_that_goes_away_ends_a_piped_listing_quietly(tmp_path):

@@ -236,6 +236,49 @@ def test_a_file_that_is_neither_a_coredump_nor_a_request_dump_is_refused(tmp_pat
     assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
 
 
+@pytest.mark.parametrize("name", ["rand.pkl", "notes.nvcudmp"])
+def test_a_file_that_starts_as_neither_is_named_as_neither_in_one_line(tmp_path, name):
+    """Random bytes (under a request dump's suffix or a coredump's) are neither an ELF file nor
+    a pickle: one line says it is neither kind report reads, not only that it is no coredump."""
+    bad = tmp_path / name
+    bad.write_bytes(bytes([0xc5, 0x5a, 0x1e, 0xa7]) + os.urandom(4000))
+    done = run_cli("report", name, "--out", tmp_path / "out", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.decode().splitlines() == [
+        f"crashlab: {name}: neither a CUDA coredump nor an SGLang crash dump (it starts with "
+        "c5 5a 1e a7: not an ELF file, not a pickle)"]
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
+
+
+#: A real H200 dump (fixtures/gpu/PROVENANCE.md), small enough to triage in a few seconds.
+REAL_CORE = ROOT / "fixtures" / "gpu" / "h200" / "tp_ranks.explain" / "core.1972.nvcudmp"
+
+
+def test_a_dump_given_twice_is_triaged_and_bundled_once(tmp_path):
+    """The same real dump by a relative path, by its absolute path and as a copy (the same
+    bytes), with a real request dump given twice: one triage, one coredump and one request dump
+    in the bundle, and a line on stderr for each input read once."""
+    (tmp_path / "dumps").mkdir()
+    shutil.copy(REAL_CORE, tmp_path / "dumps" / REAL_CORE.name)
+    shutil.copy(REAL_CORE, tmp_path / "copy.nvcudmp")
+    shutil.copy(REAL_DUMP, tmp_path / REAL_DUMP.name)
+    given = [f"dumps/{REAL_CORE.name}", str(tmp_path / "dumps" / REAL_CORE.name), "copy.nvcudmp",
+             REAL_DUMP.name, f"./{REAL_DUMP.name}"]
+    done = run_cli("report", *given, "--no-explain", "--json", "--out", tmp_path / "out",
+                   cwd=tmp_path, env=NO_DEBUGGER)
+    assert done.returncode == 0, done.stderr
+    issue = json.loads(done.stdout)
+    names = sorted(member["name"] for member in issue["members"])
+    assert names == [f"cores/{REAL_CORE.name}", f"requests/{REAL_DUMP.name}",
+                     f"triage/{REAL_CORE.name}.json"], names
+    assert len(issue["request_dumps"]) == 1
+    said = [line for line in done.stderr.decode().splitlines() if "read once" in line]
+    assert said == [
+        f"crashlab: {given[1]}: the same file as {given[0]}, given before: read once",
+        f"crashlab: copy.nvcudmp: the same bytes as {given[0]}, given before: read once",
+        f"crashlab: ./{REAL_DUMP.name}: the same file as {REAL_DUMP.name}, given before: read once"]
+
+
 def test_the_tarball_cuts_a_member_that_does_not_fit_and_never_passes_its_budget(tmp_path):
     noise = os.urandom(60_000)  # incompressible
     path = tmp_path / "b.tar.gz"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from pathlib import Path
 
 import pytest
 from rich.cells import cell_len
@@ -333,6 +334,54 @@ def test_replay_list_keeps_the_dumps_size_whole():
     _lines_fit(shown.lines, columns)
     _numbers_whole(shown.lines)
     assert any(re.search(rf"{re.escape(size)}( |$)", line) for line in shown.lines)
+
+
+REAL_DUMPS = ROOT / "fixtures" / "sglang_dumps" / "real"
+
+
+def _listing_in_pane(dump: Path, columns: int) -> tuple[list[str], list[str], list[str]]:
+    """(the heading and rows, the footer's lines, the rids --json lists) of ``replay --list``
+    of a real dump in a pane COLUMNS wide."""
+    listing = json.loads(run_cli("replay", dump, "--list", "--json").stdout)
+    shown = tmux_terminal.run_in_pane(["replay", dump.relative_to(ROOT), "--list"], columns, ROOT)
+    assert shown.exit_code == 0, shown.lines
+    _lines_fit(shown.lines, columns)
+    footer = next(n for n, line in enumerate(shown.lines) if line.startswith(f"{dump.relative_to(ROOT)}: "))
+    end = next((n for n in range(footer + 1, len(shown.lines)) if not shown.lines[n].startswith("  ")),
+               len(shown.lines))
+    return shown.lines[:footer], shown.lines[footer:end], [str(r["rid"]) for r in listing["requests"]]
+
+
+@pytest.mark.parametrize("columns", [80, 160])
+def test_replay_list_tells_every_rid_apart_and_heads_the_states_number(columns):
+    """SGLang 0.5.23's real dump holds r05-parallel_0.warmup, .s0, .s1 and .s2 (a parallel
+    sampling request): each row's rid is the rid whole, or its start and its end around "…",
+    so no two rows show the same rid; the state column's heading names its number (the tokens
+    generated) and the footer says what +t and state hold, in words the wrapper keeps whole,
+    its lines after the first indented as inspect's footer is."""
+    rows, footer, rids = _listing_in_pane(REAL_DUMPS / "crash_dump_real_0.5.23.pkl", columns)
+    heading, *rows = rows
+    assert "state tok" in heading, heading
+    cells = [row.split()[3] for row in rows if row[:1].isdigit()]  # a row, not a prompt's next line
+    assert len(cells) == len(rids) and len(set(cells)) == len(cells), cells
+    for cell, rid in zip(cells, rids, strict=True):
+        start, _, end = cell.partition("…")
+        assert cell == rid or (rid.startswith(start) and rid.endswith(end) and end), (cell, rid)
+    assert "r05-parallel_0.s0" in cells and "r05-parallel_0.s2" in cells
+    said = " ".join(line.strip() for line in footer)
+    assert "17 requests, 3 in flight at the crash" in said, footer
+    assert "+t: seconds after the first" in said and "state: how each ended, and the tokens it generated" in said
+    assert all(line.startswith("  ") for line in footer[1:]) and not any(
+        line.rstrip().endswith(("(+t", "+t")) for line in footer), footer
+
+
+def test_replay_list_of_a_request_dump_says_no_crash_and_what_was_unfinished():
+    """A real /configure_logging request dump of SGLang 0.5.23 was written without a crash: its
+    footer counts the requests unfinished when SGLang wrote it, never "in flight at the crash"."""
+    _, footer, _ = _listing_in_pane(REAL_DUMPS / "request_dump_real_0.5.23.pkl", 80)
+    said = " ".join(line.strip() for line in footer)
+    assert "15 requests, 0 unfinished when SGLang wrote it (a request dump: no crash)" in said, footer
+    assert "in flight" not in said
 
 
 def test_doctor_breaks_a_path_between_its_names(tmp_path):

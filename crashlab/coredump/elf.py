@@ -239,12 +239,12 @@ class ElfImage:
         if start == 0:
             raise CoreFormatError(f"{where}: the ELF header gives no section header table (e_shoff 0)")
         if start > size - entry:
-            raise CoreFormatError(_cut_table(where))
+            raise CoreFormatError(_cut_table(where, size, start))
         count, names = self._extended_numbering(start, header["shnum"], header["shstrndx"])
         if count == 0:
             raise CoreFormatError(f"{where}: the section header table at {start:#x} has no entries")
         if start + count * entry > size:
-            raise CoreFormatError(_cut_table(where, (size - start) // entry, count))
+            raise CoreFormatError(_cut_table(where, size, start, (size - start) // entry, count))
         if names >= count:
             raise CoreFormatError(f"{where}: section name table index {names} out of range")
         return start, count, names
@@ -342,7 +342,7 @@ class ElfImage:
         self.close()
 
 
-def _cut_table(where: str, whole: int = 0, count: int = 0) -> str:
+def _cut_table(where: str, size: int, start: int, whole: int = 0, count: int = 0) -> str:
     """What is lost when a dump ends before or inside its section header table. The table is
     written last, so the sections' bytes before it may be intact, but only the table says where
     each section lies, its row size, and which device, SM, CTA, warp or lane row it hangs from.
@@ -352,16 +352,19 @@ def _cut_table(where: str, whole: int = 0, count: int = 0) -> str:
     its progress lines say it was writing, before any table): nothing past the ELF header is
     read soundly, and no fault is located by scanning. cuda-gdb cannot open such a file either.
 
-    The refusal fits two lines of an 80-column terminal (the guard folds it at word boundaries):
-    the file's name, not its path, and the next step. The H200's driver cut four dumps before
-    the table, all written with the constant banks kept; with skip_constbank_memory added
-    (SGLang's default flags) it wrote the same fault whole (fixtures/gpu/PROVENANCE.md)."""
-    name = Path(where).name
+    The refusal says where the bytes end, which is all the file tells: a driver that stopped
+    writing and a copy cut short (``head -c``, a full disk) leave the same file, and the
+    generation flags it was written with are in .cudbg.meta, which only the table locates. So
+    the next step is a suggestion for the first case, not a diagnosis: the H200's driver cut
+    four dumps before the table, all written with the constant banks kept; with
+    skip_constbank_memory added (SGLang's default flags) it wrote the same fault whole
+    (fixtures/gpu/PROVENANCE.md)."""
     if whole:
-        return (f"{name}: the driver stopped inside its section table ({whole:,} of {count:,} "
-                "entries): nothing readable")
-    return (f"{name}: the driver stopped before its section table: nothing readable; add "
-            "skip_constbank_memory to CUDA_COREDUMP_GENERATION_FLAGS")
+        return (f"{where}: it ends at byte {size:,}, inside its section table ({whole:,} of "
+                f"{count:,} entries): nothing readable")
+    return (f"{where}: it ends at byte {size:,}, before its section table (at byte {start:,}): "
+            "nothing readable; if the driver stopped writing it there, adding "
+            "skip_constbank_memory to CUDA_COREDUMP_GENERATION_FLAGS may let the next dump finish")
 
 
 def copy_within_room(reader, target, directory: str, source: str) -> int:

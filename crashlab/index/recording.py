@@ -22,7 +22,9 @@ def record_all(crashes: Records | Callable[[], Records], db: str | None, runs_di
     """Record the crashes and Xid lines (or what the callable makes: building them reads files
     and computes signatures, which may fail too); the number of crashes newly recorded. Any
     failure is one warning. ANNOUNCE, where given, hears each crash's id and the index:
-    "recorded as crash N in PATH" or "already recorded as crash N in PATH"."""
+    "recorded as crash N in PATH" or "already recorded as crash N in PATH", with what a crash
+    recorded before keeps of its host and deployment where the new record names others (said
+    through WARN where there is no ANNOUNCE)."""
     address = resolve(db, runs_dir, warn)
     try:
         made = list(crashes() if callable(crashes) else crashes)
@@ -38,14 +40,38 @@ def record_all(crashes: Records | Callable[[], Records], db: str | None, runs_di
                     continue
                 crash_id, added = index.record(item)
                 new += added
+                kept = None if added else _origin_kept(index, crash_id, item)
+                said = (f"{'recorded' if added else 'already recorded'} as crash {crash_id} in "
+                        f"{index.address}{f'; {kept}' if kept else ''}")
                 if announce is not None:
-                    announce(f"{'recorded' if added else 'already recorded'} as crash "
-                             f"{crash_id} in {index.address}")
+                    announce(said)
+                elif kept:
+                    warn(said)
             return new
     except Exception as exc:  # noqa: BLE001 - the verb's own result must stand whatever happens
         warn(f"warning: the crash was not recorded in the index {shown(address)}: "
              f"{first_line(exc, address)}")
         return 0
+
+
+def _origin_kept(index: Index, crash_id: int, crash: NewCrash) -> str | None:
+    """What a crash recorded before keeps of where it happened, where CRASH names another host or
+    deployment (the user's --host or --deployment given again, differently): the first record
+    stands, and the line that says the crash was found says that too, rather than drop the
+    user's word unseen."""
+    if crash.host is None and crash.deployment is None:
+        return None
+    recorded = index.crash(crash_id)
+    if recorded is None:
+        return None
+    differ = [(f"{what} {before or 'unknown'}", given)
+              for what, before, given in (("host", recorded.host, crash.host),
+                                          ("deployment", recorded.deployment, crash.deployment))
+              if given is not None and given != before]
+    if not differ:
+        return None
+    return (f"it keeps {' and '.join(kept for kept, _ in differ)} (recorded before), not "
+            f"{' and '.join(given for _, given in differ)}")
 
 
 def record_core(core: str, report: TriageReport, db: str | None, copy: bool,

@@ -53,6 +53,9 @@ class ReportOptions:
     #: --db: the crash index whose facets of the crash's signature the body shows (where it
     #: holds the crash); None: the default index
     db: str | None = None
+    #: --host and --deployment: where the coredumps crashed, in the user's words
+    host: str | None = None
+    deployment: str | None = None
 
     @classmethod
     def from_command_line(cls, *, inputs, out, max_size, anonymize, this_machine,
@@ -92,15 +95,16 @@ def _launch_of(inputs: Inputs) -> tuple[list[str], dict[str, str]]:
     return [], {}
 
 
-def _privacy(inputs: Inputs, anonymize: bool) -> Privacy:
+def _privacy(inputs: Inputs, options: ReportOptions) -> Privacy:
     argv, env = _launch_of(inputs)
     hosts = [run.manifest.crashlab.host for run in inputs.runs]
+    hosts += [options.host] if options.host else []
     paths = [str(run.path) for run in inputs.runs] + [run.manifest.cwd for run in inputs.runs]
     paths += [str(item.path.resolve()) for item in inputs.all_cores]
     paths += [str(item.path.resolve()) for item in inputs.all_dumps]
     paths += [str(bisect.path) for bisect in inputs.bisects]
     paths += [bisect.result.repo for bisect in inputs.bisects if bisect.result.repo]
-    return Privacy.for_launch(argv, env, anonymize, hosts, paths)
+    return Privacy.for_launch(argv, env, options.anonymize, hosts, paths)
 
 
 def _clean_run(report: RunReport, privacy: Privacy) -> RunReport:
@@ -139,8 +143,14 @@ def _clean_facets(facets: Facets, privacy: Privacy) -> Facets:
     return Facets.model_validate(privacy.json(facets.model_dump(mode="json")))
 
 
-def _clean_triage(report: TriageReport, privacy: Privacy) -> TriageReport:
-    return TriageReport.model_validate(privacy.json(report.model_dump(mode="json")))
+def _shown_triage(core: CoreInput, names: dict[Path, str], privacy: Privacy,
+                  lacking: set[str]) -> TriageReport:
+    """A coredump's triage as the body shows it: without the debugger view the reporting
+    machine could not make (why, with its own paths, goes to LACKING, for its terminal), named
+    as bundled (members.bundled), cleaned."""
+    assert core.report is not None  # only a triaged coredump is shown
+    shown = members.bundled(local.triage(core.report, lacking), core.path, names[core.path])
+    return TriageReport.model_validate(privacy.json(shown.model_dump(mode="json")))
 
 
 def restart_command(launch: list[str], variables: dict[str, str]) -> str:
@@ -234,8 +244,8 @@ def make(options: ReportOptions) -> Made:
     inputs = read(options.inputs, options.explain,
                   kept=lambda core, read_so_far: kept_triage(core, options.db,
                                                              runs_dir(read_so_far)))
-    privacy = _privacy(inputs, options.anonymize)
-    warnings: list[str] = []
+    privacy = _privacy(inputs, options)
+    warnings: list[str] = list(inputs.repeats)
     fleet = _fleet(inputs, options.db, warnings.append)
     if fleet is not None and privacy.anonymizer is not None:  # the fleet's other hosts too
         for host in (v.value for f in fleet.fields if f.name == "host" for v in f.values):
@@ -250,8 +260,9 @@ def make(options: ReportOptions) -> Made:
     core_triage = _described_core(inputs)
     found_environment = environment(
         inputs.runs[0].path if inputs.runs else None, privacy,
-        (names[core_triage[0].path], _clean_triage(core_triage[1], privacy)) if core_triage else None,
-        options.this_machine)
+        (names[core_triage[0].path], _shown_triage(core_triage[0], names, privacy, set()))
+        if core_triage else None,
+        options.this_machine, given=(options.host, options.deployment))
     for name, described in (("environment.json", found_environment.environment),
                             ("this-machine.environment.json", found_environment.this_machine)):
         if described is not None:
@@ -337,10 +348,10 @@ def _pack(inputs: Inputs, options: ReportOptions, privacy: Privacy,
     lacking: set[str] = set()
     runs = [local.run(_clean_run(run.report, privacy), lacking)
             for run in inputs.runs if run.report is not None]
-    direct = [(names[core.path], local.triage(_clean_triage(core.report, privacy), lacking))
+    direct = [(names[core.path], _shown_triage(core, names, privacy, lacking))
               for core in inputs.cores if core.report is not None]
     faults = _faults(inputs)
-    primary = local.triage(_clean_triage(faults[0][1], privacy), lacking) if faults else None
+    primary = _shown_triage(faults[0][0], names, privacy, lacking) if faults else None
     while True:
         bundled = {member.name for member in added}
         issue = IssueReport(
@@ -352,7 +363,8 @@ def _pack(inputs: Inputs, options: ReportOptions, privacy: Privacy,
             members=added, left_out=left_out,
             request_dumps=_request_dumps(inputs.all_dumps, names, bundled, launch, variables,
                                          privacy),
-            environment_origin=found_environment.origin, launch=shlex.join(launch) if launch else None)
+            environment_origin=found_environment.origin, launch=shlex.join(launch) if launch else None,
+            host=found_environment.given_host, deployment=found_environment.given_deployment)
         text, cuts = body.render(body.Facts(
             title=issue.title, launch=launch or None, runs=runs, cores=direct,
             primary=primary, fleet=fleet, bisects=_bisects_shown(inputs, bundled, privacy),

@@ -36,6 +36,10 @@ class ReportEnvironment:
     missing: str | None = None
     #: the reporting machine, captured now: only with --this-machine
     this_machine: Environment | None = None
+    #: where the coredumps crashed as the user gave it (--host, --deployment; cleaned), not
+    #: read from any file
+    given_host: str | None = None
+    given_deployment: str | None = None
 
     def versions(self) -> list[str]:
         """``sglang 0.5.6``, ``torch 2.9.1``, ``driver 580.65``, ``CUDA 13.0``: those known of the
@@ -64,9 +68,11 @@ def _cleaned(found: Environment, privacy: Privacy) -> Environment:
 
 
 def environment(run_dir: Path | None, privacy: Privacy, coredump: tuple[str, TriageReport] | None,
-                this_machine: bool = False) -> ReportEnvironment:
+                this_machine: bool = False,
+                given: tuple[str | None, str | None] = (None, None)) -> ReportEnvironment:
     """The crashed machine's facts from the run and the coredump (cleaned like everything else),
-    and the reporting machine's when asked."""
+    the reporting machine's when asked, and the host and deployment the user GIVEN (--host,
+    --deployment), labelled as the user's word."""
     from ..env import saved
 
     found = None
@@ -89,9 +95,10 @@ def environment(run_dir: Path | None, privacy: Privacy, coredump: tuple[str, Tri
         from ..env.capture import capture
 
         here = _cleaned(capture(), privacy)
+    host, deployment = (privacy.text(value) if value else None for value in given)
     return ReportEnvironment(
         _cleaned(found, privacy) if found is not None else None,
-        "; ".join(origins) or f"not known: {missing}", coredump, missing, here)
+        "; ".join(origins) or f"not known: {missing}", coredump, missing, here, host, deployment)
 
 
 def _coredump_lines(report: TriageReport) -> list[str]:
@@ -118,12 +125,19 @@ def markdown(found: ReportEnvironment, full: bool = True) -> str:
         shown = env if full else env.model_copy(update={"topology": None, "variables": {}})
         return views.markdown(shown).rstrip("\n")
 
+    paragraphs = []
+    given = [(what, value) for what, value in (("host", found.given_host),
+                                               ("deployment", found.given_deployment)) if value]
+    if given:
+        paragraphs.append(
+            f"Where it crashed, in the reporter's words ({' and '.join(code(f'--{what}') for what, _ in given)}, "
+            f"not read from any file): {', '.join(f'{what} {code(value)}' for what, value in given)}.")
     if found.environment is not None:
-        paragraphs = [f"The crashed machine, {inline(FROM_RUN)} (captured by crashlab serve when the "
-                      f"server was launched, {inline(found.environment.captured_at)}):",
-                      block(found.environment)]
+        paragraphs += [f"The crashed machine, {inline(FROM_RUN)} (captured by crashlab serve when the "
+                       f"server was launched, {inline(found.environment.captured_at)}):",
+                       block(found.environment)]
     else:
-        paragraphs = [f"_The crashed machine's environment is not known: {inline(found.missing or '')}._"]
+        paragraphs += [f"_The crashed machine's environment is not known: {inline(found.missing or '')}._"]
     if found.coredump is not None:
         name, report = found.coredump
         paragraphs += [f"The crashed machine, {inline(FROM_COREDUMP)} {code(name)}:",

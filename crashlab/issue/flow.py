@@ -26,7 +26,7 @@ def run(options: ReportOptions, as_json: bool, db: str | None, say: Callable[[st
     for name in options.inputs:
         if Path(name).is_file():
             capture.origin(Path(name), given.host, given.deployment)
-    made = make(replace(options, db=db))
+    made = make(replace(options, db=db, host=given.host, deployment=given.deployment))
     # make() returns once the bundle is written: it sets both
     assert made.inputs is not None and made.issue.bundle_bytes is not None
     if as_json:

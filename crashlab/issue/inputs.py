@@ -1,10 +1,12 @@
 """What ``crashlab report`` was given, read: serve run directories, bisect output folders, CUDA
 coredumps, SGLang request dumps, each told apart by what it is (a folder with a manifest, a folder
-with a bisect's result or step log, a pickle's first byte, anything else a coredump), each refused
-in one line when it is none of them."""
+with a bisect's result or step log, a pickle's first byte, an ELF or gzip file a coredump), each
+refused in one line when it is none of them. An input given twice (the same file by another
+path, or a dump with the same bytes) is read once: one crash, one triage, one member."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -13,7 +15,9 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from ..bisect.model import RESULT, STEP_LOG, BisectResult
+from ..coredump.constants import ELF_MAGIC, GZIP_MAGIC
 from ..errors import BadInput
+from ..index.copies import sha256_of
 from ..published import parse
 from ..replay.records import CrashDump
 from ..report.model import TriageReport
@@ -98,6 +102,8 @@ class Inputs:
     cores: list[CoreInput] = field(default_factory=list)
     dumps: list[DumpInput] = field(default_factory=list)
     bisects: list[BisectInput] = field(default_factory=list)
+    #: one line per input left out as one given before (the same file, or the same bytes)
+    repeats: list[str] = field(default_factory=list)
 
     @property
     def all_cores(self) -> list[CoreInput]:
@@ -198,29 +204,57 @@ def read_bisect(path: Path) -> BisectInput:
         raise BadInput(f"{path / RESULT}: cannot be read (not a crashlab bisect result)") from None
 
 
+def _kind_of(name: str, path: Path) -> str:
+    """"pickle" or "coredump" by the file's first bytes; a file that starts as neither a pickle
+    nor an ELF or gzip file is refused, naming both things it is not."""
+    try:
+        with open(path, "rb") as file:
+            head = file.read(len(ELF_MAGIC))
+    except FileNotFoundError:
+        raise BadInput(f"{name}: no such file or directory") from None
+    except OSError as problem:
+        raise BadInput(f"{name}: cannot be read ({problem.strerror or problem})") from None
+    if head[:1] == bytes([PICKLE_PROTO]):
+        return "pickle"
+    if head and head[:2] != GZIP_MAGIC and not ELF_MAGIC.startswith(head):
+        raise BadInput(f"{name}: neither a CUDA coredump nor an SGLang crash dump (it starts "
+                       f"with {head.hex(' ')}: not an ELF file, not a pickle)")
+    return "coredump"
+
+
+def _given_before(name: str, path: Path, seen: dict[object, str]) -> str | None:
+    """The name an input was given by before, where PATH is that file (the same resolved path)
+    or, for a file, holds the same bytes; PATH is remembered otherwise."""
+    keys: list[object] = [path.resolve()]
+    if path.is_file():
+        with contextlib.suppress(OSError):  # unreadable: the reader below says so
+            keys.append(("sha256", sha256_of(path)))
+    before = next((seen[key] for key in keys if key in seen), None)
+    if before is None:
+        seen.update(dict.fromkeys(keys, name))
+    return before
+
+
 def read(paths: list[str], explain: bool = True, kept: KeptTriage | None = None) -> Inputs:
-    """What PATHS are, read; each coredump given directly triaged once every path is known
-    (KEPT: the triage the crash index keeps of it)."""
+    """What PATHS are, read, each file once; each coredump given directly triaged once every
+    path is known (KEPT: the triage the crash index keeps of it)."""
     if not paths:
         raise BadInput("report needs a run directory, a bisect's folder, a coredump or a request dump")
     inputs = Inputs()
     cores: list[Path] = []
+    seen: dict[object, str] = {}
     for name in paths:
         path = Path(name)
+        before = _given_before(name, path, seen) if path.exists() else None
+        if before is not None:
+            same = "the same file" if Path(before).resolve() == path.resolve() else "the same bytes"
+            inputs.repeats.append(f"{name}: {same} as {before}, given before: read once")
+            continue
         if path.is_dir() and is_bisect_folder(path):
             inputs.bisects.append(read_bisect(path))
-            continue
-        if path.is_dir():
+        elif path.is_dir():
             inputs.runs.append(read_run(path))
-            continue
-        try:
-            with open(path, "rb") as file:
-                first = file.read(1)
-        except FileNotFoundError:
-            raise BadInput(f"{name}: no such file or directory") from None
-        except OSError as problem:
-            raise BadInput(f"{name}: cannot be read ({problem.strerror or problem})") from None
-        if first and first[0] == PICKLE_PROTO:
+        elif _kind_of(name, path) == "pickle":
             inputs.dumps.append(_request_dump(path, strict=True))
         else:
             cores.append(path)

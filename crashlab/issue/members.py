@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import re
 import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -32,6 +34,7 @@ from ..errors import BadInput
 from ..privacy.anonymize import BYTES_REACH, place_or_person_in
 from ..privacy.policy import Privacy
 from ..privacy.redact import MASK
+from ..report.model import TriageReport
 from ..supervise import rundir
 from ..supervise.incident import lines_at_ends
 from ..wrongverb import advised
@@ -191,6 +194,34 @@ def _global_memory(dump) -> bool:
     return dump.memory_bytes > 0 and "skip_global_memory" not in dump.generation_flags
 
 
+def _strings(value, change: Callable[[str], str]):
+    """A JSON value with ``change`` applied to each of its strings (keys left as they are)."""
+    if isinstance(value, dict):
+        return {key: _strings(item, change) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_strings(item, change) for item in value]
+    return change(value) if isinstance(value, str) else value
+
+
+def bundled(report: TriageReport, path: Path, member: str) -> TriageReport:
+    """A coredump's triage as the issue shows it: the dump named as the bundle holds it
+    (``cores/NAME``) wherever the triage names the file on the reporting machine (its source,
+    the debugger's ``target cudacore PATH`` and what cuda-gdb printed of it), and the debugger
+    by its file name, not where it lies on that machine. What the user typed stays in
+    report.json's inputs; the crash needs none of the reporting machine's folders."""
+    value = report.model_dump(mode="json")
+    names = {str(path), os.path.abspath(path), str(path.resolve()), report.source.path}
+    tool = (report.debugger.tool if report.debugger is not None else None) or ""
+    shown = {name: member for name in names if name and name != "-"}
+    if os.sep in tool:
+        shown[tool] = Path(tool).name
+    if shown:
+        found = re.compile(r"(?<![\w./-])(?:" + "|".join(
+            re.escape(name) for name in sorted(shown, key=len, reverse=True)) + r")(?![\w/-])")
+        value = _strings(value, lambda text: found.sub(lambda m: shown[m.group()], text))
+    return TriageReport.model_validate(value)
+
+
 def _core_refusal(core: CoreInput, privacy: Privacy) -> str | None:
     needles = [secret.encode() for secret in privacy.redactor.known]
     if privacy.anonymizer is not None:
@@ -261,8 +292,9 @@ def candidates(inputs: Inputs, privacy: Privacy) -> tuple[list[Candidate], dict[
     for core in inputs.all_cores:
         member = named("cores/", core.path)
         if core.report is not None:
+            shown = bundled(core.report, core.path, member)
             found.append(Candidate(f"triage/{member.removeprefix('cores/')}.json", "triage", 0,
-                                   core.path, privacy.document(core.report.model_dump(mode="json"))))
+                                   core.path, privacy.document(shown.model_dump(mode="json"))))
         found.append(Candidate(member, "coredump", _core_rank(core), core.path, core.path,
                                refused=_core_refusal(core, privacy)))
     for dump in inputs.all_dumps:

@@ -119,3 +119,8 @@ class IssueReport(_Model):
     """the command that starts the server, shell-quoted, secrets masked: the launch line serve
     kept, else the one a request dump recorded, made runnable (its interpreter with -m
     sglang.launch_server); null when neither is known"""
+    host: str | None = None
+    """the host the coredumps crashed on as the user gave it (--host), cleaned like the rest:
+    the user's word, not read from any file; null when not given"""
+    deployment: str | None = None
+    """the deployment label the user gave (--deployment); null when not given"""

@@ -15,7 +15,10 @@ throughout a bundle, so a reader can still follow it from the launch command to 
   a private suffix (``.internal``, ``.local``, ``.lan``, ``.corp``, ...), become
   ``host-N.example`` (RFC 2606 reserves .example);
 - ``/home/NAME`` and ``/Users/NAME`` become ``/home/userN``, and the user names the environment
-  gives (USER, LOGNAME) or those paths reveal become ``userN`` as words anywhere.
+  gives (USER, LOGNAME) or those paths reveal become ``userN`` as words anywhere;
+- a home folder elsewhere (``HOME=/data/alice``, ``/tmp/walkhome``), the launch's or that of the
+  machine making the report, becomes ``/home/userN`` too, its owner's placeholder, wherever it
+  stands as a folder (one directly under ``/``, such as ``/root``, says nothing and stays).
 
 What it cannot know it cannot replace: a host only ever named in a log, with a public suffix,
 stays. Version numbers with four parts (``10.0.0.1``) read as addresses and are replaced.
@@ -141,6 +144,9 @@ class Anonymizer:
         self._hosts: dict[str, str] = {}
         self._users: dict[str, str] = {}
         self._addresses: dict[str, str] = {}
+        #: home folders outside /home and /Users -> their placeholder
+        self._homes: dict[str, str] = {}
+        self._home_pattern: re.Pattern | None = None
         for host in hosts:
             self.add_host(host)
         for user in users:
@@ -148,15 +154,33 @@ class Anonymizer:
 
     @classmethod
     def for_launch(cls, argv: list[str], env: Mapping[str, str], hosts: Iterable[str] = (),
-                   paths: Iterable[str] = ()) -> Anonymizer:
-        """One that knows the hosts and users of a launch (its command and environment), the
-        given hosts (the machine's names), and the users whose home folders ``paths`` are in."""
+                   paths: Iterable[str] = (), here: Mapping[str, str] | None = None) -> Anonymizer:
+        """One that knows the hosts, users and home folder of a launch (its command and
+        environment), those of HERE (the environment of the machine making the report, where
+        it differs), the given hosts (the machine's names), and the users whose home folders
+        ``paths`` are in."""
+        environments = [env] if here is None else [here, env]
         made = cls([*hosts, socket.gethostname(), *_hosts_in(argv, env)],
-                   [env.get(name, "") for name in ("USER", "LOGNAME", "SUDO_USER")])
+                   [each.get(name, "") for each in environments
+                    for name in ("USER", "LOGNAME", "SUDO_USER")])
+        for each in environments:
+            made.add_home(each.get("HOME", ""), each.get("USER") or each.get("LOGNAME"))
         for text in [*paths, *argv, *env.values()]:
             for match in _HOME.finditer(text):
                 made.add_user(match["name"])
         return made
+
+    def add_home(self, home: str, user: str | None = None) -> None:
+        """A home folder, named for USER where given: replaced as a folder wherever it stands.
+        /home/NAME and /Users/NAME need none (their pattern covers every user's)."""
+        home = home.rstrip("/")
+        if not home.startswith("/") or home.count("/") < 2 or _HOME.fullmatch(home) or home in self._homes:
+            return
+        if user:
+            self.add_user(user)
+        self._homes[home] = f"/home/{self._users.get(user or '', 'user')}"
+        self._home_pattern = re.compile(r"(?<![\w.-])(?:" + "|".join(
+            re.escape(known) for known in sorted(self._homes, key=len, reverse=True)) + r")(?![\w.-])")
 
     @property
     def names(self) -> list[str]:
@@ -174,8 +198,18 @@ class Anonymizer:
             self._hosts[short] = self._hosts[host].removesuffix(".example")
 
     def add_user(self, user: str) -> None:
-        if len(user) >= MIN_USER_LENGTH and user not in _KEPT_USERS and user not in self._users:
+        """A user name to replace; a placeholder (``user1``, a home folder already replaced) is
+        none."""
+        if (len(user) >= MIN_USER_LENGTH and user not in _KEPT_USERS and user not in self._users
+                and user not in self._users.values()):
             self._users[user] = f"user{len(self._users) + 1}"
+
+    def _user_placeholder(self, name: str) -> str:
+        """The placeholder of a home folder's user: its own, a placeholder kept as it is (a home
+        folder replaced before), else ``user``."""
+        if name in self._users:
+            return self._users[name]
+        return name if name in self._users.values() else "user"
 
     @staticmethod
     def _is_address(text: str) -> bool:
@@ -206,6 +240,8 @@ class Anonymizer:
         return self._hosts[match.group().lower()]
 
     def text(self, text: str) -> str:
+        if self._home_pattern is not None:
+            text = self._home_pattern.sub(lambda m: self._homes[m.group()], text)
         for match in _HOME.finditer(text):
             self.add_user(match["name"])
         lower = text.lower()
@@ -215,7 +251,7 @@ class Anonymizer:
                               placeholder, text, flags=re.IGNORECASE)
                 lower = text.lower()
         text = _PRIVATE_HOST.sub(self._private_host, text)
-        text = _HOME.sub(lambda m: f"{m['base']}/{self._users.get(m['name'], 'user')}", text)
+        text = _HOME.sub(lambda m: f"{m['base']}/{self._user_placeholder(m['name'])}", text)
         for user, placeholder in self._users.items():
             if user in text:
                 text = re.sub(r"(?<![A-Za-z0-9_])" + re.escape(user) + r"(?![A-Za-z0-9_])",

@@ -26,7 +26,8 @@ class Privacy:
         log keeps the values the launch had and the same shell usually still holds them."""
         here = dict(os.environ)
         redactor = Redactor.for_launch(argv, {**env, **here})
-        anonymizer = (Anonymizer.for_launch(argv, {**here, **env}, hosts=hosts, paths=paths)
+        anonymizer = (Anonymizer.for_launch(argv, {**here, **env}, hosts=hosts, paths=paths,
+                                            here=here)
                       if anonymize else None)
         return cls(redactor, anonymizer)
 

@@ -218,13 +218,23 @@ class CrashDump(_Model):
     def in_flight(self) -> list[Request]:
         return [request for request in self.requests if request.in_flight]
 
+    @property
+    def written_at_crash(self) -> bool | None:
+        """Whether SGLang wrote the dump as its server crashed (its crash dump: an unfinished
+        request was in flight at the crash) or not (a request dump /configure_logging asked
+        for); None where its layout is both writers' (SGLang before 0.5.23) or unknown."""
+        if self.layout.endswith(" crash dump"):
+            return True
+        return False if self.layout.startswith(REQUEST_DUMP) else None
 
+
+#: The layout of the dumps SGLang writes when asked (/configure_logging), not at a crash.
+REQUEST_DUMP = "sglang-0.5.23 request dump (/configure_logging)"
 #: Top-level keys -> layout name (the keys each SGLang release writes at the top of its dump).
 LAYOUTS = [
     ({"server_args", "requests", "launch_command", "config_updates", "resolved_config"},
      "sglang-0.5.23 crash dump"),
-    ({"server_args", "requests", "config_updates", "resolved_config"},
-     "sglang-0.5.23 request dump (/configure_logging)"),
+    ({"server_args", "requests", "config_updates", "resolved_config"}, REQUEST_DUMP),
     ({"server_args", "requests", "launch_command"}, "sglang-0.5.12 crash dump"),
     ({"server_args", "requests"}, "sglang-0.5.6 crash dump, or a request dump before 0.5.23"),
 ]

@@ -105,8 +105,11 @@ def _flags(request: Request) -> str:
 #: under their column.
 _ROW = "{:<6.6} {:<10.10} {:<4.4} {:<24.24} {:<7.7} {:<5.5} {:<12.12} {}"
 _NARROW_ROW = "{:<5.5} {:<8.8} {:<4.4} {:<17.17} {:<5.5} {:<4.4} {:<10.10} {}"
-_HEADINGS = ("#", "+t s", "kind", "rid", "max new", "temp", "state", "prompt · flags")
-_NARROW_HEADINGS = ("#", "+t s", "kind", "rid", "max", "temp", "state", "prompt · flags")
+_HEADINGS = ("#", "+t s", "kind", "rid", "max new", "temp", "state tokens", "prompt · flags")
+_NARROW_HEADINGS = ("#", "+t s", "kind", "rid", "max", "temp", "state tok", "prompt · flags")
+#: What the listing's columns hold that their headings cannot say, under the rows.
+_LEGEND = ("rows above in the dump's order; +t: seconds after the first; state: how each ended, "
+           "and the tokens it generated")
 #: Below this many columns a row takes the narrow layout.
 WIDE = 120
 
@@ -124,8 +127,9 @@ class RequestLister:
         self.count = 0
         wide = console.width >= WIDE
         self.row_format = _ROW if wide else _NARROW_ROW
-        #: a longer rid ends in "…" inside its column, never cut silently
-        self.rid_room = (24 if wide else 17) - 1
+        #: a longer rid keeps its start and its end around "…" (short_rid): rids that differ
+        #: only in their suffix (``r05-parallel_0.s0``, ``.s1``) stay told apart
+        self.rid_room = 24 if wide else 17
         heading = self.row_format.format(*(_HEADINGS if wide else _NARROW_HEADINGS))
         self.heading = heading + "\n"
         #: columns before the prompt, and the room the prompt and flags have
@@ -145,7 +149,7 @@ class RequestLister:
         first, *rest = fitted(described, self.room) if len(described) > self.room else [described]
         lines.append(self.row_format.format(
             str(self.count), f"{request.created - self.first_created:+.3f}", request.kind[:3],
-            printable(str(request.rid), self.rid_room), escape(str(params.get("max_new_tokens", ""))),
+            short_rid(request.rid, self.rid_room), escape(str(params.get("max_new_tokens", ""))),
             escape(str(params.get("temperature", ""))), state, first).rstrip() + "\n")
         lines += [" " * self.indent + more + "\n" for more in rest]
         written(self.console.file, "".join(lines))
@@ -154,8 +158,7 @@ class RequestLister:
     def summary(self, dump: CrashDump) -> None:
         self._print(line(
             (dump.path, "bold"), f": {dump.layout}, {len(dump.requests)} requests, "
-            f"{len(dump.in_flight)} in flight at the crash; {with_bytes(dump.size_bytes)} (rows "
-            "above in the dump's order; +t s from the first)"))
+            f"{unfinished(dump)}; {with_bytes(dump.size_bytes)} ({_LEGEND})"))
         if dump.server_args:
             args = dump.server_args
             self._print(plain(f"server: {args.get('model_path')}  tp={args.get('tp_size')}  "
@@ -168,12 +171,24 @@ class RequestLister:
             self._print(line(("warning: ", "yellow"), warning))
 
     def _print(self, text: Text) -> None:
-        """A summary line wraps as inspect's lines do on a terminal; into a pipe it stays one
-        line, as the rows do, for grep."""
+        """A summary line wraps as inspect's footer does on a terminal, its lines after the first
+        indented under it; into a pipe it stays one line, as the rows do, for grep."""
         if self.console.is_terminal:
-            self.console.print(wrapped(text))
+            self.console.print(wrapped(text, indent=2))
         else:
             self.console.print(text, soft_wrap=True)
+
+
+def unfinished(dump: CrashDump) -> str:
+    """How many of the dump's requests had not finished, named for when the dump was written:
+    in flight at the crash for a crash dump; for a request dump, written without a crash,
+    unfinished when SGLang wrote it."""
+    count = len(dump.in_flight)
+    if dump.written_at_crash:
+        return f"{count} in flight at the crash"
+    if dump.written_at_crash is False:
+        return f"{count} unfinished when SGLang wrote it (a request dump: no crash)"
+    return f"{count} unfinished when it was written"
 
 
 _VERDICT_STYLE = {"reproduced": "bold red", "crashed": "bold red", "different crash": "bold yellow",

@@ -90,6 +90,8 @@ def _render(report: TriageReport, detail: _Detail) -> str:
     for number, fault in enumerate(report.faults[: detail.fault_rows]):
         primary = number == 0
         out += _fault(fault, number + 1, primary, detail, missing_said)
+        if primary:
+            out += _skipped(report)
     hidden = len(report.faults) - detail.fault_rows + report.omitted_faults
     if hidden > 0:
         out += [f"_{hidden} more fault group(s) in the JSON report._", ""]
@@ -172,6 +174,11 @@ def _why(fault: Fault) -> list[str]:
     return [f"**{inline(why.heading(explanation))}**", "", *items, ""]
 
 
+def _skipped(report: TriageReport) -> list[str]:
+    """Once, where the analysis would stand: what was not computed and why."""
+    return [f"_Skipped: {inline(report.analysis_skipped)}._", ""] if report.analysis_skipped else []
+
+
 def _registers(fault: Fault) -> list[str]:
     out = []
     for k, (heading, values) in enumerate(text.register_blocks(fault)):
@@ -235,7 +242,8 @@ def _kernels(report: TriageReport, detail: _Detail) -> list[str]:
         rows.append(f"\n_{len(report.kernels) - detail.kernel_rows} more in the JSON report._")
     opened = " open" if not report.faults else ""
     return [f"<details{opened}><summary>{title}</summary>", "", *rows, "",
-            *_positions(listed, len(report.devices), detail.positions), "</details>", ""]
+            *_positions(listed, len(report.devices), detail.positions),
+            *(_skipped(report) if not report.faults else []), "</details>", ""]
 
 
 def _positions(kernels, devices: int, limit: int) -> list[str]:

@@ -653,6 +653,11 @@ class TriageReport(_Model):
     warnings: list[str] = Field(default_factory=list)
     """What crashlab met while reading the dump and reports instead of failing (an unknown ABI
     version, rows cuda-gdb would show differently, a missing tool)."""
+    analysis_skipped: str | None = None
+    """Why the faults have no explanation (faults[].explanation) or, in a dump with no
+    exception, the kernels no classification of what their warps wait for (kernels[].waits):
+    both read the SASS, which --no-sass leaves out, or --no-explain was given; null where they
+    were computed (an explanation may still be null where the fault is no memory access)."""
     debugger: DebuggerSection | None = None
     """cuda-gdb's view and its agreement with the native one (inspect --debugger)"""
     signature: CrashSignature | None = None

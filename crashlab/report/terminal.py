@@ -62,6 +62,7 @@ def render(report: TriageReport, console: Console) -> None:
         console.print(_fault_panel(primary, title=f"fault 1 of {len(report.faults)}"))
         _sass(primary, console)
         _why(primary, console)
+        _skipped(report, console)
         _registers(primary, console)
         if len(report.faults) > 1:
             _other_faults(report.faults[1:], report.omitted_faults, console, wide)
@@ -69,6 +70,8 @@ def render(report: TriageReport, console: Console) -> None:
         _debugger(report.debugger, console)
     console.print(_kernels(report, wide))
     _positions(report, console)
+    if not report.faults:
+        _skipped(report, console)
     console.print(_name(_dump_line(report), style="dim", indent=2))
     for warning in report.warnings:
         console.print(plain(f"warning: {warning}", style="yellow"))
@@ -152,6 +155,13 @@ def _why(fault: Fault, console: Console) -> None:
         shown = text.instruction(row.text) if row.code else row.text
         table.add_row(" ", plain(row.label), _name(shown, style="yellow" if row.label == "trust" else ""))
     console.print(table)
+
+
+def _skipped(report: TriageReport, console: Console) -> None:
+    """Once, where the analysis would stand: what was not computed (the explanation, what the
+    warps wait for) and why."""
+    if report.analysis_skipped:
+        console.print(_name(f"skipped: {report.analysis_skipped}", style="yellow", indent=2))
 
 
 def _registers(fault: Fault, console: Console) -> None:
