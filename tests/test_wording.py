@@ -4,6 +4,7 @@ what GitHub could turn into a mention or a link."""
 
 from __future__ import annotations
 
+import ast
 import re
 
 from werkzeug.test import Client
@@ -79,3 +80,37 @@ def test_dump_now_help_says_its_exit_code_2_in_words():
     text = " ".join(run_cli("dump-now", "--help").stdout.decode().split())
     assert "not such a run;" not in text
     assert "2 RUN is not such a run directory" in text
+
+
+#: "(s)" or "(es)" glued to a word: a plural that does not know its count ("http(s)" is a scheme).
+_HEDGED_PLURAL = re.compile(r"(?<!http)(?<=[A-Za-z])\((?:s|es)\)")
+
+
+def _output_strings(path) -> list[tuple[int, str]]:
+    """Every string literal of a module (f-strings' literal parts too) but its docstrings:
+    what it can print, and the words around what it prints."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                  and node.body and isinstance(node.body[0], ast.Expr)
+                  and isinstance(node.body[0].value, ast.Constant)}
+    return [(node.lineno, node.value) for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and id(node) not in docstrings]
+
+
+def test_no_output_hedges_a_plural_with_s_or_es():
+    """"1 crash(es)", "32 lane(s) marked in 1 warp(s)": every count the package writes agrees
+    with its noun (notation.counted), in its Python and in the ui's templates."""
+    package = ROOT / "crashlab"
+    hedged = [f"{path.relative_to(ROOT)}:{line}: {value!r}" for path in package.rglob("*.py")
+              for line, value in _output_strings(path) if _HEDGED_PLURAL.search(value)]
+    hedged += [f"{path.relative_to(ROOT)}: {found}" for path in package.rglob("*.html")
+               for found in _HEDGED_PLURAL.findall(path.read_text(encoding="utf-8"))]
+    assert not hedged, hedged
+
+
+def test_a_real_dumps_spread_counts_its_lanes_and_warps():
+    dump = next((ROOT / "fixtures/gpu/h200/dynamic_shared.explain").glob("core.*.nvcudmp"))
+    printed = " ".join(run_cli("inspect", dump).stdout.decode().split())
+    assert "32 lanes marked in 1 warp;" in printed

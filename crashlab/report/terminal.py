@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..console import Folded, line, plain
-from ..notation import dim, marker, short_source
+from ..notation import counted, dim, marker, short_source
 from ..textsize import with_bytes
 from . import text, why
 from .model import DebuggerSection, Fault, Kernel, TriageReport
@@ -244,8 +244,8 @@ def _kernels(report: TriageReport, wide: bool) -> Table:
         if wide:
             cells += [launch, str(kernel.resident_sms), str(kernel.resident_warps)]
         else:
-            cells.append(f"{launch}\n{text.count(kernel.resident_warps, 'warp')} on "
-                         f"{text.count(kernel.resident_sms, 'SM')}")
+            cells.append(f"{launch}\n{counted(kernel.resident_warps, 'warp')} on "
+                         f"{counted(kernel.resident_sms, 'SM')}")
         table.add_row(*cells)
     if len(report.kernels) > MAX_KERNELS:
         table.caption = f"{len(report.kernels) - MAX_KERNELS} more in the JSON report"

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import EXIT_FOUND, EXIT_NOTHING
+from ..notation import counted
 from ..report.run_views import report_line
 from ..textsize import with_bytes
 from .dumpnow import dump_now
@@ -30,7 +31,7 @@ def dump_now_said(run_dir: Path, timeout: float, say: Notify) -> int:
     """``crashlab dump-now``: trigger the dumps, say what was triggered and collected (with the
     command that reads each); the command's exit code back."""
     result = dump_now(run_dir, timeout)
-    say(f"triggered {len(result.triggered)} pipe(s)")
+    say(f"triggered {counted(len(result.triggered), 'pipe')}")
     for record in result.collected:
         say(f"collected {run_dir / record.path} ({with_bytes(record.size_bytes)}); "
             f"crashlab inspect {run_dir / record.path}")
