@@ -367,14 +367,18 @@ def test_env_breaks_a_path_between_its_names(tmp_path):
     assert shown.lines[start + 1].startswith("  ") and not shown.lines[start + 1].startswith("   ")
 
 
-@pytest.mark.parametrize("verb", VERBS)
+@pytest.mark.parametrize("verb", ("", *VERBS))
 def test_every_verbs_help_fits_80_columns(verb):
-    """Each verb's --help in a real 80-column terminal: its examples (bisect's, replay's, ...)
-    included, no line is wider than the pane."""
-    shown = tmux_terminal.run_in_pane([verb, "--help"], 80, ROOT)
+    """Each verb's --help (and crashlab's own) in a real 80-column terminal: its examples
+    (bisect's, replay's, ...) included, no line is wider than the pane, and none ends inside a
+    hyphenated name or option (``--restart-`` / ``cmd``, ``nvidia-`` / ``cuda-nvdisasm``)."""
+    shown = tmux_terminal.run_in_pane([verb, "--help"] if verb else ["--help"], 80, ROOT)
     assert shown.exit_code == 0
     assert verb != "bisect" or any(line.strip() == "Examples:" for line in shown.lines)
     _lines_fit(shown.lines, 80)
+    cut = [(line, below) for line, below in zip(shown.lines, shown.lines[1:], strict=False)
+           if re.search(r"\w-$", line) and re.match(r"\s*\w", below)]
+    assert not cut, f"a name broken at its hyphen: {cut[:3]}"
 
 
 def test_serves_lines_on_stderr_fold_between_names(tmp_path):
