@@ -119,3 +119,43 @@ def test_readmes_gpu_test_figures_are_those_of_the_h200_logs():
     counts = [len(outcome), list(outcome.values()).count("PASSED"),
               list(outcome.values()).count("SKIPPED")]
     assert [int(figure) for figure in said.groups()] == counts
+
+
+def _exit_codes_of(verb: str) -> str | None:
+    """The sentences of a verb's help that name its exit codes (from "Exit" to the end of that
+    paragraph), spaces made one; None where its help names none."""
+    import click
+
+    from crashlab.cli import main
+
+    command = main.get_command(click.Context(main), verb)
+    for paragraph in re.split(r"\n\s*\n", command.help or ""):
+        said = " ".join(paragraph.split())
+        found = re.search(r"Exit (codes:|\d).*", said)
+        if found:
+            return found.group(0)
+    return None
+
+
+def test_every_verbs_exit_codes_are_those_the_command_line_page_lists():
+    """docs/command-line.md lists each verb whose help names its codes, in its help's words,
+    and no other."""
+    page = (DOCS / "command-line.md").read_text(encoding="utf-8")
+    listed = dict(re.findall(r"^\| `([a-z-]+)` \| (Exit .*) \|$", page, re.MULTILINE))
+    said = {verb: codes for verb in VERBS if (codes := _exit_codes_of(verb)) is not None}
+    assert said and listed == said
+
+
+def test_the_general_exit_codes_name_doctors_which_read_the_other_way_round():
+    """doctor exits 1 on findings, as a linter does, while every other verb's 1 is "found
+    nothing": README, crashlab --help and the command-line page say so where they give the
+    general codes."""
+    doctor = _exit_codes_of("doctor")
+    assert doctor and "0 no finding, 1 findings" in doctor
+    main_help = " ".join(run_cli("--help").stdout.decode().split())
+    readme = " ".join(_section(README, "Exit codes (every command)").split())
+    page = " ".join((DOCS / "command-line.md").read_text(encoding="utf-8").split())
+    for where, text in (("crashlab --help", main_help), ("README", readme),
+                        ("docs/command-line.md", page)):
+        general = re.search(r"Exit codes.*?\.(\s|$)", text).group(0)  # the general codes' sentence
+        assert "doctor" in general and "0 no finding, 1 findings" in general, (where, general)
