@@ -1,13 +1,17 @@
 """What the front page and the manual state, held to the code: README's table of what works names
 every verb and links pages that exist, README's worked example is what inspect prints on that
 real dump, the manual's home is a map of every page, CONTRIBUTING names every unit of the layer
-order, and no docstring cites a tracker's issue number or a file outside the repository."""
+order, the exit codes each verb's help names are the command-line page's, inspect's page says
+which lines fit 80 columns, and no docstring cites a tracker's issue number or a file outside the
+repository."""
 
 from __future__ import annotations
 
 import re
 import subprocess
 import sys
+
+import pytest
 
 from crashlab.cli import VERBS
 from tests.architecture import LAYERS, PACKAGE
@@ -159,3 +163,21 @@ def test_the_general_exit_codes_name_doctors_which_read_the_other_way_round():
                         ("docs/command-line.md", page)):
         general = re.search(r"Exit codes.*?\.(\s|$)", text).group(0)  # the general codes' sentence
         assert "doctor" in general and "0 no finding, 1 findings" in general, (where, general)
+
+
+def test_inspects_page_says_which_lines_fit_80_columns():
+    """In a real 80-column pane the first line of inspect's view of a real dump (the whole
+    summary, one line for grep and head -1) is wider than the pane, and every other line fits:
+    the page claims that, not that every line fits."""
+    from rich.cells import cell_len
+
+    from tests import tmux_terminal
+
+    if tmux_terminal.available() is not None:
+        pytest.skip(tmux_terminal.available())
+    [dump] = (ROOT / "fixtures/gpu/h200/dynamic_shared.explain").glob("core.*.nvcudmp")
+    shown = tmux_terminal.run_in_pane(["inspect", dump.relative_to(ROOT)], 80, ROOT)
+    assert [n for n, line in enumerate(shown.lines) if cell_len(line) > 80] == [0]
+    page = " ".join((DOCS / "inspect.md").read_text(encoding="utf-8").split())
+    assert "In an 80-column terminal every line of the terminal view but the first" in page
+    assert "every line of the terminal view fits" not in page
