@@ -43,21 +43,29 @@ def test_readmes_table_of_what_works_names_every_verb_and_links_pages_that_exist
 
 
 def test_readmes_worked_example_is_what_inspect_prints_on_that_dump():
-    """Each line of the excerpt (``...`` marks lines left out) is in the output, in order;
-    compared with spaces made one, so a terminal's wrapping does not matter."""
+    """Each line of the excerpt is in the output, in order, and lines leave out what lies
+    between them only where ``...`` says so; compared with spaces made one, so a terminal's
+    wrapping does not matter."""
     [command, *shown] = _fenced_after(README, "## A real dump, explained")
     assert command.startswith("$ crashlab inspect ")
     [core] = ROOT.glob(command.split()[-1])
     done = run_cli("inspect", core)
     assert done.returncode == 0, done.stderr
     printed = " ".join(done.stdout.decode().split())
-    at = 0
-    excerpt = [" ".join(line.split()) for line in shown if line.strip() != "..."]
+    assert printed.startswith(" ".join(shown[0].split()))
+    at, left_out = 0, False
+    excerpt = [line for line in shown if line.strip() != "..."]
     assert len(excerpt) >= 12
-    for line in excerpt:
+    for line in shown:
+        if line.strip() == "...":
+            left_out = True
+            continue
+        line = " ".join(line.split())
         found = printed.find(line, at)
         assert found >= 0, f"not printed (or not in this order): {line}"
-        at = found + len(line)
+        skipped = printed[at:found].strip()
+        assert left_out or not skipped, f"left out before {line!r} with no '...': {skipped[:200]}"
+        at, left_out = found + len(line), False
 
 
 def test_the_manuals_home_is_a_map_of_every_page_in_the_navigation():

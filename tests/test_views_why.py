@@ -63,7 +63,7 @@ def test_the_terminal_shows_the_why_under_the_sass_window_at_80_columns(moe):
     shown = _squeezed("\n".join(block))
     explanation = report.faults[0].explanation
     for label, value in [("at", text.instruction(explanation.instruction)),
-                         ("access", "atomic of 4 bytes to shared memory"),
+                         ("access", "atomic of 4 bytes on shared memory"),
                          ("address", "0x2c40 (recomputed), operand [R0+URZ]"),
                          ("verdict", f"out-of-bounds: {BASIS}"),
                          ("formula", "address = arg0[i]*4 + 0x400"),
@@ -121,7 +121,7 @@ def test_an_address_the_dump_cannot_give_is_said_undetermined(moe):
         "address": None, "address_provenance": None, "operand": None, "access_bytes": None,
         "verdict": Verdict(kind="undetermined", basis="the dump holds no register R0 for lane 0")})
     assert why.address_line(explanation) == "undetermined"
-    assert why.access_line(explanation) == "atomic to shared memory"
+    assert why.access_line(explanation) == "atomic on shared memory"
     fault = report.faults[0].model_copy(update={"explanation": explanation})
     lines = terminal_view(report.model_copy(update={"faults": [fault]}), 80)
     assert _squeezed("verdictundetermined: the dump holds no register R0 for lane 0") in _squeezed(

@@ -110,8 +110,8 @@ def _shared(offset: int, size: int, bounds: Bounds) -> model.Verdict:
     end = within + size
     declared = layout.declared if layout else 0
     named = (f"the {declared:#x} bytes of static shared memory the kernel declares "
-             f"({layout.section}, from offset {start:#x})") if layout else (
-        "the kernel's cubin, which declares no static shared memory")
+             f"({layout.section}, from offset {start:#x})") if layout and declared else (
+        "the kernel's static shared memory (it declares none)")
     if end <= start + declared:
         return model.Verdict(kind="inside", basis=f"offset {within:#x} is inside {named}")
     recorded = bounds.shared_mem_size

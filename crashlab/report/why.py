@@ -30,10 +30,19 @@ def heading(explanation: Explanation) -> str:
     return "why: " + ("MISMATCH" if explanation.trust == "mismatch" else "explained from the dump")
 
 
+#: How each kind of access meets its memory: a load from, a store to, an atomic on.
+_PREPOSITIONS = {"load": "from", "store": "to", "atomic": "on", "prefetch": "from"}
+
+
+def access_phrase(access: str, space: str, size: int | None = None) -> str:
+    """``load of 16 bytes from global memory``, ``store to shared memory``."""
+    bytes_ = f" of {size} bytes" if size else ""
+    return f"{access}{bytes_} {_PREPOSITIONS.get(access, 'of')} {space} memory"
+
+
 def access_line(explanation: Explanation) -> str:
-    """``atomic of 4 bytes to shared memory``."""
-    size = f" of {explanation.access_bytes} bytes" if explanation.access_bytes else ""
-    return f"{explanation.access}{size} to {explanation.space} memory"
+    """``atomic of 4 bytes on shared memory``."""
+    return access_phrase(explanation.access, explanation.space, explanation.access_bytes)
 
 
 def address_line(explanation: Explanation) -> str:
@@ -61,9 +70,16 @@ def culprit_line(explanation: Explanation) -> str | None:
         return None
     focus = explanation.focus_lane
     focused = "" if focus is None or focus == lane.lane else f" (cuda-gdb focuses lane {focus})"
-    chosen = "" if explanation.breaks_bound else ", the focused lane: none breaks a bound"
+    chosen = "" if explanation.breaks_bound else " (no marked lane breaks a bound" + (
+        "; the lane cuda-gdb focuses)" if focus == lane.lane else ")")
     return (f"lane {lane.lane}: thread {dim(lane.thread_idx)} block {dim(lane.block_idx)}, warp "
             f"{lane.warp} on SM {lane.sm}{focused}{chosen}")
+
+
+def culprit_label(explanation: Explanation) -> str:
+    """``culprit`` where the lane breaks a bound; ``explained`` where none does, and the lane
+    shown is only the one the explanation follows."""
+    return "culprit" if explanation.breaks_bound else "explained"
 
 
 def lanes_line(explanation: Explanation) -> str | None:
@@ -79,7 +95,7 @@ def other_line(other: OtherOperand) -> str:
     """``desc[UR16][R20.64]: load of global memory at 0x8016cfe24000 (undetermined), not the
     side that faulted``."""
     at = f" at {other.address}" if other.address else ""
-    return (f"{other.operand}: {other.access} of {other.space} memory{at} "
+    return (f"{other.operand}: {access_phrase(other.access, other.space)}{at} "
             f"({other.verdict.kind}), not the side that faulted")
 
 
@@ -88,7 +104,7 @@ def lines(explanation: Explanation) -> list[WhyLine]:
     out = [WhyLine("at", explanation.instruction, code=True),
            WhyLine("access", access_line(explanation)),
            WhyLine("address", address_line(explanation))]
-    out += [WhyLine(label, text) for label, text in (("culprit", culprit_line(explanation)),
+    out += [WhyLine(label, text) for label, text in ((culprit_label(explanation), culprit_line(explanation)),
                                                      ("lanes", lanes_line(explanation)))
             if text is not None]
     out += [WhyLine("other", other_line(other)) for other in explanation.other_operands]

@@ -273,11 +273,11 @@ def _spread(core: CoreDump, by_pc: ByPc, polled: list[_Polled]) -> list[str]:
             sampled += 1
     known = [a for a in addresses if a is not None]
     if len(known) <= 1:
-        return [f"each of the {counted(sampled, 'warp')} read polls that address"] \
+        return [f"each of the {counted(sampled, 'warp')} sampled polls that address"] \
             if sampled > 1 else []
     listed = ", ".join(f"{a:#x}" for a in known[:MAX_LISTED])
     more = f" and {len(known) - MAX_LISTED} more" if len(known) > MAX_LISTED else ""
-    return [f"{len(known)} distinct polled addresses among the {counted(sampled, 'warp')} read: "
+    return [f"{len(known)} distinct polled addresses among the {counted(sampled, 'warp')} sampled: "
             f"{listed}{more}"]
 
 
