@@ -192,3 +192,16 @@ def test_no_bound_candidate_is_the_addresss_own_input_nor_offered_for_a_misalign
 def test_a_hangs_spread_says_the_warps_sampled():
     _, hang = _real("hang.explain")
     assert "each of the 16 warps sampled polls that address" in hang
+
+
+def test_the_crash_page_shows_the_explained_lane_of_a_fault_no_lane_explains(tmp_path):
+    [dump] = (H200 / "torch_flash_oob.sglang").glob("core.*.nvcudmp")
+    address = str(tmp_path / "index.sqlite")
+    assert run_cli("inspect", dump, "--record", "--db", address).returncode == 0
+    with Index(address) as index:
+        client = Client(WebView(index, {"localhost"}))
+        page = client.get("/crash/1", headers={"Host": "localhost:80"},
+                          environ_overrides={"SERVER_PORT": "80"})
+    assert page.status_code == 200, page.text
+    lanes = page.text.split('<table id="lanes">', 1)[1].split("</table>", 1)[0]
+    assert "<th>explained</th><td>lane 0: thread (0,0,0) block (0,0,4)" in lanes, lanes
