@@ -413,3 +413,20 @@ def test_reports_lines_on_stderr_fold_between_names(tmp_path):
     [body] = out.glob("crashlab-report-*.md")
     assert any(line.startswith("crashlab: title: ") for line in said)
     _names_whole(said, str(body))
+
+
+def test_a_sass_line_too_wide_continues_under_its_instruction():
+    """PyTorch's flash kernel's LDGSTS lines are wider than 80 columns with their address: each
+    breaks between its operands, its next line under the instruction, never at column 0; the
+    signature line continues indented too."""
+    dump = (H200 / "torch_flash_oob.sglang" / "core.1693.nvcudmp").relative_to(ROOT)
+    shown = tmux_terminal.run_in_pane(["inspect", dump], 80, ROOT)
+    assert shown.exit_code == 0, shown.lines
+    _lines_fit(shown.lines[1:], 80)
+    faulting = next(n for n, line in enumerate(shown.lines) if line.startswith(" *>  0x"))
+    column = shown.lines[faulting].index("LDGSTS")
+    assert shown.lines[faulting].endswith("LDGSTS.E.BYPASS.LTC128B.128 [R216+0x4000],")
+    assert shown.lines[faulting + 1] == " " * column + "desc[UR16][R20.64]"
+    signature = next(n for n, line in enumerate(shown.lines) if line.startswith("signature "))
+    assert shown.lines[signature + 1].startswith("  LDGSTS.E.BYPASS.LTC128B.128")
+    assert not [line for line in shown.lines[1:] if line.startswith(("desc[", "LDGSTS"))]
