@@ -19,6 +19,7 @@ import click
 
 from .errors import EXIT_BAD_INPUT, EXIT_FOUND, CrashlabError
 from .escape import escape
+from .helpformat import HelpContext
 from .wrongverb import advised
 
 #: What click raises to end a command on purpose (--help, a usage error, ctx.exit): its own.
@@ -85,7 +86,10 @@ class _OneLineUsageError(click.UsageError):
 
 
 class _OneLineUsage(click.Command):
-    """A bad option is bad input like any other: one line, exit 2, not click's usage block."""
+    """A bad option is bad input like any other: one line, exit 2, not click's usage block.
+    The help is laid out by crashlab.helpformat (a line never ends inside a hyphenated name)."""
+
+    context_class = HelpContext
 
     def parse_args(self, ctx, args):
         try:

@@ -38,7 +38,7 @@ LAYERS = (
     # verbs
     "api", "crashlab", "wrongverb", "replay", "index", "supervise", "bisect", "issue", "ui",
     # the command line
-    "guard", "cli", "__main__",
+    "helpformat", "guard", "cli", "__main__",
 )
 
 

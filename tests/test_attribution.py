@@ -285,7 +285,7 @@ def test_memory_section_past_the_end_is_skipped_and_the_rest_triaged(build, tmp_
                    lambda d: set_section(d, _first_of_type(d, "GLOBAL_MEM"), "size", 1 << 40))
     done = run_cli("inspect", path, "--json")
     assert done.returncode == 0, done.stderr
-    assert b"GLOBAL_MEM section(s) run past the end of the file" in done.stdout
+    assert b"1 GLOBAL_MEM section past the end of the file" in done.stdout
     assert scenario.planted.kernel.encode() in done.stdout
 
 
@@ -303,7 +303,7 @@ def test_registers_past_the_end_are_skipped(build, tmp_path):
 
     report = crashlab.inspect(patched(built.path, tmp_path / "regs.nvcudmp", cut), sass=False)
     assert report.faults[0].registers is None and report.faults[0].lane == 0
-    assert any("DEV_REGS section(s) run past the end" in w for w in report.warnings)
+    assert any("1 DEV_REGS section past the end" in w for w in report.warnings)
 
 
 def test_a_cubin_past_the_end_costs_the_sass_only(build, tmp_path):
@@ -318,7 +318,7 @@ def test_a_cubin_past_the_end_costs_the_sass_only(build, tmp_path):
     assert fault.kernel.mangled == scenario.planted.kernel
     assert fault.block_idx == scenario.planted.block_idx
     assert not fault.sass.instructions and fault.sass.unavailable_reason
-    assert any("RELF_IMG section(s) run past the end" in w for w in report.warnings)
+    assert any("1 RELF_IMG section past the end" in w for w in report.warnings)
 
 
 def test_a_hang_dump_with_memory_past_the_end_exits_1(build, tmp_path):
@@ -328,7 +328,7 @@ def test_a_hang_dump_with_memory_past_the_end_exits_1(build, tmp_path):
                    lambda d: set_section(d, _first_of_type(d, "GLOBAL_MEM"), "offset", 1 << 40))
     done = run_cli("inspect", path)
     assert done.returncode == 1, done.stderr
-    assert b"run past the end of the file" in done.stdout
+    assert b"section past the end of the file" in done.stdout
 
 
 def _lying(build, tmp_path, kind: str, field: str, value):
@@ -357,11 +357,11 @@ def test_lldb_malformed_shapes_are_refused_in_one_line(build, tmp_path, kind, fi
 
 @pytest.mark.parametrize("kind,field,value,fragment", [
     # LLDB's out-of-range row index: a register section naming row 99 of a 32-row lane table
-    ("DEV_REGS", "info", 99, "name a row beyond their parent table"),
-    ("DEV_REGS", "link", "GRID_TABLE", "belong under a LN_TABLE link to something else"),
+    ("DEV_REGS", "info", 99, "1 section naming a row beyond the parent table"),
+    ("DEV_REGS", "link", "GRID_TABLE", "1 section of a kind a LN_TABLE holds, linked to something else"),
     # LLDB's invalid parent link (sh_link 0): libcudacore reads a device's tables by sh_info
     # alone and so does crashlab, but not silently
-    ("SM_TABLE", "link", 0, "SM_TABLE section(s) have sh_link 0"),
+    ("SM_TABLE", "link", 0, "1 SM_TABLE section with sh_link 0"),
 ])
 def test_lies_that_leave_the_rest_readable_are_warned_about(build, tmp_path, kind, field, value,
                                                             fragment):

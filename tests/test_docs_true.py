@@ -1,13 +1,17 @@
 """What the front page and the manual state, held to the code: README's table of what works names
 every verb and links pages that exist, README's worked example is what inspect prints on that
 real dump, the manual's home is a map of every page, CONTRIBUTING names every unit of the layer
-order, and no docstring cites a tracker's issue number or a file outside the repository."""
+order, the exit codes each verb's help names are the command-line page's, inspect's page says
+which lines fit 80 columns, and no docstring cites a tracker's issue number or a file outside the
+repository."""
 
 from __future__ import annotations
 
 import re
 import subprocess
 import sys
+
+import pytest
 
 from crashlab.cli import VERBS
 from tests.architecture import LAYERS, PACKAGE
@@ -39,21 +43,29 @@ def test_readmes_table_of_what_works_names_every_verb_and_links_pages_that_exist
 
 
 def test_readmes_worked_example_is_what_inspect_prints_on_that_dump():
-    """Each line of the excerpt (``...`` marks lines left out) is in the output, in order;
-    compared with spaces made one, so a terminal's wrapping does not matter."""
+    """Each line of the excerpt is in the output, in order, and lines leave out what lies
+    between them only where ``...`` says so; compared with spaces made one, so a terminal's
+    wrapping does not matter."""
     [command, *shown] = _fenced_after(README, "## A real dump, explained")
     assert command.startswith("$ crashlab inspect ")
     [core] = ROOT.glob(command.split()[-1])
     done = run_cli("inspect", core)
     assert done.returncode == 0, done.stderr
     printed = " ".join(done.stdout.decode().split())
-    at = 0
-    excerpt = [" ".join(line.split()) for line in shown if line.strip() != "..."]
+    assert printed.startswith(" ".join(shown[0].split()))
+    at, left_out = 0, False
+    excerpt = [line for line in shown if line.strip() != "..."]
     assert len(excerpt) >= 12
-    for line in excerpt:
+    for line in shown:
+        if line.strip() == "...":
+            left_out = True
+            continue
+        line = " ".join(line.split())
         found = printed.find(line, at)
         assert found >= 0, f"not printed (or not in this order): {line}"
-        at = found + len(line)
+        skipped = printed[at:found].strip()
+        assert left_out or not skipped, f"left out before {line!r} with no '...': {skipped[:200]}"
+        at, left_out = found + len(line), False
 
 
 def test_the_manuals_home_is_a_map_of_every_page_in_the_navigation():
@@ -120,3 +132,61 @@ def test_readmes_gpu_test_figures_are_those_of_the_h200_logs():
     counts = [len(outcome), list(outcome.values()).count("PASSED"),
               list(outcome.values()).count("SKIPPED")]
     assert [int(figure) for figure in said.groups()] == counts
+
+
+def _exit_codes_of(verb: str) -> str | None:
+    """The sentences of a verb's help that name its exit codes (from "Exit" to the end of that
+    paragraph), spaces made one; None where its help names none."""
+    import click
+
+    from crashlab.cli import main
+
+    command = main.get_command(click.Context(main), verb)
+    for paragraph in re.split(r"\n\s*\n", command.help or ""):
+        said = " ".join(paragraph.split())
+        found = re.search(r"Exit (codes:|\d).*", said)
+        if found:
+            return found.group(0)
+    return None
+
+
+def test_every_verbs_exit_codes_are_those_the_command_line_page_lists():
+    """docs/command-line.md lists each verb whose help names its codes, in its help's words,
+    and no other."""
+    page = (DOCS / "command-line.md").read_text(encoding="utf-8")
+    listed = dict(re.findall(r"^\| `([a-z-]+)` \| (Exit .*) \|$", page, re.MULTILINE))
+    said = {verb: codes for verb in VERBS if (codes := _exit_codes_of(verb)) is not None}
+    assert said and listed == said
+
+
+def test_the_general_exit_codes_name_doctors_which_read_the_other_way_round():
+    """doctor exits 1 on findings, as a linter does, while every other verb's 1 is "found
+    nothing": README, crashlab --help and the command-line page say so where they give the
+    general codes."""
+    doctor = _exit_codes_of("doctor")
+    assert doctor and "0 no finding, 1 findings" in doctor
+    main_help = " ".join(run_cli("--help").stdout.decode().split())
+    readme = " ".join(_section(README, "Exit codes (every command)").split())
+    page = " ".join((DOCS / "command-line.md").read_text(encoding="utf-8").split())
+    for where, text in (("crashlab --help", main_help), ("README", readme),
+                        ("docs/command-line.md", page)):
+        general = re.search(r"Exit codes.*?\.(\s|$)", text).group(0)  # the general codes' sentence
+        assert "doctor" in general and "0 no finding, 1 findings" in general, (where, general)
+
+
+def test_inspects_page_says_which_lines_fit_80_columns():
+    """In a real 80-column pane the first line of inspect's view of a real dump (the whole
+    summary, one line for grep and head -1) is wider than the pane, and every other line fits:
+    the page claims that, not that every line fits."""
+    from rich.cells import cell_len
+
+    from tests import tmux_terminal
+
+    if tmux_terminal.available() is not None:
+        pytest.skip(tmux_terminal.available())
+    [dump] = (ROOT / "fixtures/gpu/h200/dynamic_shared.explain").glob("core.*.nvcudmp")
+    shown = tmux_terminal.run_in_pane(["inspect", dump.relative_to(ROOT)], 80, ROOT)
+    assert [n for n, line in enumerate(shown.lines) if cell_len(line) > 80] == [0]
+    page = " ".join((DOCS / "inspect.md").read_text(encoding="utf-8").split())
+    assert "In an 80-column terminal every line of the terminal view but the first" in page
+    assert "every line of the terminal view fits" not in page

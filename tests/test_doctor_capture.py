@@ -84,7 +84,7 @@ def test_runs_disk_against_the_gpus_memory(tmp_path):
     stats = os.statvfs(tmp_path)
     gpus = stats.f_bavail * stats.f_frsize // capture.LIGHTWEIGHT_BYTES_PER_GPU + 1
     huge = capture.runs_disk(tree.machine(runs_dir=runs, gpu_memory=(1 << 40,) * gpus))
-    assert huge.status == "finding" and f"{gpus} GPU(s)" in huge.message
+    assert huge.status == "finding" and f"{gpus:,} GPUs" in huge.message
     assert capture.runs_disk(tree.machine(runs_dir=runs)).status == "skipped"
 
 

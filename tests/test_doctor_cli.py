@@ -92,7 +92,7 @@ def test_doctor_on_the_constructed_eight_gpu_machine(tmp_path):
     host = env_machine.machine(tmp_path, path=env_machine.standin_path(), marker=marker)
     report = run_checks(machine_for(tmp_path / "runs", None, None, host=host, timeout=10))
     by_id = {check.id: check for check in report.checks}
-    assert "8 GPU(s): full dumps up to 637.2 GiB" in by_id["runs-disk"].message
+    assert "8 GPUs: full dumps up to 637.2 GiB" in by_id["runs-disk"].message
     assert by_id["torch-pins"].status == "finding"
     assert "torch 2.8.0a0+gitba56102 (a source build" in by_id["torch-pins"].message
     assert by_id["torch-cuda-driver"].status == "ok", by_id["torch-cuda-driver"]

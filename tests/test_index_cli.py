@@ -242,7 +242,7 @@ def test_gc_deletes_beyond_the_retention_and_says_what(tmp_path):
     assert _unwrapped(planned.stdout.decode()) == _unwrapped(
         f"index: {address}\n"
         f"would delete {dumps[1]}: 1000 bytes, crash 2, dump 2 of its signature (keeping 1)\n"
-        "would delete 1 file(s), 1000 bytes; would forget 0 (left on disk); would keep 1 dump(s), "
+        "would delete 1 file, 1000 bytes; would forget 0 (left on disk); would keep 1 dump, "
         "1000 bytes")
     done = json.loads(run_cli("gc", "--keep", "1", "--json", "--db", address).stdout)
     assert done["freed_bytes"] == 1000 and [d.exists() for d in dumps] == [True, False]
@@ -306,7 +306,7 @@ def test_gc_never_deletes_a_dump_recorded_by_reference_only_the_copy_it_took(ind
     planned = run_cli("gc", "--keep", "0", "--dry-run", "--db", index_address)
     size = with_bytes(CORE.stat().st_size)
     assert planned.stdout.decode().splitlines()[-1] == (  # a forgotten file is never counted freed
-        f"would delete 1 file(s), {size}; would forget 3 (left on disk); would keep 0 dump(s), 0 bytes")
+        f"would delete 1 file, {size}; would forget 3 (left on disk); would keep 0 dumps, 0 bytes")
     first = json.loads(run_cli("gc", "--keep", "1", "--max-size", "1", "--json",
                                "--db", index_address).stdout)
     assert {item["path"]: item["action"] for item in first["files"]} == {

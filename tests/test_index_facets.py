@@ -162,8 +162,8 @@ def test_the_not_one_device_evidence_names_the_pc_not_the_unknown(index_address,
     hosts = len({c.host for c in known})
     assert reading.text == f"same PC across {len(known)} GPUs, {hosts} hosts: not one bad device"
     assert reading.evidence == [f"pc 0x10 in all {len(known)} crashes whose PC is known",
-                                f"{len(known)} GPU UUID(s) over the {len(known)} of them whose "
-                                "GPU is known", f"{hosts} host(s), rank unknown"]
+                                f"{len(known)} GPU UUIDs over the {len(known)} of them whose "
+                                "GPU is known", f"{hosts} hosts, rank unknown"]
 
 
 def test_a_tie_lists_the_known_values_before_the_unknown_on_each_backend(index_address, tmp_path):
@@ -245,7 +245,7 @@ def test_show_prints_the_facets_in_the_terminal_as_json_and_as_markdown(index_ad
     terminal = run_cli("show", A.hash[:6], "--db", index_address, env={"COLUMNS": "200"})
     assert terminal.returncode == 0, terminal.stderr
     out = terminal.stdout.decode()
-    assert "what stays across its 6 crash(es)" in out and "what varies" in out
+    assert "what stays across its 6 crashes" in out and "what varies" in out
     assert "pc: 0x7f3a10 (6 of 6 known)" in out
     assert "reading: same PC across 4 GPUs, 3 hosts, 4 ranks: not one bad device" in out
     assert "reading: only after uptime > 2 h" in out
@@ -263,7 +263,7 @@ def test_show_prints_the_facets_in_the_terminal_as_json_and_as_markdown(index_ad
     markdown = run_cli("show", A.hash, "--markdown", "--db", index_address)
     assert markdown.returncode == 0, markdown.stderr
     text = markdown.stdout.decode()
-    assert "### What stays and what varies across its 6 crash(es)" in text
+    assert "### What stays and what varies across its 6 crashes" in text
     kernel_row = next(row for row in text.splitlines() if row.startswith("| kernel |"))
     assert kernel_row.count("|") - kernel_row.count("\\|") == 4  # the pipes inside are escaped
     assert "``void k<`a\\|b`>(int) \\| `tick` [link](http://e.x)``" in kernel_row
@@ -373,7 +373,7 @@ def test_report_shows_the_facets_of_a_crash_the_index_holds(index_address, tmp_p
     again = run_cli("report", core, "--out", tmp_path / "two", "--db", index_address)
     body = again.stdout.decode()
     assert again.returncode == 0, again.stderr
-    assert "### Across the fleet: what stays and what varies over the 2 crash(es)" in body
+    assert "### Across the fleet: what stays and what varies over the 2 crashes" in body
     host_row = next(row for row in body.splitlines() if row.startswith("| host |"))
     # the dump reported on its own has no host (never this machine's): the fleet's is the one known
     assert host_row == "| host | `[bold red]node-x[/] *x* <b>h</b>` | 1 of 2 known |"

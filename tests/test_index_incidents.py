@@ -173,7 +173,7 @@ def test_list_incidents_on_the_command_line(index_address):
     assert lines[0].startswith("incident inc-") and "node[1]" in lines[0]
     assert "[red]x[/red] :smile:" in lines[1] and "on node[1]: first failure" in lines[2]
     pd = lines[len(lines) - lines[::-1].index(""):]  # the last block
-    assert pd[0].startswith("incident inc-") and "3 crash(es), 1 Xid line(s) on node1, node2" in pd[0]
+    assert pd[0].startswith("incident inc-") and "3 crashes, 1 Xid line on node1, node2" in pd[0]
     assert [row.split()[5:7] for row in pd[1:4]] == [["prefill", "TP0"], ["decode", "TP0"],
                                                      ["decode", "TP1"]]
     assert pd[4].startswith("  xid 79 ") and "GPU has fallen off the bus." in pd[4]

@@ -168,7 +168,7 @@ def test_findings_a_few_lines_apart_share_one_block_and_identical_lines_are_fold
     assert "cuda-error, stderr lines 5, 7: `CUDA error: an illegal memory access" in entry
     block = body.split(entry, 1)[1].split("  ```")[1].splitlines()[1:]
     assert block == ["      [2026-11-23 20:08:05] Decode batch, #running-req: 1",
-                     "      ... the line above 3 more time(s)",
+                     "      ... the line above 3 more times",
                      "  >>> CUDA error: an illegal memory access was encountered",
                      "      between",
                      "  >>> CUDA error: an illegal memory access was encountered",

@@ -416,14 +416,18 @@ def test_env_breaks_a_path_between_its_names(tmp_path):
     assert shown.lines[start + 1].startswith("  ") and not shown.lines[start + 1].startswith("   ")
 
 
-@pytest.mark.parametrize("verb", VERBS)
+@pytest.mark.parametrize("verb", ("", *VERBS))
 def test_every_verbs_help_fits_80_columns(verb):
-    """Each verb's --help in a real 80-column terminal: its examples (bisect's, replay's, ...)
-    included, no line is wider than the pane."""
-    shown = tmux_terminal.run_in_pane([verb, "--help"], 80, ROOT)
+    """Each verb's --help (and crashlab's own) in a real 80-column terminal: its examples
+    (bisect's, replay's, ...) included, no line is wider than the pane, and none ends inside a
+    hyphenated name or option (``--restart-`` / ``cmd``, ``nvidia-`` / ``cuda-nvdisasm``)."""
+    shown = tmux_terminal.run_in_pane([verb, "--help"] if verb else ["--help"], 80, ROOT)
     assert shown.exit_code == 0
     assert verb != "bisect" or any(line.strip() == "Examples:" for line in shown.lines)
     _lines_fit(shown.lines, 80)
+    cut = [(line, below) for line, below in zip(shown.lines, shown.lines[1:], strict=False)
+           if re.search(r"\w-$", line) and re.match(r"\s*\w", below)]
+    assert not cut, f"a name broken at its hyphen: {cut[:3]}"
 
 
 def test_serves_lines_on_stderr_fold_between_names(tmp_path):
@@ -458,3 +462,20 @@ def test_reports_lines_on_stderr_fold_between_names(tmp_path):
     [body] = out.glob("crashlab-report-*.md")
     assert any(line.startswith("crashlab: title: ") for line in said)
     _names_whole(said, str(body))
+
+
+def test_a_sass_line_too_wide_continues_under_its_instruction():
+    """PyTorch's flash kernel's LDGSTS lines are wider than 80 columns with their address: each
+    breaks between its operands, its next line under the instruction, never at column 0; the
+    signature line continues indented too."""
+    dump = (H200 / "torch_flash_oob.sglang" / "core.1693.nvcudmp").relative_to(ROOT)
+    shown = tmux_terminal.run_in_pane(["inspect", dump], 80, ROOT)
+    assert shown.exit_code == 0, shown.lines
+    _lines_fit(shown.lines[1:], 80)
+    faulting = next(n for n, line in enumerate(shown.lines) if line.startswith(" *>  0x"))
+    column = shown.lines[faulting].index("LDGSTS")
+    assert shown.lines[faulting].endswith("LDGSTS.E.BYPASS.LTC128B.128 [R216+0x4000],")
+    assert shown.lines[faulting + 1] == " " * column + "desc[UR16][R20.64]"
+    signature = next(n for n, line in enumerate(shown.lines) if line.startswith("signature "))
+    assert shown.lines[signature + 1].startswith("  LDGSTS.E.BYPASS.LTC128B.128")
+    assert not [line for line in shown.lines[1:] if line.startswith(("desc[", "LDGSTS"))]

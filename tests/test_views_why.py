@@ -5,7 +5,8 @@ SYNTHETIC moe_align dump (a real nvcc-built cubin inside): the MoE story (an ATO
 past the kernel's static shared memory, its index loaded from parameter 0). The views must put
 it under the SASS window, every part of it (instruction, space, bytes, address, verdict with its
 basis, formula, roots with provenance, stops, candidates, story), within 80 columns; and show a
-``mismatch`` as one, in words, with no verdict, root or story offered as a cause.
+``mismatch`` as one, in words, with no verdict, root or story offered as a cause. On a real
+H200 dump whose slice runs long (PyTorch's flash kernel) the views cap what repeats.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import crashlab
 from crashlab.report import markdown, text, why
 from crashlab.report.model import Explanation, Root, Verdict
 from crashlab.report.run_views import markdown as run_markdown
+from tests.conftest import ROOT
 from tests.test_views_hostile import _rendered_text, _squeezed, run_report, triage_report  # noqa: F401 (fixtures)
 from tests.test_views_layout import MOE, assert_reads_at_80, terminal_view
 
@@ -63,7 +65,7 @@ def test_the_terminal_shows_the_why_under_the_sass_window_at_80_columns(moe):
     shown = _squeezed("\n".join(block))
     explanation = report.faults[0].explanation
     for label, value in [("at", text.instruction(explanation.instruction)),
-                         ("access", "atomic of 4 bytes to shared memory"),
+                         ("access", "atomic of 4 bytes on shared memory"),
                          ("address", "0x2c40 (recomputed), operand [R0+URZ]"),
                          ("verdict", f"out-of-bounds: {BASIS}"),
                          ("formula", "address = arg0[i]*4 + 0x400"),
@@ -121,7 +123,7 @@ def test_an_address_the_dump_cannot_give_is_said_undetermined(moe):
         "address": None, "address_provenance": None, "operand": None, "access_bytes": None,
         "verdict": Verdict(kind="undetermined", basis="the dump holds no register R0 for lane 0")})
     assert why.address_line(explanation) == "undetermined"
-    assert why.access_line(explanation) == "atomic to shared memory"
+    assert why.access_line(explanation) == "atomic on shared memory"
     fault = report.faults[0].model_copy(update={"explanation": explanation})
     lines = terminal_view(report.model_copy(update={"faults": [fault]}), 80)
     assert _squeezed("verdictundetermined: the dump holds no register R0 for lane 0") in _squeezed(
@@ -138,3 +140,36 @@ def test_serves_report_md_carries_the_why_of_each_dump(run_report):  # noqa: F81
     for line in why.lines(explanation):
         if not line.code:
             assert _squeezed(f"{line.label}: {line.text}") in seen, line
+
+
+# -- a real H200 dump whose slice runs long: the views cap what repeats ----------------------
+
+FLASH = next((ROOT / "fixtures/gpu/h200/torch_flash_oob.sglang").glob("core.*.nvcudmp"))
+
+
+@pytest.fixture(scope="module")
+def flash():
+    return crashlab.inspect(FLASH)
+
+
+def test_a_long_slices_why_is_capped_in_the_views_and_whole_in_the_json(flash):
+    """PyTorch's flash kernel, read with skip_global_memory: a formula of over a thousand
+    characters, a dozen roots and some thirty stops. The terminal (80 columns) and Markdown views
+    show the first of each and say how many more the JSON report holds; the JSON has them all."""
+    explanation = flash.faults[0].explanation
+    stops, roots = len(explanation.stops), len(explanation.roots)
+    assert stops > why.MAX_REPEATED + 10 and roots > why.MAX_REPEATED
+    assert len(explanation.formula) > why.MAX_FORMULA
+    lines = terminal_view(flash, 80)
+    block = _block(lines, "why: explained from the dump", "registers of lane")
+    assert len(block) <= 60, len(block)
+    shown = _squeezed("\n".join(block))
+    body = _squeezed(_rendered_text(markdown.render(flash)))
+    for seen in (shown, body):
+        assert _squeezed(f"... {stops - why.MAX_REPEATED} more in the JSON report") in seen
+        assert _squeezed(f"... {roots - why.MAX_REPEATED} more in the JSON report") in seen
+        assert _squeezed(f"({len(explanation.formula):,} characters in all, whole in the JSON "
+                         "report)") in seen
+        assert _squeezed(explanation.stops[why.MAX_REPEATED - 1]) in seen
+        assert _squeezed(explanation.stops[why.MAX_REPEATED]) not in seen
+    assert sum(1 for line in block if line.startswith("  stop ")) == why.MAX_REPEATED + 1

@@ -14,12 +14,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..errors import BadInput
+from ..notation import counted
 from ..privacy.redact import Redactor
 from ..replay.loader import load
 from ..replay.records import CrashDump
 from ..replay.server import ServerDidNotStart
 from ..report.model import Tool
-from ..report.text import count
 from ..version import __version__
 from . import caches, stats
 from .candidates import Commits, Releases, source
@@ -102,7 +102,7 @@ class Bisect:
             k, n = self.bad_counts
             step = Step(**done, verdict="good", reproduced=0, runs=records,
                         confidence=round(reached, 4),
-                        reason=f"no crash in {count(len(runs), 'run')}: {reached:.1%} sure, the bad "
+                        reason=f"no crash in {counted(len(runs), 'run')}: {reached:.1%} sure, the bad "
                                f"side's rate being at least {self.rate_bound:.2f} ({k}/{n} runs, "
                                f"{self.options.confidence:.0%} confidence)")
         return self.record(step)
@@ -133,7 +133,7 @@ class Bisect:
         return Step(**done, verdict="bad", reproduced=k, runs=records,
                     reason=f"reproduced {k}/{len(runs)}: a rate of at least {self.rate_bound:.2f} "
                            f"at {confidence:.0%} confidence; a good verdict takes "
-                           f"{count(self.runs_for_good, 'clean run')}{capped}")
+                           f"{counted(self.runs_for_good, 'clean run')}{capped}")
 
 
 def _next(commits: list[str], low: int, high: int, tried: set[int]) -> int | None:

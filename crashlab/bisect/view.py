@@ -5,7 +5,7 @@ never markup."""
 from __future__ import annotations
 
 from ..console import ViewConsole, line
-from ..report.text import count
+from ..notation import counted
 from .model import BisectResult, Commit, Release, Step, label, title
 
 
@@ -32,7 +32,7 @@ def verdict(result: BisectResult, console: ViewConsole) -> None:
     if result.bad_rate:
         console.print(line(f"bad side reproduced at rate {result.bad_rate:.2f}, at least "
                            f"{result.bad_rate_bound:.2f} at {result.confidence:.0%} confidence; a "
-                           f"good verdict took {count(result.runs_for_good, 'clean run')}"))
+                           f"good verdict took {counted(result.runs_for_good, 'clean run')}"))
     else:
         console.print(line("bad side did not reproduce the crash"))
     for skip in result.skips:

@@ -139,7 +139,8 @@ def main(ctx: click.Context) -> None:
     crash dumps, supervise a server and triage its crash.
 
     Exit codes: 0 found what was looked for (a fault, a reproduction, a crash caught), 1 found
-    nothing, 2 bad input or usage, 3 a missing tool or service. crashlab with no command prints
+    nothing, 2 bad input or usage, 3 a missing tool or service; but doctor, a check, the other
+    way round as a linter: 0 no finding, 1 findings. crashlab with no command prints
     this help on standard output and exits 2: a command line without a verb is incomplete.
     """
     if ctx.invoked_subcommand is None:

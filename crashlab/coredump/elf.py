@@ -26,6 +26,7 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
 from ..errors import BadInput, CoreFormatError
+from ..notation import counted
 from ..vocabulary import PICKLE_PROTO, InputKind
 from .constants import (
     EI_ABIVERSION,
@@ -287,7 +288,7 @@ class ElfImage:
         self.beyond_end = frozenset(i for found in skipped.values() for i in found)
         for kind, found in skipped.items():
             self.warnings.append(
-                f"{len(found)} {SectionType(kind).name} section(s) run past the end of the file "
+                f"{counted(len(found), SectionType(kind).name + ' section')} past the end of the file "
                 f"({size} bytes; first: section {found[0]}): skipped, the rest is read "
                 "(a dump cut short?)"
             )

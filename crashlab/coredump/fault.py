@@ -23,6 +23,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import get_args
 
+from ..notation import counted
 from ..vocabulary import PcSource
 from . import exceptions
 from .core import CoreDump, LaneScan
@@ -392,7 +393,7 @@ class _Group:
         )
         fault.notes.extend(_notes(fault))
         if self.unlisted_candidates:
-            fault.notes.append(f"{self.unlisted_candidates} more candidate warp(s) not listed")
+            fault.notes.append(f"{counted(self.unlisted_candidates, 'more candidate warp')} not listed")
         return fault
 
 

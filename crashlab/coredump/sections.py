@@ -21,6 +21,7 @@ from collections import defaultdict
 from itertools import compress
 
 from ..errors import CoreFormatError
+from ..notation import counted
 from .constants import PARENT_TYPE, SHT_STRTAB, SectionType
 from .elf import ElfImage
 from .layouts import TABLE_LAYOUTS
@@ -162,15 +163,15 @@ class SectionIndex:
             if bad_link:
                 first = bad_link[0]
                 self.warnings.append(
-                    f"{len(bad_link)} section(s) that belong under a {parent_type.name} link to "
+                    f"{counted(len(bad_link), 'section')} of a kind a {parent_type.name} holds, linked to "
                     f"something else (first: section {first}, {self.describe(first)}, links to "
-                    f"section {links[first]}); they belong to no lane or warp and are ignored "
+                    f"section {links[first]}); under no lane or warp, so ignored "
                     "(cuda-gdb cannot place them either)"
                 )
             if beyond:
                 first = beyond[0]
                 self.warnings.append(
-                    f"{len(beyond)} section(s) name a row beyond their parent table (first: "
+                    f"{counted(len(beyond), 'section')} naming a row beyond the parent table (first: "
                     f"section {first}, {self.describe(first)}, names row {infos[first]} of "
                     f"section {links[first]}, which has {rows[links[first]]} rows); ignored"
                 )
@@ -224,7 +225,7 @@ class SectionIndex:
             table[(link, info)].append(index)
         if unlinked:
             self.warnings.append(
-                f"{len(unlinked)} {kind.name} section(s) have sh_link 0 (first: section "
+                f"{counted(len(unlinked), kind.name + ' section')} with sh_link 0 (first: section "
                 f"{unlinked[0]}); read under the device table, as cuda-gdb's libcudacore does "
                 "(it finds a device's tables by sh_info alone)"
             )

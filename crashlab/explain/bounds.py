@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..notation import counted
 from ..report import model
 from .access import Space
 from .cubin_facts import SharedLayout
@@ -99,7 +100,7 @@ def _shared(offset: int, size: int, bounds: Bounds) -> model.Verdict:
     if rank >= bounds.cluster_blocks:
         return model.Verdict(kind="out-of-bounds", basis=(
             f"bits 24+ of shared offset {offset:#x} name CTA rank {rank}, but the block's "
-            f"cluster has {bounds.cluster_blocks} block(s)"))
+            f"cluster has {counted(bounds.cluster_blocks, 'block')}"))
     layout = bounds.shared
     start = layout.start if layout else (0x400 if bounds.sm90 else 0)
     if within < start:
@@ -109,8 +110,8 @@ def _shared(offset: int, size: int, bounds: Bounds) -> model.Verdict:
     end = within + size
     declared = layout.declared if layout else 0
     named = (f"the {declared:#x} bytes of static shared memory the kernel declares "
-             f"({layout.section}, from offset {start:#x})") if layout else (
-        "the kernel's cubin, which declares no static shared memory")
+             f"({layout.section}, from offset {start:#x})") if layout and declared else (
+        "the kernel's static shared memory (it declares none)")
     if end <= start + declared:
         return model.Verdict(kind="inside", basis=f"offset {within:#x} is inside {named}")
     recorded = bounds.shared_mem_size
@@ -168,7 +169,7 @@ def _global(address: int, size: int, bounds: Bounds) -> model.Verdict:
             "the dump holds none of the process's global memory (skip_global_memory), so no "
             "allocation bound is known"))
     return model.Verdict(kind="undetermined", basis=(
-        f"{address:#x} is outside the {len(segments)} global memory segment(s) the dump holds; "
+        f"{address:#x} is outside the {counted(len(segments), 'global memory segment')} the dump holds; "
         "the dump does not list every allocation, so no bound is asserted"))
 
 

@@ -16,7 +16,7 @@ from ..cubin_info import ParamLayout
 from ..report import model
 from ..report.coredump import named_words
 from ..report.params import is_integer
-from ..report.why import group_phrase
+from ..report.why import access_phrase, group_phrase
 from ..sass import CodeFinder, CodeLocation, Instruction, function_listing
 from .access import Side, memory_sides
 from .bounds import Bounds, Windows, classify, verdict
@@ -154,7 +154,7 @@ def _explained(explanation: model.Explanation, function: _Function) -> model.Exp
     explanation.stops = list(slicer.stops)
     explanation.trust = "mismatch" if slicer.mismatches else "consistent"
     explanation.formula = f"address = {sliced.text}"
-    explanation.compare_with = _integer_params(function.fault)
+    explanation.compare_with = _integer_params(function.fault, explanation)
     explanation.other_operands = [
         model.OtherOperand(operand=other.operand, access=other.access,
                            space=other.space,
@@ -233,8 +233,9 @@ def _story(explanation: model.Explanation, ins: Instruction, where: int | None, 
              explanation.verdict.basis[:1].upper() + explanation.verdict.basis[1:] + "."]
     for other in explanation.other_operands:
         shown = f" at {other.address}" if other.address else ""
-        story.append(f"Its other operand, {other.operand}, is a {other.access} of {other.space} "
-                     f"memory{shown} ({other.verdict.kind}): not the side that faulted.")
+        story.append(f"Its other operand, {other.operand}, is a "
+                     f"{access_phrase(other.access, other.space)}{shown} ({other.verdict.kind}): "
+                     "not the side that faulted.")
     for root in explanation.roots:
         if root.kind == "load":
             loaded = "a value" if not root.value else root.value if int(root.value, 16) >> 32 \
@@ -265,13 +266,17 @@ def _lanes_sentence(explanation: model.Explanation, focus: Lane | None) -> str:
     return f"Of {explanation.lanes_judged} marked lanes: {groups}.{focused}"
 
 
-def _integer_params(fault: model.Fault) -> list[str]:
-    """Integer parameters, as candidates for the bound an index broke (never asserted)."""
-    if fault.params is None:
+def _integer_params(fault: model.Fault, explanation: model.Explanation) -> list[str]:
+    """Integer parameters, as candidates for the bound an index broke (never asserted): only
+    where a bound is in question (not a misaligned, null or non-pointer address), and not those
+    the address is computed from (a root: a stride, an offset)."""
+    if fault.params is None or explanation.verdict.kind not in ("out-of-bounds", "undetermined"):
         return []
+    inputs = {root.param_ordinal for root in explanation.roots if root.kind == "param"}
     found = []
     for param in fault.params.values:
-        if is_integer(param.type, param.size) and param.value is not None:
+        if is_integer(param.type, param.size) and param.value is not None \
+                and param.ordinal not in inputs:
             found.append(f"param {param.ordinal}" + (f" ({param.type})" if param.type else "")
                          + f" = {param.shown}")
     return found

@@ -531,9 +531,11 @@ class Slicer:
             self._stop(f"c[0x0][{offset:#x}]: no parameter of the kernel's layout covers it")
             return Value(value, f"c[0x0][{offset:#x}]")
         ordinal, param_offset, _size, type_name = holder
-        text = f"arg{ordinal}" if relative == param_offset else f"arg{ordinal}+{relative - param_offset:#x}"
+        field = relative - param_offset  # a field of a parameter passed by value (a struct)
+        text = f"arg{ordinal}" if not field else f"arg{ordinal}+{field:#x}"
         self._root(model.Root(kind="param", param_ordinal=ordinal,
-                              name=f"param {ordinal}" + (f" ({type_name})" if type_name else ""),
+                              name=f"param {ordinal}" + (f" ({type_name})" if type_name else "")
+                              + (f" +{field:#x}" if field else ""),
                               value=None if value is None else f"{value:#x}",
                               provenance="parameter buffer" if value is not None else None))
         return Value(value, text, param=ordinal if relative == param_offset else None)
@@ -573,8 +575,9 @@ class Slicer:
         key = (name, min(defs))
         label = self._inductions.setdefault(key, _INDUCTION_NAMES[len(self._inductions) % 6])
         steps = [(j, self._step(j, name, depth)) for j in defs]
-        starts = [self._defined(j, name, depth).text for j, step in steps if step is None]
-        moves = [step.text for _, step in steps if step is not None]
+        starts = list(dict.fromkeys(self._defined(j, name, depth).text for j, step in steps
+                                    if step is None))
+        moves = list(dict.fromkeys(step.text for _, step in steps if step is not None))
         shown = "unknown" if dumped is None else f"{signed32(dumped)}"
         if moves and starts:
             self.story.append(f"{label} ({name} at +{self._address(at):#x}) = {shown}: a loop "

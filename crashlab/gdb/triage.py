@@ -30,6 +30,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..coredump.elf import copy_within_room
+from ..notation import counted
 from ..report import model, places
 from ..report.debugger import (
     DebuggerCommand,
@@ -141,7 +142,7 @@ def view(core_path: str, report: model.TriageReport, *, program: str | None = No
     section.seconds = round(time.monotonic() - began, 3)
     if section.status == "ok" and section.problems:
         section.status = "partial"
-        section.reason = f"{len(section.problems)} problem(s) with the debugger; see problems"
+        section.reason = f"{counted(len(section.problems), 'problem')} with the debugger; see problems"
     return section
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ..errors import BadInput
 from ..escape import printable
+from ..notation import counted
 from .across import latest_records, read_groups
 from .evidence import CaptureEvidence, GpuReader, RasReply, gather
 from .files import capture_folder, load_capture, run_folder
@@ -54,8 +55,9 @@ def _ras(reply: RasReply) -> RasReading:
     return RasReading(
         rank=reply.rank, sample=reply.sample, nccl_version=status.nccl_version,
         healthy=status.healthy,
-        groups=[f"group {g.group}: {g.communicators} communicator(s) of {g.ranks_per_communicator} "
-                f"ranks on {g.nodes} node(s), {g.status}, {g.errors}" for g in status.groups],
+        groups=[f"group {g.group}: {counted(g.communicators, 'communicator')} of "
+                f"{g.ranks_per_communicator} ranks on {counted(g.nodes, 'node')}, {g.status}, "
+                f"{g.errors}" for g in status.groups],
         issues=[f"{i.kind}{' ' + i.communicator if i.communicator else ''}: {'; '.join(i.lines)}"
                 for i in status.issues])
 

@@ -11,6 +11,7 @@ of its own.
 
 from __future__ import annotations
 
+from ..notation import counted
 from .evidence import RasReply
 from .model import Collective, GroupReading, RankReading, Verdict, note_lines, ranks_text
 from .ras import RasStatus
@@ -273,7 +274,7 @@ def _contradictions(found: list[Verdict], replies: list[RasReply]) -> list[Verdi
             f"NCCL RAS reports every communicator RUNNING with no error (sample {reply.sample}) "
             f"while Flight Recorder shows {placing[0].op} #{placing[0].seq} not completed: the "
             "sources disagree; RAS has reported healthy communicators while PyTorch timed out"),
-            evidence=[f"NCCL RAS: {len(reply.status.groups)} communicator group(s), all RUNNING, OK"],
+            evidence=[f"NCCL RAS: {counted(len(reply.status.groups), 'communicator group')}, all RUNNING, OK"],
             pg=placing[0].pg, seq=placing[0].seq, op=placing[0].op)]
     mismatched = [i for i in reply.status.issues if "MISMATCH" in i.kind]
     if mismatched and not placing:

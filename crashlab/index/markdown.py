@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..notation import counted
 from ..report.markdown_escape import cell, code, inline, join
 from .facets import shown_value
 
@@ -31,11 +32,11 @@ def _values(facet: Facet) -> str:
 
 
 def facets_lines(facets: Facets, heading: str = "### What stays and what varies across its "
-                                                "{crashes} crash(es)") -> list[str]:
+                                                "{crashes}") -> list[str]:
     """The facets as Markdown lines under HEADING (its {crashes}, how many crashes): a table of
     what stays, one of what varies, the fields no crash knows, then the readings with their
     evidence."""
-    out = [heading.format(crashes=facets.crashes), ""]
+    out = [heading.format(crashes=counted(facets.crashes, 'crash', 'crashes')), ""]
     stays = [f for f in facets.fields if f.constant]
     varies = [f for f in facets.fields if not f.constant and f.known]
     if stays:
@@ -64,12 +65,12 @@ def shown(view: Shown) -> str:
         sig = view.signature
         out += [f"## {inline(sig.title)}", "",
                 f"- signature {code(sig.hash)} (version {sig.version}, {inline(sig.kind)})",
-                f"- {sig.count} crash(es), first {inline(sig.first_seen)}, last "
+                f"- {counted(sig.count, 'crash', 'crashes')}, first {inline(sig.first_seen)}, last "
                 f"{inline(sig.last_seen)}",
                 f"- search: {code(sig.search)}", ""]
     if view.coarse is not None:
         out += [f"## Coarse key {code(view.coarse)}", ""]
-        out += [f"- {code(s.hash)} {s.count} crash(es): {inline(s.title)}"
+        out += [f"- {code(s.hash)} {counted(s.count, 'crash', 'crashes')}: {inline(s.title)}"
                 for s in view.signatures] + [""]
     if view.facets is not None:
         out += facets_lines(view.facets)

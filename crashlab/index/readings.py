@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..notation import counted
+
 if TYPE_CHECKING:
     from .records import Facet, Reading, Rows
     from .store import Index
@@ -67,8 +69,8 @@ def _not_one_device(index: Index, rows: Rows, by: dict[str, Facet]) -> Reading |
                                                     (ranks, "ranks")) if count >= 2]
     return _reading("not-one-device", f"same PC across {', '.join(spread)}: not one bad device", [
         f"pc {value} in all {pc.known} crashes whose PC is known",
-        f"{gpus} GPU UUID(s) over the {gpus_known} of them whose GPU is known",
-        f"{hosts} host(s), {f'{ranks} rank(s)' if ranks else 'rank unknown'}"])
+        f"{counted(gpus, 'GPU UUID')} over the {gpus_known} of them whose GPU is known",
+        f"{counted(hosts, 'host')}, {counted(ranks, 'rank') if ranks else 'rank unknown'}"])
 
 
 def _one_device(index: Index, where: str, params: tuple, by: dict[str, Facet]) -> Reading | None:
@@ -81,12 +83,12 @@ def _one_device(index: Index, where: str, params: tuple, by: dict[str, Facet]) -
         return None
     hosts = [str(v.value) for v in by["host"].values if v.value]
     if by["host"].others:
-        hosts.append(f"{by['host'].others} crash(es) on hosts past these")
+        hosts.append(f"{counted(by['host'].others, 'crash', 'crashes')} on hosts past these")
     unknown = _total(by["host"]) - by["host"].known
     if unknown:
-        hosts.append(f"unknown for {unknown} crash(es)")
+        hosts.append(f"unknown for {counted(unknown, 'crash', 'crashes')}")
     return _reading("one-device", "one GPU serial only: suspect the device", [
-        f"GPU {value} in all {gpus.known} crashes", f"host(s): {', '.join(hosts)}"])
+        f"GPU {value} in all {gpus.known} crashes", f"{'host' if len(hosts) == 1 else 'hosts'}: {', '.join(hosts)}"])
 
 
 def _elsewhere(index: Index, column: str, value: str | None, where: str,

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from ..console import line
 from ..escape import escape
+from ..notation import counted
 from ..stdout import write
 from ..textsize import with_bytes
 from ..wrap import fitted
@@ -98,7 +99,7 @@ def incident_list(incidents: list[IncidentShown], console: Console) -> None:
         if number:
             console.print()
         _say(console, f"incident {incident.id}  first failure {_when(incident.first_failure)}  "
-                      f"{len(incident.crashes)} crash(es), {len(incident.xids)} Xid line(s) "
+                      f"{counted(len(incident.crashes), 'crash', 'crashes')}, {counted(len(incident.xids), 'Xid line')} "
                       f"on {', '.join(incident.hosts)}", 2, "bold")
         for crash in incident.crashes:
             _say(console, f"  {_member(crash)}", 4)
@@ -113,7 +114,7 @@ def _incident(view: Shown, shown_crash: Crash, console: Console) -> None:
     if incident is None:
         return
     _field(console, "incident", f"{incident.id} (first failure {_when(incident.first_failure)}, "
-                                f"{len(incident.crashes)} crash(es) on {', '.join(incident.hosts)})")
+                                f"{counted(len(incident.crashes), 'crash', 'crashes')} on {', '.join(incident.hosts)})")
     for crash in incident.crashes:
         if crash.id != shown_crash.id:
             _field(console, "with", _member(crash))
@@ -123,9 +124,9 @@ def _incident(view: Shown, shown_crash: Crash, console: Console) -> None:
 
 def _signatures(view: Shown, console: Console) -> None:
     _field(console, "coarse key", f"{view.coarse}: the same signature without its site, "
-                                  f"{len(view.signatures)} signature(s) under it")
+                                  f"{counted(len(view.signatures), 'signature')} under it")
     for signature in view.signatures:
-        _field(console, "signature", f"{signature.hash} {signature.count} crash(es), last "
+        _field(console, "signature", f"{signature.hash} {counted(signature.count, 'crash', 'crashes')}, last "
                                      f"{_when(signature.last_seen)}: {signature.title}")
 
 
@@ -189,7 +190,7 @@ def facet_values(facet: Facet) -> str:
     """A facet's values and counts on one line: 'a: 3, b: 1, unknown: 2, 4 more crashes'."""
     listed = [f"{shown_value(facet.name, v.value)}: {v.count}" for v in facet.values]
     if facet.others:
-        listed.append(f"{facet.others} more crash(es) past these")
+        listed.append(f"{counted(facet.others, 'more crash', 'more crashes')} past these")
     return ", ".join(listed)
 
 
@@ -200,7 +201,7 @@ def _facets(view: Shown, console: Console) -> None:
     if facets is None:
         return
     console.print()
-    _say(console, f"what stays across its {facets.crashes} crash(es)", 2, "bold")
+    _say(console, f"what stays across its {counted(facets.crashes, 'crash', 'crashes')}", 2, "bold")
     for facet in facets.fields:
         if facet.constant:
             value = next(v.value for v in facet.values if v.value is not None)
@@ -253,7 +254,7 @@ def collection(result: Collection, console: Console) -> None:
             _say(console, f"{words[item.action]} {item.path}: {with_bytes(item.size_bytes)}, "
                           f"crash {item.crash}, {item.why}", 2)
     count = {action: sum(1 for item in result.files if item.action == action) for action in words}
-    _say(console, f"{words['deleted']} {count['deleted']} file(s), "
+    _say(console, f"{words['deleted']} {counted(count['deleted'], 'file')}, "
                   f"{with_bytes(result.freed_bytes)}; {words['forgotten']} {count['forgotten']} "
-                  f"(left on disk); {words['kept']} {count['kept']} dump(s), "
+                  f"(left on disk); {words['kept']} {counted(count['kept'], 'dump')}, "
                   f"{with_bytes(result.kept_bytes)}", 2)

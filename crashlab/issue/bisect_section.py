@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..bisect.model import RESULT, STEP_LOG, BisectResult, Commit, Release, label, title
+from ..notation import counted
 from ..report.markdown_escape import cell, code, inline
-from ..report.text import count
 
 #: Files of the first bad commit the body names; result.json in the bundle lists them all.
 FILES_SHOWN = 30
@@ -55,7 +55,7 @@ def _bisect(shown: BisectShown, steps: bool) -> list[str]:
     bad = result.bad[:12] if result.repo is not None else result.bad
     rate = (f"reproduced it at rate {result.bad_rate:.2f}, at least {result.bad_rate_bound:.2f} "
             f"at {result.confidence:.0%} confidence; a good verdict takes "
-            f"{count(result.runs_for_good, 'clean run')}" if result.bad_rate
+            f"{counted(result.runs_for_good, 'clean run')}" if result.bad_rate
             else "did not reproduce it")
     out += [f"- Expected crash: {inline(result.expected)}",
             f"- The bad side ({code(bad)}) {rate}",
@@ -71,7 +71,7 @@ def _bisect(shown: BisectShown, steps: bool) -> list[str]:
                 f"{step.reproduced}/{len(step.runs)} | {cell(inline(step.reason))} |"
                 for step in result.steps]
         out.append("")
-    out += [f"{count(len(result.steps), 'step')} in {result.wall_s:,.1f} s. The verdict: "
+    out += [f"{counted(len(result.steps), 'step')} in {result.wall_s:,.1f} s. The verdict: "
             f"{_where(shown.result_member, f'{shown.folder}/{RESULT}')}; the step log: "
             f"{_where(shown.log_member, f'{shown.folder}/{STEP_LOG}') if shown.has_log else 'none'}.",
             ""]
@@ -107,6 +107,6 @@ def _commit(commit: Commit) -> list[str]:
     shown = ", ".join(code(name) for name in commit.files[:FILES_SHOWN])
     more = len(commit.files) - FILES_SHOWN
     if more > 0:
-        shown += f" and {count(more, 'more file')} (result.json lists them)"
+        shown += f" and {counted(more, 'more file')} (result.json lists them)"
     return [f"- Author date: {inline(commit.author_date)}",
             f"- Files changed: {shown or 'none'}"]

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from ..index.markdown import facets_lines
 from ..index.records import Facets
 from ..launchline import option_value
+from ..notation import counted
 from ..privacy.redact import MASK
 from ..report import markdown as dump_markdown
 from ..report import run_views, text
@@ -114,7 +115,7 @@ def _parts(facts: Facts, detail: _Detail) -> list:
     out += ["### Environment", ""] + _environment(facts, detail)
     if facts.fleet is not None and facts.fleet.crashes > 1:  # one crash's "fleet" says nothing
         out += facets_lines(facts.fleet, heading="### Across the fleet: what stays and what "
-                                                 "varies over the {crashes} crash(es) of its "
+                                                 "varies over the {crashes} of its "
                                                  "signature in the crash index")
     out += ["### Triage", "", _TRIAGE]
     out += _logs(facts, detail) + _attachment(facts.issue, detail)
@@ -196,7 +197,7 @@ def _reproduction(facts: Facts) -> list[str]:
 def _replay(dump: RequestDumpSummary) -> list[str]:
     where = (f"{code(dump.member)} in the attached bundle" if dump.member
              else f"left out of the bundle; on the reporter's machine at {code(dump.path)}")
-    out = [f"Replay the {text.count(dump.requests, 'recorded request')} ({dump.in_flight} in flight at the "
+    out = [f"Replay the {counted(dump.requests, 'recorded request')} ({dump.in_flight} in flight at the "
            f"crash; {where}) against a fresh server, from the extracted bundle:", "",
            *fenced([dump.replay]), ""]
     if dump.minimized:

@@ -14,7 +14,7 @@ from ..coredump.core import CoreDump
 from ..coredump.fault import DETAILED_GROUPS, FaultGroup, Location, Residency
 from ..cubin_info import ParamLayout
 from ..demangle import demangle
-from ..notation import dim, short_source
+from ..notation import counted, dim, short_source
 from ..sass import CodeLocation, Instruction, SassView
 from ..version import __version__
 from . import model, places
@@ -303,7 +303,7 @@ def summarize(report: model.TriageReport) -> str:
             " ..." if len(resident) > 3 else "")
         return (
             f"No exception in this dump (user-triggered or taken on abort?); "
-            f"{len(resident)} kernel(s) resident" + (f": {names}" if names else "")
+            f"{counted(len(resident), 'kernel')} resident" + (f": {names}" if names else "")
         )
     fault = report.faults[0]
     where = kernel_name(fault.kernel.name if fault.kernel else "", fault.grid_id)

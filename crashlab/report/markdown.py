@@ -94,7 +94,7 @@ def _render(report: TriageReport, detail: _Detail) -> str:
             out += _skipped(report)
     hidden = len(report.faults) - detail.fault_rows + report.omitted_faults
     if hidden > 0:
-        out += [f"_{hidden} more fault group(s) in the JSON report._", ""]
+        out += [f"_{counted(hidden, 'more fault group')} in the JSON report._", ""]
     if report.debugger is not None:
         out += _debugger(report.debugger, detail.sections)
     out += _kernels(report, detail)

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from itertools import groupby
 
-from ..notation import number_ranges
+from ..notation import counted, number_ranges
 from ..vocabulary import TRACEBACK
 from .logline import message
 from .run import NO_EXCEPTION_LINE, Finding
@@ -106,7 +106,7 @@ class Entry:
                else PAD + "Traceback (most recent call last):"]
         frames = traceback.frames[-FRAMES_SHOWN:]
         if len(traceback.frames) > len(frames):
-            out.append(f"{PAD}  ... {len(traceback.frames) - len(frames)} outer frame(s)")
+            out.append(f"{PAD}  ... {counted(len(traceback.frames) - len(frames), 'outer frame')}")
         for frame in frames:
             out.append(f'{PAD}  File "{frame.file}", line {frame.line}, in {frame.function}')
             if frame.code:
@@ -191,7 +191,7 @@ def _folded_runs(lines: list[str]) -> list[str]:
         out.append(line)
         more = sum(1 for _ in same) - 1
         if more:
-            out.append(f"{PAD}... the line above {more} more time(s)")
+            out.append(f"{PAD}... the line above {counted(more, 'more time')}")
     return out
 
 

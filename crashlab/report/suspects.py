@@ -34,9 +34,10 @@ from functools import cached_property
 
 from ..coredump.constants import SectionType
 from ..coredump.core import CoreDump
+from ..notation import counted
 from . import model
 from .params import QUALIFIERS
-from .text import count, readable_name
+from .text import readable_name
 
 SMALL_INTEGER_LIMIT = 1 << 32
 PACKED_HALF_LIMIT = 1 << 16
@@ -156,7 +157,7 @@ def suspect(param: model.Param, known: KnownMemory | None) -> str | None:
         return f"misaligned for {target} ({size}-byte elements): {value % size} bytes past a boundary"
     if known is not None and not inside:
         return (f"outside every address range the dump holds ("
-                f"{count(known.global_sections, 'global memory section')}, the shared and local "
+                f"{counted(known.global_sections, 'global memory section')}, the shared and local "
                 "windows, the constant banks, the parameter buffer; host memory mapped for the "
                 "GPU is not dumped)")
     return None

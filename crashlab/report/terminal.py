@@ -3,8 +3,9 @@
 From ``WIDE`` columns (and into a pipe, 160) tables keep a column per fact; below that, columns
 are merged or a fault is a block of lines, so that an 80-column terminal reads the same facts.
 Names and paths wrap as every view's lines do (:mod:`crashlab.wrap`), never inside an
-identifier or a number, a block's lines under their first; a SASS instruction is never wrapped:
-its source goes on the line below where both do not fit.
+identifier or a number, a block's lines under their first; a SASS instruction wraps only where
+it is wider than the terminal, between its operands, its next line under it; its source goes on
+the line below where both do not fit.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..console import Folded, line, plain
-from ..notation import dim, marker, short_source
+from ..notation import counted, dim, marker, short_source
 from ..textsize import with_bytes
 from . import text, why
 from .model import DebuggerSection, Fault, Kernel, TriageReport
@@ -55,7 +56,7 @@ def _name(value: str, style: str = "", indent: int = 0) -> Folded:
 def render(report: TriageReport, console: Console) -> None:
     console.print(plain(report.summary, style="bold"), soft_wrap=True)  # line 1, whole, for grep and head
     if report.signature is not None:
-        console.print(_name(f"signature {report.signature.short}", style="dim"))
+        console.print(_name(f"signature {report.signature.short}", style="dim", indent=2))
     wide = console.width >= WIDE
     if report.faults:
         primary = report.faults[0]
@@ -116,7 +117,8 @@ def _fault_panel(fault: Fault, title: str) -> Panel:
 
 def _sass(fault: Fault, console: Console) -> None:
     """One line per instruction where address, instruction and source fit the width; otherwise
-    the source goes on its own line under the instruction, which is never wrapped."""
+    the source goes on its own line under the instruction, which wraps (between its operands,
+    under itself) only where it is wider than the terminal."""
     sass = fault.sass
     if not sass.instructions:
         console.print(plain(f"SASS: unavailable: {sass.unavailable_reason}", style="yellow"))
@@ -134,7 +136,7 @@ def _sass(fault: Fault, console: Console) -> None:
         if one_line and where:
             row.append(" " * (width - cell_len(shown)) + _GAP)
             row.append_text(plain(where, style="dim"))
-        console.print(row, overflow="fold")
+        console.print(Folded(row, len(indent)))
         if where and not one_line:
             console.print(Folded(line(indent, (where, "dim")), len(indent)))
 
@@ -254,8 +256,8 @@ def _kernels(report: TriageReport, wide: bool) -> Table:
         if wide:
             cells += [launch, str(kernel.resident_sms), str(kernel.resident_warps)]
         else:
-            cells.append(f"{launch}\n{text.count(kernel.resident_warps, 'warp')} on "
-                         f"{text.count(kernel.resident_sms, 'SM')}")
+            cells.append(f"{launch}\n{counted(kernel.resident_warps, 'warp')} on "
+                         f"{counted(kernel.resident_sms, 'SM')}")
         table.add_row(*cells)
     if len(report.kernels) > MAX_KERNELS:
         table.caption = f"{len(report.kernels) - MAX_KERNELS} more in the JSON report"
@@ -298,7 +300,7 @@ def _position(kernel: Kernel, position, devices: int, console: Console) -> None:
     room = console.width - 2
     console.print(_name("  " + text.position_line(kernel, position, room, devices), indent=4))
     if position.instruction:
-        console.print(line("      ", (text.instruction(position.instruction), "dim")), overflow="fold")
+        console.print(Folded(line("      ", (text.instruction(position.instruction), "dim")), 6))
 
 
 def _dump_line(report: TriageReport) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from ..demangle import demangle
-from ..notation import dim, short_source
+from ..notation import counted, dim, short_source
 from .model import Fault, Owner, Params, Range
 from .places import SourceLine
 
@@ -153,8 +153,8 @@ def param_items(params: Params | None) -> list[str]:
 
 
 def spread(fault: Fault) -> str:
-    lanes = f"{fault.faulting_lanes} lane(s) marked" if fault.faulting_lanes else "no lane marked"
-    return (f"{lanes} in {fault.faulting_warps} warp(s); blocks {span(fault.blocks)}; "
+    lanes = f"{counted(fault.faulting_lanes, 'lane')} marked" if fault.faulting_lanes else "no lane marked"
+    return (f"{lanes} in {counted(fault.faulting_warps, 'warp')}; blocks {span(fault.blocks)}; "
             f"threads {span(fault.threads)}")
 
 
@@ -192,16 +192,12 @@ def source_chain(chain: list[SourceLine], room: int | None = None) -> str:
     return full if room is None or len(full) <= room else short_source(chain)
 
 
-def count(number: int, noun: str) -> str:
-    return f"{number} {noun}{'' if number == 1 else 's'}"
-
-
 def position_line(kernel, position, room: int | None = None, devices: int = 1) -> str:
     """``grid 1: 12 warps at +0x30 (0x7fff3a000030), hang.cu:6``: where a group of warps stands;
     the function is named where it is not the kernel itself (a non-inlined device function)."""
     grid = f"dev {kernel.device} grid {kernel.grid_id}" if devices > 1 else f"grid {kernel.grid_id}"
     function = position.function if position.function and position.function != kernel.name else None
-    head = f"{grid}: {count(position.warps, 'warp')} at {code_address(position.function_offset, position.pc, function)}"
+    head = f"{grid}: {counted(position.warps, 'warp')} at {code_address(position.function_offset, position.pc, function)}"
     if not position.source:
         return head
     return f"{head}, {source_chain(position.source, None if room is None else room - len(head) - 2)}"

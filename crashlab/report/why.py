@@ -1,6 +1,11 @@
 """The 'why' of a fault (Fault.explanation) as labelled lines, the same in the terminal and the
 Markdown view: each view styles and escapes them its own way, neither decides what is said.
 
+A slice through a large kernel can stop at dozens of registers and reach a formula of thousands
+of characters: the views show the first MAX_REPEATED roots and stops, the first MAX_STORY
+sentences and MAX_FORMULA characters of the formula, and say how much more the JSON report
+holds (as the registers do); the JSON keeps every one.
+
 A ``mismatch`` explanation (a value recomputed from the slice contradicts the dumped registers)
 is not a cause: its verdict, roots, formula, candidates and story are left out of the views
 (the JSON keeps them), and the block says so in plain words.
@@ -11,7 +16,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..notation import dim, number_ranges
+from ..wrap import break_points
 from .model import Explanation, LaneVerdict, OtherOperand, Root
+
+#: Roots, and stops, shown in the views; the JSON report has every one.
+MAX_REPEATED = 6
+#: Sentences of the story shown in the views.
+MAX_STORY = 6
+#: Characters of the formula shown in the views (cut where a line may break).
+MAX_FORMULA = 400
 
 MISMATCH = ("mismatch: a value recomputed from the SASS contradicts the dumped registers, so "
             "nothing here is a cause (the slice's reading is in the JSON report)")
@@ -30,10 +43,19 @@ def heading(explanation: Explanation) -> str:
     return "why: " + ("MISMATCH" if explanation.trust == "mismatch" else "explained from the dump")
 
 
+#: How each kind of access meets its memory: a load from, a store to, an atomic on.
+_PREPOSITIONS = {"load": "from", "store": "to", "atomic": "on", "prefetch": "from"}
+
+
+def access_phrase(access: str, space: str, size: int | None = None) -> str:
+    """``load of 16 bytes from global memory``, ``store to shared memory``."""
+    bytes_ = f" of {size} bytes" if size else ""
+    return f"{access}{bytes_} {_PREPOSITIONS.get(access, 'of')} {space} memory"
+
+
 def access_line(explanation: Explanation) -> str:
-    """``atomic of 4 bytes to shared memory``."""
-    size = f" of {explanation.access_bytes} bytes" if explanation.access_bytes else ""
-    return f"{explanation.access}{size} to {explanation.space} memory"
+    """``atomic of 4 bytes on shared memory``."""
+    return access_phrase(explanation.access, explanation.space, explanation.access_bytes)
 
 
 def address_line(explanation: Explanation) -> str:
@@ -61,9 +83,16 @@ def culprit_line(explanation: Explanation) -> str | None:
         return None
     focus = explanation.focus_lane
     focused = "" if focus is None or focus == lane.lane else f" (cuda-gdb focuses lane {focus})"
-    chosen = "" if explanation.breaks_bound else ", the focused lane: none breaks a bound"
+    chosen = "" if explanation.breaks_bound else " (no marked lane breaks a bound" + (
+        "; the lane cuda-gdb focuses)" if focus == lane.lane else ")")
     return (f"lane {lane.lane}: thread {dim(lane.thread_idx)} block {dim(lane.block_idx)}, warp "
             f"{lane.warp} on SM {lane.sm}{focused}{chosen}")
+
+
+def culprit_label(explanation: Explanation) -> str:
+    """``culprit`` where the lane breaks a bound; ``explained`` where none does, and the lane
+    shown is only the one the explanation follows."""
+    return "culprit" if explanation.breaks_bound else "explained"
 
 
 def lanes_line(explanation: Explanation) -> str | None:
@@ -79,7 +108,7 @@ def other_line(other: OtherOperand) -> str:
     """``desc[UR16][R20.64]: load of global memory at 0x8016cfe24000 (undetermined), not the
     side that faulted``."""
     at = f" at {other.address}" if other.address else ""
-    return (f"{other.operand}: {other.access} of {other.space} memory{at} "
+    return (f"{other.operand}: {access_phrase(other.access, other.space)}{at} "
             f"({other.verdict.kind}), not the side that faulted")
 
 
@@ -88,13 +117,13 @@ def lines(explanation: Explanation) -> list[WhyLine]:
     out = [WhyLine("at", explanation.instruction, code=True),
            WhyLine("access", access_line(explanation)),
            WhyLine("address", address_line(explanation))]
-    out += [WhyLine(label, text) for label, text in (("culprit", culprit_line(explanation)),
+    out += [WhyLine(label, text) for label, text in ((culprit_label(explanation), culprit_line(explanation)),
                                                      ("lanes", lanes_line(explanation)))
             if text is not None]
     out += [WhyLine("other", other_line(other)) for other in explanation.other_operands]
     if explanation.trust == "mismatch":
         out.append(WhyLine("trust", MISMATCH))
-        return out + [WhyLine("stop", stop) for stop in explanation.stops]
+        return out + _capped("stop", explanation.stops)
     verdict = explanation.verdict
     if explanation.lanes_judged > 1 and not explanation.breaks_bound:
         out.append(WhyLine("verdict", "no marked lane's access breaks a bound the dump holds; "
@@ -102,14 +131,34 @@ def lines(explanation: Explanation) -> list[WhyLine]:
     else:
         out.append(WhyLine("verdict", f"{verdict.kind}: {verdict.basis}"))
     if explanation.formula:
-        out.append(WhyLine("formula", explanation.formula, code=True))
-    out += [WhyLine("root", root_line(root)) for root in explanation.roots]
-    out += [WhyLine("stop", stop) for stop in explanation.stops]
+        out.append(WhyLine("formula", formula_shown(explanation.formula), code=True))
+    out += _capped("root", [root_line(root) for root in explanation.roots])
+    out += _capped("stop", explanation.stops)
     out += [WhyLine("compare", f"{candidate} (a candidate, not asserted as the bound)")
             for candidate in explanation.compare_with]
     if explanation.story:
-        out.append(WhyLine("story", " ".join(explanation.story)))
+        story = explanation.story[:MAX_STORY]
+        left = len(explanation.story) - len(story)
+        more = f" ... {left} more sentences in the JSON report" if left > 0 else ""
+        out.append(WhyLine("story", " ".join(story) + more))
     return out
+
+
+def _capped(label: str, texts: list[str]) -> list[WhyLine]:
+    """The first MAX_REPEATED of ``texts`` as lines, then how many more the JSON report has."""
+    shown = [WhyLine(label, text) for text in texts[:MAX_REPEATED]]
+    left = len(texts) - MAX_REPEATED
+    return shown + ([WhyLine(label, f"... {left} more in the JSON report")] if left > 0 else [])
+
+
+def formula_shown(formula: str) -> str:
+    """The formula whole up to MAX_FORMULA characters; a longer one cut where a line may break,
+    with its length said."""
+    if len(formula) <= MAX_FORMULA:
+        return formula
+    cut = max((p for p in break_points(formula) if p <= MAX_FORMULA), default=MAX_FORMULA)
+    return (f"{formula[:cut].rstrip()} ... ({len(formula):,} characters in all, whole in the "
+            "JSON report)")
 
 
 def group_phrase(group: LaneVerdict) -> str:

@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ..errors import EXIT_FOUND, EXIT_NOTHING, BadInput, EnvironmentProblem
+from ..notation import counted
 from ..report.run_views import report_line
 from ..textsize import with_bytes
 from . import environment
@@ -46,8 +47,8 @@ def dump_now_said(runs: list[Path], deployment: str | None, runs_dir: Path,
         results = list(pool.map(lambda run: take(run, "dump-now", options, say, records[run]), runs))
     found = []
     for run, result in zip(runs, results, strict=True):
-        say(f"capture: {result.folder} ({len(result.capture.ranks)} rank(s), "
-            f"{options.samples} sample(s))")
+        say(f"capture: {result.folder} ({counted(len(result.capture.ranks), 'rank')}, "
+            f"{counted(options.samples, 'sample')})")
         for line in summary(result):
             say(line)
         collected = result.gpu.collected if result.gpu else []

@@ -31,6 +31,7 @@ from typing import Literal
 from ..api import inspect
 from ..errors import CrashlabError
 from ..logpatterns import CHILD_CRASHED, CRASH_SIGNALS, TRACEBACK_STARTS
+from ..notation import counted
 from ..replay import load as load_request_dump
 from ..report.logline import SGLANG_PREFIX
 from ..report.model import TriageReport
@@ -79,7 +80,8 @@ def _label(report: TriageReport | None) -> tuple[str, list[str], str]:
                else "an exception without a valid PC"]
     collective = sorted({k.name for k in collectives(report)})
     if collective:
-        reasons.append("parked in collective kernel(s) (by name): " + ", ".join(collective))
+        reasons.append("parked in " + ("a collective kernel" if len(collective) == 1 else "collective kernels")
+                       + " (by name): " + ", ".join(collective))
     return "COLLATERAL", reasons, report.summary
 
 
@@ -183,7 +185,7 @@ def summarise(incarnation: Incarnation, dumps: list[DumpTriage]) -> str:
         if finding is not None and (not crashed or finding.kind in _EXPLAINING):
             parts.append(headline(finding, incarnation.findings))
         if dumps:
-            parts.append(f"{len(dumps)} coredump(s), none with a fault")
+            parts.append(f"{counted(len(dumps), 'coredump')}, none with a fault")
     if incarnation.exit is not None:
         who = "server " + incarnation.exit.describe()
         parts.append(who + (" (stopped by crashlab)" if incarnation.stopped_by_crashlab else ""))

@@ -10,6 +10,7 @@ import signal
 import time
 from collections.abc import Callable
 
+from ..notation import counted
 from . import timestamps
 from .options import ServeOptions
 from .treewatch import TreeWatch
@@ -46,7 +47,7 @@ class Shutdown:
         self.wait_for_evidence()
         if self.watch.tree.alive():
             self.watch.notify(f"the server's main process ended; stopping the "
-                              f"{len(self.watch.tree.alive())} process(es) it left")
+                              f"{counted(len(self.watch.tree.alive()), 'process', 'processes')} it left")
             self.terminate(signal.SIGTERM)
         else:
             # nothing runs, yet a process may have ended since the last poll: a zombie handed
@@ -109,7 +110,7 @@ class Shutdown:
             tree.poll()
             watch.poll_dumps()
         if tree.alive() and signum != signal.SIGKILL:
-            watch.notify(f"{len(tree.alive())} process(es) still running after --grace "
+            watch.notify(f"{counted(len(tree.alive()), 'process', 'processes')} still running after --grace "
                          f"{self.options.grace:g} s: SIGKILL")
             tree.signal_all(signal.SIGKILL)
             deadline = time.monotonic() + KILL_WAIT

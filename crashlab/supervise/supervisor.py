@@ -34,6 +34,7 @@ from .. import __version__
 from ..env import hostcore
 from ..errors import CrashlabError
 from ..launchline import disaggregation_role
+from ..notation import counted
 from ..privacy.redact import Redactor
 from ..report import run_views
 from ..report.hoststacks import NativeStack, PythonStack
@@ -268,7 +269,7 @@ class Supervisor:
         triaged = []
         if dumps:
             self._status("triaging")
-            self.notify(f"triaging {len(dumps)} coredump(s)")
+            self.notify(f"triaging {counted(len(dumps), 'coredump')}")
             triaged = incident.triage_dumps(self.run_dir, dumps, self.options.debugger)
         record = incarnation.record
         kind = incident.kind_of(record, triaged, request_dumps, incarnation.root_ended_on_its_own)

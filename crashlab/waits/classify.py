@@ -16,9 +16,8 @@ from typing import Literal
 
 from ..coredump.core import CoreDump
 from ..coredump.model import Grid
-from ..notation import dim, short_source
+from ..notation import counted, dim, short_source
 from ..report import model
-from ..report.text import count
 from ..sass import CodeFinder, CodeLocation, Instruction, function_listing
 from .origin import address_origin
 from .polled import address_evidence, address_operand, lane_address
@@ -128,7 +127,7 @@ def _barrier_wait(grid_warps: GridWarps, by_pc: ByPc, readings: Readings) -> mod
     if not pcs:
         return None
     waiting = {id(at) for pc in pcs for at in by_pc[pc]}
-    evidence = [f"{count(len(by_pc[pc]), 'warp')} at {_at(readings[pc], pc)}"
+    evidence = [f"{counted(len(by_pc[pc]), 'warp')} at {_at(readings[pc], pc)}"
                 + _retried(readings[pc].polling) for pc in pcs]
     blocks = [block for block in grid_warps.blocks if any(id(at) in waiting for at in block)]
     expected = grid_warps.warps_per_block
@@ -141,7 +140,7 @@ def _barrier_wait(grid_warps: GridWarps, by_pc: ByPc, readings: Readings) -> mod
         evidence.append(f"{len(short) - MAX_LISTED} more blocks with exited warps")
     elsewhere = sum(1 for block in blocks for at in block if id(at) not in waiting)
     if elsewhere:
-        evidence.append(f"{count(elsewhere, 'warp')} of those blocks are not at a barrier: what "
+        evidence.append(f"{counted(elsewhere, 'warp')} of those blocks are not at a barrier: what "
                         "the barrier waits for")
     lanes = _exited_lanes(grid_warps, [at for b in blocks for at in b if id(at) in waiting])
     if lanes:
@@ -150,15 +149,15 @@ def _barrier_wait(grid_warps: GridWarps, by_pc: ByPc, readings: Readings) -> mod
     first = readings[pcs[0]]
     opcode = _short_opcode(first.polling.load if first.polling else first.instruction)
     if exited or lanes:
-        gone = (f"{count(exited, 'warp')} of {'that block' if len(blocks) == 1 else 'those blocks'}"
-                if exited else f"{count(lanes, 'lane')} of them")
-        summary = (f"{count(warps, 'warp')} at {opcode} in {count(len(blocks), 'block')} while "
+        gone = (f"{counted(exited, 'warp')} of {'that block' if len(blocks) == 1 else 'those blocks'}"
+                if exited else f"{counted(lanes, 'lane')} of them")
+        summary = (f"{counted(warps, 'warp')} at {opcode} in {counted(len(blocks), 'block')} while "
                    f"{gone} exited (a barrier after an early return)")
         return model.Wait(kind="barrier-after-exit", warps=warps, pcs=_pcs(pcs), summary=summary,
                           evidence=evidence)
     evidence.append(f"every block holding them has all {expected} of its warps resident")
     return model.Wait(kind="barrier", warps=warps, pcs=_pcs(pcs), evidence=evidence,
-                      summary=f"{count(warps, 'warp')} at {opcode} in {count(len(blocks), 'block')}, "
+                      summary=f"{counted(warps, 'warp')} at {opcode} in {counted(len(blocks), 'block')}, "
                               "none exited")
 
 
@@ -213,10 +212,10 @@ def _polling_wait(core: CoreDump, grid_warps: GridWarps, by_pc: ByPc, readings: 
     if collective:
         evidence.insert(0, f"the kernel's name ({grid_warps.grid.function}) is a collective's: "
                            "its loop waits for a peer's write")
-        summary = f"{count(warps, 'warp')} of a collective kernel waiting on a peer, {polls}"
+        summary = f"{counted(warps, 'warp')} of a collective kernel waiting on a peer, {polls}"
         kind = "collective-wait"
     else:
-        summary, kind = f"{count(warps, 'warp')} spinning in a loop, {polls}", "polling-memory"
+        summary, kind = f"{counted(warps, 'warp')} spinning in a loop, {polls}", "polling-memory"
     return model.Wait(kind=kind, warps=warps, pcs=_pcs(pcs), summary=summary, evidence=evidence,
                       address=shown, root=root)
 
@@ -255,7 +254,7 @@ def _loop_evidence(by_pc: ByPc, polled: list[_Polled]) -> list[str]:
                             f"+{polling.exit.address:#x} on {polling.condition.opcode} at "
                             f"+{polling.condition.address:#x}, fed by {polling.load.opcode} at "
                             f"+{polling.load.address:#x}")
-    evidence += [f"{count(len(by_pc[p.pc]), 'warp')} at {_at(p.reading, p.pc)}" for p in polled]
+    evidence += [f"{counted(len(by_pc[p.pc]), 'warp')} at {_at(p.reading, p.pc)}" for p in polled]
     return evidence
 
 
@@ -274,11 +273,11 @@ def _spread(core: CoreDump, by_pc: ByPc, polled: list[_Polled]) -> list[str]:
             sampled += 1
     known = [a for a in addresses if a is not None]
     if len(known) <= 1:
-        return [f"each of the {count(sampled, 'warp')} read polls that address"] \
+        return [f"each of the {counted(sampled, 'warp')} sampled polls that address"] \
             if sampled > 1 else []
     listed = ", ".join(f"{a:#x}" for a in known[:MAX_LISTED])
     more = f" and {len(known) - MAX_LISTED} more" if len(known) > MAX_LISTED else ""
-    return [f"{len(known)} distinct polled addresses among the {count(sampled, 'warp')} read: "
+    return [f"{len(known)} distinct polled addresses among the {counted(sampled, 'warp')} sampled: "
             f"{listed}{more}"]
 
 
@@ -292,10 +291,10 @@ def _other_wait(grid_warps: GridWarps, by_pc: ByPc, readings: Readings,
     for pc in pcs[:MAX_LISTED]:
         reading = readings[pc]
         where = _at(reading, pc) if pc is not None else "no PC"
-        evidence.append(f"{count(len(by_pc[pc]), 'warp')} at {where}: {reading.why}")
+        evidence.append(f"{counted(len(by_pc[pc]), 'warp')} at {where}: {reading.why}")
     if len(pcs) > MAX_LISTED:
         evidence.append(f"{len(pcs) - MAX_LISTED} more PCs")
-    summary = f"{count(warps, 'warp')} elsewhere: no barrier or polling loop found where they stand"
+    summary = f"{counted(warps, 'warp')} elsewhere: no barrier or polling loop found where they stand"
     if collective:
         summary += " (a collective kernel: they may still wait on a peer)"
     return model.Wait(kind="other", warps=warps, pcs=_pcs(pcs), summary=summary, evidence=evidence)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ...notation import counted
 from .. import hostcore
 from .base import Machine, finding, ok, registry, skipped
 
@@ -107,7 +108,7 @@ def runs_disk(machine: Machine):
     gpus = len(machine.gpu_memory)
     full = sum(machine.gpu_memory)
     light = gpus * LIGHTWEIGHT_BYTES_PER_GPU
-    facts = (f"{_gib(free)} free in {existing}; {gpus} GPU(s): full dumps up to {_gib(full)}, "
+    facts = (f"{_gib(free)} free in {existing}; {counted(gpus, 'GPU')}: full dumps up to {_gib(full)}, "
              f"lightweight (serve's default) about {_gib(light)}")
     if free >= full:
         return ok(facts)

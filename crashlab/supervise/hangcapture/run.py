@@ -18,6 +18,7 @@ from typing import Literal
 
 from ...errors import CrashlabError
 from ...hangs.layout import CAPTURE, CAPTURES, Capture, SourceRecord
+from ...notation import counted
 from .. import dumpnow, files, timestamps
 from ..dumpnow import DumpNowResult
 from ..hangsources import FR_PIPE_SUFFIX, Stack
@@ -172,8 +173,8 @@ def take(run_dir: Path, trigger: Trigger, options: CaptureOptions, notify: Notif
     run_dir = Path(run_dir)
     record = record or dumpnow.live_run(run_dir)
     capture = _Capture(run_dir, record, trigger, options, notify)
-    notify(f"capturing {len(capture.ranks.processes)} rank(s) of {run_dir.name}: "
-           f"{options.samples} sample(s) {options.interval:g} s apart, into {capture.folder}")
+    notify(f"capturing {counted(len(capture.ranks.processes), 'rank')} of {run_dir.name}: "
+           f"{counted(options.samples, 'sample')} {options.interval:g} s apart, into {capture.folder}")
     capture.save()
     started = time.monotonic()
     for number in range(options.samples):
