@@ -47,7 +47,10 @@ def inspect(core: str, as_json: bool, as_markdown: bool, no_sass: bool, no_expla
     --hang-after) or a capture's folder: inspect then reads the hang across its ranks (Flight
     Recorder, py-spy, NCCL RAS, each rank's GPU dump) and says which rank never entered which
     collective, what the others wait in and where the lagging rank stands; --json prints it
-    (schema: crashlab schema hang). Exit 0 where a verdict places the hang, 1 where none does.
+    (schema: crashlab schema hang).
+
+    Exit codes: 0 a fault found (a hang: a verdict places it), 1 none (a dump with no exception;
+    a hang no verdict places), 2 bad input.
 
     \b
     Examples:
@@ -60,7 +63,7 @@ def inspect(core: str, as_json: bool, as_markdown: bool, no_sass: bool, no_expla
       crashlab inspect /scratch/core.nvcudmp --record --copy
       crashlab inspect core-from-node7.nvcudmp --record --host node7
       crashlab inspect runs/20261206-080000-sglang
-      crashlab inspect runs/20261206-080000-sglang/captures/20261206T081500Z --json
+      crashlab inspect RUN/captures/20261206T081500Z --json
     """
     from ..api import inspect as inspect_core
     from ..console import ViewConsole

@@ -90,7 +90,8 @@ def serve(**options: Any) -> None:
       crashlab serve --coredump full -- ./my_cuda_program
       crashlab serve --deployment pd-1 -- python -m sglang.launch_server \\
           --disaggregation-mode prefill ...
-      crashlab serve --user-dumps --hang-after 120 -- python -m sglang.launch_server ...
+      crashlab serve --user-dumps --hang-after 120 -- \\
+          python -m sglang.launch_server ...
     """
     from ..supervise.command import run
     from ..supervise.options import ServeOptions
