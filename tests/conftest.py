@@ -30,7 +30,7 @@ def xdg_data_home(tmp_path_factory, monkeypatch) -> Path:
 
 @pytest.fixture(autouse=True)
 def xdg_cache_home(tmp_path_factory, monkeypatch) -> Path:
-    """Each test's own XDG cache folder: the SASS cache (crashlab.sass_cache) starts empty, so
+    """Each test's own XDG cache folder: the SASS cache (crashlab.sass.cache) starts empty, so
     no test's nvdisasm runs depend on what another test left there."""
     folder = tmp_path_factory.mktemp("xdg-cache")
     monkeypatch.setenv("XDG_CACHE_HOME", str(folder))

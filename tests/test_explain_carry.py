@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from crashlab.cubin_info import kernel_param_layout
+from crashlab.cubin import Cubin
+from crashlab.cubin.nvinfo import kernel_param_layout
 from crashlab.explain.carry import CarryChain, carry_chain, constant_move, division_idiom
-from crashlab.explain.cfg import FunctionCode
-from crashlab.explain.operands import parse_memory_operand
 from crashlab.explain.slice import Launch, ParamSource, Slicer
 from crashlab.explain.survey import survey
-from crashlab.sass import cubin_listings
+from crashlab.sass.flow import FunctionCode
+from crashlab.sass.listing import cubin_listings
+from crashlab.sass.operands import parse_memory_operand
 
 CUBINS = Path(__file__).resolve().parent.parent / "fixtures" / "cubins"
 BYTES = 0x7F3A_C000_0F00  # a planted `char *bytes`, its high word not zero
@@ -26,7 +27,7 @@ BYTES = 0x7F3A_C000_0F00  # a planted `char *bytes`, its high word not zero
 def misaligned():
     data = (CUBINS / "misaligned.sm_90.cubin").read_bytes()
     (section, listing), = cubin_listings(data).items()
-    layout, _ = kernel_param_layout(data, section.removeprefix(".text."))
+    layout, _ = kernel_param_layout(Cubin(data), section.removeprefix(".text."))
     return FunctionCode(listing), listing, layout
 
 
@@ -101,6 +102,6 @@ def test_the_production_chains_are_read_or_named(name):
 ])
 def test_prmt_permutes_bytes_as_ptx_documents(a, selector, b, expected):
     """Worked examples of PTX's prmt.b32 (default mode) table: the pool is b:a, byte 0 lowest."""
-    from crashlab.explain.semantics import Term, apply, operation
+    from crashlab.sass.semantics import Term, apply, operation
 
     assert apply(operation("PRMT"), [Term(a, "a"), Term(selector, "s"), Term(b, "b")]).value == expected

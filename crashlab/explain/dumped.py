@@ -24,8 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from .cfg import FunctionCode
-from .semantics import MASK32
+from ..sass.flow import FunctionCode
+from ..sass.semantics import MASK32
 
 
 @dataclass

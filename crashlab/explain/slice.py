@@ -19,16 +19,22 @@ fault, the difference is a stop, not a mismatch.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
+from typing import Literal
 
 from ..report import model
-from .access import memory_access
-from .carry import CarryChain, carry_chain, constant_move, division_idiom
-from .cfg import FunctionCode
-from .dumped import DumpedRegisters
-from .operands import ConstantRef, Immediate, MemoryOperand, Predicate, Register, parse_operand
-from .semantics import (
+from ..sass.flow import FunctionCode
+from ..sass.instruction import Instruction
+from ..sass.operands import (
+    ConstantRef,
+    Immediate,
+    MemoryOperand,
+    Predicate,
+    Register,
+    parse_operand,
+)
+from ..sass.semantics import (
     MASK32,
     MASK64,
     MULTIPLY_ADD,
@@ -39,78 +45,13 @@ from .semantics import (
     signed32,
     summed,
 )
+from .carry import CarryChain, carry_chain, constant_move, division_idiom
+from .dumped import DumpedRegisters
+from .launch import SPECIALS, Launch, ParamSource, launch_slots
 
 MAX_DEPTH = 24
 MAX_WORDS = 400
-_LAUNCH_SLOTS = {0x0: "blockDim.x", 0x4: "blockDim.y", 0x8: "blockDim.z",
-                 0xC: "gridDim.x", 0x10: "gridDim.y", 0x14: "gridDim.z"}
-#: c[0x0][0x28]: the stack's top, where R1 starts (LDC R1, c[0x0][0x28] opens every kernel)
-STACK_SLOT = 0x28
-#: Where the parameters start in bank 0 on sm_100 and later (0x380): there the launch slots
-#: sit just below them, blockDim at 0x360..0x368, gridDim at 0x370..0x378 and the stack top at
-#: 0x37c, as nvcc 13.0's sm_100 SASS reads them (LDC R1, c[0x0][0x37c] opens each kernel)
-_BLACKWELL_PARAMS = 0x380
-_BLACKWELL_SLOTS = {0x360: "blockDim.x", 0x364: "blockDim.y", 0x368: "blockDim.z",
-                    0x370: "gridDim.x", 0x374: "gridDim.y", 0x378: "gridDim.z"}
-_BLACKWELL_STACK = 0x37C
-
-
-def launch_slots(cbank_offset: int | None) -> tuple[dict[int, str], int]:
-    """(launch slots by their bank-0 offset, offset of the stack top), by where the parameters
-    start: the launch slots moved from the bank's start to below the parameters on sm_100."""
-    if cbank_offset is not None and cbank_offset >= _BLACKWELL_PARAMS:
-        moved = cbank_offset - _BLACKWELL_PARAMS
-        return {offset + moved: name for offset, name in _BLACKWELL_SLOTS.items()}, \
-            _BLACKWELL_STACK + moved
-    return _LAUNCH_SLOTS, STACK_SLOT
-
-
-_SPECIALS = {"SR_TID.X": "threadIdx.x", "SR_TID.Y": "threadIdx.y", "SR_TID.Z": "threadIdx.z",
-             "SR_CTAID.X": "blockIdx.x", "SR_CTAID.Y": "blockIdx.y", "SR_CTAID.Z": "blockIdx.z",
-             "SR_CgaCtaId": "ctaRank", "SR_LANEID": "laneId"}
 _INDUCTION_NAMES = "ijklmn"
-
-
-@dataclass(frozen=True)
-class Launch:
-    """The coordinates the dump records for the faulting lane, by special-register name."""
-
-    specials: dict[str, int]
-    #: blockDim and gridDim by name ("blockDim.x"), read from the grid row: what bank 0's launch
-    #: slots hold, wherever the architecture puts them (launch_slots)
-    dimensions: dict[str, int]
-
-
-def cluster_rank(block_idx: tuple[int, int, int], shape: tuple[int, int, int]) -> int | None:
-    """A block's rank in its cluster (SR_CgaCtaId: what bits 24+ of a shared address carry),
-    from its index and the cluster's shape ((1,1,1) without clusters); None for a shape with a
-    zero in it."""
-    if not all(shape):
-        return None
-    x, y, z = (index % size for index, size in zip(block_idx, shape, strict=True))
-    return x + y * shape[0] + z * shape[0] * shape[1]
-
-
-def launch_dimensions(block_dim: tuple[int, int, int] | None,
-                      grid_dim: tuple[int, int, int] | None) -> dict[str, int]:
-    """Launch.dimensions from a grid's block and grid shapes (either may be unknown)."""
-    named = {}
-    for kind, shape in (("blockDim", block_dim), ("gridDim", grid_dim)):
-        if shape is not None:
-            named.update({f"{kind}.{axis}": value
-                          for axis, value in zip("xyz", shape, strict=True)})
-    return named
-
-
-@dataclass(frozen=True)
-class ParamSource:
-    """The parameter area: its offset in constant bank 0, the dump's bytes of it, and each
-    parameter's (ordinal, offset, size, type)."""
-
-    cbank_offset: int | None
-    data: bytes | None
-    params: tuple[tuple[int, int, int, str | None], ...]
-
 
 
 def _total(values: Iterable[int | None]) -> int | None:
@@ -129,6 +70,32 @@ class Value:
     param: int | None = None
     #: an element address: (param ordinal, index, element size)
     element: tuple[int, Value, int] | None = None
+
+
+@dataclass(frozen=True)
+class Findings:
+    """What one slice found: the address's value and formula, the roots it reached (by name),
+    where it stopped and why, where the dumped registers do not fit the code, and the story of
+    its loop variables and guarded alternatives."""
+
+    value: Value
+    roots: list[model.Root]
+    stops: list[str]
+    mismatches: list[str]
+    story: list[str]
+
+    @property
+    def formula(self) -> str:
+        return f"address = {self.value.text}"
+
+    @property
+    def trust(self) -> Literal["consistent", "mismatch"]:
+        """``mismatch`` where the dump does not fit the code: then nothing here is a cause."""
+        return "mismatch" if self.mismatches else "consistent"
+
+
+#: how a definition's value is worked out, by what the instruction is (Slicer._kind)
+Evaluation = Callable[["Slicer", int, int], "Value"]
 
 
 @dataclass
@@ -160,6 +127,13 @@ class Slicer:
                                      self.uniform_predicates, self._stop)
 
     # -- public ---------------------------------------------------------------------------
+    def slice(self, operand: MemoryOperand, at: int) -> Findings:
+        """The slice of a memory operand's address at instruction ``at``, with everything the
+        slicer has found so far (a slicer reused for several operands keeps what each found)."""
+        value = self.address(operand, at)
+        return Findings(value, list(self.roots.values()), list(self.stops), list(self.mismatches),
+                        list(self.story))
+
     def address(self, operand: MemoryOperand, at: int) -> Value:
         """The value of a memory operand's address at instruction ``at``: the sum of its terms;
         an element of a parameter's array where its one register is one (``&arg0[i]``)."""
@@ -277,23 +251,32 @@ class Slicer:
 
     def _evaluate(self, at: int, depth: int) -> Value:
         ins = self.code.instructions[at]
-        family = ins.opcode.split(".")[0]
-        where = f"{ins.opcode} at +{ins.address:#x}"
-        if family in ("S2R", "S2UR", "CS2R"):
-            return self._special(ins.operands[-1] if ins.operands else "", where)
-        access = memory_access(ins.opcode)
-        if access is not None and access.space == "constant":
-            return self._constant(ins.opcode, ins.operands[1:], where)
-        if access is not None and access.kind == "load":
-            return self._load(at, where, depth)
-        if family.endswith("SHFL"):
-            return self._stopped(f"{where}: a value from another lane (SHFL)")
-        if family in ("SEL", "USEL"):
-            return self._select(at, depth)
-        if "X" in ins.opcode.split("."):
-            pair = self._carry_pair(at, depth)
-            return replace(pair, text=f"hi({pair.text})", element=None, param=None,
-                           value=None if pair.value is None else pair.value >> 32)
+        return _EVALUATIONS[_kind(ins)](self, at, depth)
+
+    def _special_at(self, at: int, _depth: int) -> Value:
+        ins = self.code.instructions[at]
+        return self._special(ins.operands[-1] if ins.operands else "", _where(ins))
+
+    def _constant_at(self, at: int, _depth: int) -> Value:
+        ins = self.code.instructions[at]
+        return self._constant(ins, _where(ins))
+
+    def _load_at(self, at: int, depth: int) -> Value:
+        return self._load(at, _where(self.code.instructions[at]), depth)
+
+    def _shuffled(self, at: int, _depth: int) -> Value:
+        return self._stopped(f"{_where(self.code.instructions[at])}: a value from another lane (SHFL)")
+
+    def _high_word(self, at: int, depth: int) -> Value:
+        """The ``.X`` op of a carry chain: the high word of its 64-bit sum."""
+        pair = self._carry_pair(at, depth)
+        return replace(pair, text=f"hi({pair.text})", element=None, param=None,
+                       value=None if pair.value is None else pair.value >> 32)
+
+    def _computed(self, at: int, depth: int) -> Value:
+        """An ALU op the semantics table models (crashlab.sass.semantics), or a stop naming it."""
+        ins = self.code.instructions[at]
+        where = _where(ins)
         bits = constant_move(ins.opcode, ins.operands[1:])
         if bits is not None:
             return Value(bits, f"{bits:#x}")
@@ -313,7 +296,7 @@ class Slicer:
         element = None
         if op.bits == 64 and len(terms) == 3 and terms[2].param is not None and terms[1].value:
             element = (terms[2].param, terms[0], terms[1].value)
-        if family in ("MOV", "UMOV") and isinstance(parse_operand(sources[0]), Immediate):
+        if ins.op.base == "MOV" and isinstance(parse_operand(sources[0]), Immediate):
             self._root(model.Root(kind="constant", name=sources[0], value=sources[0]))
         copied = next((t for t in terms if t.text == result.text and t.value == result.value), None)
         if copied is not None and op.bits == 32:
@@ -387,7 +370,7 @@ class Slicer:
     def _sign_extends(self, at: int, low: Value, depth: int) -> bool:
         """``SHF.R.S32.HI Rh, RZ, 0x1f, Rl``: the high word is the low word's sign."""
         ins = self.code.instructions[at]
-        return ins.opcode.removeprefix("U").startswith("SHF.R.S32.HI") and \
+        return ins.op.base == "SHF" and ins.op.modifiers[:3] == ("R", "S32", "HI") and \
             len(ins.operands) == 4 and ins.operands[2] in ("0x1f", "31") and \
             self._term(ins.operands[3], at, depth + 1).text == low.text
 
@@ -454,7 +437,7 @@ class Slicer:
 
     # -- roots ----------------------------------------------------------------------------
     def _special(self, register: str, where: str) -> Value:
-        name = _SPECIALS.get(register)
+        name = SPECIALS.get(register)
         if name is None:
             return self._stopped(f"{where}: special register {register} not modelled")
         value = self.launch.specials.get(register)
@@ -463,10 +446,11 @@ class Slicer:
                               provenance="launch" if value is not None else None))
         return Value(value, name)
 
-    def _constant(self, opcode: str, operands: tuple[str, ...], where: str) -> Value:
+    def _constant(self, ins: Instruction, where: str) -> Value:
+        operands = ins.operands[1:]
         offset = _bank0_slot(operands)
         if offset is not None:
-            return self._slot(offset, 2 if "64" in opcode.split(".") else 1)
+            return self._slot(offset, 2 if ins.op.has("64") else 1)
         return self._stopped(f"{where}: {operands[0] if operands else '?'} is not a fixed slot "
                              "of constant bank 0")
 
@@ -474,8 +458,8 @@ class Slicer:
         """The bank-0 offset a 64-bit constant load at ``at`` reads (``LDC.64 R4,
         c[0x0][0x220]``, ``ULDC.64``, ``LDCU.64``) where its words are two slots, else None."""
         ins = self.code.instructions[at]
-        access = memory_access(ins.opcode)
-        if access is None or access.space != "constant" or "64" not in ins.opcode.split("."):
+        access = ins.access
+        if access is None or access.space != "constant" or not ins.op.has("64"):
             return None
         offset = _bank0_slot(ins.operands[1:])
         return offset if offset is not None and self._two_slots(offset) else None
@@ -595,7 +579,7 @@ class Slicer:
         """The amount a self-increment ``name = name + x`` at ``at`` adds, else None."""
         ins = self.code.instructions[at]
         op = operation(ins.opcode)
-        family = ins.opcode.split(".")[0].removeprefix("U")
+        family = ins.op.base
         if op is None or family not in ("IMAD", "IADD3", "VIADD", "IADD"):
             return None
         sources = [o for o in ins.operands[1:] if not isinstance(parse_operand(o), Predicate)]
@@ -633,6 +617,41 @@ class Slicer:
     def _address(self, at: int) -> int:
         instructions = self.code.instructions
         return instructions[at].address if 0 <= at < len(instructions) else -1
+
+
+def _where(ins: Instruction) -> str:
+    return f"{ins.opcode} at +{ins.address:#x}"
+
+
+#: families that read a special register (S2R R0, SR_TID.X)
+_SPECIAL_READS = frozenset({"S2R", "S2UR", "CS2R"})
+
+
+def _kind(ins: Instruction) -> str:
+    """What kind of definition ``ins`` is, for the table of evaluations."""
+    access = ins.access
+    if ins.op.family in _SPECIAL_READS:
+        return "special"
+    if access is not None and access.space == "constant":
+        return "constant"
+    if access is not None and access.kind == "load":
+        return "load"
+    if ins.op.family.endswith("SHFL"):
+        return "shuffle"
+    if ins.op.base == "SEL":
+        return "select"
+    return "high word" if ins.op.has("X") else "computed"
+
+
+_EVALUATIONS: dict[str, Evaluation] = {
+    "special": Slicer._special_at,
+    "constant": Slicer._constant_at,
+    "load": Slicer._load_at,
+    "shuffle": Slicer._shuffled,
+    "select": Slicer._select,
+    "high word": Slicer._high_word,
+    "computed": Slicer._computed,
+}
 
 
 def _bank0_slot(operands: tuple[str, ...]) -> int | None:

@@ -19,7 +19,9 @@ from ..coredump.model import Grid
 from ..notation import dim, short_source
 from ..report import model
 from ..report.text import count
-from ..sass import CodeFinder, CodeLocation, Instruction, function_listing
+from ..sass.finder import CodeFinder, CodeLocation, function_code
+from ..sass.flow import FunctionCode
+from ..sass.instruction import Instruction
 from .origin import address_origin
 from .polled import address_evidence, address_operand, lane_address
 from .shape import Polling, is_barrier, polling_loop
@@ -48,7 +50,7 @@ class Reading:
     kind: ReadingKind
     why: str = ""
     location: CodeLocation | None = None
-    listing: list[Instruction] | None = None
+    code: FunctionCode | None = None
     instruction: Instruction | None = None
     polling: Polling | None = None
 
@@ -59,19 +61,20 @@ Readings = dict[int | None, Reading]
 
 
 def read_pc(finder: CodeFinder, pc: int, grid: Grid | None) -> Reading:
-    found = function_listing(finder, pc, grid)
+    found = function_code(finder, pc, grid)
     if isinstance(found, str):
         return Reading("other", why=found)
-    location, listing = found
+    location, code = found
     offset = pc - location.text_address
-    instruction = next((ins for ins in listing if ins.address == offset), None)
-    if instruction is None:
+    at = code.index_of.get(offset)
+    if at is None:
         return Reading("other", f"nvdisasm's listing has no instruction at +{offset:#x}", location)
-    reading = Reading("other", location=location, listing=listing, instruction=instruction)
+    instruction = code.instructions[at]
+    reading = Reading("other", location=location, code=code, instruction=instruction)
     if is_barrier(instruction):
         reading.kind = "barrier"
         return reading
-    polling = polling_loop(listing, offset)
+    polling = polling_loop(code, offset)
     if isinstance(polling, str):
         reading.why = polling
     elif is_barrier(polling.load):  # an mbarrier's try-wait loop (SYNCS.PHASECHK): a barrier
@@ -172,7 +175,7 @@ def _retried(polling: Polling | None) -> str:
 
 def _short_opcode(instruction: Instruction | None) -> str:
     """``BAR.SYNC.DEFER_BLOCKING`` -> ``BAR.SYNC``: the words a reader knows."""
-    return ".".join(instruction.opcode.split(".")[:2]) if instruction else "a barrier"
+    return instruction.op.shown if instruction else "a barrier"
 
 
 def _exited_lanes(grid_warps: GridWarps, warps: list[WarpAt]) -> int:
@@ -202,7 +205,7 @@ def _polling_wait(core: CoreDump, grid_warps: GridWarps, by_pc: ByPc, readings: 
         sample = by_pc[first.pc][0]
         address = lane_address(core, sample, operand)
         evidence.append(address_evidence(sample, operand, address))
-        origin = address_origin(core, grid_warps.grid, first.location, first.listing,
+        origin = address_origin(core, grid_warps.grid, first.location, first.code,
                                 first.polling, operand, sample, address)
         evidence += origin.evidence
         root = origin.root
@@ -228,15 +231,15 @@ class _Polled:
     pc: int
     reading: Reading
     location: CodeLocation
-    listing: list[Instruction]
+    code: FunctionCode
     polling: Polling
 
 
 def _polled(readings: Readings) -> list[_Polled]:
     """The PCs read as polling, in order (read_pc gives each its function and its loop)."""
-    return [_Polled(pc, r, r.location, r.listing, r.polling) for pc, r in readings.items()
+    return [_Polled(pc, r, r.location, r.code, r.polling) for pc, r in readings.items()
             if r.kind == "polling" and pc is not None and r.location is not None
-            and r.listing is not None and r.polling is not None]
+            and r.code is not None and r.polling is not None]
 
 
 def _loop_evidence(by_pc: ByPc, polled: list[_Polled]) -> list[str]:
