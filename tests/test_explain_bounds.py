@@ -134,9 +134,9 @@ def test_hostile_sass_gives_stops_not_exceptions(registers):
         operand = next(m for m in map(parse_memory_operand, ins.operands) if m)
         slicer = Slicer(code, at, len(HOSTILE) - 1, registers, registers, Launch({}, {}),
                         ParamSource(0x210, b"\x01", ((0, 0, 8, None),)))
-        value = slicer.address(operand, at)
-        assert isinstance(value.text, str)
-        assert slicer.stops or value.value is not None
+        findings = slicer.slice(operand, at)
+        assert isinstance(findings.value.text, str)
+        assert findings.stops or findings.value.value is not None
 
 
 def test_random_registers_on_every_memory_instruction_of_a_production_cubin():
@@ -178,8 +178,8 @@ def test_sel_follows_the_dumped_predicate(p0, registers, expected, trust):
     code = FunctionCode(SELECT)
     slicer = Slicer(code, 3, None, registers, [], Launch({"SR_TID.X": 5}, {}),
                     ParamSource(None, None, ()), predicates=p0 + [False] * 6)
-    value = slicer.address(parse_memory_operand("[R2+0x400]"), 3)
-    assert (slicer.mismatches != []) == (trust == "mismatch")
+    findings = slicer.slice(parse_memory_operand("[R2+0x400]"), 3)
+    assert findings.trust == trust
     slicer = Slicer(code, 3, None, None, None, Launch({"SR_TID.X": 5}, {}),
                     ParamSource(None, None, ()), predicates=p0 + [False] * 6)
     value = slicer.address(parse_memory_operand("[R2+0x400]"), 3)

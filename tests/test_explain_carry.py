@@ -13,7 +13,8 @@ import pytest
 from crashlab.cubin import Cubin
 from crashlab.cubin.nvinfo import kernel_param_layout
 from crashlab.explain.carry import CarryChain, carry_chain, constant_move, division_idiom
-from crashlab.explain.slice import Launch, ParamSource, Slicer
+from crashlab.explain.launch import Launch, ParamSource
+from crashlab.explain.slice import Slicer
 from crashlab.explain.survey import survey
 from crashlab.sass.flow import FunctionCode
 from crashlab.sass.listing import cubin_listings
@@ -39,7 +40,7 @@ def _store_address(misaligned, tid: int, base: int = BYTES):
                          tuple((p.ordinal, p.offset, p.size, None) for p in layout.params))
     slicer = Slicer(code, at, None, None, None, Launch({"SR_TID.X": tid}, {}), params)
     operand = next(m for m in map(parse_memory_operand, listing[at].operands) if m is not None)
-    return slicer, slicer.address(operand, at)
+    return slicer.slice(operand, at)
 
 
 def test_the_sm90_store_is_a_lea_and_iadd3x_chain(misaligned):
@@ -52,16 +53,17 @@ def test_the_sm90_store_is_a_lea_and_iadd3x_chain(misaligned):
 
 @pytest.mark.parametrize("tid", [0, 5, 31, 1023])
 def test_the_carry_chain_gives_the_source_address(misaligned, tid):
-    slicer, address = _store_address(misaligned, tid)
+    findings = _store_address(misaligned, tid)
+    address = findings.value
     assert address.value == BYTES + 1 + 4 * tid  # misaligned.cu: bytes + 1 + 4 * threadIdx.x
-    assert not slicer.stops and not slicer.mismatches
+    assert not findings.stops and findings.trust == "consistent"
     assert "arg0" in address.text and "threadIdx.x" in address.text
 
 
 def test_a_carry_out_of_the_low_word_reaches_the_high_word(misaligned):
     base = BYTES | 0xFFFF_FF00  # low word 0xffffff00: 1 + 4 * 1023 carries into the high word
     assert (base & 0xFFFF_FFFF) + 1 + 4 * 1023 >= 1 << 32
-    _, address = _store_address(misaligned, 1023, base)
+    address = _store_address(misaligned, 1023, base).value
     assert address.value == base + 1 + 4 * 1023
 
 

@@ -62,7 +62,7 @@ def test_an_always_true_guard_defines_and_a_never_true_one_does_not():
     MOV`` never runs, so it defines nothing and the earlier one reaches."""
     code = _code("MOV R2, 0x1", "@PT MOV R2, 0x2", "@!PT MOV R2, 0x3", "@P0 MOV R2, 0x4",
                  "STG.E desc[UR4][R4.64], R2")
-    assert code.writes[2] == () and code.writes[1] == ("R2",)
+    assert code.instructions[2].writes == () and code.instructions[1].writes == ("R2",)
     assert code.reaching_definitions("R2", 4) == ([1, 3], False)
 
 
@@ -71,7 +71,7 @@ def test_a_branch_condition_is_read_not_written():
     predicate operand for a destination, as ISETP's: was wrong)."""
     code = _code("UISETP.NE.AND UP0, UPT, UR4, URZ, UPT", "BRA.U UP0, `(.L_x_0)", "NOP",
                  targets={1: 0})
-    assert code.writes[1] == () and code.writes[0] == ("UP0",)
+    assert code.instructions[1].writes == () and code.instructions[0].writes == ("UP0",)
     assert code.instructions[1].conditions[0].name == "UP0"
 
 

@@ -1,10 +1,9 @@
 """One cubin, opened once: its sections, symbols, code sections and their functions, relocations,
 notes, line table and ``.nv.info`` records, each read on first use and kept.
 
-The section headers are read here with struct (the ELF gABI's Elf32/Elf64 layouts): every inspect
-of a real dump reads them for every module the dump holds, to name its kernels, and pyelftools
-builds an object per section. pyelftools reads the rest (symbols, relocations, notes, the DWARF
-line-program header), opened here, once, where a part needs it. Whatever either raises on a
+The section headers are read with struct (crashlab.cubin.elf); pyelftools reads the rest (symbols,
+relocations, notes; the DWARF line-program header in crashlab.cubin.lines), opened here, once,
+where a part needs it. Whatever either raises on a
 damaged image leaves this class as a CubinError naming the part that could not be read, so a
 caller catches one type and says it in its own words.
 """
@@ -22,6 +21,7 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.relocation import RelocationSection
 from elftools.elf.sections import NoteSection, SymbolTableSection
 
+from .elf import Relocation, Section, Symbol, section_headers
 from .errors import CubinError, reading
 from .lines import LineTable, read_line_table
 from .nvinfo import (
@@ -34,8 +34,6 @@ from .nvinfo import (
     shared_layout,
 )
 
-SHF_EXECINSTR = 0x4
-SHT_NOBITS = 8
 #: A cubin's ``.text.*`` sh_info names its function's symbol; cubins before Hopper also pack the
 #: function's register count into the top byte (``(regs << 24) | symbol``), which nvdisasm's
 #: ``-fun`` refuses ("No symbol with index 469762087"), so only the low 24 bits are an index.
@@ -47,35 +45,6 @@ _ADDRESS_FIELDS = {32: ((12, "I"), (4, "I")), 64: ((16, "Q"), (8, "Q"))}
 TOOLKIT_NOTE = ".note.nv.tkinfo"
 
 Read = TypeVar("Read")
-
-
-@dataclass(frozen=True)
-class Section:
-    index: int
-    name: str
-    #: SHT_NOBITS: the section takes no bytes of the file (.nv.shared.*, .bss)
-    nobits: bool
-    flags: int
-    address: int
-    offset: int
-    size: int
-    info: int
-    link: int
-    entsize: int
-
-    @property
-    def executable(self) -> bool:
-        return bool(self.flags & SHF_EXECINSTR) and self.size > 0
-
-
-@dataclass(frozen=True)
-class Symbol:
-    name: str
-    value: int
-    size: int
-    #: the index of the section it is defined in; None for an undefined or absolute one
-    section: int | None
-    type: str  # STT_FUNC, STT_OBJECT, ...
 
 
 @dataclass(frozen=True)
@@ -109,20 +78,13 @@ class Text:
         return self.section.size
 
 
-@dataclass(frozen=True)
-class Relocation:
-    offset: int
-    symbol: Symbol
-    addend: int
-
-
 class Cubin:
     """``Cubin(data)`` reads the ELF header and the section headers, or raises CubinError; the rest
     is read on first use and kept (a damaged part raises CubinError on every use)."""
 
     def __init__(self, data: bytes):
         self.data = data
-        self.bits, self.little_endian, self.sections = _headers(data)
+        self.bits, self.little_endian, self.sections = section_headers(data)
         self._by_name: dict[str, Section] = {}
         for section in self.sections:
             self._by_name.setdefault(section.name, section)
@@ -291,45 +253,3 @@ class Cubin:
         has none."""
         found = self.section(f".nv.shared.{kernel}")
         return None if found is None else shared_layout(found.name, found.size, sm_type)
-
-
-#: ELF header: e_shoff, then e_shentsize, e_shnum, e_shstrndx; a section header; by ELF class
-_LAYOUTS = {1: (32, (0x20, "I"), (0x2E, "HHH"), "IIIIIIIIII"),
-            2: (64, (0x28, "Q"), (0x3A, "HHH"), "IIQQQQIIQQ")}
-SHN_XINDEX = 0xFFFF
-
-
-def _headers(data: bytes) -> tuple[int, bool, list[Section]]:
-    """(ELF class, little-endian, the section headers) of ``data``; CubinError where they do not
-    read (a short file, a table or a name past its end)."""
-    if data[:4] != b"\x7fELF" or len(data) < 0x40 or data[4] not in _LAYOUTS or data[5] not in (1, 2):
-        raise CubinError("not an ELF file of a known class and byte order")
-    bits, (shoff_at, shoff_format), (counts_at, counts_format), header_format = _LAYOUTS[data[4]]
-    order = "<" if data[5] == 1 else ">"
-    header = struct.Struct(order + header_format)
-    (shoff,) = struct.unpack_from(order + shoff_format, data, shoff_at)
-    entsize, count, names_index = struct.unpack_from(order + counts_format, data, counts_at)
-    if shoff == 0:
-        return bits, data[5] == 1, []
-    if entsize < header.size or shoff + header.size > len(data):
-        raise CubinError(f"section header table at {shoff:#x} does not fit the file")
-    first = header.unpack_from(data, shoff)
-    count = count or first[5]  # e_shnum 0: the count is section 0's sh_size
-    names_index = first[6] if names_index == SHN_XINDEX else names_index
-    if shoff + count * entsize > len(data):
-        raise CubinError(f"{count} section headers at {shoff:#x} run past the end of the file")
-    rows = [header.unpack_from(data, shoff + k * entsize) for k in range(count)]
-    if not 0 <= names_index < count:
-        raise CubinError(f"section name table {names_index} is not a section")
-    names = rows[names_index]
-    if names[4] + names[5] > len(data):
-        raise CubinError("the section name table runs past the end of the file")
-    table = data[names[4]:names[4] + names[5]]
-    sections = []
-    for index, (name, kind, flags, address, offset, size, link, info, _align, entry) in enumerate(rows):
-        end = table.find(b"\0", name) if name < len(table) else -1
-        if end < 0:
-            raise CubinError(f"section {index}'s name is outside the section name table")
-        sections.append(Section(index, table[name:end].decode("utf-8", "replace"), kind == SHT_NOBITS,
-                                flags, address, offset, size, info, link, entry))
-    return bits, data[5] == 1, sections

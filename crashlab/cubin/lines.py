@@ -35,15 +35,25 @@ import io
 import struct
 from bisect import bisect_right
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from elftools.common.utils import struct_parse
 from elftools.dwarf.structs import DWARFStructs
 
+from .elf import Relocation, Section
 from .errors import CubinError
 
-if TYPE_CHECKING:
-    from .image import Cubin
+
+class Readable(Protocol):
+    """What the line table reader reads of a cubin (crashlab.cubin.Cubin)."""
+
+    bits: int
+    little_endian: bool
+    sections: list[Section]
+
+    def section(self, name: str) -> Section | None: ...
+    def section_data(self, section: Section) -> bytes: ...
+    def relocations(self, name: str) -> list[Relocation]: ...
 
 DW_LNS_COPY, DW_LNS_ADVANCE_PC, DW_LNS_ADVANCE_LINE, DW_LNS_SET_FILE = 1, 2, 3, 4
 DW_LNS_CONST_ADD_PC, DW_LNS_FIXED_ADVANCE_PC = 8, 9
@@ -131,7 +141,7 @@ def _chain(rows: list[_Row], at: int) -> tuple[SourceLine, ...]:
     return tuple(chain)
 
 
-def read_line_table(cubin: Cubin) -> LineTable | None:
+def read_line_table(cubin: Readable) -> LineTable | None:
     """The line table of ``cubin`` (original or relocated), or None where it has none.
     Raises CubinError (part ``.debug_line``) for one that cannot be read."""
     section = cubin.section(LINE_TABLE)
@@ -157,7 +167,7 @@ def read_line_table(cubin: Cubin) -> LineTable | None:
 class _Placer:
     """Which function section a sequence's DW_LNE_set_address names, and its offset there."""
 
-    def __init__(self, cubin: Cubin):
+    def __init__(self, cubin: Readable):
         self.texts = {s.index: (s.name, s.address, s.size) for s in cubin.sections if s.executable}
         self.address_size = 8 if cubin.bits == 64 else 4
         self.little_endian = cubin.little_endian

@@ -30,12 +30,9 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from .errors import CubinError
-
-if TYPE_CHECKING:
-    from .image import Cubin
 
 EIFMT_NVAL, EIFMT_BVAL, EIFMT_HVAL, EIFMT_SVAL = 1, 2, 3, 4
 EIATTR_PARAM_CBANK = 0x0A
@@ -140,7 +137,13 @@ def layout(found: list[Attribute]) -> ParamLayout:
     return result
 
 
-def kernel_param_layout(cubin: Cubin, kernel: str) -> tuple[ParamLayout | None, str]:
+class Laid(Protocol):
+    """What kernel_param_layout asks of a cubin (crashlab.cubin.Cubin)."""
+
+    def param_layout(self, kernel: str) -> ParamLayout | None: ...
+
+
+def kernel_param_layout(cubin: Laid, kernel: str) -> tuple[ParamLayout | None, str]:
     """(layout, "") of ``kernel`` (its mangled name) in ``cubin``, or (None, why not)."""
     try:
         found = cubin.param_layout(kernel)

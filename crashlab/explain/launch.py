@@ -1,11 +1,17 @@
 """The launch ABI as the slice reads it: where constant bank 0 holds the launch dimensions, the
 stack's top and the kernel's parameters on each architecture, which special registers name a
-lane's coordinates, and the values a dump gives them for one lane.
+lane's coordinates, and the values a dump gives them for one lane (LaunchValues: each one a root
+of the slice, or a stop with its reason).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from ..report import model
+from ..sass.instruction import Instruction
+from ..sass.operands import ConstantRef, parse_operand
+from .value import Record, Value
 
 _LAUNCH_SLOTS = {0x0: "blockDim.x", 0x4: "blockDim.y", 0x8: "blockDim.z",
                  0xC: "gridDim.x", 0x10: "gridDim.y", 0x14: "gridDim.z"}
@@ -74,3 +80,108 @@ class ParamSource:
     cbank_offset: int | None
     data: bytes | None
     params: tuple[tuple[int, int, int, str | None], ...]
+
+
+@dataclass
+class LaunchValues:
+    """Constant bank 0 and the special registers as one lane's launch gives them: a launch
+    dimension, the stack's top, a parameter (its bytes from the dump's buffer), a coordinate."""
+
+    launch: Launch
+    params: ParamSource
+    record: Record
+
+    def special(self, register: str, where: str) -> Value:
+        name = SPECIALS.get(register)
+        if name is None:
+            return self.record.stopped(f"{where}: special register {register} not modelled")
+        value = self.launch.specials.get(register)
+        self.record.root(model.Root(kind="special", name=name,
+                              value=None if value is None else f"{value:#x}",
+                              provenance="launch" if value is not None else None))
+        return Value(value, name)
+
+    def constant(self, ins: Instruction, where: str) -> Value:
+        operands = ins.operands[1:]
+        offset = bank0_slot(operands)
+        if offset is not None:
+            return self.slot(offset, 2 if ins.op.has("64") else 1)
+        return self.record.stopped(f"{where}: {operands[0] if operands else '?'} is not a fixed slot "
+                             "of constant bank 0")
+
+    def pair_load(self, ins: Instruction) -> int | None:
+        """The bank-0 offset a 64-bit constant load reads (``LDC.64 R4, c[0x0][0x220]``,
+        ``ULDC.64``, ``LDCU.64``) where its words are two slots, else None."""
+        access = ins.access
+        if access is None or access.space != "constant" or not ins.op.has("64"):
+            return None
+        offset = bank0_slot(ins.operands[1:])
+        return offset if offset is not None and self.two_slots(offset) else None
+
+    def two_slots(self, offset: int) -> bool:
+        """Whether the 8 bytes at bank-0 ``offset`` are two values: two adjacent 4-byte
+        parameters (nvcc reads them with one LDC.64) or launch slots, not one 64-bit parameter."""
+        slots, stack = launch_slots(self.params.cbank_offset)
+        if {offset, offset + 4} & {*slots, stack}:
+            return True
+        holder = self.holder(offset)
+        if holder is None or self.params.cbank_offset is None:
+            return False
+        _ordinal, start, size, _type = holder
+        return self.params.cbank_offset + start + size < offset + 8
+
+    def holder(self, offset: int) -> tuple[int, int, int, str | None] | None:
+        """The parameter (ordinal, offset, size, type) whose bytes hold bank-0 ``offset``."""
+        base = self.params.cbank_offset
+        if base is None or offset < base:
+            return None
+        return next((p for p in self.params.params if p[1] <= offset - base < p[1] + p[2]), None)
+
+    def slot(self, offset: int, words: int) -> Value:
+        """A word (or pair) of constant bank 0: a launch dimension or a parameter; a pair of
+        two 4-byte values is each of them, high word first (``arg3:arg2``)."""
+        if words == 2 and self.two_slots(offset):
+            low, high = self.slot(offset, 1), self.slot(offset + 4, 1)
+            value = None if low.value is None or high.value is None else \
+                low.value | high.value << 32
+            return Value(value, f"{high.text}:{low.text}")
+        slots, stack = launch_slots(self.params.cbank_offset)
+        if offset in slots and words == 1:
+            name = slots[offset]
+            value = self.launch.dimensions.get(name)
+            self.record.root(model.Root(kind="special", name=name, provenance="launch",
+                                  value=None if value is None else f"{value:#x}"))
+            return Value(value, name)
+        if offset == stack and words == 1:
+            self.record.root(model.Root(kind="special", name=f"stack top (c[0x0][{stack:#x}])"))
+            return Value(None, "stackTop")
+        base = self.params.cbank_offset
+        if base is None or offset < base:
+            return self.record.stopped(f"c[0x0][{offset:#x}]: a bank-0 slot outside the parameters, "
+                                 "which the dump does not hold")
+        relative = offset - base
+        holder = self.holder(offset)
+        size = 4 * words
+        data = self.params.data
+        raw = data[relative:relative + size] if data is not None and relative + size <= len(data) else None
+        value = int.from_bytes(raw, "little") if raw is not None else None
+        if holder is None:
+            self.record.stop(f"c[0x0][{offset:#x}]: no parameter of the kernel's layout covers it")
+            return Value(value, f"c[0x0][{offset:#x}]")
+        ordinal, param_offset, _size, type_name = holder
+        text = f"arg{ordinal}" if relative == param_offset else f"arg{ordinal}+{relative - param_offset:#x}"
+        self.record.root(model.Root(kind="param", param_ordinal=ordinal,
+                              name=f"param {ordinal}" + (f" ({type_name})" if type_name else ""),
+                              value=None if value is None else f"{value:#x}",
+                              provenance="parameter buffer" if value is not None else None))
+        return Value(value, text, param=ordinal if relative == param_offset else None)
+
+
+def bank0_slot(operands: tuple[str, ...]) -> int | None:
+    """The offset of a fixed slot of constant bank 0 the first operand names (``c[0x0][0x220]``,
+    ``c[0x0][RZ]``), else None."""
+    operand = parse_operand(operands[0]) if operands else None
+    if isinstance(operand, ConstantRef) and operand.bank == 0 and (
+            operand.register is None or operand.register.is_zero):
+        return operand.offset
+    return None

@@ -50,7 +50,6 @@ class FunctionCode:
     def __post_init__(self) -> None:
         self.index_of = {ins.address: at for at, ins in enumerate(self.instructions)}
         self._addresses = [ins.address for ins in self.instructions]
-        self.writes = [ins.writes for ins in self.instructions]
         #: where a RET may return to: the instruction after each CALL of the listing
         self._returns = [at + 1 for at, ins in enumerate(self.instructions)
                          if ins.op.family == "CALL" and at + 1 < len(self.instructions)]
@@ -61,6 +60,8 @@ class FunctionCode:
                 self.predecessors[after].append(at)
         #: the instructions a path leads from to each instruction asked about (on_paths)
         self._leading_to: dict[int, set[int] | None] = {}
+        #: shortest ways asked for (every lane of a fault asks for the way to its own PC)
+        self._ways: dict[tuple[int, int], list[int] | None] = {}
 
     def _successors(self, at: int, ins: Instruction) -> list[int]:
         after = [at + 1] if at + 1 < len(self.instructions) else []
@@ -112,7 +113,7 @@ class FunctionCode:
             if node in seen:
                 continue
             seen.add(node)
-            if word in self.writes[node]:
+            if word in self.instructions[node].writes:
                 definitions.add(node)
                 if self.instructions[node].runs:
                     continue
@@ -134,6 +135,11 @@ class FunctionCode:
     def shortest_way(self, start: int, end: int) -> list[int] | None:
         """The instructions on a shortest path from ``start`` (included) to ``end`` (excluded),
         in order; None where none leads there within MAX_VISITS."""
+        if (start, end) not in self._ways:
+            self._ways[start, end] = self._shortest_way(start, end)
+        return self._ways[start, end]
+
+    def _shortest_way(self, start: int, end: int) -> list[int] | None:
         came_from: dict[int, int] = {}
         frontier = [start]
         while frontier and end not in came_from and len(came_from) <= MAX_VISITS:

@@ -102,12 +102,12 @@ class Instruction:
 
     # -- the text, split --------------------------------------------------------------------
     @decoded
-    def _parts(self) -> tuple[str | None, str, tuple[str, ...]]:
+    def _parts(self) -> tuple[str | None, str, str]:
         match = _GUARD_AND_OPCODE.match(self.text)
         if match is None:
-            return None, self.text, ()
+            return None, self.text, ""
         guard, code, rest = match.groups()
-        return guard, code, split_operands(rest)
+        return guard, code, rest
 
     @property
     def predicate(self) -> str | None:
@@ -119,10 +119,10 @@ class Instruction:
         """The opcode with its modifiers (``LDG.E.64``)."""
         return self._parts[1]
 
-    @property
+    @decoded
     def operands(self) -> tuple[str, ...]:
         """The operands as nvdisasm prints them, split at top-level commas (``desc[UR6][R2.64]``)."""
-        return self._parts[2]
+        return split_operands(self._parts[2])
 
     # -- decoded ----------------------------------------------------------------------------
     @decoded

@@ -112,6 +112,9 @@ _KEPT = 1 << 16
 
 def split_operands(text: str) -> tuple[str, ...]:
     """Operands as nvdisasm prints them, split at the commas outside brackets."""
+    if "[" not in text:
+        operands = [part.strip() for part in text.split(",")]
+        return tuple(operands if operands[-1] else operands[:-1])
     operands, depth, begin = [], 0, 0
     for at, char in enumerate(text):
         depth += {"[": 1, "]": -1}.get(char, 0)
