@@ -129,12 +129,7 @@ def _pairs(low_at: int, low: list[str], high: list[str], family: str, modifiers:
             not low[1].startswith("0x"):
         return _narrow_lea(low_at, low, high, family)
     if family == "LEA":
-        if len(low) != 3 or "HI" not in modifiers:
-            return "a LEA pair whose operands are not (a, b, shift)"
-        a_high = None if "SX32" in modifiers else (high[2] if len(high) == 4 else "")
-        if high[0] != low[0] or high[-1] != low[2] or a_high == "":
-            return "a LEA.HI.X that does not shift the low LEA's index"
-        return CarryChain(low_at, ((low[0], a_high), (low[1], high[1])), shift=low[2])
+        return _lea_pair(low_at, low, high, modifiers)
     nonzero = [s for s in low if s not in ("RZ", "URZ", "0x0", "0")]
     if len(outs) > 1 and outs[1].name in _CONSTANT_PREDICATES and len(nonzero) > 2:
         return "a three-term sum whose second carry is dropped"
@@ -145,6 +140,18 @@ def _pairs(low_at: int, low: list[str], high: list[str], family: str, modifiers:
         if words is not None:
             return CarryChain(low_at, _attach_high(low, words))
     return "a carry chain not modelled"
+
+
+def _lea_pair(low_at: int, low: list[str], high: list[str],
+              modifiers: tuple[str, ...]) -> CarryChain | str:
+    """``LEA Rl, P0, a, b, s`` with ``LEA.HI.X Rh, a, b_hi, a_hi, s, P0``: ``(a_hi:a << s) +
+    b_hi:b`` (``.SX32``: a sign-extended)."""
+    if len(low) != 3 or "HI" not in modifiers:
+        return "a LEA pair whose operands are not (a, b, shift)"
+    a_high = None if "SX32" in modifiers else (high[2] if len(high) == 4 else "")
+    if high[0] != low[0] or high[-1] != low[2] or a_high == "":
+        return "a LEA.HI.X that does not shift the low LEA's index"
+    return CarryChain(low_at, ((low[0], a_high), (low[1], high[1])), shift=low[2])
 
 
 def _narrow_lea(low_at: int, low: list[str], high: list[str], family: str) -> CarryChain | str:

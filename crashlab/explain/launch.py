@@ -150,15 +150,20 @@ class LaunchValues:
             name = slots[offset]
             value = self.launch.dimensions.get(name)
             self.record.root(model.Root(kind="special", name=name, provenance="launch",
-                                  value=None if value is None else f"{value:#x}"))
+                                        value=None if value is None else f"{value:#x}"))
             return Value(value, name)
         if offset == stack and words == 1:
             self.record.root(model.Root(kind="special", name=f"stack top (c[0x0][{stack:#x}])"))
             return Value(None, "stackTop")
+        return self._parameter(offset, words)
+
+    def _parameter(self, offset: int, words: int) -> Value:
+        """A word (or pair) of the parameter area, named by the parameter holding it, its value
+        from the dump's parameter buffer where it has one."""
         base = self.params.cbank_offset
         if base is None or offset < base:
-            return self.record.stopped(f"c[0x0][{offset:#x}]: a bank-0 slot outside the parameters, "
-                                 "which the dump does not hold")
+            return self.record.stopped(f"c[0x0][{offset:#x}]: a bank-0 slot outside the "
+                                       "parameters, which the dump does not hold")
         relative = offset - base
         holder = self.holder(offset)
         size = 4 * words
@@ -171,9 +176,9 @@ class LaunchValues:
         ordinal, param_offset, _size, type_name = holder
         text = f"arg{ordinal}" if relative == param_offset else f"arg{ordinal}+{relative - param_offset:#x}"
         self.record.root(model.Root(kind="param", param_ordinal=ordinal,
-                              name=f"param {ordinal}" + (f" ({type_name})" if type_name else ""),
-                              value=None if value is None else f"{value:#x}",
-                              provenance="parameter buffer" if value is not None else None))
+                                    name=f"param {ordinal}" + (f" ({type_name})" if type_name else ""),
+                                    value=None if value is None else f"{value:#x}",
+                                    provenance="parameter buffer" if value is not None else None))
         return Value(value, text, param=ordinal if relative == param_offset else None)
 
 

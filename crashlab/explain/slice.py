@@ -256,16 +256,20 @@ class Slicer:
         return replace(pair, text=f"hi({pair.text})", element=None, param=None,
                        value=None if pair.value is None else pair.value >> 32)
 
+    def _moved_constant(self, at: int, _depth: int) -> Value:
+        """``HFMA2.MMA Rd, -RZ, RZ, hi, lo``: a 32-bit constant moved as two halves."""
+        ins = self.code.instructions[at]
+        bits = constant_move(ins.opcode, ins.operands[1:]) or 0
+        return Value(bits, f"{bits:#x}")
+
+    def _idiom(self, at: int, _depth: int) -> Value:
+        ins = self.code.instructions[at]
+        return self.record.stopped(f"{_where(ins)}: {division_idiom(ins.opcode)}")
+
     def _computed(self, at: int, depth: int) -> Value:
         """An ALU op the semantics table models (crashlab.sass.semantics), or a stop naming it."""
         ins = self.code.instructions[at]
         where = _where(ins)
-        bits = constant_move(ins.opcode, ins.operands[1:])
-        if bits is not None:
-            return Value(bits, f"{bits:#x}")
-        idiom = division_idiom(ins.opcode)
-        if idiom is not None:
-            return self.record.stopped(f"{where}: {idiom}")
         op = operation(ins.opcode)
         if op is None:
             return self.record.stopped(f"{where}: an operation the slice does not model")
@@ -475,23 +479,19 @@ class Slicer:
     def _step(self, at: int, name: str, depth: int) -> Value | None:
         """The amount a self-increment ``name = name + x`` at ``at`` adds, else None."""
         ins = self.code.instructions[at]
-        op = operation(ins.opcode)
         family = ins.op.base
-        if op is None or family not in ("IMAD", "IADD3", "VIADD", "IADD"):
+        if operation(ins.opcode) is None or family not in _STEPPING:
             return None
         sources = [o for o in ins.operands[1:] if not isinstance(parse_operand(o), Predicate)]
-        parsed = [parse_operand(o) for o in sources]
-        names = [r.name if isinstance(r, Register) and not (r.negated or r.inverted) else None
-                 for r in parsed]
+        names = [_plain_name(parse_operand(o)) for o in sources]
         if name not in names:
             return None
-        if family == "IMAD":
-            if names[2] == name:
-                product = apply(MULTIPLY_ADD, [Term(v.value, v.text) for v in (
-                    self._term(sources[0], at, depth), self._term(sources[1], at, depth),
-                    Value(0, "0"))])
-                return None if product is None else Value(product.value, product.text)
-            return None
+        if family == "IMAD":  # name = a * b + name: the step is the product
+            if names[2] != name:
+                return None
+            product = apply(MULTIPLY_ADD, [Term(v.value, v.text) for v in (
+                self._term(sources[0], at, depth), self._term(sources[1], at, depth), Value(0, "0"))])
+            return None if product is None else Value(product.value, product.text)
         others = [self._term(s, at, depth)
                   for s, n in zip(sources, names, strict=True) if n != name]
         text = " + ".join(o.text for o in others if o.text != "0") or "0"
@@ -500,6 +500,17 @@ class Slicer:
     def _address(self, at: int) -> int:
         instructions = self.code.instructions
         return instructions[at].address if 0 <= at < len(instructions) else -1
+
+
+#: the families a loop's induction steps by (name = name + x, name = a * b + name)
+_STEPPING = frozenset({"IMAD", "IADD3", "VIADD", "IADD"})
+
+
+def _plain_name(operand: object) -> str | None:
+    """The name of a register operand read as it is (not negated or inverted), else None."""
+    if isinstance(operand, Register) and not (operand.negated or operand.inverted):
+        return operand.name
+    return None
 
 
 def _where(ins: Instruction) -> str:
@@ -523,7 +534,11 @@ def _kind(ins: Instruction) -> str:
         return "shuffle"
     if ins.op.base == "SEL":
         return "select"
-    return "high word" if ins.op.has("X") else "computed"
+    if ins.op.has("X"):
+        return "high word"
+    if constant_move(ins.opcode, ins.operands[1:]) is not None:
+        return "moved constant"
+    return "idiom" if division_idiom(ins.opcode) else "computed"
 
 
 _EVALUATIONS: dict[str, Evaluation] = {
@@ -533,5 +548,7 @@ _EVALUATIONS: dict[str, Evaluation] = {
     "shuffle": Slicer._shuffled,
     "select": Slicer._select,
     "high word": Slicer._high_word,
+    "moved constant": Slicer._moved_constant,
+    "idiom": Slicer._idiom,
     "computed": Slicer._computed,
 }

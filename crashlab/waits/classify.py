@@ -135,34 +135,44 @@ def _barrier_wait(grid_warps: GridWarps, by_pc: ByPc, readings: Readings) -> mod
                 + _retried(readings[pc].polling) for pc in pcs]
     blocks = [block for block in grid_warps.blocks if any(id(at) in waiting for at in block)]
     expected = grid_warps.warps_per_block
-    short = [(block, expected - len(block)) for block in blocks if len(block) < expected]
-    exited = sum(missing for _, missing in short)
-    for block, missing in short[:MAX_LISTED]:
-        evidence.append(f"block {dim(block[0].cta.block_idx)}: {len(block)} of {expected} warps "
-                        f"resident, {missing} exited")
-    if len(short) > MAX_LISTED:
-        evidence.append(f"{len(short) - MAX_LISTED} more blocks with exited warps")
+    short, exited = _short_blocks(blocks, expected)
+    evidence += short
     elsewhere = sum(1 for block in blocks for at in block if id(at) not in waiting)
     if elsewhere:
         evidence.append(f"{count(elsewhere, 'warp')} of those blocks are not at a barrier: what "
                         "the barrier waits for")
     lanes = _exited_lanes(grid_warps, [at for b in blocks for at in b if id(at) in waiting])
-    if lanes:
-        evidence.append(f"{lanes} lanes of the waiting warps exited (their warps' valid-lane masks)")
+    evidence += [f"{lanes} lanes of the waiting warps exited (their warps' valid-lane masks)"] \
+        if lanes else []
     warps = len(waiting)
     first = readings[pcs[0]]
     opcode = _short_opcode(first.polling.load if first.polling else first.instruction)
+    at = f"{count(warps, 'warp')} at {opcode} in {count(len(blocks), 'block')}"
     if exited or lanes:
-        gone = (f"{count(exited, 'warp')} of {'that block' if len(blocks) == 1 else 'those blocks'}"
-                if exited else f"{count(lanes, 'lane')} of them")
-        summary = (f"{count(warps, 'warp')} at {opcode} in {count(len(blocks), 'block')} while "
-                   f"{gone} exited (a barrier after an early return)")
-        return model.Wait(kind="barrier-after-exit", warps=warps, pcs=_pcs(pcs), summary=summary,
-                          evidence=evidence)
+        return model.Wait(kind="barrier-after-exit", warps=warps, pcs=_pcs(pcs), evidence=evidence,
+                          summary=f"{at} while {_gone(exited, lanes, len(blocks))} exited (a "
+                                  "barrier after an early return)")
     evidence.append(f"every block holding them has all {expected} of its warps resident")
     return model.Wait(kind="barrier", warps=warps, pcs=_pcs(pcs), evidence=evidence,
-                      summary=f"{count(warps, 'warp')} at {opcode} in {count(len(blocks), 'block')}, "
-                              "none exited")
+                      summary=f"{at}, none exited")
+
+
+def _gone(warps: int, lanes: int, blocks: int) -> str:
+    """What exited: warps of the waiting blocks, else lanes of the waiting warps."""
+    if warps:
+        return f"{count(warps, 'warp')} of {'that block' if blocks == 1 else 'those blocks'}"
+    return f"{count(lanes, 'lane')} of them"
+
+
+def _short_blocks(blocks: list[list[WarpAt]], expected: int) -> tuple[list[str], int]:
+    """Evidence of the blocks that lost warps (the first MAX_LISTED named), and how many warps
+    they lost."""
+    short = [(block, expected - len(block)) for block in blocks if len(block) < expected]
+    evidence = [f"block {dim(block[0].cta.block_idx)}: {len(block)} of {expected} warps resident, "
+                f"{missing} exited" for block, missing in short[:MAX_LISTED]]
+    if len(short) > MAX_LISTED:
+        evidence.append(f"{len(short) - MAX_LISTED} more blocks with exited warps")
+    return evidence, sum(missing for _, missing in short)
 
 
 def _retried(polling: Polling | None) -> str:
