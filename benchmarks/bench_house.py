@@ -1,6 +1,8 @@
 """The figures of the house, measured the same way before and after a refactor:
 arrows back up the declared layer order, import circles, the largest module, functions over 60
-lines, radon's D-or-worse blocks, docstring coverage, schema-description coverage, README lines.
+lines, radon's D-or-worse blocks and the worst block, docstring coverage, schema-description
+coverage, README lines; and the rooms (units of the layer order: a package directly under
+crashlab/ or a top-level module) with the modules over 400 lines.
 
     .venv/bin/pip install radon && .venv/bin/python benchmarks/bench_house.py
 
@@ -19,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.architecture import PACKAGE, arrows_back_up, circles, read_graph  # noqa: E402
+from tests.architecture import PACKAGE, arrows_back_up, circles, read_graph, unit_of  # noqa: E402
 
 
 def sources() -> list[Path]:
@@ -37,7 +39,8 @@ def long_functions(limit: int = 60) -> list[tuple[str, int]]:
     return sorted(found, key=lambda item: -item[1])
 
 
-def radon_blocks(worst: str = "D") -> list[str] | None:
+def radon_blocks(worst: str = "D") -> list[tuple[str, int]] | None:
+    """Blocks ranked ``worst`` or worse, most complex first."""
     try:
         from radon.complexity import cc_rank, cc_visit
     except ImportError:
@@ -46,8 +49,8 @@ def radon_blocks(worst: str = "D") -> list[str] | None:
     for path in sources():
         for block in cc_visit(path.read_text(encoding="utf-8")):
             if cc_rank(block.complexity) >= worst:
-                found.append(f"{path.relative_to(ROOT)}:{block.name} ({block.complexity})")
-    return found
+                found.append((f"{path.relative_to(ROOT)}:{block.name}", block.complexity))
+    return sorted(found, key=lambda item: -item[1])
 
 
 def docstring_coverage() -> tuple[int, int]:
@@ -94,13 +97,21 @@ def main() -> None:
     module_circles = circles(graph.edges)
     print(f"package circles: {len(unit_circles)} {unit_circles}")
     print(f"module circles: {len(module_circles)} {module_circles}")
+    rooms = {unit_of(module) for module in graph.edges} | {unit_of(t) for ts in graph.edges.values() for t in ts}
+    print(f"rooms: {len(rooms)}")
     sizes = sorted(((len(p.read_text(encoding='utf-8').splitlines()), p) for p in sources()), reverse=True)
     print(f"modules: {len(sizes)}, lines: {sum(n for n, _ in sizes)}; largest: "
           + ", ".join(f"{p.relative_to(ROOT)} {n}" for n, p in sizes[:3]))
+    large = [(n, p) for n, p in sizes if n > 400]
+    print(f"modules over 400 lines: {len(large)}: "
+          + ", ".join(f"{p.relative_to(ROOT)} {n}" for n, p in large))
     longs = long_functions()
     print(f"functions over 60 lines: {len(longs)}: " + ", ".join(f"{n} {k}" for n, k in longs))
     blocks = radon_blocks()
-    print("radon D+ blocks: " + ("radon is not installed" if blocks is None else f"{len(blocks)} {blocks}"))
+    print("radon D+ blocks: " + ("radon is not installed" if blocks is None else
+                                 f"{len(blocks)}: " + ", ".join(f"{n} ({c})" for n, c in blocks)))
+    if blocks:
+        print(f"worst complexity: {blocks[0][1]} ({blocks[0][0]})")
     have, total = docstring_coverage()
     print(f"docstrings: {have}/{total} ({100 * have / total:.0f}%)")
     coverage = schema_coverage()

@@ -1,4 +1,4 @@
-"""What reading a cubin's line table natively costs (crashlab.lineinfo), against nvdisasm -gi.
+"""What reading a cubin's line table natively costs (crashlab.cubin.lines), against nvdisasm -gi.
 
     python benchmarks/bench_lineinfo.py [--repeat 50]
 
@@ -28,9 +28,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_env import timed  # noqa: E402
-from crashlab import lineinfo, sass  # noqa: E402
 from crashlab.coredump.core import CoreDump  # noqa: E402
 from crashlab.coredump.fault import locate  # noqa: E402
+from crashlab.cubin import Cubin  # noqa: E402
+from crashlab.sass.finder import CodeFinder  # noqa: E402
+from crashlab.sass.listing import find_nvdisasm  # noqa: E402
 from tests.coredump_builder import CUBINS  # noqa: E402
 from tests.line_tables import FIXTURES_WITH_LINES, Agreement, agreement, build, nvcc  # noqa: E402
 
@@ -51,19 +53,24 @@ def describe(path: Path) -> str:
 
 
 def nvdisasm_once(path: Path) -> float:
-    tool, why = sass.find_nvdisasm()
+    tool, why = find_nvdisasm()
     assert tool, why
     start = time.perf_counter()
     subprocess.run([tool, "-c", "-gi", str(path)], check=True, capture_output=True)
     return time.perf_counter() - start
 
 
+def _line_table(data: bytes) -> None:
+    """The cubin opened and its line table read, as inspect does once per faulting cubin."""
+    Cubin(data).line_table  # noqa: B018
+
+
 def dump_read() -> None:
     """What inspect adds without nvdisasm: the fault's cubin's table and the PC's chain."""
     with CoreDump(MOE_DUMP) as core:
         site = locate(core).faults[0].site
-        finder = sass.CodeFinder(core)
-        location, _ = finder.locate(site.pc, site.grid)
+        finder = CodeFinder(core)
+        location = finder.locate(site.pc, site.grid)
         assert finder.source_lines(location)
 
 
@@ -85,10 +92,10 @@ def main() -> None:
         largest = max(cubins, key=line_table_size)
         for path in dict.fromkeys([largest_fixture, largest]):
             data = path.read_bytes()
-            table = lineinfo.read(data)
+            table = Cubin(data).line_table
             rows = sum(len(s.rows) for sequences in table.sequences.values() for s in sequences)
             print(f"{describe(path)}: {rows} rows in {len(table.sections)} function sections")
-            print(f"  lineinfo.read         {figure(timed(partial(lineinfo.read, data), repeat))}")
+            print(f"  open + line table     {figure(timed(partial(_line_table, data), repeat))}")
             print(f"  nvdisasm -gi, one run {statistics.median(nvdisasm_once(path) for _ in range(5)) * 1e3:8.2f} ms")
     print(f"{MOE_DUMP.name}: open, locate the fault, read its cubin's table, chain at the PC")
     print(f"  with the reader       {figure(timed(dump_read, repeat))}")

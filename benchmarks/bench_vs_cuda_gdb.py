@@ -188,7 +188,7 @@ def median_run(runs: list[Run]) -> Run:
 
 def breakdown(repeat: int, python: dict[str, str]) -> None:
     """Median wall time of each part of ``crashlab inspect`` on the small dump, each alone."""
-    from crashlab.sass import find_nvdisasm
+    from crashlab.sass.listing import find_nvdisasm
 
     nvdisasm, _ = find_nvdisasm()
     cubin = ROOT / "fixtures" / "cubins" / "moe_align.sm_90.cubin"  # the code in FIXTURE

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import crashlab  # noqa: E402
 from crashlab.coredump.core import CoreDump  # noqa: E402
-from crashlab.sass import CodeFinder  # noqa: E402
+from crashlab.sass.finder import CodeFinder  # noqa: E402
 from crashlab.waits import explain_waits  # noqa: E402
 from tests import scenarios  # noqa: E402
 from tests.coredump_builder import CTA, SM, Lane, Warp, write  # noqa: E402

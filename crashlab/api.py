@@ -8,12 +8,14 @@ from typing import TYPE_CHECKING
 
 from .coredump.core import CoreDump
 from .coredump.fault import DETAILED_GROUPS, Location, locate
-from .cubin_info import ParamLayout, kernel_param_layout
+from .cubin.nvinfo import ParamLayout, kernel_param_layout
 from .explain.engine import explain as explain_fault
 from .owner import Clues, owner_of
 from .report.coredump import MAX_POSITIONS, build
 from .report.model import TriageReport
-from .sass import CodeFinder, CodeLocation, Instruction, SassView, disassemble, instruction_at
+from .sass.finder import CodeFinder, CodeLocation
+from .sass.instruction import Instruction
+from .sass.view import SassView, disassemble, instruction_at
 from .signature import compute as signature_of
 from .waits import explain_waits
 
@@ -49,8 +51,8 @@ def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
                 views.append(SassView(unavailable_reason="the dump records no PC for this fault"))
             elif not sass:  # the function and its source line are still named: no nvdisasm needed
                 found = finder.locate(site.pc, site.grid)
-                views.append(SassView(location=found[0] if found else None,
-                                      source=finder.source_lines(found[0]) if found else [],
+                views.append(SassView(location=found,
+                                      source=finder.source_lines(found) if found else [],
                                       unavailable_reason="disassembly not requested"))
             else:
                 views.append(disassemble(finder, site.pc, grid=site.grid, context=context,
@@ -117,7 +119,7 @@ def _attach_owners(core: CoreDump, finder: CodeFinder, location: Location,
         if fault.kernel is None:
             continue
         found = finder.locate(group.site.pc, group.site.grid) if group.site.pc is not None else None
-        cubin = core.image_bytes(found[0].image_section) if found else None
+        cubin = finder.cubin(found.image_section) if found else None
         clues = Clues(kernel=fault.kernel.name, image=cubin, triton_caches=triton_caches,
                       signature=report.signature.hash if report.signature else None)
         try:
@@ -156,8 +158,7 @@ def _code_map(finder: CodeFinder, location) -> dict[int, CodeLocation | None]:
     wanted += _positions(location)
     for pc, grid in wanted:
         if pc not in code:
-            found = finder.locate(pc, grid)
-            code[pc] = found[0] if found else None
+            code[pc] = finder.locate(pc, grid)
     return code
 
 
@@ -177,8 +178,8 @@ def _param_layouts(core: CoreDump, finder: CodeFinder,
         if found is None:
             layouts.append((None, "no cubin in the dump holds the kernel's entry"))
             continue
-        key = (found[0].image_section, grid.function)
+        key = (found.image_section, grid.function)
         if key not in read:
-            read[key] = kernel_param_layout(core.image_bytes(key[0]), grid.function)
+            read[key] = kernel_param_layout(core.cubin(key[0]), grid.function)
         layouts.append(read[key])
     return layouts

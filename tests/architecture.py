@@ -21,16 +21,17 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "crashlab"
 
 #: Bottom to top. Words every layer shares come first, then the libraries with no opinion about
-#: crashes, then the coredump reader, the published model and its builder and views, the analyses
-#: over it, the verbs, and the command line last.
+#: crashes, then what the GPU ran (a cubin read alone, the coredump reader, the SASS of a dump's
+#: code), the published model and its builder and views, the analyses over it, the verbs, and the
+#: command line last.
 LAYERS = (
     # words and small leaves
     "vocabulary", "errors", "escape", "wrap", "version", "notation", "logpatterns", "toolpath",
     "demangle", "launchline", "published", "stdout", "console", "textsize", "hardening",
     # libraries
     "picklesafe", "privacy",
-    # the coredump reader and what reads cubins
-    "coredump", "lineinfo", "cubin_info", "sass_cache", "sass",
+    # what the GPU ran: each cubin, the coredump reader that hands out a dump's, and their SASS
+    "cubin", "coredump", "sass",
     # the published model, its builder and its views
     "report",
     # analyses over the model

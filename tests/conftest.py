@@ -43,7 +43,7 @@ def shared_sass_cache(tmp_path_factory) -> Path:
 @pytest.fixture(autouse=True)
 def xdg_cache_home(tmp_path_factory, monkeypatch, shared_sass_cache) -> Path:
     """Each test's own XDG cache folder (bisect's environments, nvdisasm's remembered version),
-    with the run's shared SASS listings linked in at crashlab/sass; a test of that cache itself
+    with the run's shared SASS listings (crashlab.sass.cache) linked in at crashlab/sass; a test of that cache itself
     takes ``empty_sass_cache``."""
     folder = tmp_path_factory.mktemp("xdg-cache")
     (folder / "crashlab").mkdir()

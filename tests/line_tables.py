@@ -1,4 +1,4 @@
-"""nvdisasm -gi as the judge of crashlab.lineinfo, and cubins to judge it on (tests and benchmarks).
+"""nvdisasm -gi as the judge of crashlab.cubin.lines, and cubins to judge it on (tests and benchmarks).
 
 The fixture cubins are nvcc's (fixtures/cubins, -lineinfo and -G); ``build`` makes more with the
 real nvcc, of shapes the fixtures lack: device functions inlined three deep, a __noinline__
@@ -18,8 +18,9 @@ from pathlib import Path
 
 from elftools.elf.elffile import ELFFile
 
-from crashlab import lineinfo, sass
 from crashlab.coredump.constants import SHF_EXECINSTR
+from crashlab.cubin import Cubin
+from crashlab.sass.listing import find_nvdisasm, parse_listing
 from tests.coredump_builder import CUBINS
 
 FIXTURES_WITH_LINES = sorted(path.name for path in CUBINS.glob("*.cubin")
@@ -131,8 +132,8 @@ def build(folder: Path, *, cub: bool = False) -> list[Path]:
 
 def nvdisasm_chains(data: bytes) -> dict[tuple[str, int], tuple[tuple[str, int], ...]]:
     """(section, offset) -> the inline chain nvdisasm -gi shows at every instruction of every
-    function section, innermost first (crashlab.sass.parse_listing)."""
-    tool, why = sass.find_nvdisasm()
+    function section, innermost first (crashlab.sass.listing.parse_listing)."""
+    tool, why = find_nvdisasm()
     assert tool, why
     chains = {}
     elf = ELFFile(io.BytesIO(data))
@@ -145,7 +146,7 @@ def nvdisasm_chains(data: bytes) -> dict[tuple[str, int], tuple[tuple[str, int],
             function = str(section["sh_info"] & 0xFFFFFF)
             done = subprocess.run([tool, "-c", "-gi", "-ndf", "-fun", function, str(path)],
                                   capture_output=True, text=True, check=True)
-            for ins in sass.parse_listing(done.stdout):
+            for ins in parse_listing(done.stdout):
                 chains[section.name, ins.address] = tuple((s.file, s.line) for s in ins.source)
     return chains
 
@@ -170,7 +171,7 @@ class Agreement:
 
 def agreement(data: bytes, judged: bytes | None = None) -> Agreement:
     """The reader on ``data`` against nvdisasm on ``judged`` (default: the same cubin)."""
-    table = lineinfo.read(data)
+    table = Cubin(data).line_table
     result = Agreement()
     for (section, offset), theirs in nvdisasm_chains(judged or data).items():
         ours = tuple((s.file, s.line) for s in table.chain(section, offset)) if table else ()

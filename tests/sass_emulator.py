@@ -5,7 +5,7 @@ roots. Its tests need dumps whose registers are what the code computes from chos
 by something that shares none of its assumptions: this module runs the kernel *forward* from its
 entry, with its own reading of the operands nvdisasm prints, and stops at the faulting
 instruction. It never imports crashlab.explain; the instruction list comes from
-crashlab.sass.parse_listing (opcode, guard, operands split at commas, branch targets).
+crashlab.sass.listing.parse_listing (opcode, guard, operands split at commas, branch targets).
 
 It models exactly the opcodes the planted kernels and moe_align compile to on sm_80, sm_90 and
 sm_100; anything else raises Unmodelled, so a truth is never guessed. Loads read only what the
@@ -21,7 +21,8 @@ import subprocess
 from dataclasses import dataclass, field
 from functools import cache
 
-from crashlab.sass import Instruction, find_nvdisasm, parse_listing
+from crashlab.sass.instruction import Instruction
+from crashlab.sass.listing import find_nvdisasm, parse_listing
 
 MASK32 = 0xFFFF_FFFF
 MASK64 = (1 << 64) - 1
@@ -57,7 +58,7 @@ class Launch:
 
     arch: str
     params: bytes
-    #: where the parameter area starts in bank 0 (EIATTR_PARAM_CBANK, crashlab.cubin_info)
+    #: where the parameter area starts in bank 0 (EIATTR_PARAM_CBANK, crashlab.cubin.nvinfo)
     param_bank_offset: int
     thread_idx: tuple[int, int, int]
     block_idx: tuple[int, int, int]

@@ -516,9 +516,10 @@ def _chosen_memory(recipe: _Recipe, tids: range) -> dict[int, int]:
 def _param_bytes(cubin: bytes, kernel: str, values: tuple[int, ...]) -> tuple[bytes, int]:
     """The parameter buffer with ``values`` at the offsets and sizes the cubin gives, and where
     the parameter area starts in bank 0."""
-    from crashlab.cubin_info import kernel_param_layout
+    from crashlab.cubin import Cubin
+    from crashlab.cubin.nvinfo import kernel_param_layout
 
-    layout, why = kernel_param_layout(cubin, kernel)
+    layout, why = kernel_param_layout(Cubin(cubin), kernel)
     if layout is None or layout.cbank_offset is None:
         raise ValueError(f"{kernel}: no parameter layout ({why})")
     buffer = bytearray(max(p.offset + p.size for p in layout.params))

@@ -8,13 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from crashlab.explain.access import memory_access
+from crashlab.cubin import Cubin, CubinError
+from crashlab.cubin.nvinfo import SharedLayout
 from crashlab.explain.bounds import Bounds, Windows, classify, verdict
-from crashlab.explain.cfg import FunctionCode
-from crashlab.explain.cubin_facts import SharedLayout, kernel_facts
-from crashlab.explain.operands import parse_memory_operand
-from crashlab.explain.slice import MAX_WORDS, Launch, ParamSource, Slicer
-from crashlab.sass import Instruction, cubin_listings, split_operands
+from crashlab.explain.launch import Launch, ParamSource
+from crashlab.explain.slice import MAX_WORDS, Slicer
+from crashlab.sass.access import memory_access
+from crashlab.sass.flow import FunctionCode
+from crashlab.sass.instruction import Instruction
+from crashlab.sass.listing import cubin_listings
+from crashlab.sass.operands import parse_memory_operand
 
 CUBINS = Path(__file__).resolve().parent.parent / "fixtures" / "cubins"
 STATIC = SharedLayout(start=0x400, declared=0x100, section=".nv.shared.k")
@@ -96,17 +99,16 @@ def test_constant_bank_verdicts_use_the_dumps_bank_table():
 
 def test_cubin_facts_of_the_moe_kernel():
     """moe_align.cu declares __shared__ int counts[64]: 0x100 bytes after sm_90's 0x400 reserve."""
-    facts = kernel_facts((CUBINS / "moe_align.sm_90.cubin").read_bytes(),
-                         "_Z20moe_align_block_sizePKiPii", "sm_90")
-    assert facts.shared == SharedLayout(0x400, 0x100, ".nv.shared._Z20moe_align_block_sizePKiPii")
-    assert kernel_facts(b"not an elf", "k", "sm_90").shared is None
+    cubin = Cubin((CUBINS / "moe_align.sm_90.cubin").read_bytes())
+    assert cubin.shared_layout("_Z20moe_align_block_sizePKiPii", "sm_90") == SharedLayout(
+        0x400, 0x100, ".nv.shared._Z20moe_align_block_sizePKiPii")
+    assert cubin.shared_layout("k", "sm_90") is None
+    with pytest.raises(CubinError):
+        Cubin(b"not an elf")
 
 
 def _ins(address: int, text: str, target: int | None = None) -> Instruction:
-    guard, _, rest = text.partition(" ") if text.startswith("@") else (None, "", text)
-    opcode, _, operands = rest.partition(" ")
-    return Instruction(address, text, opcode=opcode, predicate=guard,
-                       operands=split_operands(operands), target=target)
+    return Instruction(address, text, target=target)
 
 
 HOSTILE = [
@@ -132,9 +134,9 @@ def test_hostile_sass_gives_stops_not_exceptions(registers):
         operand = next(m for m in map(parse_memory_operand, ins.operands) if m)
         slicer = Slicer(code, at, len(HOSTILE) - 1, registers, registers, Launch({}, {}),
                         ParamSource(0x210, b"\x01", ((0, 0, 8, None),)))
-        value = slicer.address(operand, at)
-        assert isinstance(value.text, str)
-        assert slicer.stops or value.value is not None
+        findings = slicer.slice(operand, at)
+        assert isinstance(findings.value.text, str)
+        assert findings.stops or findings.value.value is not None
 
 
 def test_random_registers_on_every_memory_instruction_of_a_production_cubin():
@@ -176,8 +178,8 @@ def test_sel_follows_the_dumped_predicate(p0, registers, expected, trust):
     code = FunctionCode(SELECT)
     slicer = Slicer(code, 3, None, registers, [], Launch({"SR_TID.X": 5}, {}),
                     ParamSource(None, None, ()), predicates=p0 + [False] * 6)
-    value = slicer.address(parse_memory_operand("[R2+0x400]"), 3)
-    assert (slicer.mismatches != []) == (trust == "mismatch")
+    findings = slicer.slice(parse_memory_operand("[R2+0x400]"), 3)
+    assert findings.trust == trust
     slicer = Slicer(code, 3, None, None, None, Launch({"SR_TID.X": 5}, {}),
                     ParamSource(None, None, ()), predicates=p0 + [False] * 6)
     value = slicer.address(parse_memory_operand("[R2+0x400]"), 3)

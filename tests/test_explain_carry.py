@@ -10,13 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from crashlab.cubin_info import kernel_param_layout
+from crashlab.cubin import Cubin
+from crashlab.cubin.nvinfo import kernel_param_layout
 from crashlab.explain.carry import CarryChain, carry_chain, constant_move, division_idiom
-from crashlab.explain.cfg import FunctionCode
-from crashlab.explain.operands import parse_memory_operand
-from crashlab.explain.slice import Launch, ParamSource, Slicer
+from crashlab.explain.launch import Launch, ParamSource
+from crashlab.explain.slice import Slicer
 from crashlab.explain.survey import survey
-from crashlab.sass import cubin_listings
+from crashlab.sass.flow import FunctionCode
+from crashlab.sass.listing import cubin_listings
+from crashlab.sass.operands import parse_memory_operand
 
 CUBINS = Path(__file__).resolve().parent.parent / "fixtures" / "cubins"
 BYTES = 0x7F3A_C000_0F00  # a planted `char *bytes`, its high word not zero
@@ -26,7 +28,7 @@ BYTES = 0x7F3A_C000_0F00  # a planted `char *bytes`, its high word not zero
 def misaligned():
     data = (CUBINS / "misaligned.sm_90.cubin").read_bytes()
     (section, listing), = cubin_listings(data).items()
-    layout, _ = kernel_param_layout(data, section.removeprefix(".text."))
+    layout, _ = kernel_param_layout(Cubin(data), section.removeprefix(".text."))
     return FunctionCode(listing), listing, layout
 
 
@@ -38,7 +40,7 @@ def _store_address(misaligned, tid: int, base: int = BYTES):
                          tuple((p.ordinal, p.offset, p.size, None) for p in layout.params))
     slicer = Slicer(code, at, None, None, None, Launch({"SR_TID.X": tid}, {}), params)
     operand = next(m for m in map(parse_memory_operand, listing[at].operands) if m is not None)
-    return slicer, slicer.address(operand, at)
+    return slicer.slice(operand, at)
 
 
 def test_the_sm90_store_is_a_lea_and_iadd3x_chain(misaligned):
@@ -51,16 +53,17 @@ def test_the_sm90_store_is_a_lea_and_iadd3x_chain(misaligned):
 
 @pytest.mark.parametrize("tid", [0, 5, 31, 1023])
 def test_the_carry_chain_gives_the_source_address(misaligned, tid):
-    slicer, address = _store_address(misaligned, tid)
+    findings = _store_address(misaligned, tid)
+    address = findings.value
     assert address.value == BYTES + 1 + 4 * tid  # misaligned.cu: bytes + 1 + 4 * threadIdx.x
-    assert not slicer.stops and not slicer.mismatches
+    assert not findings.stops and findings.trust == "consistent"
     assert "arg0" in address.text and "threadIdx.x" in address.text
 
 
 def test_a_carry_out_of_the_low_word_reaches_the_high_word(misaligned):
     base = BYTES | 0xFFFF_FF00  # low word 0xffffff00: 1 + 4 * 1023 carries into the high word
     assert (base & 0xFFFF_FFFF) + 1 + 4 * 1023 >= 1 << 32
-    _, address = _store_address(misaligned, 1023, base)
+    address = _store_address(misaligned, 1023, base).value
     assert address.value == base + 1 + 4 * 1023
 
 
@@ -101,6 +104,6 @@ def test_the_production_chains_are_read_or_named(name):
 ])
 def test_prmt_permutes_bytes_as_ptx_documents(a, selector, b, expected):
     """Worked examples of PTX's prmt.b32 (default mode) table: the pool is b:a, byte 0 lowest."""
-    from crashlab.explain.semantics import Term, apply, operation
+    from crashlab.sass.semantics import Term, apply, operation
 
     assert apply(operation("PRMT"), [Term(a, "a"), Term(selector, "s"), Term(b, "b")]).value == expected

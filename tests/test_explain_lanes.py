@@ -16,10 +16,10 @@ from functools import cache
 import pytest
 
 import crashlab
-from crashlab.explain.access import memory_sides
 from crashlab.explain.lanes import Reading, faulting_side
 from crashlab.notation import number_ranges
 from crashlab.report.model import Verdict
+from crashlab.sass.access import memory_sides
 from tests.conftest import ROOT, run_cli
 
 H200 = ROOT / "fixtures" / "gpu" / "h200"
@@ -131,7 +131,7 @@ def test_the_lanes_are_in_every_view_and_the_schema():
 
 def _cubin_instruction(cubin: str, opcode: str) -> str:
     """An instruction of a real nvcc-built cubin, as nvdisasm prints it."""
-    from crashlab.sass import find_nvdisasm
+    from crashlab.sass.listing import find_nvdisasm
 
     tool, _ = find_nvdisasm()
     if tool is None:

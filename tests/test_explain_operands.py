@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from crashlab.explain.access import NOT_DECODED, memory_access
-from crashlab.explain.operands import (
+from crashlab.sass.access import NOT_DECODED, memory_access
+from crashlab.sass.listing import find_nvdisasm, parse_listing
+from crashlab.sass.operands import (
     ConstantRef,
     Immediate,
     MemoryOperand,
@@ -21,7 +22,6 @@ from crashlab.explain.operands import (
     parse_memory_operand,
     parse_operand,
 )
-from crashlab.sass import find_nvdisasm, parse_listing
 
 CUBINS = Path(__file__).resolve().parent.parent / "fixtures" / "cubins"
 ALL_CUBINS = sorted(CUBINS.glob("*.cubin")) + sorted((CUBINS / "production").glob("*.cubin"))

@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 import crashlab
-from crashlab.sass import Instruction, parse_listing
+from crashlab.sass.instruction import Instruction
+from crashlab.sass.listing import parse_listing
 from tests.coredump_builder import write
 from tests.sass_emulator import (
     Launch,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from crashlab.explain.survey import survey
-from crashlab.sass import find_nvdisasm
+from crashlab.sass.listing import find_nvdisasm
 
 PRODUCTION = Path(__file__).resolve().parent.parent / "fixtures" / "cubins" / "production"
 #: cubin -> (slices reaching their roots, slices), as docs/benchmarks.md gives them

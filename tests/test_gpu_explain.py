@@ -104,7 +104,7 @@ def _truth(program: str, report, arch: str, registers: dict[str, int]):
 
 def _operand_address(text: str, registers: dict[str, int]) -> int:
     """The faulting operand's address from cuda-gdb's register values, read by the emulator."""
-    from crashlab.sass import parse_listing
+    from crashlab.sass.listing import parse_listing
 
     ins = parse_listing(f"        /*0000*/                   {text} ;")[0]
     general = {int(k[1:]): v for k, v in registers.items() if k[:1] == "R" and k[1:].isdigit()}
@@ -147,10 +147,11 @@ def test_real_dump_explains_the_planted_fault(tmp_path, program):
 
 def _forward_run_agrees(program, cubin, fault, arch, registers, instruction) -> None:
     """The emulator, from the dump's roots, computes the operand registers cuda-gdb shows."""
-    from crashlab.cubin_info import kernel_param_layout
+    from crashlab.cubin import Cubin
+    from crashlab.cubin.nvinfo import kernel_param_layout
 
     kernel = fault.kernel.mangled
-    layout, _why = kernel_param_layout(cubin.read_bytes(), kernel)
+    layout, _why = kernel_param_layout(Cubin(cubin.read_bytes()), kernel)
     params = bytes.fromhex(fault.params.hex)
     tid = fault.thread_idx[0]
     p0 = _param(fault, 0)

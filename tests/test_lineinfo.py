@@ -1,4 +1,4 @@
-"""crashlab.lineinfo, the native reader of a cubin's line table, judged by nvdisasm -gi.
+"""crashlab.cubin.lines, the native reader of a cubin's line table, judged by nvdisasm -gi.
 
 Every instruction of every cubin with line information here (the fixtures, and cubins the real
 nvcc builds in the test) must get from the reader the inline chain nvdisasm shows for it; the
@@ -18,7 +18,7 @@ import pytest
 from elftools.elf.elffile import ELFFile
 
 import crashlab
-from crashlab import lineinfo
+from crashlab.cubin import Cubin, CubinError
 from tests import coredump_builder, scenarios
 from tests.conftest import ROOT, run_cli
 from tests.coredump_builder import CUBINS, load_cubin, relocate
@@ -62,14 +62,14 @@ def test_every_instruction_of_cubins_built_by_nvcc_gets_nvdisasms_chain(built):
         print(path.name, result)
         total = total.add(result)
     _assert_all_agree(total)
-    table = lineinfo.read((built[0].parent / "nested.sm_90.cubin").read_bytes())
+    table = Cubin((built[0].parent / "nested.sm_90.cubin").read_bytes()).line_table
     # an instruction of leaf() inlined in middle() inlined in outer() inlined in the kernel
     chains = [table.chain(".text._Z5firstPKiPii", offset) for offset in range(0, 0x400, 0x10)]
     assert [2, 6, 10, 18] in [[line.line for line in chain] for chain in chains]
 
 
 def test_the_linked_cubins_two_units_are_both_read(built):
-    table = lineinfo.read((built[0].parent / "linked.sm_90.cubin").read_bytes())
+    table = Cubin((built[0].parent / "linked.sm_90.cubin").read_bytes()).line_table
     assert {".text._Z2kaPi", ".text._Z2kbPi", ".text._Z13shared_helperPii"} <= set(table.sections)
     files = {line.file.rsplit("/", 1)[-1] for section in table.sections
              for line in table.chain(section, 0)}
@@ -164,10 +164,10 @@ def test_a_damaged_line_table_is_refused_with_a_reason_or_read_never_raising(cub
     for _ in range(400):
         damaged = _damaged(original, rng)
         try:
-            table = lineinfo.read(damaged)
-        except lineinfo.LineTableError as exc:
+            table = Cubin(damaged).line_table
+        except CubinError as exc:
             refused += 1
-            assert str(exc).startswith((".debug_line", "the cubin's ELF"))
+            assert exc.part == ".debug_line" and str(exc).startswith(".debug_line")
             continue
         read += 1
         for section in table.sections:
@@ -184,8 +184,8 @@ def test_a_truncated_line_table_is_refused(cut):
     (length,) = (int.from_bytes(cubin[start:start + 4], "little"),)
     image = bytearray(cubin)
     image[start:start + 4] = (length + size + cut).to_bytes(4, "little")  # a unit past the end
-    with pytest.raises(lineinfo.LineTableError, match="past the section"):
-        lineinfo.read(bytes(image))
+    with pytest.raises(CubinError, match="past the section"):
+        Cubin(bytes(image)).line_table  # noqa: B018
 
 
 def test_inspect_of_a_dump_with_a_damaged_line_table_warns_and_signs_by_offset(tmp_path):
@@ -205,4 +205,4 @@ def test_inspect_of_a_dump_with_a_damaged_line_table_warns_and_signs_by_offset(t
 
 
 def test_a_cubin_without_line_information_has_no_table():
-    assert lineinfo.read((CUBINS / "production" / "ngram_ids.sm_80.cubin").read_bytes()) is None
+    assert Cubin((CUBINS / "production" / "ngram_ids.sm_80.cubin").read_bytes()).line_table is None

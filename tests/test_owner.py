@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from rich.console import Console
 
 import crashlab
+from crashlab.cubin import Cubin
 from crashlab.owner import Clues, owner_of, refined, tritoncache
 from crashlab.owner import fixes as fix_table
 from crashlab.owner.image import read_image
@@ -53,14 +54,14 @@ def test_each_production_cubin_names_the_wheel_it_was_carved_from(cubin, tmp_pat
     assert owner is not None
     assert owner.artifact == ARTIFACT_OF_WHEEL[wheel], owner.evidence
     assert owner.version is None and owner.fix_status == "no-known-fix"  # a lone dump: no version
-    toolchain = read_image((PRODUCTION / cubin).read_bytes()).toolchain
+    toolchain = read_image(Cubin((PRODUCTION / cubin).read_bytes())).toolchain
     assert toolchain and f"module image built by: {toolchain}" in owner.evidence
     assert f"-arch {kernel_of(cubin).arch}" in toolchain  # the note's own options: sm_100f for sm_100
 
 
 def test_a_cutlass_template_is_named_by_the_other_kernels_of_its_image():
     cubin = "cutlass_mxfp8_grouped_gemm.sm_100.cubin"
-    image = (PRODUCTION / cubin).read_bytes()
+    image = Cubin((PRODUCTION / cubin).read_bytes())
     kernel = read_image(image).functions
     cutlass = next(name for name in kernel if "cutlass::device_kernel" in name)
     alone = owner_of(Clues(kernel=cutlass))
@@ -96,8 +97,8 @@ def test_a_dump_whose_image_is_in_a_triton_cache_is_triton_jit(build, tmp_path):
 
 
 def test_a_triton_owner_takes_tritons_version_from_the_package_list(tmp_path):
-    image = relocate(STAND_IN.read_bytes(), 0x7F00_0000_0000).data
-    assert image != STAND_IN.read_bytes()
+    image = Cubin(relocate(STAND_IN.read_bytes(), 0x7F00_0000_0000).data)
+    assert image.data != STAND_IN.read_bytes()
     _triton_cache(tmp_path / "triton", STAND_IN.read_bytes(), "scatter_rows")
     owner = owner_of(Clues(kernel="scatter_rows", image=image, triton_caches=(tmp_path / "triton",),
                            packages={"triton": "3.4.0"}))
@@ -118,7 +119,7 @@ def _in_a_thread(call):
 def test_a_triton_cache_reads_only_its_regular_files_of_a_cubins_size(tmp_path, monkeypatch):
     """A FIFO named like a cubin (its read never ends), a link to a cubin out of the cache and a
     cubin over the size cap are passed over; metadata nested past Python's stack reads as none."""
-    image = relocate(STAND_IN.read_bytes(), 0x7F00_0000_0000).data
+    image = Cubin(relocate(STAND_IN.read_bytes(), 0x7F00_0000_0000).data)
     outside = tmp_path / "outside.cubin"
     outside.write_bytes(STAND_IN.read_bytes())
     cache = tmp_path / "triton"

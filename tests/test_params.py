@@ -1,7 +1,7 @@
 """Kernel parameters: the cubin's layout as NVIDIA's cuobjdump reads it, the values as real
 cuda-gdb reads them from a dump, and the params row of the terminal and Markdown views.
 
-The layout reader (crashlab/cubin_info.py) is held to ``cuobjdump -elf`` on every fixture cubin,
+The layout reader (crashlab/cubin/nvinfo.py) is held to ``cuobjdump -elf`` on every fixture cubin,
 ours and the production ones carved from public wheels: the same records in the same formats,
 the same ordinal, offset and size for every parameter. The values are planted in a SYNTHETIC
 dump (tests/coredump_builder.py) around the real moe_align cubin and read back by
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import struct
 import subprocess
 from pathlib import Path
 
@@ -19,8 +20,8 @@ import pytest
 from elftools.elf.elffile import ELFFile
 
 import crashlab
-from crashlab import cubin_info
 from crashlab.coredump.model import ParamBlock
+from crashlab.cubin import Cubin, CubinError, nvinfo
 from crashlab.demangle import demangle
 from crashlab.report import text
 from crashlab.report.params import argument_types, kernel_params, shown
@@ -84,7 +85,7 @@ def test_nv_info_records_frame_as_cuobjdump_frames_them(cuobjdump, cubin):
     ours = _our_sections(cubin)
     assert ours.keys() == theirs.keys() and ours
     for name, data in ours.items():
-        assert [r.format for r in cubin_info.records(data)] == [r["format"] for r in theirs[name]], name
+        assert [r.format for r in nvinfo.records(data)] == [r["format"] for r in theirs[name]], name
 
 
 @pytest.mark.parametrize("cubin", CUBINS, ids=lambda p: p.name)
@@ -94,7 +95,7 @@ def test_parameter_layout_is_cuobjdumps(cuobjdump, cubin):
     for name, data in _our_sections(cubin).items():
         if name == ".nv.info":
             continue
-        layout = cubin_info.layout(data)
+        layout = nvinfo.layout(nvinfo.records(data))
         printed = [_KPARAM.search(r["value"]) for r in theirs[name]
                    if r["attribute"] == "EIATTR_KPARAM_INFO"]
         expected = sorted(
@@ -120,25 +121,51 @@ def test_parameter_layout_is_cuobjdumps(cuobjdump, cubin):
 
 def test_a_kernels_layout_is_found_by_its_mangled_name():
     cubin = (ROOT / "fixtures/cubins/moe_align.sm_90.cubin").read_bytes()
-    layout, why = cubin_info.kernel_param_layout(cubin, "_Z20moe_align_block_sizePKiPii")
+    layout, why = nvinfo.kernel_param_layout(Cubin(cubin), "_Z20moe_align_block_sizePKiPii")
     assert why == "" and [(p.ordinal, p.offset, p.size) for p in layout.params] == [
         (0, 0, 8), (1, 8, 8), (2, 16, 4)]
-    missing, why = cubin_info.kernel_param_layout(cubin, "_Z7no_suchv")
+    missing, why = nvinfo.kernel_param_layout(Cubin(cubin), "_Z7no_suchv")
     assert missing is None and "no .nv.info section" in why
-    broken, why = cubin_info.kernel_param_layout(b"\x7fELF" + bytes(60), "_Z7no_suchv")
-    assert broken is None and "unreadable" in why
+    with pytest.raises(CubinError):
+        Cubin(b"\x7fELF" + bytes(60))
+
+
+def _with_section_moved(cubin: bytes, name: str, offset: int, size: int | None = None) -> bytes:
+    """``cubin`` with section ``name``'s sh_offset (and sh_size) rewritten in its header."""
+    found = Cubin(cubin)
+    shoff, shentsize = struct.unpack_from("<QxxxxxxxxxxH", cubin, 0x28)
+    image = bytearray(cubin)
+    at = shoff + found.section(name).index * shentsize
+    struct.pack_into("<Q", image, at + 24, offset)
+    if size is not None:
+        struct.pack_into("<Q", image, at + 32, size)
+    return bytes(image)
+
+
+def test_a_damaged_kernel_section_is_said_in_the_layouts_words():
+    """One exception type (CubinError) out of the cubin layer, two user-facing wordings: the
+    cubin unreadable (a section past the file's end), its .nv.info records damaged."""
+    cubin = (ROOT / "fixtures/cubins/moe_align.sm_90.cubin").read_bytes()
+    kernel = "_Z20moe_align_block_sizePKiPii"
+    info = Cubin(cubin).section(f".nv.info.{kernel}")
+    past, why = nvinfo.kernel_param_layout(Cubin(_with_section_moved(cubin, info.name, len(cubin))),
+                                           kernel)
+    assert past is None and why.startswith("the kernel's cubin is unreadable: ") and "past the end" in why
+    cut, why = nvinfo.kernel_param_layout(
+        Cubin(_with_section_moved(cubin, info.name, info.offset, info.size - 3)), kernel)
+    assert cut is None and why.startswith("the kernel's .nv.info section is damaged: record at ")
 
 
 def test_a_damaged_nv_info_section_is_refused_with_its_reason():
     cubin = (ROOT / "fixtures/cubins/moe_align.sm_90.cubin")
     data = _our_sections(cubin)[".nv.info._Z20moe_align_block_sizePKiPii"]
-    with pytest.raises(cubin_info.NvInfoError, match="past the section's end"):
-        cubin_info.records(data[:-3])
-    with pytest.raises(cubin_info.NvInfoError, match="unknown format 9"):
-        cubin_info.records(b"\x09\x17\x00\x00")
+    with pytest.raises(CubinError, match="past the section's end"):
+        nvinfo.records(data[:-3])
+    with pytest.raises(CubinError, match="unknown format 9"):
+        nvinfo.records(b"\x09\x17\x00\x00")
     short_kparam = b"\x04\x17\x08\x00" + bytes(8)
-    with pytest.raises(cubin_info.NvInfoError, match="KPARAM_INFO of 8 bytes"):
-        cubin_info.layout(short_kparam)
+    with pytest.raises(CubinError, match="KPARAM_INFO of 8 bytes"):
+        nvinfo.layout(nvinfo.records(short_kparam))
 
 
 @pytest.mark.parametrize("signature, types", [
@@ -159,7 +186,7 @@ def test_production_signatures_type_every_parameter(cubin):
     """The demangled names of real kernels (a CUTLASS 3.x one runs to thousands of characters)
     split into as many types as the cubin has parameters."""
     kernel = kernel_of(cubin).symbol.name
-    layout, why = cubin_info.kernel_param_layout((PRODUCTION / cubin).read_bytes(), kernel)
+    layout, why = nvinfo.kernel_param_layout(Cubin((PRODUCTION / cubin).read_bytes()), kernel)
     types = argument_types(demangle(kernel))
     assert why == "" and types is not None and len(types) == len(layout.params) >= 1
     assert all(t and t.count("<") == t.count(">") for t in types)
@@ -187,9 +214,9 @@ def test_each_value_is_shown_by_its_size_and_type(raw, type_name, text):
 
 
 def test_types_are_dropped_when_the_signature_does_not_match_the_cubin():
-    layout = cubin_info.ParamLayout(params=[
-        cubin_info.KernelParam(0, 0, 8, 0, 0, 0x1F, True),
-        cubin_info.KernelParam(1, 8, 4, 0, 0, 0x1F, True)])
+    layout = nvinfo.ParamLayout(params=[
+        nvinfo.KernelParam(0, 0, 8, 0, 0, 0x1F, True),
+        nvinfo.KernelParam(1, 8, 4, 0, 0, 0x1F, True)])
     block = ParamBlock(address=0x7F00_0000_0000, size=12,
                        data=(0x7FFF0000).to_bytes(8, "little") + (-3).to_bytes(4, "little", signed=True))
     typed = kernel_params(block, layout, "", "k(int*, int)")
@@ -249,8 +276,8 @@ def test_real_cuda_gdb_reads_the_values_crashlab_reads(build, real_cuda_gdb):
     EIATTR_PARAM_CBANK offset (paramsOffset), each parameter at its KPARAM_INFO offset past it."""
     path = build(_planted(PLANTED)).path
     params = crashlab.inspect(path, sass=False).faults[0].params
-    layout, _ = cubin_info.kernel_param_layout(
-        (ROOT / "fixtures/cubins/moe_align.sm_90.cubin").read_bytes(), "_Z20moe_align_block_sizePKiPii")
+    layout, _ = nvinfo.kernel_param_layout(
+        Cubin((ROOT / "fixtures/cubins/moe_align.sm_90.cubin").read_bytes()), "_Z20moe_align_block_sizePKiPii")
     casts = {8: "unsigned long", 4: "unsigned int"}
     commands = [f"print/x *({casts[p.size]} @parameter *){layout.cbank_offset + p.offset:#x}"
                 for p in params.values]
@@ -264,7 +291,7 @@ def test_the_views_phrase_says_why_a_buffer_is_not_split_and_caps_long_lists():
     unsplit = kernel_params(block, None, "the kernel's cubin has no .nv.info section for it", "k()")
     assert text.param_items(unsplit) == [
         "20 bytes at 0x7f0000000000 (the kernel's cubin has no .nv.info section for it)"]
-    many = cubin_info.ParamLayout(params=[cubin_info.KernelParam(i, 4 * i, 4, 0, 0, 0x1F, True)
+    many = nvinfo.ParamLayout(params=[nvinfo.KernelParam(i, 4 * i, 4, 0, 0, 0x1F, True)
                                           for i in range(text.MAX_PARAMS_SHOWN + 3)])
     wide = ParamBlock(address=0x7F00_0000_0000, size=4 * len(many.params),
                       data=b"".join(i.to_bytes(4, "little") for i in range(len(many.params))))
@@ -272,10 +299,10 @@ def test_the_views_phrase_says_why_a_buffer_is_not_split_and_caps_long_lists():
     assert items[0] == "#0 (4 bytes) = 0" and items[-2] == f"#{text.MAX_PARAMS_SHOWN - 1} (4 bytes) = 15"
     assert items[-1] == "... 3 more in the JSON report" and len(items) == text.MAX_PARAMS_SHOWN + 1
     assert text.param_items(None) == []
-    unlisted = kernel_params(block, cubin_info.ParamLayout(area_size=20), "", "k(int)")
+    unlisted = kernel_params(block, nvinfo.ParamLayout(area_size=20), "", "k(int)")
     assert text.param_items(unlisted) == ["20 bytes at 0x7f0000000000 (the cubin gives a 20-byte "
                                           "parameter area but no EIATTR_KPARAM_INFO record in it)"]
-    assert text.param_items(kernel_params(block, cubin_info.ParamLayout(), "", "k()")) == [
+    assert text.param_items(kernel_params(block, nvinfo.ParamLayout(), "", "k()")) == [
         "20 bytes at 0x7f0000000000 (the kernel takes no parameters)"]
 
 

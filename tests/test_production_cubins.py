@@ -19,7 +19,7 @@ import pytest
 from elftools.elf.elffile import ELFFile
 
 import crashlab
-from crashlab import sass
+from crashlab.sass.listing import find_nvdisasm
 from tests.conftest import run_cli
 from tests.coredump_builder import (
     CTA,
@@ -82,7 +82,7 @@ def kernel_of(cubin: str) -> Kernel:
 @cache
 def original_disassembly(cubin: str) -> str:
     """nvdisasm's listing of the kernel's section of the ORIGINAL cubin."""
-    tool, why = sass.find_nvdisasm()
+    tool, why = find_nvdisasm()
     if tool is None:
         pytest.fail(f"the test environment must have nvdisasm (pip install '.[sass]'): {why}")
     return subprocess.run([tool, "-c", "-fun", str(kernel_of(cubin).symbol.index), str(PRODUCTION / cubin)],

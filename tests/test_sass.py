@@ -9,14 +9,14 @@ import subprocess
 import pytest
 
 import crashlab
-from crashlab import sass
+from crashlab.sass import listing as sass_listing
 from tests import scenarios
 from tests.coredump_builder import CUBINS, markers
 
 
 def _real_nvdisasm(monkeypatch) -> str:
     monkeypatch.delenv("CRASHLAB_NVDISASM", raising=False)
-    found, why = sass.find_nvdisasm()
+    found, why = sass_listing.find_nvdisasm()
     if found is None:
         pytest.fail(f"the test environment must have nvdisasm (pip install '.[sass]'): {why}")
     return found
@@ -25,12 +25,12 @@ def _real_nvdisasm(monkeypatch) -> str:
 def test_nvdisasm_found_from_the_wheel_or_path(monkeypatch):
     found = _real_nvdisasm(monkeypatch)
     assert os.access(found, os.X_OK)
-    assert sass.nvdisasm_version(found).startswith("nvdisasm V")
+    assert sass_listing.nvdisasm_version(found).startswith("nvdisasm V")
 
 
 def test_override_that_does_not_exist(monkeypatch, tmp_path):
     monkeypatch.setenv("CRASHLAB_NVDISASM", str(tmp_path / "missing"))
-    assert sass.find_nvdisasm()[0] is None
+    assert sass_listing.find_nvdisasm()[0] is None
 
 
 def test_path_wins_over_the_wheel(monkeypatch, tmp_path):
@@ -39,7 +39,7 @@ def test_path_wins_over_the_wheel(monkeypatch, tmp_path):
     fake.write_text("#!/bin/sh\necho fake\n")
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
-    assert sass.find_nvdisasm()[0] == str(fake)
+    assert sass_listing.find_nvdisasm()[0] == str(fake)
 
 
 def test_without_nvdisasm_the_report_still_names_function_and_offset(build, monkeypatch, tmp_path):
@@ -83,14 +83,14 @@ def test_parse_listing_on_a_real_cubin(monkeypatch):
                              capture_output=True, text=True).stdout
         sections = out.split("//--------------------- ")
         body = next(s for s in sections if s.startswith(marker.text_section + " "))
-        listing = sass.parse_listing(body)
+        listing = sass_listing.parse_listing(body)
         hit = next(ins for ins in listing if ins.address == marker.offset)
         assert hit.text.endswith(marker.instruction)
         assert [f"{s.file.rsplit('/', 1)[-1]}:{s.line}" for s in hit.source] == list(marker.chain)
 
 
 def test_parse_listing_keeps_predicates_and_ignores_encodings():
-    listing = sass.parse_listing(
+    listing = sass_listing.parse_listing(
         '\t//## File "/a/k.cu", line 3\n'
         "        /*0070*/               @P0 EXIT ;                       /* 0x000000000000094d */\n"
         "                                                                /* 0x000fea0003800000 */\n"
@@ -128,7 +128,7 @@ def test_whole_cubin_listing_finds_every_text_section_whatever_its_header_paddin
     come back from one whole-cubin listing, each with instructions."""
     from elftools.elf.elffile import ELFFile
 
-    from crashlab.sass import find_nvdisasm, split_listing
+    from crashlab.sass.listing import find_nvdisasm, split_listing
 
     tool, why = find_nvdisasm()
     if tool is None:

@@ -1,5 +1,6 @@
 """What inspect costs in nvdisasm runs: at most one per cubin, none where the SASS cache already
-holds the cubin; measured by a wrapper around the real nvdisasm that logs its invocations."""
+holds the cubin; measured by a wrapper around the real nvdisasm that logs its invocations. And what
+a warm inspect decodes of an entry: the function it shows and explains, not the whole cubin."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from crashlab.sass import find_nvdisasm
+import crashlab
+from crashlab.sass import cache
+from crashlab.sass.listing import find_nvdisasm
 from tests import scenarios
 from tests.conftest import run_cli
 
@@ -68,9 +71,46 @@ def test_a_damaged_cache_entry_is_ignored_and_rewritten(logged_nvdisasm, empty_s
     again = _inspect(EXAMPLE, env)
     assert _disassemblies(log) == 2
     assert again["faults"][0]["sass"] == first["faults"][0]["sass"]
-    assert json.loads(entry.read_text())["listings"]
+    header = json.loads(entry.read_text().splitlines()[0])
+    assert header["format"] == cache.FORMAT and header["index"]
     _inspect(EXAMPLE, env)
     assert _disassemblies(log) == 2
+
+
+def test_a_damaged_function_of_an_entry_is_disassembled_again(logged_nvdisasm, empty_sass_cache):
+    """The index is whole but the faulting function's listing is cut: that costs one run, and
+    the rewritten entry serves the next inspect."""
+    env, log = logged_nvdisasm
+    first = _inspect(EXAMPLE, env)
+    [entry] = (empty_sass_cache / "crashlab" / "sass").glob("*.json")
+    header, body = entry.read_bytes().split(b"\n", 1)
+    start, length = json.loads(header)["index"][first["faults"][0]["sass"]["section"]]
+    entry.write_bytes(header + b"\n" + body[:start] + b"x" * length + body[start + length:])
+    again = _inspect(EXAMPLE, env)
+    assert _disassemblies(log) == 2 and again["faults"][0]["sass"] == first["faults"][0]["sass"]
+    _inspect(EXAMPLE, env)
+    assert _disassemblies(log) == 2
+
+
+def test_a_warm_inspect_decodes_only_the_functions_it_reads(monkeypatch):
+    """The example's cubin holds two kernels; its fault lies in one, and a warm inspect (the
+    window, the explanation, the source line) decodes that function's listing alone."""
+    crashlab.inspect(EXAMPLE)
+    decoded: list[int] = []
+    real = cache._decode
+
+    def counted(part):
+        listing = real(part)
+        decoded.append(len(listing))
+        return listing
+
+    monkeypatch.setattr(cache, "_decode", counted)
+    report = crashlab.inspect(EXAMPLE)
+    assert report.faults[0].explanation is not None and report.faults[0].sass.instructions
+    [entry] = cache.cache_folder().glob("*.json")
+    index = json.loads(entry.read_text().splitlines()[0])["index"]
+    assert len(index) == 2 and report.faults[0].sass.section in index
+    assert len(decoded) == 1  # one function of the two
 
 
 def test_one_run_for_the_same_cubin_loaded_on_two_devices(logged_nvdisasm, build, tmp_path):

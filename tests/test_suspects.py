@@ -16,8 +16,9 @@ import json
 import pytest
 
 import crashlab
-from crashlab import cubin_info
 from crashlab.console import ViewConsole
+from crashlab.cubin import Cubin
+from crashlab.cubin.nvinfo import kernel_param_layout
 from crashlab.report import markdown, terminal
 from crashlab.report.model import Param
 from crashlab.report.suspects import (
@@ -197,7 +198,7 @@ def _production(build_dir, cubin: str, values: dict[int, int]) -> crashlab.Triag
     """A production kernel faulting, with ``values`` planted at its parameters' offsets (the
     other 8-byte ones at an aligned address, the smaller ones 7)."""
     kernel = kernel_of(cubin).symbol.name
-    layout, _ = cubin_info.kernel_param_layout((PRODUCTION / cubin).read_bytes(), kernel)
+    layout, _ = kernel_param_layout(Cubin((PRODUCTION / cubin).read_bytes()), kernel)
     buffer = bytearray(max(p.offset + p.size for p in layout.params))
     for param in layout.params:
         value = values.get(param.ordinal, GLOBAL_BASE if param.size == 8 else 7)

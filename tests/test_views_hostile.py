@@ -227,13 +227,13 @@ def test_serve_and_dump_now_messages_escape_what_they_name(tmp_path):
 
 def test_the_install_hint_keeps_its_extra(triage_report, monkeypatch):
     """nvdisasm's absence is explained with a command that has brackets in it."""
-    from crashlab import sass
     from crashlab.report.model import Sass
+    from crashlab.sass import listing
 
     monkeypatch.setenv("PATH", "/nonexistent")
     monkeypatch.setenv("CUDA_HOME", "/nonexistent")
-    monkeypatch.setattr(sass.importlib.util, "find_spec", lambda name: None)
-    hint = sass.find_nvdisasm()[1]
+    monkeypatch.setattr(listing.importlib.util, "find_spec", lambda name: None)
+    hint = listing.find_nvdisasm()[1]
     assert hint.endswith("pip install 'nvidia-cuda-nvdisasm' (crashlab's [sass] extra)")
     fault = triage_report.faults[0].model_copy(update={"sass": Sass(unavailable_reason=hint)})
     report = triage_report.model_copy(update={"faults": [fault]})

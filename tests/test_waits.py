@@ -20,7 +20,8 @@ import crashlab
 from crashlab.console import ViewConsole
 from crashlab.report import markdown, terminal
 from crashlab.report.markdown_escape import inline
-from crashlab.sass import find_nvdisasm, parse_listing
+from crashlab.sass.flow import FunctionCode
+from crashlab.sass.listing import find_nvdisasm, parse_listing
 from crashlab.waits.classify import COLLECTIVE_NAME
 from crashlab.waits.shape import is_barrier, polling_loop
 from tests import scenarios
@@ -146,7 +147,7 @@ def _listing(cubin: str, section: str):
                                  "custom_allreduce.sm_90.cubin:peer-wait"])
 def test_the_polling_load_a_hang_marker_names_feeds_its_loop_s_exit(key):
     marker = markers()[key]
-    found = polling_loop(_listing(marker.cubin, marker.text_section), marker.offset)
+    found = polling_loop(FunctionCode(_listing(marker.cubin, marker.text_section)), marker.offset)
     assert not isinstance(found, str), found
     assert found.load.address == marker.offset
     assert found.loop.head <= marker.offset <= found.loop.tail
@@ -156,10 +157,10 @@ def test_the_polling_load_a_hang_marker_names_feeds_its_loop_s_exit(key):
 def test_code_that_is_not_a_polling_loop_gets_a_reason():
     spin = markers()["hang.sm_90.cubin:spin"]  # the first read of the flag, before the loop
     listing = _listing(spin.cubin, spin.text_section)
-    assert "is in no loop" in polling_loop(listing, spin.offset)
+    assert "is in no loop" in polling_loop(FunctionCode(listing), spin.offset)
     # every kernel ends in `BRA` to itself: a loop with no way out
     tail = next(ins for ins in listing if ins.target == ins.address)
-    assert "no guarded exit" in polling_loop(listing, tail.address)
+    assert "no guarded exit" in polling_loop(FunctionCode(listing), tail.address)
 
 
 def test_the_scenario_s_spinning_warps_stand_in_hang_cu_s_loop(dumps):
@@ -262,7 +263,7 @@ def test_an_mbarrier_try_wait_loop_is_fed_by_its_syncs_and_read_as_a_barrier():
         syncs = {ins.address for ins in listing if ins.opcode.startswith("SYNCS.PHASECHK")}
         for back in (ins for ins in listing if ins.target in syncs and ins.target <= ins.address
                      and ins.predicate):  # the retry; the stub's plain BRA returns forward
-            loop = polling_loop(listing, back.address)
+            loop = polling_loop(FunctionCode(listing), back.address)
             assert loop.loop.head == back.target and is_barrier(loop.load), loop
             found += 1
     assert found
@@ -274,7 +275,7 @@ def test_a_loop_that_walks_memory_is_not_polling():
     out = subprocess.run([find_nvdisasm()[0], "-c", "-gi",
                           str(CUBINS / "production" / "ngram_ids.sm_80.cubin")],
                          capture_output=True, text=True, check=True).stdout
-    readings = [polling_loop(listing, ins.address)
+    readings = [polling_loop(FunctionCode(listing), ins.address)
                 for section in out.split("//--------------------- ")[1:]
                 if section.startswith(".text")
                 for listing in [parse_listing(section)] for ins in listing]
@@ -296,7 +297,7 @@ def test_collective_kernels_are_known_by_name(name, collective):
 
 
 def test_without_nvdisasm_the_warps_are_other_with_the_reason(build, monkeypatch):
-    monkeypatch.setattr("crashlab.sass.find_nvdisasm", lambda: (None, "nvdisasm not found"))
+    monkeypatch.setattr("crashlab.sass.listing.find_nvdisasm", lambda: (None, "nvdisasm not found"))
     report = crashlab.inspect(build(scenarios.barrier_after_exit()).path)
     for kernel in report.kernels:
         wait = _wait(kernel, "other")

@@ -13,9 +13,10 @@ from array import array
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 
+from ..cubin import Cubin, CubinError
 from ..errors import CoreFormatError
 from .constants import MEMORY_TYPES, GenerationFlag, SectionType
-from .elf import ElfImage, text_sections
+from .elf import ElfImage
 from .layouts import TABLE_LAYOUTS, decoder
 from .model import (
     CTA,
@@ -114,6 +115,7 @@ class CoreDump:
     def __init__(self, path: str | os.PathLike):
         self.image = ElfImage(path)
         self.warnings: list[str] = list(self.image.warnings)
+        self._cubins: dict[int, Cubin | CubinError] = {}
         try:
             self.index = SectionIndex(self.image, self.warnings)
         except BaseException:
@@ -222,8 +224,13 @@ class CoreDump:
         kernel only through its entry point (the address of its .text.<kernel> section)."""
         entries: dict[int, str] = {}
         for section, _module in self.relocated_images():
-            for name, address in text_sections(self.image_bytes(section)):
-                entries.setdefault(address, name)
+            try:
+                texts = self.cubin(section).sections
+            except CubinError:  # a stranger's dump may hold anything there
+                continue
+            for text in texts:
+                if text.name.startswith(".text."):
+                    entries.setdefault(text.address, text.name.removeprefix(".text."))
         return entries
 
     def sms(self, device: Device) -> list[SM]:
@@ -327,6 +334,21 @@ class CoreDump:
 
     def image_bytes(self, section: int) -> bytes:
         return self.image.data(section)
+
+    def cubin(self, section: int) -> Cubin:
+        """The relocated cubin in ``section``, opened once for this dump whoever asks (the code
+        finder, the line table, the parameter layouts, the bounds, the owner); CubinError, each
+        time it is asked for, where it is damaged."""
+        found = self._cubins.get(section)
+        if found is None:
+            try:
+                found = Cubin(self.image_bytes(section))
+            except CubinError as exc:
+                found = exc
+            self._cubins[section] = found
+        if isinstance(found, CubinError):
+            raise CubinError(str(found), found.part)
+        return found
 
     def memory_regions(self, kinds=MEMORY_TYPES) -> list[MemoryRegion]:
         """Every memory section of ``kinds``, with its address and size; no byte of them is read

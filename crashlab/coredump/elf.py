@@ -10,20 +10,15 @@ from __future__ import annotations
 
 import contextlib
 import gzip
-import io
 import mmap
 import operator
 import os
 import shutil
 import stat
-import struct
 import sys
 import tempfile
 import zlib
 from pathlib import Path
-
-from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
 
 from ..errors import BadInput, CoreFormatError
 from ..notation import counted
@@ -389,14 +384,3 @@ def copy_within_room(reader, target, directory: str, source: str) -> int:
     except (OSError, EOFError, zlib.error) as exc:
         raise CoreFormatError(f"{source}: cannot read or unpack it ({exc})") from None
     return written
-
-
-def text_sections(cubin: bytes) -> list[tuple[str, int]]:
-    """(kernel, load address) of each ``.text.<kernel>`` section of a relocated cubin; nothing
-    when the image is not a readable ELF file (a stranger's dump may hold anything there)."""
-    try:
-        elf = ELFFile(io.BytesIO(cubin))
-        return [(section.name.removeprefix(".text."), section["sh_addr"])
-                for section in elf.iter_sections() if section.name.startswith(".text.")]
-    except (ELFError, ValueError, struct.error):
-        return []

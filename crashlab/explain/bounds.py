@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..cubin.nvinfo import SharedLayout
 from ..notation import counted
 from ..report import model
-from .access import Space
-from .cubin_facts import SharedLayout
+from ..sass.access import Space
 
 #: bits 24+ of a shared address carry the CTA's rank in its cluster on sm_90+
 RANK_SHIFT = 24

@@ -20,10 +20,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .operands import Operand, Predicate, Register, parse_operand
+from ..sass.opcode import opcode as parsed_opcode
+from ..sass.operands import Operand, Predicate, Register, parse_operand
 
 if TYPE_CHECKING:
-    from .cfg import FunctionCode
+    from ..sass.flow import FunctionCode
 
 _CONSTANT_PREDICATES = ("PT", "UPT")
 _IDIOM = "an unsigned division by a variable (float reciprocal idiom)"
@@ -40,13 +41,6 @@ class CarryChain:
     #: the shift is LEA's 32-bit one (a low LEA whose high word is an IADD3.X or IMAD.X): the
     #: bits shifted out of the word are lost, not carried
     narrow: bool = False
-
-
-def _family(opcode: str) -> tuple[str, list[str]]:
-    family, *modifiers = opcode.split(".")
-    if family in ("ULEA", "UIADD3", "UIMAD"):
-        family = family[1:]
-    return family, modifiers
 
 
 def _sources(operands: Sequence[str]) -> list[str]:
@@ -77,7 +71,7 @@ def _carry_outs(operands: Sequence[str]) -> list[Predicate]:
 def carry_chain(code: FunctionCode, high_at: int) -> CarryChain | str:
     """The chain whose ``.X`` op is at ``high_at``, or the reason it is not read."""
     high = code.instructions[high_at]
-    family, modifiers = _family(high.opcode)
+    family, modifiers = high.op.base, high.op.modifiers
     if family == "IMAD" and "WIDE" in modifiers:
         return "the high half of a 128-bit product (IMAD.WIDE.U32.X) is not modelled"
     carries = [p for p in _carry_ins(high.operands) if not (p.negated and p.name in _CONSTANT_PREDICATES)]
@@ -87,7 +81,7 @@ def carry_chain(code: FunctionCode, high_at: int) -> CarryChain | str:
     if len(defs) != 1 or open_path:
         return f"the carry {carries[0].name} has no single definition on every path"
     low = code.instructions[defs[0]]
-    low_family, low_modifiers = _family(low.opcode)
+    low_family, low_modifiers = low.op.base, low.op.modifiers
     if "X" in low_modifiers or "HI" in low_modifiers or \
             low_family != family and family not in ("IMAD", "LEA") and low_family != "LEA":
         return f"its carry comes from {low.opcode}, a chain not modelled"
@@ -101,7 +95,7 @@ def carry_chain(code: FunctionCode, high_at: int) -> CarryChain | str:
 
 
 def _sign_extending_lea(code: FunctionCode, low_at: int, high_at: int, low: list[str],
-                        high: list[str], modifiers: list[str]) -> CarryChain | str:
+                        high: list[str], modifiers: tuple[str, ...]) -> CarryChain | str:
     """``IADD3 Rl, P0, PT, a, b, RZ`` with ``LEA.HI.X.SX32 Rh, a, b_hi, 0x1, P0``: the high word
     of ``sext(a) << 1`` is a's sign word, so the pair is ``b_hi:b + sext(a)``; only where the LEA
     reads the same ``a`` (one definition reaches both) and the sum has two terms."""
@@ -129,18 +123,13 @@ def _name(register: Register) -> str:
     return f"{'UR' if register.uniform else 'R'}{register.index}"
 
 
-def _pairs(low_at: int, low: list[str], high: list[str], family: str, modifiers: list[str],
+def _pairs(low_at: int, low: list[str], high: list[str], family: str, modifiers: tuple[str, ...],
            outs: list[Predicate]) -> CarryChain | str:
     if family != "LEA" and len(low) == 3 and low[2].startswith("0x") and \
             not low[1].startswith("0x"):
         return _narrow_lea(low_at, low, high, family)
     if family == "LEA":
-        if len(low) != 3 or "HI" not in modifiers:
-            return "a LEA pair whose operands are not (a, b, shift)"
-        a_high = None if "SX32" in modifiers else (high[2] if len(high) == 4 else "")
-        if high[0] != low[0] or high[-1] != low[2] or a_high == "":
-            return "a LEA.HI.X that does not shift the low LEA's index"
-        return CarryChain(low_at, ((low[0], a_high), (low[1], high[1])), shift=low[2])
+        return _lea_pair(low_at, low, high, modifiers)
     nonzero = [s for s in low if s not in ("RZ", "URZ", "0x0", "0")]
     if len(outs) > 1 and outs[1].name in _CONSTANT_PREDICATES and len(nonzero) > 2:
         return "a three-term sum whose second carry is dropped"
@@ -151,6 +140,18 @@ def _pairs(low_at: int, low: list[str], high: list[str], family: str, modifiers:
         if words is not None:
             return CarryChain(low_at, _attach_high(low, words))
     return "a carry chain not modelled"
+
+
+def _lea_pair(low_at: int, low: list[str], high: list[str],
+              modifiers: tuple[str, ...]) -> CarryChain | str:
+    """``LEA Rl, P0, a, b, s`` with ``LEA.HI.X Rh, a, b_hi, a_hi, s, P0``: ``(a_hi:a << s) +
+    b_hi:b`` (``.SX32``: a sign-extended)."""
+    if len(low) != 3 or "HI" not in modifiers:
+        return "a LEA pair whose operands are not (a, b, shift)"
+    a_high = None if "SX32" in modifiers else (high[2] if len(high) == 4 else "")
+    if high[0] != low[0] or high[-1] != low[2] or a_high == "":
+        return "a LEA.HI.X that does not shift the low LEA's index"
+    return CarryChain(low_at, ((low[0], a_high), (low[1], high[1])), shift=low[2])
 
 
 def _narrow_lea(low_at: int, low: list[str], high: list[str], family: str) -> CarryChain | str:
@@ -214,7 +215,7 @@ def constant_move(opcode: str, sources: Sequence[str]) -> int | None:
     """``HFMA2.MMA Rd, -RZ, RZ, hi, lo``: -0 * 0 + (hi, lo) is the pair of halves itself, so the
     instruction moves the 32-bit constant ``half(hi) << 16 | half(lo)``; None where it is not
     that form or a half is not exactly representable."""
-    if opcode.split(".")[0] != "HFMA2" or len(sources) != 4 or tuple(sources[:2]) != ("-RZ", "RZ"):
+    if parsed_opcode(opcode).family != "HFMA2" or len(sources) != 4 or tuple(sources[:2]) != ("-RZ", "RZ"):
         return None
     words: list[int] = []
     for text in sources[2:]:
@@ -232,10 +233,10 @@ def constant_move(opcode: str, sources: Sequence[str]) -> int | None:
 def division_idiom(opcode: str) -> str | None:
     """The reason a slice stops at a step of the compiler's unsigned division by a variable
     (I2F.U32.RP, MUFU.RCP, F2I.FTZ.U32.TRUNC): its quotient is not recomputed."""
-    parts = opcode.split(".")
-    if parts[0] == "I2F" and "RP" in parts or parts[0] == "MUFU" and "RCP" in parts or \
-            parts[0] == "F2I" and "U32" in parts and "TRUNC" in parts:
+    op = parsed_opcode(opcode)
+    if op.family == "I2F" and op.has("RP") or op.family == "MUFU" and op.has("RCP") or \
+            op.family == "F2I" and op.has("U32", "TRUNC"):
         return _IDIOM
-    if parts[0] == "FMUL":
+    if op.family == "FMUL":
         return f"a floating-point product ({opcode}), as in the reciprocal step of {_IDIOM}"
     return None

@@ -24,8 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from .cfg import FunctionCode
-from .semantics import MASK32
+from ..sass.flow import FunctionCode
+from ..sass.semantics import MASK32
 
 
 @dataclass
@@ -68,7 +68,7 @@ class DumpedRegisters:
         """Whether the lane wrote ``name`` at the faulting instruction or after it, before its
         PC, on the shortest way there (the dump's value is then not the one at the fault); a
         stop says so where ``said``."""
-        writer = next((at for at in self._ran or () if name in self.code.writes[at]), None)
+        writer = next((at for at in self._ran or () if name in self.code.instructions[at].writes), None)
         if writer is None or not said:
             return writer is not None
         where = "the faulting instruction" if writer == self.fault_at else \
@@ -96,13 +96,13 @@ class DumpedRegisters:
             return []
         straight = self.code.run_end(at, self.fault_at)
         if straight == self.fault_at:
-            return [j for j in range(at, self.fault_at) if name in self.code.writes[j]]
+            return [j for j in range(at, self.fault_at) if name in self.code.instructions[j].writes]
         if at not in self._ways:
             self._ways[at] = self.code.on_paths(at, self.fault_at)
         ways = self._ways[at]
         if ways is None:
             return "no path from there to the fault is known"
-        writers = sorted(j for j in ways if name in self.code.writes[j])
+        writers = sorted(j for j in ways if name in self.code.instructions[j].writes)
         elsewhere = [j for j in writers if not at <= j <= straight]
         if not elsewhere:
             return writers  # none, or each in the straight run from ``at``: once, in order

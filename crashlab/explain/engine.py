@@ -12,20 +12,22 @@ from dataclasses import dataclass, replace
 from ..coredump.core import CoreDump
 from ..coredump.fault import FaultGroup, Site
 from ..coredump.model import CTA, Lane, Warp
-from ..cubin_info import ParamLayout
+from ..cubin import CubinError
+from ..cubin.nvinfo import ParamLayout, SharedLayout, shared_reserve
 from ..report import model
 from ..report.coredump import named_words
 from ..report.params import is_integer
 from ..report.why import access_phrase, group_phrase
-from ..sass import CodeFinder, CodeLocation, Instruction, function_listing
-from .access import Side, memory_sides
+from ..sass.access import Side
+from ..sass.finder import CodeFinder, CodeLocation, function_code
+from ..sass.flow import FunctionCode
+from ..sass.instruction import Instruction
+from ..sass.operands import MemoryOperand, effective_address, parse_constant, parse_memory_operand
+from ..sass.semantics import signed32
 from .bounds import Bounds, Windows, classify, verdict
-from .cfg import FunctionCode
-from .cubin_facts import kernel_facts, shared_reserve
 from .lanes import Judgement, Reading, culprit, faulting_side, grouped
-from .operands import MemoryOperand, effective_address, parse_constant, parse_memory_operand
-from .semantics import signed32
-from .slice import Launch, ParamSource, Slicer, cluster_rank, launch_dimensions
+from .launch import Launch, ParamSource, cluster_rank, launch_dimensions
+from .slice import Findings, Slicer
 
 #: marked lanes judged at most, over the group's kept warps: a dump in which thousands of lanes
 #: fault costs this many register reads, not one per lane
@@ -65,16 +67,15 @@ def explain(core: CoreDump, finder: CodeFinder, found: FaultGroup, fault: model.
     site = found.site
     if site.pc is None:
         return None
-    listing = function_listing(finder, site.pc, site.grid)
-    if isinstance(listing, str):
+    found_code = function_code(finder, site.pc, site.grid)
+    if isinstance(found_code, str):
         return None
-    location, instructions = listing
-    code = FunctionCode(instructions)
+    location, code = found_code
     at = code.index_of.get(site.pc - location.text_address)
     if at is None:
         return None
-    ins = instructions[at]
-    sides = memory_sides(ins.opcode)
+    ins = code.instructions[at]
+    sides = ins.sides
     if not sides:
         return None
     first = sides[0].access
@@ -91,7 +92,7 @@ def explain(core: CoreDump, finder: CodeFinder, found: FaultGroup, fault: model.
             f"the memory operand of {ins.opcode} is not one the grammar reads")
         return base
     function = _Function(core, found, fault, location, code, at, _param_source(fault, layout),
-                         _windows(core, site), decoded, _bounds(core, found, fault, location))
+                         _windows(core, site), decoded, _bounds(core, finder, found, fault, location))
     explanation = _explained(base, function)
     explanation.other_operands += [
         model.OtherOperand(operand=operands[s.position].text if s.position < len(operands) else "?",
@@ -143,17 +144,15 @@ def _explained(explanation: model.Explanation, function: _Function) -> model.Exp
     slicer = function.slicer(chosen.cta, chosen.warp, chosen.lane, registers, uniform,
                              function.core.predicates(chosen.lane),
                              function.core.uniform_predicates(chosen.warp))
-    sliced = slicer.address(operand, function.at)
+    findings = slicer.slice(operand, function.at)
     explanation.access, explanation.access_bytes = side.access.kind, side.access.bytes
     explanation.operand = operand.text
     explanation.space = reading.space  # type: ignore[assignment]
     explanation.address = None if reading.address is None else f"{reading.address:#x}"
     explanation.address_provenance = reading.provenance  # type: ignore[assignment]
     explanation.verdict = reading.verdict
-    explanation.roots = list(slicer.roots.values())
-    explanation.stops = list(slicer.stops)
-    explanation.trust = "mismatch" if slicer.mismatches else "consistent"
-    explanation.formula = f"address = {sliced.text}"
+    explanation.roots, explanation.stops = findings.roots, findings.stops
+    explanation.trust, explanation.formula = findings.trust, findings.formula
     explanation.compare_with = _integer_params(function.fault, explanation)
     explanation.other_operands = [
         model.OtherOperand(operand=other.operand, access=other.access,
@@ -162,7 +161,7 @@ def _explained(explanation: model.Explanation, function: _Function) -> model.Exp
                            verdict=other.verdict)
         for other in chosen.others]
     instruction = function.code.instructions[function.at]
-    explanation.story = _story(explanation, instruction, reading.where, reading.space, slicer,
+    explanation.story = _story(explanation, instruction, reading.where, reading.space, findings,
                                function.found.site.lane)
     return explanation
 
@@ -223,7 +222,7 @@ def _words(operand: MemoryOperand) -> list[str]:
 
 
 def _story(explanation: model.Explanation, ins: Instruction, where: int | None, space: str,
-           slicer: Slicer, focus: Lane | None) -> list[str]:
+           findings: Findings, focus: Lane | None) -> list[str]:
     size = f"{explanation.access_bytes}-byte " if explanation.access_bytes else ""
     at = "at an address the dump does not give" if explanation.address is None else (
         f"at {space} address {where:#x}" if space in ("shared", "local") and where is not None
@@ -242,10 +241,10 @@ def _story(explanation: model.Explanation, ins: Instruction, where: int | None, 
                 else f"{signed32(int(root.value, 16))} ({root.value})"
             story.append(f"{root.name} loaded {loaded} into the address"
                          + (f", {root.detail}" if root.detail else "") + ".")
-    story += [line + "." for line in slicer.story]
-    if slicer.mismatches:
+    story += [line + "." for line in findings.story]
+    if findings.mismatches:
         story.append("The dumped registers do not fit the code: "
-                     + "; ".join(slicer.mismatches) + ". Nothing here is a cause.")
+                     + "; ".join(findings.mismatches) + ". Nothing here is a cause.")
     return [line for line in story if line]
 
 
@@ -313,20 +312,39 @@ def _windows(core: CoreDump, site: Site) -> Windows:
     return Windows(None, None)
 
 
-def _bounds(core: CoreDump, found: FaultGroup, fault: model.Fault, location: CodeLocation) -> Bounds:
+def _bounds(core: CoreDump, finder: CodeFinder, found: FaultGroup, fault: model.Fault,
+            location: CodeLocation) -> Bounds:
     """The bounds the dump holds for every lane of the fault: the cubin's shared layout and frame
     size, the cluster, the constant banks, the global segments."""
     site = found.site
     grid = site.grid
-    facts = kernel_facts(core.image_bytes(location.image_section), grid.function if grid else "",
-                         site.device.sm_type)
+    shared, frame_size = _cubin_bounds(finder, location, grid.function if grid else "",
+                                       site.device.sm_type)
     cluster = fault.cluster_dim or (1, 1, 1)
     return Bounds(
-        shared=facts.shared,
-        sm90=bool(facts.shared and facts.shared.start) or bool(shared_reserve(site.device.sm_type)),
+        shared=shared,
+        sm90=bool(shared and shared.start) or bool(shared_reserve(site.device.sm_type)),
         cluster_blocks=max(1, cluster[0] * cluster[1] * cluster[2]),
-        frame_size=facts.frame_sizes.get(location.function_symbol),
+        frame_size=frame_size,
         constant_banks={bank.bank_id: bank.size for bank in found.const_banks},
         outermost=not found.backtrace,
         global_segments=[(region.address, region.size) for region in core.process_memory()],
     )
+
+
+def _cubin_bounds(finder: CodeFinder, location: CodeLocation, kernel: str,
+                  sm_type: str) -> tuple[SharedLayout | None, int | None]:
+    """The kernel's static shared allocation and the faulting function's frame size; a part the
+    cubin does not hold, or holds damaged, is absent (its verdict says undetermined)."""
+    cubin = finder.cubin(location.image_section)
+    if cubin is None:
+        return None, None
+    try:
+        shared = cubin.shared_layout(kernel, sm_type)
+    except CubinError:
+        shared = None
+    try:
+        frame_size = cubin.frame_sizes.get(location.function_symbol)
+    except CubinError:
+        frame_size = None
+    return shared, frame_size

@@ -19,16 +19,22 @@ fault, the difference is a stop, not a mismatch.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Literal
 
 from ..report import model
-from .access import memory_access
-from .carry import CarryChain, carry_chain, constant_move, division_idiom
-from .cfg import FunctionCode
-from .dumped import DumpedRegisters
-from .operands import ConstantRef, Immediate, MemoryOperand, Predicate, Register, parse_operand
-from .semantics import (
+from ..sass.flow import FunctionCode
+from ..sass.instruction import Instruction
+from ..sass.operands import (
+    ConstantRef,
+    Immediate,
+    MemoryOperand,
+    Predicate,
+    Register,
+    parse_operand,
+)
+from ..sass.semantics import (
     MASK32,
     MASK64,
     MULTIPLY_ADD,
@@ -39,96 +45,40 @@ from .semantics import (
     signed32,
     summed,
 )
+from .carry import CarryChain, carry_chain, constant_move, division_idiom
+from .dumped import DumpedRegisters
+from .launch import Launch, LaunchValues, ParamSource
+from .value import Record, Value, number, total
 
 MAX_DEPTH = 24
 MAX_WORDS = 400
-_LAUNCH_SLOTS = {0x0: "blockDim.x", 0x4: "blockDim.y", 0x8: "blockDim.z",
-                 0xC: "gridDim.x", 0x10: "gridDim.y", 0x14: "gridDim.z"}
-#: c[0x0][0x28]: the stack's top, where R1 starts (LDC R1, c[0x0][0x28] opens every kernel)
-STACK_SLOT = 0x28
-#: Where the parameters start in bank 0 on sm_100 and later (0x380): there the launch slots
-#: sit just below them, blockDim at 0x360..0x368, gridDim at 0x370..0x378 and the stack top at
-#: 0x37c, as nvcc 13.0's sm_100 SASS reads them (LDC R1, c[0x0][0x37c] opens each kernel)
-_BLACKWELL_PARAMS = 0x380
-_BLACKWELL_SLOTS = {0x360: "blockDim.x", 0x364: "blockDim.y", 0x368: "blockDim.z",
-                    0x370: "gridDim.x", 0x374: "gridDim.y", 0x378: "gridDim.z"}
-_BLACKWELL_STACK = 0x37C
-
-
-def launch_slots(cbank_offset: int | None) -> tuple[dict[int, str], int]:
-    """(launch slots by their bank-0 offset, offset of the stack top), by where the parameters
-    start: the launch slots moved from the bank's start to below the parameters on sm_100."""
-    if cbank_offset is not None and cbank_offset >= _BLACKWELL_PARAMS:
-        moved = cbank_offset - _BLACKWELL_PARAMS
-        return {offset + moved: name for offset, name in _BLACKWELL_SLOTS.items()}, \
-            _BLACKWELL_STACK + moved
-    return _LAUNCH_SLOTS, STACK_SLOT
-
-
-_SPECIALS = {"SR_TID.X": "threadIdx.x", "SR_TID.Y": "threadIdx.y", "SR_TID.Z": "threadIdx.z",
-             "SR_CTAID.X": "blockIdx.x", "SR_CTAID.Y": "blockIdx.y", "SR_CTAID.Z": "blockIdx.z",
-             "SR_CgaCtaId": "ctaRank", "SR_LANEID": "laneId"}
 _INDUCTION_NAMES = "ijklmn"
 
 
 @dataclass(frozen=True)
-class Launch:
-    """The coordinates the dump records for the faulting lane, by special-register name."""
+class Findings:
+    """What one slice found: the address's value and formula, the roots it reached (by name),
+    where it stopped and why, where the dumped registers do not fit the code, and the story of
+    its loop variables and guarded alternatives."""
 
-    specials: dict[str, int]
-    #: blockDim and gridDim by name ("blockDim.x"), read from the grid row: what bank 0's launch
-    #: slots hold, wherever the architecture puts them (launch_slots)
-    dimensions: dict[str, int]
+    value: Value
+    roots: list[model.Root]
+    stops: list[str]
+    mismatches: list[str]
+    story: list[str]
 
+    @property
+    def formula(self) -> str:
+        return f"address = {self.value.text}"
 
-def cluster_rank(block_idx: tuple[int, int, int], shape: tuple[int, int, int]) -> int | None:
-    """A block's rank in its cluster (SR_CgaCtaId: what bits 24+ of a shared address carry),
-    from its index and the cluster's shape ((1,1,1) without clusters); None for a shape with a
-    zero in it."""
-    if not all(shape):
-        return None
-    x, y, z = (index % size for index, size in zip(block_idx, shape, strict=True))
-    return x + y * shape[0] + z * shape[0] * shape[1]
-
-
-def launch_dimensions(block_dim: tuple[int, int, int] | None,
-                      grid_dim: tuple[int, int, int] | None) -> dict[str, int]:
-    """Launch.dimensions from a grid's block and grid shapes (either may be unknown)."""
-    named = {}
-    for kind, shape in (("blockDim", block_dim), ("gridDim", grid_dim)):
-        if shape is not None:
-            named.update({f"{kind}.{axis}": value
-                          for axis, value in zip("xyz", shape, strict=True)})
-    return named
+    @property
+    def trust(self) -> Literal["consistent", "mismatch"]:
+        """``mismatch`` where the dump does not fit the code: then nothing here is a cause."""
+        return "mismatch" if self.mismatches else "consistent"
 
 
-@dataclass(frozen=True)
-class ParamSource:
-    """The parameter area: its offset in constant bank 0, the dump's bytes of it, and each
-    parameter's (ordinal, offset, size, type)."""
-
-    cbank_offset: int | None
-    data: bytes | None
-    params: tuple[tuple[int, int, int, str | None], ...]
-
-
-
-def _total(values: Iterable[int | None]) -> int | None:
-    """The sum of ``values``, None where one of them is not known."""
-    known = list(values)
-    return None if None in known else sum(v for v in known if v is not None)
-
-@dataclass(frozen=True)
-class Value:
-    value: int | None
-    text: str
-    #: the definition this word came from and that definition's whole (pair-wide) value
-    origin: int | None = None
-    whole: Value | None = None
-    #: a parameter's value: its ordinal (a pointer argument, when it is used as a base)
-    param: int | None = None
-    #: an element address: (param ordinal, index, element size)
-    element: tuple[int, Value, int] | None = None
+#: how a definition's value is worked out, by what the instruction is (Slicer._kind)
+Evaluation = Callable[["Slicer", int, int], "Value"]
 
 
 @dataclass
@@ -143,23 +93,30 @@ class Slicer:
     params: ParamSource
     predicates: list[bool] | None = None
     uniform_predicates: list[bool] | None = None
-    roots: dict[str, model.Root] = field(default_factory=dict)
-    stops: list[str] = field(default_factory=list)
-    mismatches: list[str] = field(default_factory=list)
-    story: list[str] = field(default_factory=list)
+    record: Record = field(default_factory=Record)
     _memo: dict[tuple[str, int], Value] = field(default_factory=dict)
     _defs: dict[int, Value] = field(default_factory=dict)
     _words: int = 0
     _inductions: dict[tuple[str, int], str] = field(default_factory=dict)
     _pairs: dict[int, Value] = field(default_factory=dict)
     _dump: DumpedRegisters = field(init=False)
+    _launch: LaunchValues = field(init=False)
 
     def __post_init__(self) -> None:
         self._dump = DumpedRegisters(self.code, self.fault_at, self.dump_at, self.registers,
                                      self.uniform_registers, self.predicates,
-                                     self.uniform_predicates, self._stop)
+                                     self.uniform_predicates, self.record.stop)
+        self._launch = LaunchValues(self.launch, self.params, self.record)
 
     # -- public ---------------------------------------------------------------------------
+    def slice(self, operand: MemoryOperand, at: int) -> Findings:
+        """The slice of a memory operand's address at instruction ``at``, with everything the
+        slicer has found so far (a slicer reused for several operands keeps what each found)."""
+        value = self.address(operand, at)
+        found = self.record
+        return Findings(value, list(found.roots.values()), list(found.stops),
+                        list(found.mismatches), list(found.story))
+
     def address(self, operand: MemoryOperand, at: int) -> Value:
         """The value of a memory operand's address at instruction ``at``: the sum of its terms;
         an element of a parameter's array where its one register is one (``&arg0[i]``)."""
@@ -177,9 +134,9 @@ class Slicer:
                                           f"{index.text} + {shift}"), size)
         if operand.offset or not parts:
             parts.append(Value(operand.offset, f"{operand.offset:#x}"))
-        total = _total(p.value for p in parts)
+        summed_value = total(p.value for p in parts)
         mask = MASK64 if operand.wide else MASK32
-        return Value(None if total is None else total & mask,
+        return Value(None if summed_value is None else summed_value & mask,
                      " + ".join(p.text for p in parts), element=element)
 
     @staticmethod
@@ -200,7 +157,7 @@ class Slicer:
         if key in self._memo:
             return self._memo[key]
         if depth > MAX_DEPTH or self._words >= MAX_WORDS:
-            self._stop(f"{name} at +{self._address(at):#x}: the slice's size limit was reached")
+            self.record.stop(f"{name} at +{self._address(at):#x}: the slice's size limit was reached")
             return Value(None, name)
         self._words += 1
         self._memo[key] = Value(None, name)  # a cycle reads as unknown, not as recursion
@@ -214,21 +171,21 @@ class Slicer:
         if len(defs) == 1 and not open_path:
             computed = self._defined(defs[0], name, depth)
             if unread and computed.value is not None:
-                self._stop(f"{where} is not compared with the dump: {unread}")
+                self.record.stop(f"{where} is not compared with the dump: {unread}")
             if computed.value is not None and dumped is not None and computed.value != dumped:
                 said = (f"{where} is {dumped:#x} in the dump but {computed.value:#x} "
                         f"recomputed from its roots ({computed.text})")
                 if self._dump.sound:
-                    self.mismatches.append(said)
+                    self.record.mismatches.append(said)
                 else:
-                    self._stop(f"{said}: not compared, as the dump may not hold the registers "
+                    self.record.stop(f"{said}: not compared, as the dump may not hold the registers "
                                "as of the fault")
             if computed.value is None and dumped is not None:
                 return replace(computed, value=dumped)
             return computed
         if len(defs) > 1 or defs and open_path:
             return self._induction(name, at, defs, dumped, unread, depth)
-        self._stop(f"{where}: no definition in the function reaches it on some path (written "
+        self.record.stop(f"{where}: no definition in the function reaches it on some path (written "
                    "by a caller, or not written)" + (f"; {unread}" if unread else ""))
         return Value(dumped, name)
 
@@ -260,10 +217,10 @@ class Slicer:
     # -- definitions ----------------------------------------------------------------------
     def _defined(self, at: int, name: str, depth: int) -> Value:
         """Word ``name`` as the instruction at ``at`` writes it."""
-        words = self.code.writes[at]
-        pair = self._two_slot_load(at)
+        words = self.code.instructions[at].writes
+        pair = self._launch.pair_load(self.code.instructions[at])
         if pair is not None:  # LDC.64 of two 4-byte parameters: each word is its own
-            return replace(self._slot(pair + 4 * words.index(name), 1), origin=at)
+            return replace(self._launch.slot(pair + 4 * words.index(name), 1), origin=at)
         if at not in self._defs:
             self._defs[at] = self._evaluate(at, depth)
         whole = self._defs[at]
@@ -277,44 +234,57 @@ class Slicer:
 
     def _evaluate(self, at: int, depth: int) -> Value:
         ins = self.code.instructions[at]
-        family = ins.opcode.split(".")[0]
-        where = f"{ins.opcode} at +{ins.address:#x}"
-        if family in ("S2R", "S2UR", "CS2R"):
-            return self._special(ins.operands[-1] if ins.operands else "", where)
-        access = memory_access(ins.opcode)
-        if access is not None and access.space == "constant":
-            return self._constant(ins.opcode, ins.operands[1:], where)
-        if access is not None and access.kind == "load":
-            return self._load(at, where, depth)
-        if family.endswith("SHFL"):
-            return self._stopped(f"{where}: a value from another lane (SHFL)")
-        if family in ("SEL", "USEL"):
-            return self._select(at, depth)
-        if "X" in ins.opcode.split("."):
-            pair = self._carry_pair(at, depth)
-            return replace(pair, text=f"hi({pair.text})", element=None, param=None,
-                           value=None if pair.value is None else pair.value >> 32)
-        bits = constant_move(ins.opcode, ins.operands[1:])
-        if bits is not None:
-            return Value(bits, f"{bits:#x}")
-        idiom = division_idiom(ins.opcode)
-        if idiom is not None:
-            return self._stopped(f"{where}: {idiom}")
+        return _EVALUATIONS[_kind(ins)](self, at, depth)
+
+    def _special_at(self, at: int, _depth: int) -> Value:
+        ins = self.code.instructions[at]
+        return self._launch.special(ins.operands[-1] if ins.operands else "", _where(ins))
+
+    def _constant_at(self, at: int, _depth: int) -> Value:
+        ins = self.code.instructions[at]
+        return self._launch.constant(ins, _where(ins))
+
+    def _load_at(self, at: int, depth: int) -> Value:
+        return self._load(at, _where(self.code.instructions[at]), depth)
+
+    def _shuffled(self, at: int, _depth: int) -> Value:
+        return self.record.stopped(f"{_where(self.code.instructions[at])}: a value from another lane (SHFL)")
+
+    def _high_word(self, at: int, depth: int) -> Value:
+        """The ``.X`` op of a carry chain: the high word of its 64-bit sum."""
+        pair = self._carry_pair(at, depth)
+        return replace(pair, text=f"hi({pair.text})", element=None, param=None,
+                       value=None if pair.value is None else pair.value >> 32)
+
+    def _moved_constant(self, at: int, _depth: int) -> Value:
+        """``HFMA2.MMA Rd, -RZ, RZ, hi, lo``: a 32-bit constant moved as two halves."""
+        ins = self.code.instructions[at]
+        bits = constant_move(ins.opcode, ins.operands[1:]) or 0
+        return Value(bits, f"{bits:#x}")
+
+    def _idiom(self, at: int, _depth: int) -> Value:
+        ins = self.code.instructions[at]
+        return self.record.stopped(f"{_where(ins)}: {division_idiom(ins.opcode)}")
+
+    def _computed(self, at: int, depth: int) -> Value:
+        """An ALU op the semantics table models (crashlab.sass.semantics), or a stop naming it."""
+        ins = self.code.instructions[at]
+        where = _where(ins)
         op = operation(ins.opcode)
         if op is None:
-            return self._stopped(f"{where}: an operation the slice does not model")
+            return self.record.stopped(f"{where}: an operation the slice does not model")
         sources = [o for o in ins.operands[1:] if not isinstance(parse_operand(o), Predicate)]
         terms = [self._term(text, at, depth,
                             pair=op.bits == 64 and (op.pairs or k == len(sources) - 1))
                  for k, text in enumerate(sources)]
         result = apply(op, [Term(t.value, t.text) for t in terms])
         if result is None:
-            return self._stopped(f"{where}: operands not read ({', '.join(ins.operands)})")
+            return self.record.stopped(f"{where}: operands not read ({', '.join(ins.operands)})")
         element = None
         if op.bits == 64 and len(terms) == 3 and terms[2].param is not None and terms[1].value:
             element = (terms[2].param, terms[0], terms[1].value)
-        if family in ("MOV", "UMOV") and isinstance(parse_operand(sources[0]), Immediate):
-            self._root(model.Root(kind="constant", name=sources[0], value=sources[0]))
+        if ins.op.base == "MOV" and isinstance(parse_operand(sources[0]), Immediate):
+            self.record.root(model.Root(kind="constant", name=sources[0], value=sources[0]))
         copied = next((t for t in terms if t.text == result.text and t.value == result.value), None)
         if copied is not None and op.bits == 32:
             return copied  # a move (MOV, IMAD.MOV, IMAD.U32 RZ, RZ, x): the source, as it was
@@ -327,7 +297,7 @@ class Slicer:
         operands = list(ins.operands[1:])
         guard = parse_operand(operands[-1]) if operands else None
         if len(operands) != 3 or not isinstance(guard, Predicate):
-            return self._stopped(f"{ins.opcode} at +{ins.address:#x}: operands not read")
+            return self.record.stopped(f"{ins.opcode} at +{ins.address:#x}: operands not read")
         first, second = (self._term(text, at, depth) for text in operands[:2])
         holds = self._dump.predicate(guard.name, at)
         text = f"{'!' if guard.negated else ''}{guard.name} ? {first.text} : {second.text}"
@@ -346,10 +316,10 @@ class Slicer:
                 return replace(found, value=~found.value & MASK32, text=f"~{found.text}", param=None)
             return found
         if isinstance(operand, Immediate) and isinstance(operand.value, int):
-            return Value(operand.value & (MASK64 if pair else MASK32), _number(operand.value))
+            return Value(operand.value & (MASK64 if pair else MASK32), number(operand.value))
         if isinstance(operand, ConstantRef) and operand.bank == 0 and operand.register is None:
-            return self._slot(operand.offset, 2 if pair else 1)
-        self._stop(f"operand {text} at +{self._address(at):#x} is not read by the slice")
+            return self._launch.slot(operand.offset, 2 if pair else 1)
+        self.record.stop(f"operand {text} at +{self._address(at):#x} is not read by the slice")
         return Value(None, text)
 
     def _register(self, register: Register, at: int, pair: bool = False, depth: int = 0) -> Value:
@@ -387,7 +357,7 @@ class Slicer:
     def _sign_extends(self, at: int, low: Value, depth: int) -> bool:
         """``SHF.R.S32.HI Rh, RZ, 0x1f, Rl``: the high word is the low word's sign."""
         ins = self.code.instructions[at]
-        return ins.opcode.removeprefix("U").startswith("SHF.R.S32.HI") and \
+        return ins.op.base == "SHF" and ins.op.modifiers[:3] == ("R", "S32", "HI") and \
             len(ins.operands) == 4 and ins.operands[2] in ("0x1f", "31") and \
             self._term(ins.operands[3], at, depth + 1).text == low.text
 
@@ -404,20 +374,20 @@ class Slicer:
         chain = carry_chain(self.code, high_at)
         where = f"{self.code.instructions[high_at].opcode} at +{self._address(high_at):#x}"
         if isinstance(chain, str):
-            return self._stopped(f"{where}: {chain}")
+            return self.record.stopped(f"{where}: {chain}")
         terms_read = [self._pair_term(lo, hi, chain.low_at, high_at, depth)
                       for lo, hi in chain.operand_pairs]
         pairs = [p for p in terms_read if p is not None]
         shift = self._term(chain.shift, chain.low_at, depth) if chain.shift else Value(0, "0")
         if len(pairs) != len(terms_read) or shift.value is None:
-            return self._stopped(f"{where}: the operands of its 64-bit sum are not read")
+            return self.record.stopped(f"{where}: the operands of its 64-bit sum are not read")
         base, *rest = pairs
         limit = MASK32 if chain.narrow else MASK64
         scaled = Value(None if base.value is None else base.value << shift.value & limit,
                        shifted(base.text, shift.text))
         terms = [scaled, *rest]
-        total = _total(t.value for t in terms)
-        value = None if total is None else total & MASK64
+        summed_value = total(t.value for t in terms)
+        value = None if summed_value is None else summed_value & MASK64
         element = None
         fits = not chain.narrow or base.value is None or base.value << shift.value <= MASK32
         if len(rest) == 1 and rest[0].param is not None and shift.value and fits:
@@ -433,10 +403,10 @@ class Slicer:
         if isinstance(low, Immediate) and isinstance(high, Immediate) and \
                 isinstance(low.value, int) and isinstance(high.value, int):
             value = (high.value & MASK32) << 32 | low.value & MASK32
-            return Value(value, _number(value - (1 << 64) if value >> 63 else value))
+            return Value(value, number(value - (1 << 64) if value >> 63 else value))
         if isinstance(low, ConstantRef) and isinstance(high, ConstantRef) and \
                 high.offset == low.offset + 4 and low.bank == high.bank == 0:
-            return self._slot(low.offset, 2)
+            return self._launch.slot(low.offset, 2)
         negated = isinstance(low, Register) and low.negated
         if negated != (isinstance(high, Register) and high.inverted):
             return None
@@ -452,100 +422,13 @@ class Slicer:
                          f"-{joined.text}")
         return joined
 
-    # -- roots ----------------------------------------------------------------------------
-    def _special(self, register: str, where: str) -> Value:
-        name = _SPECIALS.get(register)
-        if name is None:
-            return self._stopped(f"{where}: special register {register} not modelled")
-        value = self.launch.specials.get(register)
-        self._root(model.Root(kind="special", name=name,
-                              value=None if value is None else f"{value:#x}",
-                              provenance="launch" if value is not None else None))
-        return Value(value, name)
-
-    def _constant(self, opcode: str, operands: tuple[str, ...], where: str) -> Value:
-        offset = _bank0_slot(operands)
-        if offset is not None:
-            return self._slot(offset, 2 if "64" in opcode.split(".") else 1)
-        return self._stopped(f"{where}: {operands[0] if operands else '?'} is not a fixed slot "
-                             "of constant bank 0")
-
-    def _two_slot_load(self, at: int) -> int | None:
-        """The bank-0 offset a 64-bit constant load at ``at`` reads (``LDC.64 R4,
-        c[0x0][0x220]``, ``ULDC.64``, ``LDCU.64``) where its words are two slots, else None."""
-        ins = self.code.instructions[at]
-        access = memory_access(ins.opcode)
-        if access is None or access.space != "constant" or "64" not in ins.opcode.split("."):
-            return None
-        offset = _bank0_slot(ins.operands[1:])
-        return offset if offset is not None and self._two_slots(offset) else None
-
-    def _two_slots(self, offset: int) -> bool:
-        """Whether the 8 bytes at bank-0 ``offset`` are two values: two adjacent 4-byte
-        parameters (nvcc reads them with one LDC.64) or launch slots, not one 64-bit parameter."""
-        slots, stack = launch_slots(self.params.cbank_offset)
-        if {offset, offset + 4} & {*slots, stack}:
-            return True
-        holder = self._holder(offset)
-        if holder is None or self.params.cbank_offset is None:
-            return False
-        _ordinal, start, size, _type = holder
-        return self.params.cbank_offset + start + size < offset + 8
-
-    def _holder(self, offset: int) -> tuple[int, int, int, str | None] | None:
-        """The parameter (ordinal, offset, size, type) whose bytes hold bank-0 ``offset``."""
-        base = self.params.cbank_offset
-        if base is None or offset < base:
-            return None
-        return next((p for p in self.params.params if p[1] <= offset - base < p[1] + p[2]), None)
-
-    def _slot(self, offset: int, words: int) -> Value:
-        """A word (or pair) of constant bank 0: a launch dimension or a parameter; a pair of
-        two 4-byte values is each of them, high word first (``arg3:arg2``)."""
-        if words == 2 and self._two_slots(offset):
-            low, high = self._slot(offset, 1), self._slot(offset + 4, 1)
-            value = None if low.value is None or high.value is None else \
-                low.value | high.value << 32
-            return Value(value, f"{high.text}:{low.text}")
-        slots, stack = launch_slots(self.params.cbank_offset)
-        if offset in slots and words == 1:
-            name = slots[offset]
-            value = self.launch.dimensions.get(name)
-            self._root(model.Root(kind="special", name=name, provenance="launch",
-                                  value=None if value is None else f"{value:#x}"))
-            return Value(value, name)
-        if offset == stack and words == 1:
-            self._root(model.Root(kind="special", name=f"stack top (c[0x0][{stack:#x}])"))
-            return Value(None, "stackTop")
-        base = self.params.cbank_offset
-        if base is None or offset < base:
-            return self._stopped(f"c[0x0][{offset:#x}]: a bank-0 slot outside the parameters, "
-                                 "which the dump does not hold")
-        relative = offset - base
-        holder = self._holder(offset)
-        size = 4 * words
-        data = self.params.data
-        raw = data[relative:relative + size] if data is not None and relative + size <= len(data) else None
-        value = int.from_bytes(raw, "little") if raw is not None else None
-        if holder is None:
-            self._stop(f"c[0x0][{offset:#x}]: no parameter of the kernel's layout covers it")
-            return Value(value, f"c[0x0][{offset:#x}]")
-        ordinal, param_offset, _size, type_name = holder
-        field = relative - param_offset  # a field of a parameter passed by value (a struct)
-        text = f"arg{ordinal}" if not field else f"arg{ordinal}+{field:#x}"
-        self._root(model.Root(kind="param", param_ordinal=ordinal,
-                              name=f"param {ordinal}" + (f" ({type_name})" if type_name else "")
-                              + (f" +{field:#x}" if field else ""),
-                              value=None if value is None else f"{value:#x}",
-                              provenance="parameter buffer" if value is not None else None))
-        return Value(value, text, param=ordinal if relative == param_offset else None)
-
+    # -- loads and loop variables ---------------------------------------------------------
     def _load(self, at: int, where: str, depth: int) -> Value:
         """A loaded value (every word the load writes: ``LDS.64 R2`` is R3:R2): the dumped
         destination where no later write hides it; what it read is the slice of the load's own
         address."""
         ins = self.code.instructions[at]
-        names = [name for name in self.code.writes[at] if name.startswith(("R", "UR"))]
+        names = [name for name in self.code.instructions[at].writes if name.startswith(("R", "UR"))]
         words = [word for word in (self._from_dump(name, at + 1, depth, said=False)[0]
                                    for name in names) if word is not None]
         value = sum(word << 32 * k for k, word in enumerate(words)) \
@@ -562,7 +445,7 @@ class Slicer:
                 text = f"arg{ordinal}[{index.text}]"
             elif address.value is not None:
                 detail = f"address {address.value:#x} ({address.text})"
-        self._root(model.Root(kind="load", name=where, detail=detail,
+        self.record.root(model.Root(kind="load", name=where, detail=detail,
                               value=None if value is None else f"{value:#x}",
                               provenance="dump" if value is not None else None))
         return Value(value, text)
@@ -580,74 +463,93 @@ class Slicer:
         moves = list(dict.fromkeys(step.text for _, step in steps if step is not None))
         shown = "unknown" if dumped is None else f"{signed32(dumped)}"
         if moves and starts:
-            self.story.append(f"{label} ({name} at +{self._address(at):#x}) = {shown}: a loop "
+            self.record.story.append(f"{label} ({name} at +{self._address(at):#x}) = {shown}: a loop "
                               f"variable that starts as {' or '.join(starts)} and steps by "
                               f"{' or '.join(moves)}")
         elif len(defs) == 1:
-            self.story.append(f"{label} ({name} at +{self._address(at):#x}) = {shown}: set on "
+            self.record.story.append(f"{label} ({name} at +{self._address(at):#x}) = {shown}: set on "
                               "some paths only (a guarded definition, or a path around it)")
         else:
-            self.story.append(f"{label} ({name} at +{self._address(at):#x}) = {shown}: one of "
+            self.record.story.append(f"{label} ({name} at +{self._address(at):#x}) = {shown}: one of "
                               f"{len(defs)} definitions (guarded or joined paths)")
         if dumped is None and self.registers is not None:
-            self._stop(f"{name} at +{self._address(at):#x}: no one definition settles it and the "
+            self.record.stop(f"{name} at +{self._address(at):#x}: no one definition settles it and the "
                        "dump does not give its value there" + (f": {unread}" if unread else ""))
         return Value(dumped, label)
 
     def _step(self, at: int, name: str, depth: int) -> Value | None:
         """The amount a self-increment ``name = name + x`` at ``at`` adds, else None."""
         ins = self.code.instructions[at]
-        op = operation(ins.opcode)
-        family = ins.opcode.split(".")[0].removeprefix("U")
-        if op is None or family not in ("IMAD", "IADD3", "VIADD", "IADD"):
+        family = ins.op.base
+        if operation(ins.opcode) is None or family not in _STEPPING:
             return None
         sources = [o for o in ins.operands[1:] if not isinstance(parse_operand(o), Predicate)]
-        parsed = [parse_operand(o) for o in sources]
-        names = [r.name if isinstance(r, Register) and not (r.negated or r.inverted) else None
-                 for r in parsed]
+        names = [_plain_name(parse_operand(o)) for o in sources]
         if name not in names:
             return None
-        if family == "IMAD":
-            if names[2] == name:
-                product = apply(MULTIPLY_ADD, [Term(v.value, v.text) for v in (
-                    self._term(sources[0], at, depth), self._term(sources[1], at, depth),
-                    Value(0, "0"))])
-                return None if product is None else Value(product.value, product.text)
-            return None
+        if family == "IMAD":  # name = a * b + name: the step is the product
+            if names[2] != name:
+                return None
+            product = apply(MULTIPLY_ADD, [Term(v.value, v.text) for v in (
+                self._term(sources[0], at, depth), self._term(sources[1], at, depth), Value(0, "0"))])
+            return None if product is None else Value(product.value, product.text)
         others = [self._term(s, at, depth)
                   for s, n in zip(sources, names, strict=True) if n != name]
-        total = _total(o.value for o in others)
         text = " + ".join(o.text for o in others if o.text != "0") or "0"
-        return Value(total, text)
-
-    # -- bookkeeping ----------------------------------------------------------------------
-    def _root(self, root: model.Root) -> None:
-        self.roots.setdefault(root.name, root)
-
-    def _stop(self, reason: str) -> None:
-        if reason not in self.stops:
-            self.stops.append(reason)
-
-    def _stopped(self, reason: str) -> Value:
-        self._stop(reason)
-        self._root(model.Root(kind="unknown", name=reason.split(":")[0]))
-        return Value(None, "?")
+        return Value(total(o.value for o in others), text)
 
     def _address(self, at: int) -> int:
         instructions = self.code.instructions
         return instructions[at].address if 0 <= at < len(instructions) else -1
 
 
-def _bank0_slot(operands: tuple[str, ...]) -> int | None:
-    """The offset of a fixed slot of constant bank 0 the first operand names (``c[0x0][0x220]``,
-    ``c[0x0][RZ]``), else None."""
-    operand = parse_operand(operands[0]) if operands else None
-    if isinstance(operand, ConstantRef) and operand.bank == 0 and (
-            operand.register is None or operand.register.is_zero):
-        return operand.offset
+#: the families a loop's induction steps by (name = name + x, name = a * b + name)
+_STEPPING = frozenset({"IMAD", "IADD3", "VIADD", "IADD"})
+
+
+def _plain_name(operand: object) -> str | None:
+    """The name of a register operand read as it is (not negated or inverted), else None."""
+    if isinstance(operand, Register) and not (operand.negated or operand.inverted):
+        return operand.name
     return None
 
 
-def _number(value: int) -> str:
-    """Small numbers (scales, shifts) read better in decimal; offsets and masks in hex."""
-    return str(value) if -64 < value < 64 else f"{value:#x}"
+def _where(ins: Instruction) -> str:
+    return f"{ins.opcode} at +{ins.address:#x}"
+
+
+#: families that read a special register (S2R R0, SR_TID.X)
+_SPECIAL_READS = frozenset({"S2R", "S2UR", "CS2R"})
+
+
+def _kind(ins: Instruction) -> str:
+    """What kind of definition ``ins`` is, for the table of evaluations."""
+    access = ins.access
+    if ins.op.family in _SPECIAL_READS:
+        return "special"
+    if access is not None and access.space == "constant":
+        return "constant"
+    if access is not None and access.kind == "load":
+        return "load"
+    if ins.op.family.endswith("SHFL"):
+        return "shuffle"
+    if ins.op.base == "SEL":
+        return "select"
+    if ins.op.has("X"):
+        return "high word"
+    if constant_move(ins.opcode, ins.operands[1:]) is not None:
+        return "moved constant"
+    return "idiom" if division_idiom(ins.opcode) else "computed"
+
+
+_EVALUATIONS: dict[str, Evaluation] = {
+    "special": Slicer._special_at,
+    "constant": Slicer._constant_at,
+    "load": Slicer._load_at,
+    "shuffle": Slicer._shuffled,
+    "select": Slicer._select,
+    "high word": Slicer._high_word,
+    "moved constant": Slicer._moved_constant,
+    "idiom": Slicer._idiom,
+    "computed": Slicer._computed,
+}

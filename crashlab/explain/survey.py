@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..cubin_info import kernel_param_layout
-from ..sass import Instruction, cubin_listings
-from .access import memory_access
-from .cfg import FunctionCode
-from .operands import parse_constant, parse_memory_operand
-from .slice import Launch, ParamSource, Slicer
+from ..cubin import Cubin, CubinError
+from ..cubin.nvinfo import kernel_param_layout
+from ..sass.flow import FunctionCode
+from ..sass.instruction import Instruction
+from ..sass.listing import cubin_listings
+from ..sass.operands import parse_constant, parse_memory_operand
+from .launch import Launch, ParamSource
+from .slice import Slicer
 
 
 @dataclass
@@ -35,9 +37,10 @@ def survey(name: str, data: bytes) -> Survey | str:
     listings = cubin_listings(data)
     if isinstance(listings, str):
         return listings
+    cubin = _opened(data)
     found = Survey(name)
     for section, listing in listings.items():
-        layout, _ = kernel_param_layout(data, section.removeprefix(".text."))
+        layout = kernel_param_layout(cubin, section.removeprefix(".text."))[0] if cubin else None
         params = ParamSource(layout.cbank_offset if layout else None, None,
                              tuple((p.ordinal, p.offset, p.size, None)
                                    for p in (layout.params if layout else [])))
@@ -47,8 +50,16 @@ def survey(name: str, data: bytes) -> Survey | str:
     return found
 
 
+def _opened(data: bytes) -> Cubin | None:
+    """The cubin, None where pyelftools cannot read what nvdisasm could (no layouts then)."""
+    try:
+        return Cubin(data)
+    except CubinError:
+        return None
+
+
 def _count(found: Survey, code: FunctionCode, at: int, ins: Instruction, params: ParamSource) -> None:
-    access = memory_access(ins.opcode)
+    access = ins.access
     if access is None:
         return
     found.memory_instructions += 1
@@ -64,12 +75,11 @@ def _count(found: Survey, code: FunctionCode, at: int, ins: Instruction, params:
             found.undecoded.append(ins.text)
         return
     found.decoded += 1
-    slicer = Slicer(code, at, None, None, None, Launch({}, {}), params)
-    slicer.address(operand, at)
+    findings = Slicer(code, at, None, None, None, Launch({}, {}), params).slice(operand, at)
     found.slices += 1
-    if not slicer.stops:
+    if not findings.stops:
         found.reached_roots += 1
-    for stop in slicer.stops:
+    for stop in findings.stops:
         reason = stop.split(": ", 1)[-1]
         key = "unmodelled op" if "does not model" in reason else reason[:60]
         found.stops[key] = found.stops.get(key, 0) + 1

@@ -28,18 +28,12 @@ This module detects that case in a dump, so that the agreement says why the two 
 
 from __future__ import annotations
 
-import io
 import os
 import struct
 from functools import lru_cache
 
-from elftools.common.exceptions import ELFError
-from elftools.elf.constants import SH_FLAGS
-from elftools.elf.elffile import ELFFile
-from elftools.elf.relocation import RelocationSection
-from elftools.elf.sections import SymbolTableSection
-
 from ..coredump.core import CoreDump
+from ..cubin import Cubin, CubinError
 from ..errors import CoreFormatError
 
 #: The relocation sections of a cubin's line tables.
@@ -52,8 +46,7 @@ def unrelocated_line_table(core_path: str, pc: int) -> str | None:
     try:
         stat = os.stat(core_path)
         verdicts = _image_verdicts(core_path, stat.st_size, stat.st_mtime_ns)
-    except (OSError, CoreFormatError, ELFError, ValueError, struct.error, AttributeError, KeyError):
-        # a stranger's cubin whose .symtab or relocation target is another kind of section
+    except (OSError, CoreFormatError, CubinError):
         return None
     return next((sentence for low, high, sentence in verdicts if low <= pc < high and sentence), None)
 
@@ -66,28 +59,25 @@ def _image_verdicts(core_path: str, size: int, mtime_ns: int) -> tuple[tuple[int
     verdicts = []
     with CoreDump(core_path) as core:
         for section, _module in core.relocated_images():
-            elf = ELFFile(io.BytesIO(core.image_bytes(section)))
-            sentence = _unapplied(elf)
-            verdicts += [(s["sh_addr"], s["sh_addr"] + s["sh_size"], sentence)
-                         for s in elf.iter_sections() if s["sh_flags"] & SH_FLAGS.SHF_EXECINSTR]
+            cubin = core.cubin(section)
+            sentence = _unapplied(cubin)
+            verdicts += [(s.address, s.address + s.size, sentence)
+                         for s in cubin.sections if s.executable]
     return tuple(verdicts)
 
 
-def _unapplied(elf: ELFFile) -> str | None:
-    symbols = elf.get_section_by_name(".symtab")
-    if not isinstance(symbols, SymbolTableSection):
-        return None
+def _unapplied(cubin: Cubin) -> str | None:
     for name in LINE_RELOCATIONS:
-        relocations = elf.get_section_by_name(name)
-        if not isinstance(relocations, RelocationSection):
+        relocations = cubin.section(name)
+        if relocations is None or not 0 < relocations.info < len(cubin.sections):
             continue
-        table = elf.get_section(relocations["sh_info"])
-        data = table.data()
-        for relocation in relocations.iter_relocations():
-            offset = relocation["r_offset"]
+        table = cubin.sections[relocations.info]
+        data = cubin.section_data(table)
+        for relocation in cubin.relocations(name):
+            offset = relocation.offset
             if offset + 8 > len(data):
                 continue
-            wanted = symbols.get_symbol(relocation["r_info_sym"])["st_value"] + relocation["r_addend"]
+            wanted = relocation.symbol.value + relocation.addend
             (stored,) = struct.unpack_from("<Q", data, offset)
             if stored != wanted:
                 return (f"the dump's relocated cubin left its line table at the cubin's own "

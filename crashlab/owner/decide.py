@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..cubin import Cubin
 from ..env.packages import normalized
 from ..report.model import Owner
 from ..report.text import readable_name
@@ -41,7 +42,7 @@ class Clues:
 
     kernel: str
     """The faulting kernel's demangled name."""
-    image: bytes | None = None
+    image: Cubin | None = None
     """The module image (cubin) holding the faulting PC."""
     maps: str = ""
     """/proc/PID/maps of the server's processes, as serve recorded them."""
@@ -55,7 +56,7 @@ class Clues:
 
 def owner_of(clues: Clues, table: fixes.FixTable | None = None) -> Owner:
     evidence: list[str] = []
-    facts = image.read_image(clues.image) if clues.image else image.ImageFacts()
+    facts = image.read_image(clues.image) if clues.image is not None else image.ImageFacts()
     if facts.toolchain:
         evidence.append(f"module image built by: {facts.toolchain}")
     return _versioned(_artifact(clues, facts, evidence), evidence, clues, table)
@@ -76,7 +77,7 @@ def _versioned(artifact: str, evidence: list[str], clues: Clues,
 
 
 def _artifact(clues: Clues, facts: image.ImageFacts, evidence: list[str]) -> str:
-    if clues.image and clues.triton_caches:
+    if clues.image is not None and clues.triton_caches:
         cached = tritoncache.cached_cubin(clues.image, list(clues.triton_caches))
         if cached is not None:
             path, metadata = cached

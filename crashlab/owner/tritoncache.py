@@ -10,14 +10,12 @@ the same size.
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import stat
 from pathlib import Path
 
-from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
+from ..cubin import Cubin, CubinError
 
 _CODE = ".text."
 #: a cubin larger than this is no JIT kernel's (they are kilobytes to a few MiB): skipped unread
@@ -26,17 +24,21 @@ MAX_CUBIN_BYTES = 256 * 2**20
 MAX_METADATA_BYTES = 2**20
 
 
-def code_shape(image: bytes) -> tuple[tuple[str, int], ...]:
-    """The image's code sections, by name and size, sorted; () where it is not an ELF file."""
+def code_shape(image: Cubin) -> tuple[tuple[str, int], ...]:
+    """The image's code sections, by name and size, sorted."""
+    return tuple(sorted((section.name, section.size) for section in image.sections
+                        if section.name.startswith(_CODE)))
+
+
+def _shape_of(data: bytes) -> tuple[tuple[str, int], ...]:
+    """The code shape of a cached cubin's bytes; () where they are not a readable cubin."""
     try:
-        elf = ELFFile(io.BytesIO(image))
-        return tuple(sorted((section.name, section["sh_size"]) for section in elf.iter_sections()
-                            if section.name.startswith(_CODE)))
-    except (ELFError, ValueError, KeyError, OSError):
+        return code_shape(Cubin(data))
+    except CubinError:
         return ()
 
 
-def cached_cubin(image: bytes, caches: list[Path]) -> tuple[Path, dict] | None:
+def cached_cubin(image: Cubin, caches: list[Path]) -> tuple[Path, dict] | None:
     """The cache's cubin with this image's code, with its metadata ({} where it has none)."""
     wanted = code_shape(image)
     if not wanted:
@@ -44,7 +46,7 @@ def cached_cubin(image: bytes, caches: list[Path]) -> tuple[Path, dict] | None:
     for cache in caches:
         for cubin in sorted(cache.glob("*/*.cubin")):
             found = _regular_bytes(cubin, MAX_CUBIN_BYTES)
-            if found is not None and code_shape(found) == wanted:
+            if found is not None and _shape_of(found) == wanted:
                 return cubin, _metadata(cubin.with_suffix(".json"))
     return None
 

@@ -12,10 +12,12 @@ from ..coredump import exceptions
 from ..coredump.constants import generation_flag_names
 from ..coredump.core import CoreDump
 from ..coredump.fault import DETAILED_GROUPS, FaultGroup, Location, Residency
-from ..cubin_info import ParamLayout
+from ..cubin.nvinfo import ParamLayout
 from ..demangle import demangle
 from ..notation import counted, dim, short_source
-from ..sass import CodeLocation, Instruction, SassView
+from ..sass.finder import CodeLocation
+from ..sass.instruction import Instruction
+from ..sass.view import SassView
 from ..version import __version__
 from . import model, places
 from .params import kernel_params

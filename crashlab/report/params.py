@@ -11,7 +11,7 @@ from __future__ import annotations
 import struct
 
 from ..coredump.model import ParamBlock
-from ..cubin_info import ParamLayout
+from ..cubin.nvinfo import ParamLayout
 from . import model
 
 #: Bytes of a struct parameter the views print; the JSON report has all of them.

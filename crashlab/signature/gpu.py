@@ -17,12 +17,12 @@
 from __future__ import annotations
 
 import os
-import re
 
 from ..report.model import Fault, TriageReport, WarpPosition
 from ..report.places import SourceLine
 from ..report.signature import CrashSignature, seal
 from ..report.suspects import suspect_items
+from ..sass.instruction import Instruction
 from .collective import collectives
 from .names import base_name, normalise
 
@@ -30,7 +30,6 @@ from .names import base_name, normalise
 #: word of its CUDBG name, first match.
 RUNTIME_WORDS = (("MISALIGNED", "misaligned address"), ("ADDRESS", "illegal memory access"),
                  ("ILLEGAL_INSTRUCTION", "illegal instruction"), ("ASSERT", "device-side assert"))
-_GUARD = re.compile(r"^@!?U?P\w+\s+")
 _EXCEPTION_PREFIX = "CUDBG_EXCEPTION_"
 
 
@@ -106,8 +105,7 @@ def _opcode(fault: Fault) -> str | None:
     faulting = next((i for i in fault.sass.instructions if i.faulting), None)
     if faulting is None:
         return None
-    words = _GUARD.sub("", faulting.text.strip()).split()
-    return words[0] if words else None
+    return Instruction(0, faulting.text.strip()).opcode or None
 
 
 def _named(name: str, what: str, notes: list[str]) -> str:

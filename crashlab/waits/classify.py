@@ -18,7 +18,9 @@ from ..coredump.core import CoreDump
 from ..coredump.model import Grid
 from ..notation import counted, dim, short_source
 from ..report import model
-from ..sass import CodeFinder, CodeLocation, Instruction, function_listing
+from ..sass.finder import CodeFinder, CodeLocation, function_code
+from ..sass.flow import FunctionCode
+from ..sass.instruction import Instruction
 from .origin import address_origin
 from .polled import address_evidence, address_operand, lane_address
 from .shape import Polling, is_barrier, polling_loop
@@ -47,7 +49,7 @@ class Reading:
     kind: ReadingKind
     why: str = ""
     location: CodeLocation | None = None
-    listing: list[Instruction] | None = None
+    code: FunctionCode | None = None
     instruction: Instruction | None = None
     polling: Polling | None = None
 
@@ -58,19 +60,20 @@ Readings = dict[int | None, Reading]
 
 
 def read_pc(finder: CodeFinder, pc: int, grid: Grid | None) -> Reading:
-    found = function_listing(finder, pc, grid)
+    found = function_code(finder, pc, grid)
     if isinstance(found, str):
         return Reading("other", why=found)
-    location, listing = found
+    location, code = found
     offset = pc - location.text_address
-    instruction = next((ins for ins in listing if ins.address == offset), None)
-    if instruction is None:
+    at = code.index_of.get(offset)
+    if at is None:
         return Reading("other", f"nvdisasm's listing has no instruction at +{offset:#x}", location)
-    reading = Reading("other", location=location, listing=listing, instruction=instruction)
+    instruction = code.instructions[at]
+    reading = Reading("other", location=location, code=code, instruction=instruction)
     if is_barrier(instruction):
         reading.kind = "barrier"
         return reading
-    polling = polling_loop(listing, offset)
+    polling = polling_loop(code, offset)
     if isinstance(polling, str):
         reading.why = polling
     elif is_barrier(polling.load):  # an mbarrier's try-wait loop (SYNCS.PHASECHK): a barrier
@@ -131,34 +134,44 @@ def _barrier_wait(grid_warps: GridWarps, by_pc: ByPc, readings: Readings) -> mod
                 + _retried(readings[pc].polling) for pc in pcs]
     blocks = [block for block in grid_warps.blocks if any(id(at) in waiting for at in block)]
     expected = grid_warps.warps_per_block
-    short = [(block, expected - len(block)) for block in blocks if len(block) < expected]
-    exited = sum(missing for _, missing in short)
-    for block, missing in short[:MAX_LISTED]:
-        evidence.append(f"block {dim(block[0].cta.block_idx)}: {len(block)} of {expected} warps "
-                        f"resident, {missing} exited")
-    if len(short) > MAX_LISTED:
-        evidence.append(f"{len(short) - MAX_LISTED} more blocks with exited warps")
+    short, exited = _short_blocks(blocks, expected)
+    evidence += short
     elsewhere = sum(1 for block in blocks for at in block if id(at) not in waiting)
     if elsewhere:
         evidence.append(f"{counted(elsewhere, 'warp')} of those blocks are not at a barrier: what "
                         "the barrier waits for")
     lanes = _exited_lanes(grid_warps, [at for b in blocks for at in b if id(at) in waiting])
-    if lanes:
-        evidence.append(f"{lanes} lanes of the waiting warps exited (their warps' valid-lane masks)")
+    evidence += [f"{lanes} lanes of the waiting warps exited (their warps' valid-lane masks)"] \
+        if lanes else []
     warps = len(waiting)
     first = readings[pcs[0]]
     opcode = _short_opcode(first.polling.load if first.polling else first.instruction)
+    at = f"{counted(warps, 'warp')} at {opcode} in {counted(len(blocks), 'block')}"
     if exited or lanes:
-        gone = (f"{counted(exited, 'warp')} of {'that block' if len(blocks) == 1 else 'those blocks'}"
-                if exited else f"{counted(lanes, 'lane')} of them")
-        summary = (f"{counted(warps, 'warp')} at {opcode} in {counted(len(blocks), 'block')} while "
-                   f"{gone} exited (a barrier after an early return)")
-        return model.Wait(kind="barrier-after-exit", warps=warps, pcs=_pcs(pcs), summary=summary,
-                          evidence=evidence)
+        return model.Wait(kind="barrier-after-exit", warps=warps, pcs=_pcs(pcs), evidence=evidence,
+                          summary=f"{at} while {_gone(exited, lanes, len(blocks))} exited (a "
+                                  "barrier after an early return)")
     evidence.append(f"every block holding them has all {expected} of its warps resident")
     return model.Wait(kind="barrier", warps=warps, pcs=_pcs(pcs), evidence=evidence,
-                      summary=f"{counted(warps, 'warp')} at {opcode} in {counted(len(blocks), 'block')}, "
-                              "none exited")
+                      summary=f"{at}, none exited")
+
+
+def _gone(warps: int, lanes: int, blocks: int) -> str:
+    """What exited: warps of the waiting blocks, else lanes of the waiting warps."""
+    if warps:
+        return f"{counted(warps, 'warp')} of {'that block' if blocks == 1 else 'those blocks'}"
+    return f"{counted(lanes, 'lane')} of them"
+
+
+def _short_blocks(blocks: list[list[WarpAt]], expected: int) -> tuple[list[str], int]:
+    """Evidence of the blocks that lost warps (the first MAX_LISTED named), and how many warps
+    they lost."""
+    short = [(block, expected - len(block)) for block in blocks if len(block) < expected]
+    evidence = [f"block {dim(block[0].cta.block_idx)}: {len(block)} of {expected} warps resident, "
+                f"{missing} exited" for block, missing in short[:MAX_LISTED]]
+    if len(short) > MAX_LISTED:
+        evidence.append(f"{len(short) - MAX_LISTED} more blocks with exited warps")
+    return evidence, sum(missing for _, missing in short)
 
 
 def _retried(polling: Polling | None) -> str:
@@ -171,7 +184,7 @@ def _retried(polling: Polling | None) -> str:
 
 def _short_opcode(instruction: Instruction | None) -> str:
     """``BAR.SYNC.DEFER_BLOCKING`` -> ``BAR.SYNC``: the words a reader knows."""
-    return ".".join(instruction.opcode.split(".")[:2]) if instruction else "a barrier"
+    return instruction.op.shown if instruction else "a barrier"
 
 
 def _exited_lanes(grid_warps: GridWarps, warps: list[WarpAt]) -> int:
@@ -201,7 +214,7 @@ def _polling_wait(core: CoreDump, grid_warps: GridWarps, by_pc: ByPc, readings: 
         sample = by_pc[first.pc][0]
         address = lane_address(core, sample, operand)
         evidence.append(address_evidence(sample, operand, address))
-        origin = address_origin(core, grid_warps.grid, first.location, first.listing,
+        origin = address_origin(core, grid_warps.grid, first.location, first.code,
                                 first.polling, operand, sample, address)
         evidence += origin.evidence
         root = origin.root
@@ -227,15 +240,15 @@ class _Polled:
     pc: int
     reading: Reading
     location: CodeLocation
-    listing: list[Instruction]
+    code: FunctionCode
     polling: Polling
 
 
 def _polled(readings: Readings) -> list[_Polled]:
     """The PCs read as polling, in order (read_pc gives each its function and its loop)."""
-    return [_Polled(pc, r, r.location, r.listing, r.polling) for pc, r in readings.items()
+    return [_Polled(pc, r, r.location, r.code, r.polling) for pc, r in readings.items()
             if r.kind == "polling" and pc is not None and r.location is not None
-            and r.listing is not None and r.polling is not None]
+            and r.code is not None and r.polling is not None]
 
 
 def _loop_evidence(by_pc: ByPc, polled: list[_Polled]) -> list[str]:

@@ -12,14 +12,16 @@ from dataclasses import dataclass, field
 
 from ..coredump.core import CoreDump
 from ..coredump.model import Grid
-from ..cubin_info import kernel_param_layout
+from ..cubin import CubinError
+from ..cubin.nvinfo import kernel_param_layout
 from ..demangle import demangle
-from ..explain.cfg import FunctionCode
-from ..explain.operands import MemoryOperand
-from ..explain.slice import Launch, ParamSource, Slicer, cluster_rank, launch_dimensions
+from ..explain.launch import Launch, ParamSource, cluster_rank, launch_dimensions
+from ..explain.slice import Slicer
 from ..report import model
 from ..report.params import argument_types
-from ..sass import CodeLocation, Instruction
+from ..sass.finder import CodeLocation
+from ..sass.flow import FunctionCode
+from ..sass.operands import MemoryOperand
 from .polled import lane_registers
 from .shape import Polling
 from .stand import WarpAt
@@ -41,28 +43,26 @@ class Origin:
 
 
 def address_origin(core: CoreDump, grid: Grid, location: CodeLocation,
-                   listing: list[Instruction], polling: Polling, operand: MemoryOperand,
+                   code: FunctionCode, polling: Polling, operand: MemoryOperand,
                    sample: WarpAt, polled: int | None) -> Origin:
     """The slice of the polling load's address for ``sample``; ``polled`` is the address its
     dumped registers give."""
-    code = FunctionCode(listing)
     at = code.index_of[polling.load.address]
     dump_at = code.index_of.get(sample.pc - location.text_address) if sample.pc else None
     registers, uniforms = lane_registers(core, sample, uniform=True)
-    slicer = Slicer(code, at, dump_at, registers, uniforms, _launch(sample, grid),
-                    _param_source(core, grid, location))
-    value = slicer.address(operand, at)
-    origin = Origin(formula=f"address = {value.text}", roots=list(slicer.roots.values()))
+    findings = Slicer(code, at, dump_at, registers, uniforms, _launch(sample, grid),
+                      _param_source(core, grid, location)).slice(operand, at)
+    origin = Origin(formula=findings.formula, roots=findings.roots)
     origin.roots.sort(key=lambda r: r.kind != "param")
-    filled = _fill_from_dump(origin, value.text, polled)
+    filled = _fill_from_dump(origin, findings.value.text, polled)
     named = ", ".join(r.name + (f" = {r.value}" if r.value else "") for r in origin.roots)
     origin.evidence.append(f"{origin.formula} (backward slice from the load)"
                            + (f"; roots: {named}" if named else ""))
     origin.evidence += filled
-    origin.evidence += [f"slice stopped: {stop}" for stop in slicer.stops]
-    if slicer.mismatches:
+    origin.evidence += [f"slice stopped: {stop}" for stop in findings.stops]
+    if findings.mismatches:
         origin.evidence.append("the dumped registers do not fit the code: "
-                               + "; ".join(slicer.mismatches))
+                               + "; ".join(findings.mismatches))
     return origin
 
 
@@ -97,7 +97,11 @@ def _launch(at: WarpAt, grid: Grid) -> Launch:
 def _param_source(core: CoreDump, grid: Grid, location: CodeLocation) -> ParamSource:
     """The kernel's parameter area: its layout (with the signature's types where their count
     matches) and the dump's bytes of it, where it has them."""
-    layout, _ = kernel_param_layout(core.image_bytes(location.image_section), grid.function)
+    try:
+        cubin = core.cubin(location.image_section)
+    except CubinError:
+        return ParamSource(None, None, ())
+    layout, _ = kernel_param_layout(cubin, grid.function)
     if layout is None:
         return ParamSource(None, None, ())
     types = argument_types(demangle(grid.function))

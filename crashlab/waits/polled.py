@@ -8,15 +8,15 @@ with. Where the address came from is crashlab.waits.origin's.
 from __future__ import annotations
 
 from ..coredump.core import CoreDump
-from ..explain.operands import MemoryOperand, Register, effective_address, parse_memory_operand
 from ..notation import dim
-from ..sass import Instruction
+from ..sass.instruction import Instruction
+from ..sass.operands import MemoryOperand, Register, effective_address
 from .stand import WarpAt
 
 
 def address_operand(load: Instruction) -> MemoryOperand | None:
-    """The load's memory operand (crashlab.explain's grammar); None where it does not read."""
-    return next((found for found in map(parse_memory_operand, load.operands) if found), None)
+    """The load's memory operand (crashlab.sass.operands' grammar); None where it does not read."""
+    return next((found for found in load.parsed if isinstance(found, MemoryOperand)), None)
 
 
 def lane_registers(core: CoreDump, at: WarpAt, uniform: bool) -> tuple[list[int], list[int]]:

@@ -1,90 +1,61 @@
 """What the SASS around a hung warp's PC says it waits for: a barrier, or a loop that polls memory.
 
-These are readings of one function's listing (crashlab.sass.function_listing: offsets into its
-text section, branch targets resolved), with no dump involved, so that they can be checked on
-real nvdisasm output alone. A loop is the natural loop of a back edge (a branch to an instruction
-at or before it) over the instruction graph; it polls memory when one of its exits is guarded by
-a predicate whose definition, followed back through the loop body, reaches a load whose address
-the loop does not change. Every walk is bounded: a stranger's SASS gets a reason, never a long
-search.
+These are readings of one function's code (crashlab.sass.finder.function_code: its listing, as
+offsets into its text section, and its control-flow graph, whose rules crashlab.sass.flow gives
+for the explanation and these readings alike), with no dump involved, so that they can be checked
+on real nvdisasm output alone. A loop is the natural loop of a back edge (a branch to an
+instruction at or before it) over that graph; it polls memory when one of its exits is
+conditioned on a predicate whose definition, followed back through the loop body, reaches a load
+whose address the loop does not change. Every walk is bounded: a stranger's SASS gets a reason,
+never a long search.
 """
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
-from ..explain.access import memory_access
-from ..explain.cfg import destination_predicates, destination_words
-from ..explain.operands import ConstantRef, MemoryOperand, Predicate, Register, parse_operand
-from ..sass import Instruction
+from ..sass.flow import ENDS, JUMPS, FunctionCode
+from ..sass.instruction import ALWAYS_TRUE, Instruction
+from ..sass.operands import ConstantRef, MemoryOperand, Predicate, Register
 
-#: Opcode roots of the instructions a warp waits at for other warps (a CTA barrier, an
+#: Opcode families of the instructions a warp waits at for other warps (a CTA barrier, an
 #: asynchronous-transaction barrier, a warp convergence barrier).
-BARRIER_ROOTS = frozenset({"BAR", "SYNCS", "WARPSYNC"})
+BARRIER_FAMILIES = frozenset({"BAR", "SYNCS", "WARPSYNC"})
 #: Instructions followed back from an exit condition to the load it depends on.
 MAX_SLICE_STEPS = 32
 #: A loop body longer than this is not read (a hang loop is a few instructions).
 MAX_LOOP_INSTRUCTIONS = 512
-_BRANCH_ROOTS = frozenset({"BRA", "BRX", "JMP", "JMX"})
-_LEAVE_ROOTS = frozenset({"EXIT", "RET"})
-_ALWAYS_TRUE = ("PT", "UPT")
-
-
-def root(opcode: str) -> str:
-    """``BAR.SYNC.DEFER_BLOCKING`` -> ``BAR``."""
-    return opcode.split(".", 1)[0]
 
 
 def is_barrier(instruction: Instruction) -> bool:
-    return root(instruction.opcode) in BARRIER_ROOTS
+    return instruction.op.family in BARRIER_FAMILIES
 
 
-def operand_names(text: str) -> tuple[str, ...]:
-    """The registers (a ``.64`` pair as its two words) and predicate an operand names:
+def operand_names(operand: object) -> tuple[str, ...]:
+    """The registers (a ``.64`` pair as its two words) and predicate a parsed operand names:
     ``desc[UR4][R6.64]`` gives R6, R7 (the descriptor is a cache policy, not read here). RZ,
     PT and an operand the grammar does not read name nothing."""
-    operand = parse_operand(text)
     if isinstance(operand, Register):
         return operand.words()
     if isinstance(operand, MemoryOperand):
         return tuple(word for register in operand.registers() for word in register.words())
     if isinstance(operand, ConstantRef):
         return operand.register.words() if operand.register else ()
-    if isinstance(operand, Predicate) and operand.name not in _ALWAYS_TRUE:
+    if isinstance(operand, Predicate) and operand.name not in ALWAYS_TRUE:
         return (operand.name,)
     return ()
 
 
 def polls(instruction: Instruction) -> bool:
     """A read of memory another agent can change: a load or an atomic, not a constant bank."""
-    access = memory_access(instruction.opcode)
+    access = instruction.access
     return access is not None and access.kind in ("load", "atomic") and access.space != "constant"
-
-
-def _predicates_written(instruction: Instruction) -> tuple[str, ...]:
-    """crashlab.explain.cfg's reading, less a branch's condition operand (``BRA.U !UP0``)."""
-    if root(instruction.opcode) in _BRANCH_ROOTS | _LEAVE_ROOTS:
-        return ()
-    return destination_predicates(instruction)
-
-
-def _destination_operands(instruction: Instruction) -> int:
-    """How many leading operands are written: one register, or one or two predicates."""
-    return (1 if destination_words(instruction) else 0) + len(_predicates_written(instruction))
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _writes(instruction: Instruction) -> frozenset[str]:
-    """Register words (crashlab.explain.cfg's reading) and predicates the instruction writes
-    (cached: the loop walks ask of each instruction of a body many times)."""
-    return frozenset(destination_words(instruction)) | set(_predicates_written(instruction))
 
 
 def _reads(instruction: Instruction) -> list[str]:
     """Registers and predicates the instruction reads (its operands past its destinations)."""
-    sources = instruction.operands[_destination_operands(instruction):]
-    return [name for text in sources for name in operand_names(text)]
+    written = (1 if instruction.written_words else 0) + len(instruction.written_predicates)
+    return [name for operand in instruction.parsed[written:] for name in operand_names(operand)]
 
 
 @dataclass(frozen=True)
@@ -108,28 +79,11 @@ class Polling:
     load: Instruction
 
 
-def _unconditional(ins: Instruction) -> bool:
-    return ins.predicate in (None, "@PT") and root(ins.opcode) in _BRANCH_ROOTS | _LEAVE_ROOTS
-
-
-def _predecessors(listing: list[Instruction]) -> dict[int, list[int]]:
-    """Offsets each instruction is reached from: the one before it (unless that one always
-    branches or leaves) and every branch that names it."""
-    preds: dict[int, list[int]] = {ins.address: [] for ins in listing}
-    for before, ins in zip(listing, listing[1:], strict=False):
-        if not _unconditional(before) or before.target == ins.address:
-            preds[ins.address].append(before.address)
-    for ins in listing:
-        if root(ins.opcode) in _BRANCH_ROOTS and ins.target in preds:
-            preds[ins.target].append(ins.address)
-    return preds
-
-
-def _natural_body(preds: dict[int, list[int]], head: int, tail: int) -> set[int] | None:
-    """Offsets that reach ``tail`` without passing ``head``; None past MAX_LOOP_INSTRUCTIONS."""
+def _natural_body(code: FunctionCode, head: int, tail: int) -> set[int] | None:
+    """Indices that reach ``tail`` without passing ``head``; None past MAX_LOOP_INSTRUCTIONS."""
     body, pending = {head, tail}, [tail] if tail != head else []
     while pending:
-        for before in preds.get(pending.pop(), ()):
+        for before in code.predecessors[pending.pop()]:
             if before not in body:
                 if len(body) == MAX_LOOP_INSTRUCTIONS:
                     return None
@@ -138,39 +92,41 @@ def _natural_body(preds: dict[int, list[int]], head: int, tail: int) -> set[int]
     return body
 
 
-def innermost_loop(listing: list[Instruction], offset: int) -> Loop | None:
+def innermost_loop(code: FunctionCode, offset: int) -> Loop | None:
     """The smallest natural loop holding ``offset``; a back edge is a branch to an instruction
     at or before it. None where there is none (or every one is over MAX_LOOP_INSTRUCTIONS)."""
-    preds = _predecessors(listing)
+    at = code.index_of.get(offset)
+    if at is None:
+        return None
     best: tuple[set[int], int, int] | None = None
-    for ins in listing:
-        if root(ins.opcode) in _BRANCH_ROOTS and ins.target is not None \
-                and ins.target <= ins.address and ins.target in preds:
-            body = _natural_body(preds, ins.target, ins.address)
-            if body is not None and offset in body and (best is None or len(body) < len(best[0])):
-                best = body, ins.target, ins.address
+    for tail in range(len(code.instructions)):
+        if not code.is_back_edge(tail):
+            continue
+        head = code.index_of[code.instructions[tail].target]  # type: ignore[index]
+        body = _natural_body(code, head, tail)
+        if body is not None and at in body and (best is None or len(body) < len(best[0])):
+            best = body, head, tail
     if best is None:
         return None
-    inside, head, back = best
-    return Loop(head, back, tuple(ins for ins in listing if ins.address in inside))
+    inside, head, tail = best
+    listing = code.instructions
+    return Loop(listing[head].address, listing[tail].address,
+                tuple(listing[k] for k in sorted(inside)))
 
 
 def _exits(loop: Loop) -> list[tuple[Instruction, str]]:
-    """Each guarded way out of the loop, with the predicate guarding it: a branch whose target
-    or fall-through lies outside the body (the back edge leaves when its guard is false), a
-    guarded EXIT or RET."""
+    """Each conditioned way out of the loop, with a predicate conditioning it: a branch whose
+    target or fall-through lies outside the body (the back edge leaves when its condition is
+    false), an EXIT or RET that may not run."""
     inside = {ins.address for ins in loop.body}
     exits = []
     for ins in loop.body:
-        if ins.predicate is None:
-            continue
-        predicate = ins.predicate.lstrip("@!")
-        kind = root(ins.opcode)
-        leaves = kind in _LEAVE_ROOTS or (kind in _BRANCH_ROOTS and ins.target is not None and (
+        family = ins.op.family
+        leaves = family in ENDS or (family in JUMPS and ins.target is not None and (
             ins.target not in inside or ins.address + 16 not in inside
             or ins.address == loop.tail))
-        if leaves and predicate not in _ALWAYS_TRUE:
-            exits.append((ins, predicate))
+        if leaves and ins.acts is None:
+            exits += [(ins, condition.name) for condition in ins.conditions]
     return exits
 
 
@@ -179,7 +135,7 @@ def reaching_definition(loop: Loop, at: int, name: str) -> Instruction | None:
     defined later in the body reaches from the previous iteration); None where the loop never
     writes it (it is defined before the loop)."""
     order = list(range(at - 1, -1, -1)) + list(range(len(loop.body) - 1, at - 1, -1))
-    return next((loop.body[i] for i in order if name in _writes(loop.body[i])), None)
+    return next((loop.body[i] for i in order if name in loop.body[i].writes), None)
 
 
 def _load_behind(loop: Loop, start: Instruction, predicate: str) -> tuple[Instruction, Instruction] | None:
@@ -208,15 +164,16 @@ def _moving_address(loop: Loop, load: Instruction) -> Instruction | None:
     """The instruction in the loop that changes the load's address registers, if one does: a
     loop that walks memory (a search) rather than polling one place."""
     at = loop.body.index(load)
-    names = [name for text in load.operands if "[" in text for name in operand_names(text)]
+    names = [name for text, operand in zip(load.operands, load.parsed, strict=True) if "[" in text
+             for name in operand_names(operand)]
     return next((found for name in names
                  if (found := reaching_definition(loop, at, name)) is not None), None)
 
 
-def polling_loop(listing: list[Instruction], offset: int) -> Polling | str:
+def polling_loop(code: FunctionCode, offset: int) -> Polling | str:
     """The polling loop holding ``offset``, or why the instruction there is not in one: the
     loop must leave on a condition fed by a load whose address the loop does not change."""
-    loop = innermost_loop(listing, offset)
+    loop = innermost_loop(code, offset)
     if loop is None:
         return f"+{offset:#x} is in no loop (none of a body up to {MAX_LOOP_INSTRUCTIONS} " \
                "instructions)"

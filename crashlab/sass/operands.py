@@ -1,10 +1,11 @@
 """The operand grammar of nvdisasm's SASS: registers, predicates, immediates, constant-bank
 references and memory operands, read into values the explainer can evaluate.
 
-nvdisasm prints one operand per comma (crashlab.sass.split_operands splits them); the forms met on
-sm_80..sm_120 are listed in the shared reference (fault-explanation.md). Anything this grammar
-does not know reads as None, never an exception: a stranger's SASS must not stop an explanation,
-it only stops the slice at that operand with a reason.
+nvdisasm prints one operand per comma (split_operands splits them); the forms met on sm_80..sm_120
+are listed in the shared reference (fault-explanation.md). Anything this grammar does not know
+reads as None, never an exception: a stranger's SASS must not stop an explanation, it only stops
+the slice at that operand with a reason. Each parse is kept by its text (the same operands recur
+across a listing and across the lanes of a fault).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 _MASK64 = (1 << 64) - 1
 _MASK32 = (1 << 32) - 1
@@ -104,8 +106,26 @@ class MemoryOperand:
 
 
 Operand = Register | Predicate | Immediate | ConstantRef | MemoryOperand
+#: parses kept, by operand text
+_KEPT = 1 << 16
 
 
+def split_operands(text: str) -> tuple[str, ...]:
+    """Operands as nvdisasm prints them, split at the commas outside brackets."""
+    if "[" not in text:
+        operands = [part.strip() for part in text.split(",")]
+        return tuple(operands if operands[-1] else operands[:-1])
+    operands, depth, begin = [], 0, 0
+    for at, char in enumerate(text):
+        depth += {"[": 1, "]": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            operands.append(text[begin:at].strip())
+            begin = at + 1
+    last = text[begin:].strip()
+    return tuple(operands + [last] if last else operands)
+
+
+@lru_cache(maxsize=_KEPT)
 def parse_register(text: str) -> Register | None:
     match = _REGISTER.match(text.strip())
     if match is None:
@@ -158,6 +178,7 @@ def _address_terms(inner: str) -> tuple[Register | None, Register | None, int, i
     return general, uniform, offset, scale
 
 
+@lru_cache(maxsize=_KEPT)
 def parse_memory_operand(text: str) -> MemoryOperand | None:
     """``[R]``, ``[R+0x10]``, ``[R2.64+UR4+0x10]``, ``desc[UR4][R2.64]``, ``[R0+URZ]``, ``[UR4]``,
     ``[0x40]``; None where the text is not a memory operand this grammar reads."""
@@ -177,6 +198,7 @@ def parse_memory_operand(text: str) -> MemoryOperand | None:
                          descriptor=descriptor, scale=scale)
 
 
+@lru_cache(maxsize=_KEPT)
 def parse_constant(text: str) -> ConstantRef | None:
     match = _CONSTANT.match(text.strip())
     if match is None:
@@ -191,6 +213,7 @@ def parse_constant(text: str) -> ConstantRef | None:
                        negated=match["neg"] == "-")
 
 
+@lru_cache(maxsize=_KEPT)
 def parse_operand(text: str) -> Operand | None:
     """Any one operand; None where the grammar does not read it (the caller says so)."""
     text = text.strip()

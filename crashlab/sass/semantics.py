@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .opcode import opcode as parsed_opcode
+
 MASK32 = (1 << 32) - 1
 MASK64 = (1 << 64) - 1
 
@@ -142,9 +144,8 @@ MULTIPLY_ADD = _OPERATIONS["IMAD"]
 def operation(opcode: str) -> Operation | None:
     """The modelled operation of ``opcode`` (``UIMAD`` as ``IMAD``; ``IMAD.MOV.U32`` and
     ``IMAD.SHL.U32`` as IMAD), None where it is not modelled."""
-    family, *modifiers = opcode.split(".")
-    if family.startswith("U") and family != "R2UR" and family[1:] in {k.split(".")[0] for k in _OPERATIONS}:
-        family = family[1:]
+    op = parsed_opcode(opcode)
+    family, modifiers = op.base, op.modifiers
     exact = ".".join([family, *modifiers])
     if exact in _OPERATIONS:
         return _OPERATIONS[exact]

@@ -12,7 +12,10 @@ tie to a lane's registers: they are listed with ``undecoded`` saying so, never g
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
+
+from .opcode import opcode as parsed_opcode
 
 AccessKind = Literal["load", "store", "atomic", "prefetch"]
 Space = Literal["shared", "global", "local", "generic", "constant", "unknown"]
@@ -20,7 +23,7 @@ Space = Literal["shared", "global", "local", "generic", "constant", "unknown"]
 NOT_DECODED = "address in a descriptor: not decoded"
 _DEFAULT_BYTES = 4
 
-#: opcode family (the text before the first dot) -> kind, space, bytes when no modifier says
+#: opcode family -> kind, space, bytes when no modifier says
 _FAMILIES: dict[str, tuple[AccessKind, Space, int | None]] = {
     "LD": ("load", "generic", _DEFAULT_BYTES),
     "ST": ("store", "generic", _DEFAULT_BYTES),
@@ -75,15 +78,17 @@ class MemoryAccess:
     undecoded: str | None = None
 
 
-def _size(modifiers: list[str], default: int | None) -> int | None:
+def _size(modifiers: tuple[str, ...], default: int | None) -> int | None:
     sizes = [_SIZES[m] for m in modifiers if m in _SIZES]
     return max(sizes) if sizes else default
 
 
+@lru_cache(maxsize=4096)
 def memory_access(opcode: str) -> MemoryAccess | None:
     """How ``opcode`` (``LDG.E.64``, ``ATOMS.POPC.INC.32``, ``UTMALDG.2D``) touches memory, None
     for an opcode that does not."""
-    family, *modifiers = opcode.strip().split(".")
+    op = parsed_opcode(opcode)
+    family, modifiers = op.family, op.modifiers
     if family in _DESCRIPTOR_FAMILIES:
         return MemoryAccess(_DESCRIPTOR_FAMILIES[family], "unknown", None, NOT_DECODED)
     known = _FAMILIES.get(family)
@@ -111,7 +116,7 @@ def _descriptor_side(position: int, kind: AccessKind) -> Side:
     return Side(position, MemoryAccess(kind, "unknown", None, NOT_DECODED))
 
 
-def _bulk_sides(modifiers: list[str], global_kind: AccessKind) -> list[Side]:
+def _bulk_sides(modifiers: tuple[str, ...], global_kind: AccessKind) -> list[Side]:
     """UBLKCP/UBLKRED name the destination's space, then the source's (``.S.G``: global to
     shared, ``.G.S``: shared to global, as nvcc 13.0 writes them); the byte count is a register."""
     spaces = [m for m in modifiers if m in ("S", "G")][:2]
@@ -131,7 +136,8 @@ def memory_sides(opcode: str) -> list[Side]:
     ops; two for a copy between spaces (LDGSTS: the shared destination, then the global source;
     a bulk copy; a TMA op: the shared side, then the tensor map whose address is a descriptor).
     Empty for an opcode that touches no memory."""
-    family, *modifiers = opcode.strip().split(".")
+    op = parsed_opcode(opcode)
+    family, modifiers = op.family, op.modifiers
     if family == "LDGSTS":
         size = _size(modifiers, _DEFAULT_BYTES)
         return [Side(0, MemoryAccess("store", "shared", size)),

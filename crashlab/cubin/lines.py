@@ -35,14 +35,25 @@ import io
 import struct
 from bisect import bisect_right
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from elftools.common.utils import struct_parse
 from elftools.dwarf.structs import DWARFStructs
-from elftools.elf.elffile import ELFFile
-from elftools.elf.relocation import RelocationSection
-from elftools.elf.sections import SymbolTableSection
 
-from .coredump.constants import SHF_EXECINSTR
+from .elf import Relocation, Section
+from .errors import CubinError
+
+
+class Readable(Protocol):
+    """What the line table reader reads of a cubin (crashlab.cubin.Cubin)."""
+
+    bits: int
+    little_endian: bool
+    sections: list[Section]
+
+    def section(self, name: str) -> Section | None: ...
+    def section_data(self, section: Section) -> bytes: ...
+    def relocations(self, name: str) -> list[Relocation]: ...
 
 DW_LNS_COPY, DW_LNS_ADVANCE_PC, DW_LNS_ADVANCE_LINE, DW_LNS_SET_FILE = 1, 2, 3, 4
 DW_LNS_CONST_ADD_PC, DW_LNS_FIXED_ADVANCE_PC = 8, 9
@@ -53,8 +64,8 @@ LINE_TABLE = ".debug_line"
 LINE_RELOCATIONS = (".rela.debug_line", ".rel.debug_line")
 
 
-class LineTableError(ValueError):
-    """A line table that cannot be read: the message says why, for a report's note."""
+def _damaged(message: str) -> CubinError:
+    return CubinError(message, LINE_TABLE)
 
 
 @dataclass(frozen=True)
@@ -80,7 +91,7 @@ class _Sequence:
     offsets: list[int] = field(default_factory=list)
     shown: list[int] = field(default_factory=list)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         # An instruction takes the last row at its address; nvdisasm -gi prints a chain only
         # where the innermost file:line changes, so a run of rows with one innermost line shows
         # the first one's chain (ptxas may repeat a row, which shifts the context numbers after
@@ -130,30 +141,24 @@ def _chain(rows: list[_Row], at: int) -> tuple[SourceLine, ...]:
     return tuple(chain)
 
 
-def read(cubin: bytes) -> LineTable | None:
+def read_line_table(cubin: Readable) -> LineTable | None:
     """The line table of ``cubin`` (original or relocated), or None where it has none.
-    Raises LineTableError for one that cannot be read."""
-    try:
-        elf = ELFFile(io.BytesIO(cubin))
-        section = elf.get_section_by_name(LINE_TABLE)
-        if section is None:
-            return None
-        placer = _Placer(elf)
-        data = section.data()
-    except LineTableError:
-        raise
-    except Exception as exc:  # pyelftools raises many types on a damaged ELF
-        raise LineTableError(f"the cubin's ELF is unreadable: {exc}") from exc
+    Raises CubinError (part ``.debug_line``) for one that cannot be read."""
+    section = cubin.section(LINE_TABLE)
+    if section is None:
+        return None
+    placer = _Placer(cubin)
+    data = cubin.section_data(section)
     table = LineTable()
     offset = 0
     while offset < len(data):
         try:
             offset = _unit(data, offset, placer, table)
-        except LineTableError:
+        except CubinError:
             raise
         except Exception as exc:  # construct, IndexError, struct.error on damaged bytes
-            raise LineTableError(f"{LINE_TABLE} unit at {offset:#x} is damaged: "
-                                 f"{type(exc).__name__}: {exc}") from exc
+            raise _damaged(f"{LINE_TABLE} unit at {offset:#x} is damaged: "
+                           f"{type(exc).__name__}: {exc}") from exc
     for sequences in table.sequences.values():
         sequences.sort(key=lambda s: s.start)
     return table
@@ -162,23 +167,17 @@ def read(cubin: bytes) -> LineTable | None:
 class _Placer:
     """Which function section a sequence's DW_LNE_set_address names, and its offset there."""
 
-    def __init__(self, elf: ELFFile):
-        self.texts = {index: (s.name, s["sh_addr"], s["sh_size"])
-                      for index, s in enumerate(elf.iter_sections())
-                      if s["sh_flags"] & SHF_EXECINSTR and s["sh_size"]}
-        self.address_size = 8 if elf.elfclass == 64 else 4
-        self.little_endian = elf.little_endian
+    def __init__(self, cubin: Readable):
+        self.texts = {s.index: (s.name, s.address, s.size) for s in cubin.sections if s.executable}
+        self.address_size = 8 if cubin.bits == 64 else 4
+        self.little_endian = cubin.little_endian
         self.relocations: dict[int, tuple[int, int, int]] = {}  # offset -> (shndx, value, addend)
-        symbols = elf.get_section_by_name(".symtab")
         for name in LINE_RELOCATIONS:
-            relocations = elf.get_section_by_name(name)
-            if not isinstance(relocations, RelocationSection) or not isinstance(symbols, SymbolTableSection):
-                continue
-            for relocation in relocations.iter_relocations():
-                symbol = symbols.get_symbol(relocation["r_info_sym"])
-                if isinstance(symbol["st_shndx"], int):
-                    self.relocations[relocation["r_offset"]] = (
-                        symbol["st_shndx"], symbol["st_value"], relocation.entry.get("r_addend", 0))
+            for relocation in cubin.relocations(name):
+                symbol = relocation.symbol
+                if symbol.section is not None:
+                    self.relocations[relocation.offset] = (symbol.section, symbol.value,
+                                                           relocation.addend)
 
     def place(self, operand_at: int, stored: int) -> tuple[str, int] | None:
         """(section, offset into it of the address ``stored``) for a set_address operand at
@@ -207,26 +206,26 @@ def _unit(data: bytes, offset: int, placer: _Placer, table: LineTable) -> int:
     dwarf_format, length_size = (64, 12) if length == 0xFFFFFFFF else (32, 4)
     if dwarf_format == 64:
         (length,) = struct.unpack_from("<Q", data, offset + 4)
-    end = offset + length_size + length
+    end: int = offset + length_size + length
     if end > len(data):
-        raise LineTableError(f"{LINE_TABLE} unit at {offset:#x} claims {length} bytes, "
+        raise _damaged(f"{LINE_TABLE} unit at {offset:#x} claims {length} bytes, "
                              f"past the section's {len(data)}")
     (version,) = struct.unpack_from("<H", data, offset + length_size)
     if not 2 <= version <= 4:  # ptxas writes 2; DWARF 5 moved the file names to other forms
-        raise LineTableError(f"{LINE_TABLE} unit at {offset:#x} has DWARF version {version}, "
+        raise _damaged(f"{LINE_TABLE} unit at {offset:#x} has DWARF version {version}, "
                              "not 2 to 4")
     structs = DWARFStructs(little_endian=placer.little_endian, dwarf_format=dwarf_format,
                            address_size=placer.address_size, dwarf_version=version)
     stream = io.BytesIO(data)
     header = struct_parse(structs.Dwarf_lineprog_header, stream, offset)
-    program = offset + length_size + 2 + (8 if dwarf_format == 64 else 4) + header["header_length"]
+    program: int = offset + length_size + 2 + (8 if dwarf_format == 64 else 4) + header["header_length"]
     if not stream.tell() <= program <= end:
-        raise LineTableError(f"{LINE_TABLE} unit at {offset:#x}: its header overruns it")
+        raise _damaged(f"{LINE_TABLE} unit at {offset:#x}: its header overruns it")
     _Program(data, header, _file_names(header), placer, table).run(program, end)
     return end
 
 
-def _file_names(header) -> list[str]:
+def _file_names(header: Any) -> list[str]:
     """Paths by file number less 1, as nvdisasm prints them: directory/name."""
     directories = [_text(d) for d in header["include_directory"]]
     names = []
@@ -238,35 +237,36 @@ def _file_names(header) -> list[str]:
     return names
 
 
-def _text(raw) -> str:
+def _text(raw: object) -> str:
     return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
 
 
 class _Program:
     """The DWARF line state machine (DWARF 4, 6.2.2 and 6.2.5), with NVIDIA's inline context."""
 
-    def __init__(self, data: bytes, header, files: list[str], placer: _Placer, table: LineTable):
+    def __init__(self, data: bytes, header: Any, files: list[str], placer: _Placer,
+                 table: LineTable) -> None:
         self.data, self.files, self.placer, self.table = data, files, placer, table
         self.opcode_base = header["opcode_base"]
         self.line_base, self.line_range = header["line_base"], header["line_range"]
         self.min_length = header["minimum_instruction_length"]
         self.lengths = list(header["standard_opcode_lengths"])
         if self.line_range == 0:
-            raise LineTableError(f"{LINE_TABLE}: line_range 0")
+            raise _damaged(f"{LINE_TABLE}: line_range 0")
         self._reset()
 
-    def _reset(self):
+    def _reset(self) -> None:
         self.address, self.file, self.line, self.context = 0, 1, 1, 0
         self.rows: list[_Row] = []
         self.placed: tuple[str, int] | None = None
         self.first_address: int | None = None
 
-    def _row(self):
+    def _row(self) -> None:
         index = self.file - 1
         name = self.files[index] if 0 <= index < len(self.files) else f"<file {self.file}>"
         self.rows.append(_Row(self.address, name, self.line, self.context))
 
-    def _end_sequence(self):
+    def _end_sequence(self) -> None:
         if self.placed is None:
             if self.rows:
                 self.table.problems.append(f"a line sequence at {self.first_address or 0:#x} "
@@ -280,7 +280,7 @@ class _Program:
             self.table.sequences.setdefault(section, []).append(sequence)
         self._reset()
 
-    def run(self, at: int, end: int):
+    def run(self, at: int, end: int) -> None:
         data = self.data
         while at < end:
             opcode = data[at]
@@ -293,7 +293,7 @@ class _Program:
             elif opcode == 0:
                 length, at = _uleb(data, at)
                 if length == 0 or at + length > end:
-                    raise LineTableError(f"{LINE_TABLE}: extended opcode at {at:#x} runs past "
+                    raise _damaged(f"{LINE_TABLE}: extended opcode at {at:#x} runs past "
                                          "its unit")
                 self._extended(at, length)
                 at += length
@@ -320,14 +320,14 @@ class _Program:
             self.table.problems.append(f"a line sequence in the unit ending at {end:#x} has no "
                                        "end; left out")
 
-    def _extended(self, at: int, length: int):
+    def _extended(self, at: int, length: int) -> None:
         opcode = self.data[at]
         if opcode == DW_LNE_END_SEQUENCE:
             self._end_sequence()
         elif opcode == DW_LNE_SET_ADDRESS:
             size = length - 1
             if size not in (4, 8):
-                raise LineTableError(f"{LINE_TABLE}: a {size}-byte address at {at:#x}")
+                raise _damaged(f"{LINE_TABLE}: a {size}-byte address at {at:#x}")
             (stored,) = struct.unpack_from("<Q" if size == 8 else "<I", self.data, at + 1)
             if self.first_address is None:
                 self.placed = self.placer.place(at + 1, stored)

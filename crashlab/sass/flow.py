@@ -1,85 +1,44 @@
-"""A function's control flow at instruction granularity, from nvdisasm's branch targets, and the
-reaching definitions of a register word over it.
+"""One function's control flow at instruction granularity, from nvdisasm's branch targets, and the
+reaching definitions of a register word over it: the one graph the fault's explanation and the
+hang's loops are read on.
+
+The rules, whoever reads the graph:
+
+- EXIT, KILL and RET end the flow where they run; a guarded one (``@P0 EXIT``) may not run, so
+  control may also go on to the next instruction;
+- a branch (BRA, BRX, JMP, JMX) goes to its target; an unconditional one does not fall through;
+  one conditioned by its guard (``@P0``, ``@!P0``) or by a condition operand (``BRA.U !UP0``,
+  ``@P0 BRA P1``, ``BRA.DIV UR4``) may also fall through;
+- ``@PT`` (or ``UPT``) is no condition: the instruction always runs; ``@!PT`` never runs, so its
+  branch is never taken and it writes nothing;
+- a label operand is a control transfer only on a branch: ``BSSY B0, `(.L_x_7)`` names where the
+  warp reconverges and LEPC loads the address of one (an edge to the label would bypass every
+  definition in the region), and control runs on to the next instruction;
+- a CALL runs on to the next instruction (its callee's label is not resolved), and a RET may
+  return after any CALL of the listing: a value the callee returns in a register reaches the
+  caller's use of it.
 
 Instruction granularity (no basic blocks) keeps the code short; listings are a few thousand
 instructions at most and every walk is bounded by MAX_VISITS, so a hostile listing cannot make it
 run long. A predicated definition does not kill the value (the guard may have been false): it is
-one alternative among the others that reach. A label operand is a control transfer only on a
-branch: ``BSSY B0, `(.L_x_7)`` names where the warp reconverges, and control runs on to the next
-instruction (an edge to the label would bypass every definition in the region). A CALL runs on to
-the next instruction too (its callee's label is not resolved), and a RET may return after any
-CALL of the listing: a value the callee returns in a register reaches the caller's use of it.
+one alternative among the others that reach.
 """
 
 from __future__ import annotations
 
-import re
+from bisect import bisect_right
 from dataclasses import dataclass
 
-from ..sass import Instruction
-from .access import memory_access
-from .operands import parse_register
+from .instruction import Instruction
 
 MAX_VISITS = 20_000
-_PREDICATE_NAME = re.compile(r"^(U?P(?:T|\d))$")
-_STOPS_FLOW = ("EXIT", "RET", "KILL", "BRA", "JMP", "BRX", "JMX")
+#: branches: an unconditional one does not fall through
+JUMPS = frozenset({"BRA", "BRX", "JMP", "JMX"})
+#: where the flow ends when they run
+ENDS = frozenset({"EXIT", "RET", "KILL"})
 #: families whose label operand is not a jump: a convergence barrier's reconvergence point
 #: (BSSY, BSSY.RECONVERGENT) and LEPC, which loads the address of one
-_NOT_A_JUMP = ("BSSY", "LEPC")
-#: families whose first operand is read, not written
-_NO_DESTINATION = ("ST", "STG", "STS", "STL", "STSM", "RED", "REDG", "BRA", "BRX", "JMP", "JMX",
-                   "CALL", "RET", "EXIT", "BAR", "BSSY", "BSYNC", "WARPSYNC", "MEMBAR", "CCTL",
-                   "NOP", "YIELD", "DEPBAR", "ERRBAR", "FENCE", "SYNCS", "UTMALDG", "UTMASTG",
-                   "UBLKCP", "STTM", "LDGSTS", "ARRIVES", "NANOSLEEP", "KILL", "BPT", "RPCMOV")
-
-
-def _family(opcode: str) -> str:
-    return opcode.split(".")[0]
-
-
-def destination_predicates(ins: Instruction) -> tuple[str, ...]:
-    """The predicates ``ins`` may write: the run of predicate operands at the start of its
-    operands, or right after a register destination (``ISETP P0, PT, ...``, ``IADD3 R2, P0,
-    ...``). An over-count only loses a value read from the dump, never invents one."""
-    operands = list(ins.operands)
-    if operands and parse_register(operands[0]) is not None:
-        operands = operands[1:]
-    written = []
-    for text in operands:
-        match = _PREDICATE_NAME.match(text.strip())
-        if match is None:
-            break
-        written.append(match[1])
-    return tuple(p for p in written if not p.endswith("PT"))
-
-
-def destination_words(ins: Instruction) -> tuple[str, ...]:
-    """The 32-bit registers ``ins`` writes (R2 and R3 for ``IMAD.WIDE R2, ...``); RZ is never
-    written. Width comes from the opcode: ``.64``/``WIDE`` two words, ``.128`` four, a load its
-    access size."""
-    if not ins.operands or _family(ins.opcode) in _NO_DESTINATION:
-        return ()
-    register = parse_register(ins.operands[0])
-    if register is None or register.index is None:
-        return ()
-    return _words(register.uniform, register.index, _width(ins.opcode))
-
-
-def _width(opcode: str) -> int:
-    access = memory_access(opcode)
-    if access is not None and access.bytes and access.kind in ("load", "atomic"):
-        return max(1, access.bytes // 4)
-    modifiers = opcode.split(".")[1:]
-    if "128" in modifiers:
-        return 4
-    if "64" in modifiers or "WIDE" in modifiers:
-        return 2
-    return 1
-
-
-def _words(uniform: bool, index: int, count: int) -> tuple[str, ...]:
-    prefix = "UR" if uniform else "R"
-    return tuple(f"{prefix}{index + k}" for k in range(count))
+_NOT_A_JUMP = frozenset({"BSSY", "LEPC"})
 
 
 @dataclass
@@ -90,11 +49,10 @@ class FunctionCode:
 
     def __post_init__(self) -> None:
         self.index_of = {ins.address: at for at, ins in enumerate(self.instructions)}
-        self.writes = [destination_words(ins) + destination_predicates(ins)
-                       for ins in self.instructions]
+        self._addresses = [ins.address for ins in self.instructions]
         #: where a RET may return to: the instruction after each CALL of the listing
         self._returns = [at + 1 for at, ins in enumerate(self.instructions)
-                         if _family(ins.opcode) == "CALL" and at + 1 < len(self.instructions)]
+                         if ins.op.family == "CALL" and at + 1 < len(self.instructions)]
         self.successors = [self._successors(at, ins) for at, ins in enumerate(self.instructions)]
         self.predecessors: list[list[int]] = [[] for _ in self.instructions]
         for at, following in enumerate(self.successors):
@@ -102,17 +60,39 @@ class FunctionCode:
                 self.predecessors[after].append(at)
         #: the instructions a path leads from to each instruction asked about (on_paths)
         self._leading_to: dict[int, set[int] | None] = {}
+        #: shortest ways asked for (every lane of a fault asks for the way to its own PC)
+        self._ways: dict[tuple[int, int], list[int] | None] = {}
 
     def _successors(self, at: int, ins: Instruction) -> list[int]:
+        after = [at + 1] if at + 1 < len(self.instructions) else []
+        acts = ins.acts
+        if acts is False:
+            return after
+        family = ins.op.family
         following = []
-        family = _family(ins.opcode)
         if ins.target is not None and ins.target in self.index_of and family not in _NOT_A_JUMP:
             following.append(self.index_of[ins.target])
-        if (family not in _STOPS_FLOW or ins.predicate) and at + 1 < len(self.instructions):
-            following.append(at + 1)
+        if not (acts and family in JUMPS | ENDS):
+            following += [a for a in after if a not in following]
         if family == "RET":
-            following += [after for after in self._returns if after not in following]
+            following += [a for a in self._returns if a not in following]
         return following
+
+    def at(self, offset: int) -> int | None:
+        """The index of the instruction holding ``offset`` (an instruction is 16 bytes)."""
+        found = self.index_of.get(offset)
+        if found is not None or not self.instructions:
+            return found
+        before = bisect_right(self._addresses, offset) - 1
+        if before >= 0 and offset < self.instructions[before].address + 16:
+            return before
+        return None
+
+    def is_back_edge(self, at: int) -> bool:
+        """A branch at ``at`` to an instruction at or before it: a loop's back edge."""
+        ins = self.instructions[at]
+        return ins.op.family in JUMPS and ins.target is not None and ins.target <= ins.address \
+            and ins.target in self.index_of and ins.acts is not False
 
     def reaching_definitions(self, word: str, at: int) -> tuple[list[int], bool]:
         """Indices of the instructions whose write of ``word`` may reach instruction ``at``
@@ -133,9 +113,9 @@ class FunctionCode:
             if node in seen:
                 continue
             seen.add(node)
-            if word in self.writes[node]:
+            if word in self.instructions[node].writes:
                 definitions.add(node)
-                if not self.instructions[node].predicate:
+                if self.instructions[node].runs:
                     continue
             if node == 0 or not self.predecessors[node]:
                 open_path = True
@@ -155,6 +135,11 @@ class FunctionCode:
     def shortest_way(self, start: int, end: int) -> list[int] | None:
         """The instructions on a shortest path from ``start`` (included) to ``end`` (excluded),
         in order; None where none leads there within MAX_VISITS."""
+        if (start, end) not in self._ways:
+            self._ways[start, end] = self._shortest_way(start, end)
+        return self._ways[start, end]
+
+    def _shortest_way(self, start: int, end: int) -> list[int] | None:
         came_from: dict[int, int] = {}
         frontier = [start]
         while frontier and end not in came_from and len(came_from) <= MAX_VISITS:
