@@ -92,7 +92,7 @@ def test_a_damaged_function_of_an_entry_is_disassembled_again(logged_nvdisasm, e
     assert _disassemblies(log) == 2
 
 
-def test_a_warm_inspect_decodes_only_the_functions_it_reads(monkeypatch):
+def test_a_warm_inspect_decodes_only_the_functions_it_reads(monkeypatch, empty_sass_cache):
     """The example's cubin holds two kernels; its fault lies in one, and a warm inspect (the
     window, the explanation, the source line) decodes that function's listing alone."""
     crashlab.inspect(EXAMPLE)
