@@ -341,3 +341,24 @@ def test_no_sass_says_once_in_every_view_what_it_skipped_and_why(core, skipped):
     assert "skipped" not in run_cli("inspect", dump).stdout.decode().lower()
     unexplained = json.loads(run_cli("inspect", dump, "--no-explain", "--json").stdout)
     assert unexplained["analysis_skipped"] == f"{skipped}, with --no-explain"
+
+
+def test_warps_held_at_a_barrier_report_the_next_pc_and_are_read_as_waiting_there():
+    """fixtures/kernels/barrier_exit.cu on the H200: the tail block's warps past n return early
+    and the rest wait at __syncthreads(). The driver reports each waiting warp at the PC after
+    BAR.SYNC (cuda-gdb 13.0 showed the same PCs): crashlab reads them as waiting at that barrier,
+    as many warps as the source leaves in the tail block, and the exited ones as exited."""
+    from tests import scenarios
+
+    [dump] = (H200 / "barrier_exit.explain").glob("core.*.nvcudmp")
+    (n,) = scenarios.source_numbers("barrier_exit.cu", r"const int n = (\d+);")
+    blocks, threads = scenarios.source_numbers("barrier_exit.cu", r"reverse_tile<<<(\d+), (\d+)>>>")
+    waiting = -(-(n - (blocks - 1) * threads) // 32)
+    report = json.loads(run_cli("inspect", dump, "--json").stdout)
+    [kernel] = [k for k in report["kernels"] if "reverse_tile" in k["name"]]
+    [wait] = kernel["waits"]
+    assert wait["kind"] == "barrier-after-exit" and wait["warps"] == waiting, wait
+    assert f"{threads // 32 - waiting} warps of that block exited" in wait["summary"]
+    [at] = kernel["warps_at"]
+    assert "BAR" not in at["instruction"]  # the PC is the one after the barrier ...
+    assert any("BAR.SYNC" in line and "the next instruction" in line for line in wait["evidence"])

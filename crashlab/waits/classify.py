@@ -52,6 +52,8 @@ class Reading:
     code: FunctionCode | None = None
     instruction: Instruction | None = None
     polling: Polling | None = None
+    #: the PC is the instruction after the barrier the warp waits at (as the GPU reports it)
+    after_barrier: bool = False
 
 
 #: the warps at each PC (None: a warp with no active lane), and what the code at each PC says
@@ -72,6 +74,12 @@ def read_pc(finder: CodeFinder, pc: int, grid: Grid | None) -> Reading:
     reading = Reading("other", location=location, code=code, instruction=instruction)
     if is_barrier(instruction):
         reading.kind = "barrier"
+        return reading
+    if at and _holds_the_warp(code.instructions[at - 1]):
+        # a warp held at a CTA barrier reports the PC after it (every such warp of the real
+        # H200 dumps, and cuda-gdb with them): the barrier is the instruction before its PC
+        reading.kind, reading.instruction = "barrier", code.instructions[at - 1]
+        reading.after_barrier = True
         return reading
     polling = polling_loop(code, offset)
     if isinstance(polling, str):
@@ -112,8 +120,17 @@ def kernel_waits(core: CoreDump, finder: CodeFinder, grid_warps: GridWarps) -> l
 def _at(reading: Reading, pc: int) -> str:
     source = short_source(reading.instruction.source) if reading.instruction else ""
     offset = f"+{pc - reading.location.text_address:#x}" if reading.location else f"{pc:#x}"
-    return f"{reading.instruction.text if reading.instruction else '?'} at {offset}" + (
-        f" ({source})" if source else "")
+    where = f"{reading.instruction.text if reading.instruction else '?'} at {offset}"
+    if reading.after_barrier and reading.instruction is not None:
+        where = (f"{reading.instruction.text} (PC {offset}, the next instruction, as the GPU "
+                 "reports a warp held at a barrier)")
+    return where + (f" ({source})" if source else "")
+
+
+def _holds_the_warp(instruction: Instruction) -> bool:
+    """A CTA barrier a warp waits at until its block arrives (BAR.SYNC, BAR.RED), not one it
+    only signals (BAR.ARV)."""
+    return instruction.op.family == "BAR" and ".ARV" not in instruction.opcode
 
 
 def _read_as(readings: Readings, kind: ReadingKind) -> list[int]:
