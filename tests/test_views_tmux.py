@@ -430,3 +430,18 @@ def test_a_sass_line_too_wide_continues_under_its_instruction():
     signature = next(n for n, line in enumerate(shown.lines) if line.startswith("signature "))
     assert shown.lines[signature + 1].startswith("  LDGSTS.E.BYPASS.LTC128B.128")
     assert not [line for line in shown.lines[1:] if line.startswith(("desc[", "LDGSTS"))]
+
+
+@pytest.mark.parametrize("dump", ["tp_ranks.explain/core.1972.nvcudmp",
+                                  "triton_oob.explain/core.1110.nvcudmp",
+                                  "cluster.explain/core.1154.nvcudmp"])
+def test_a_word_stays_with_the_number_it_names(dump):
+    """Real dumps whose fault places run long at 80 columns (``SMs 124, 126, 128, 130 warp 6
+    lane 0``, ``SM 127 warp 3 lane 0``): a line never ends in ``lane`` with its number on the
+    next."""
+    path = (H200 / dump).relative_to(ROOT)
+    shown = tmux_terminal.run_in_pane(["inspect", path], 80, ROOT)
+    _lines_fit(shown.lines[1:], 80)
+    split = [(line, below) for line, below in zip(shown.lines[1:], shown.lines[2:], strict=False)
+             if re.search(r"[A-Za-z][\s│]*$", line) and re.match(r"[\s│]*\d", below)]
+    assert not split, f"a word parted from its number: {split[:3]}"

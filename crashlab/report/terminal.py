@@ -82,7 +82,7 @@ def _fault_panel(fault: Fault, title: str) -> Panel:
     grid.add_row("exception", plain(text.exception_line(fault)))
     grid.add_row("kernel", _name(text.kernel_line(fault)))
     grid.add_row("function", _name(text.function_line(fault)))
-    grid.add_row("where", plain(text.place(fault)))
+    grid.add_row("where", _name(text.place(fault)))
     if fault.block_idx is not None:
         cluster = f"  cluster {dim(fault.cluster_idx)} of {dim(fault.cluster_dim)}" \
             if fault.cluster_idx is not None else ""
