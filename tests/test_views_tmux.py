@@ -445,3 +445,20 @@ def test_a_word_stays_with_the_number_it_names(dump):
     split = [(line, below) for line, below in zip(shown.lines[1:], shown.lines[2:], strict=False)
              if re.search(r"[A-Za-z][\s│]*$", line) and re.match(r"[\s│]*\d", below)]
     assert not split, f"a word parted from its number: {split[:3]}"
+
+
+def test_every_fault_groups_box_is_shown_not_only_the_first():
+    """The real cluster dump has two fault groups (an invalid address space on SMs 124-126, an
+    illegal address on SM 127): at 80 columns the second has its own box, with its exception,
+    place, block and cluster, as the Markdown view's "Fault 2" has; no line says "32/1"."""
+    dump = (H200 / "cluster.explain" / "core.1154.nvcudmp").relative_to(ROOT)
+    report = json.loads(run_cli("inspect", dump, "--json").stdout)
+    second = report["faults"][1]
+    shown = tmux_terminal.run_in_pane(["inspect", dump], 80, ROOT)
+    _lines_fit(shown.lines[1:], 80)
+    box = next(n for n, line in enumerate(shown.lines) if line.startswith("╭─ fault 2 of 2 "))
+    text = " ".join(" ".join(line.strip("│ ") for line in shown.lines[box:box + 12]).split())
+    assert f"exception {second['exception']['display']}" in text
+    assert "where device 0 (NVIDIA H200, sm_90) SM 127 warp 3 lane 0" in text
+    assert "block (3,0,0) thread (96,0,0) cluster (1,0,0) of (2,1,1)" in text
+    assert not [line for line in shown.lines if "lanes/warps" in line]
