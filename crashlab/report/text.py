@@ -284,8 +284,10 @@ def load_line(load) -> str:
 
 
 def owner_line(owner: Owner) -> str:
-    """``flashinfer 0.6.12; a fix is in flashinfer 0.6.18, this runs 0.6.12: LINK (summary)``."""
-    line = f"{owner.artifact} {owner.version or '(version unknown)'}"
+    """``flashinfer 0.6.12; a fix is in flashinfer 0.6.18, this runs 0.6.12: LINK (summary)``;
+    ``unknown`` where no artifact is named (its version is then no question)."""
+    line = owner.artifact if owner.artifact == "unknown" else (
+        f"{owner.artifact} {owner.version or '(version unknown)'}")
     fix = owner.fix
     if fix is None:
         return line
