@@ -462,3 +462,19 @@ def test_every_fault_groups_box_is_shown_not_only_the_first():
     assert "where device 0 (NVIDIA H200, sm_90) SM 127 warp 3 lane 0" in text
     assert "block (3,0,0) thread (96,0,0) cluster (1,0,0) of (2,1,1)" in text
     assert not [line for line in shown.lines if "lanes/warps" in line]
+
+
+def test_the_debugger_backtrace_says_it_stands_past_the_error_pc(real_cuda_gdb, monkeypatch):
+    """The real dynamic_shared dump: the warp faulted at +0xc0 (dynamic_shared.cu:7) and stands
+    at +0xf0 (line 9). 'source agrees' compares the error PC's line, and cuda-gdb's backtrace
+    just under it shows line 9: the heading above the frames says which PC each is at."""
+    monkeypatch.setenv("CRASHLAB_CUDA_GDB", real_cuda_gdb)
+    dump = (H200 / "dynamic_shared.explain" / "core.1103.nvcudmp").relative_to(ROOT)
+    shown = tmux_terminal.run_in_pane(["inspect", dump, "--debugger"], 80, ROOT)
+    _lines_fit(shown.lines[1:], 80)
+    top = next(n for n, line in enumerate(shown.lines) if line.startswith("    #0 "))
+    assert shown.lines[top + 1].endswith("dynamic_shared.cu:9")
+    source = next(n for n, line in enumerate(shown.lines) if line.split()[:2] == ["source", "agrees"])
+    heading = " ".join(" ".join(shown.lines[source + 1:top]).split())
+    assert heading == ("cuda-gdb's backtrace, at the focus's current PC, past the error PC (whose "
+                       "line, dynamic_shared.cu:7, is the one 'source' compares):"), heading

@@ -194,6 +194,8 @@ def _debugger(section: DebuggerSection, console: Console) -> None:
     for view in section.faults:
         console.print(plain(f"  fault {view.fault + 1}:"))
         console.print(_agreement(view.agreement))
+        if view.backtrace:
+            console.print(_name(f"    {text.backtrace_heading(view)}:", style="dim", indent=6))
         for frame in view.backtrace[:4]:
             where = f" at {frame.file}:{frame.line}" if frame.file and frame.line else ""
             console.print(_name(f"    #{frame.level} {text.frame_function(frame)}{frame.launch or ''}{where}",
