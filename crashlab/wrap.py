@@ -6,7 +6,8 @@ A line may end after a space, ``::``, ``/``, a ``(`` that follows a name (``f(``
 a comma not followed by a digit (``561,378 bytes`` and ``(8,1,1)`` stay whole), a ``<`` that
 opens a template (``vector<``, not ``<unavailable>`` nor ``<<``) or a dot inside a Python module
 path (``sglang.srt.layers``, not ``ISETP.NE.AND`` nor ``fused_moe.py``); never inside a word, a
-number or an identifier. A piece wider than a whole line is cut at the width, the last resort.
+number or an identifier, nor between a word and the number it names (``lane 0``, ``SM 127``,
+``warp 6``: one space between letters and a digit holds them together). A piece wider than a whole line is cut at the width, the last resort.
 Lines after the first are indented (a hanging indent, under the text they continue) and start at
 their first word.
 """
@@ -20,6 +21,8 @@ from rich.cells import cell_len
 from .escape import escape
 
 _SPACES = re.compile(r"\s+")
+#: One space between a word and the number it names (``lane 0``): not a place to break.
+_NAMED_NUMBER = re.compile(r"(?<=[A-Za-z]) (?=\d)")
 _BREAK = re.compile(r"(?:::|,(?!\d)|(?<=\w)<|(?<=\S)\(|/|\.(?=[a-z_][a-z0-9_]*\.)|\s)+")
 #: Below this many columns for the text, a hanging indent is cut to NARROW_INDENT.
 MIN_ROOM = 30
@@ -29,12 +32,21 @@ NARROW_INDENT = 4
 def break_points(text: str) -> list[int]:
     """Offsets at which a line of ``text`` may end, the last one its length."""
     points = {m.end() for pattern in (_BREAK, _SPACES) for m in pattern.finditer(text)}
+    points -= _held(text)
     return sorted(point for point in points if 0 < point < len(text)) + [len(text)]
 
 
+def _held(text: str) -> set[int]:
+    """Ends of the spaces that hold a word to its number."""
+    return {m.end() for m in _NAMED_NUMBER.finditer(text)}
+
+
 def _word_ends(text: str) -> list[int]:
-    """Where each word of ``text`` ends with the spaces after it, the last one its length."""
-    return [m.end() for m in _SPACES.finditer(text) if 0 < m.end() < len(text)] + [len(text)]
+    """Where each word of ``text`` ends with the spaces after it (``lane 0`` one word), the
+    last one its length."""
+    held = _held(text)
+    return [m.end() for m in _SPACES.finditer(text)
+            if 0 < m.end() < len(text) and m.end() not in held] + [len(text)]
 
 
 def hanging(width: int, indent: int) -> int:

@@ -479,3 +479,51 @@ def test_a_sass_line_too_wide_continues_under_its_instruction():
     signature = next(n for n, line in enumerate(shown.lines) if line.startswith("signature "))
     assert shown.lines[signature + 1].startswith("  LDGSTS.E.BYPASS.LTC128B.128")
     assert not [line for line in shown.lines[1:] if line.startswith(("desc[", "LDGSTS"))]
+
+
+@pytest.mark.parametrize("dump", ["tp_ranks.explain/core.1972.nvcudmp",
+                                  "triton_oob.explain/core.1110.nvcudmp",
+                                  "cluster.explain/core.1154.nvcudmp"])
+def test_a_word_stays_with_the_number_it_names(dump):
+    """Real dumps whose fault places run long at 80 columns (``SMs 124, 126, 128, 130 warp 6
+    lane 0``, ``SM 127 warp 3 lane 0``): a line never ends in ``lane`` with its number on the
+    next."""
+    path = (H200 / dump).relative_to(ROOT)
+    shown = tmux_terminal.run_in_pane(["inspect", path], 80, ROOT)
+    _lines_fit(shown.lines[1:], 80)
+    split = [(line, below) for line, below in zip(shown.lines[1:], shown.lines[2:], strict=False)
+             if re.search(r"[A-Za-z][\s│]*$", line) and re.match(r"[\s│]*\d", below)]
+    assert not split, f"a word parted from its number: {split[:3]}"
+
+
+def test_every_fault_groups_box_is_shown_not_only_the_first():
+    """The real cluster dump has two fault groups (an invalid address space on SMs 124-126, an
+    illegal address on SM 127): at 80 columns the second has its own box, with its exception,
+    place, block and cluster, as the Markdown view's "Fault 2" has; no line says "32/1"."""
+    dump = (H200 / "cluster.explain" / "core.1154.nvcudmp").relative_to(ROOT)
+    report = json.loads(run_cli("inspect", dump, "--json").stdout)
+    second = report["faults"][1]
+    shown = tmux_terminal.run_in_pane(["inspect", dump], 80, ROOT)
+    _lines_fit(shown.lines[1:], 80)
+    box = next(n for n, line in enumerate(shown.lines) if line.startswith("╭─ fault 2 of 2 "))
+    text = " ".join(" ".join(line.strip("│ ") for line in shown.lines[box:box + 12]).split())
+    assert f"exception {second['exception']['display']}" in text
+    assert "where device 0 (NVIDIA H200, sm_90) SM 127 warp 3 lane 0" in text
+    assert "block (3,0,0) thread (96,0,0) cluster (1,0,0) of (2,1,1)" in text
+    assert not [line for line in shown.lines if "lanes/warps" in line]
+
+
+def test_the_debugger_backtrace_says_it_stands_past_the_error_pc(real_cuda_gdb, monkeypatch):
+    """The real dynamic_shared dump: the warp faulted at +0xc0 (dynamic_shared.cu:7) and stands
+    at +0xf0 (line 9). 'source agrees' compares the error PC's line, and cuda-gdb's backtrace
+    just under it shows line 9: the heading above the frames says which PC each is at."""
+    monkeypatch.setenv("CRASHLAB_CUDA_GDB", real_cuda_gdb)
+    dump = (H200 / "dynamic_shared.explain" / "core.1103.nvcudmp").relative_to(ROOT)
+    shown = tmux_terminal.run_in_pane(["inspect", dump, "--debugger"], 80, ROOT)
+    _lines_fit(shown.lines[1:], 80)
+    top = next(n for n, line in enumerate(shown.lines) if line.startswith("    #0 "))
+    assert shown.lines[top + 1].endswith("dynamic_shared.cu:9")
+    source = next(n for n, line in enumerate(shown.lines) if line.split()[:2] == ["source", "agrees"])
+    heading = " ".join(" ".join(shown.lines[source + 1:top]).split())
+    assert heading == ("cuda-gdb's backtrace, at the focus's current PC, past the error PC (whose "
+                       "line, dynamic_shared.cu:7, is the one 'source' compares):"), heading

@@ -125,10 +125,11 @@ H200 = ROOT / "fixtures" / "gpu" / "h200"
 
 @functools.cache
 def _real(case: str) -> tuple[dict, str]:
-    """A real dump's JSON report and its terminal view (spaces made one)."""
+    """A real dump's JSON report and its terminal view (spaces made one, the box's sides
+    left out)."""
     [dump] = (H200 / case).glob("core.*.nvcudmp")
     report = json.loads(run_cli("inspect", dump, "--json").stdout)
-    return report, " ".join(run_cli("inspect", dump).stdout.decode().split())
+    return report, " ".join(run_cli("inspect", dump).stdout.decode().replace("│", " ").split())
 
 
 def test_a_load_reads_from_memory_and_a_store_writes_to_it():
@@ -205,3 +206,13 @@ def test_the_crash_page_shows_the_explained_lane_of_a_fault_no_lane_explains(tmp
     assert page.status_code == 200, page.text
     lanes = page.text.split('<table id="lanes">', 1)[1].split("</table>", 1)[0]
     assert "<th>explained</th><td>lane 0: thread (0,0,0) block (0,0,4)" in lanes, lanes
+
+
+def test_an_unknown_owner_is_said_once_and_why_in_a_whole_sentence():
+    report, dynamic = _real("dynamic_shared.explain")
+    assert report["faults"][0]["owner"]["artifact"] == "unknown"
+    assert "owner unknown module image built by" in dynamic
+    assert "unknown (version unknown)" not in dynamic
+    assert ("no known library prefix in the kernel's name nor in any other function name its "
+            "module image holds") in dynamic
+    assert "module image's" not in dynamic

@@ -220,7 +220,7 @@ def _triage(facts: Facts, detail: _Detail, room: int) -> str:
         return "No coredump and no run report: the triage is the reproduction above.\n\n"
     share = room // views
     out = [run_views.incidents(run, share, findings=False) for run in facts.runs]
-    out += [f"#### {code(name)}\n\n" + dump_markdown.render(report, share - len(name) - 20,
+    out += [f"#### {code(name) or 'a coredump'}\n\n" + dump_markdown.render(report, share - len(name) - 20,
                                                             heading_level=5, footer=False,
                                                             titled=False)
             for name, report in cores]

@@ -99,7 +99,8 @@ def _artifact(clues: Clues, facts: image.ImageFacts, evidence: list[str]) -> str
         evidence.append(f"kernel name {_shown(clues.kernel)} is a {own} template; nothing in its "
                         "module image names the library it was built into")
         return own
-    evidence.append("no known prefix in the kernel's name or its module image's")
+    evidence.append("no known library prefix in the kernel's name nor in any other function "
+                    "name its module image holds")
     return "unknown"
 
 

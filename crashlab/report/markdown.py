@@ -205,7 +205,9 @@ def _debugger(section: DebuggerSection, heading: int) -> list[str]:
     if frames:
         lines = [f"#{f.level} {text.frame_function(f)}{f.launch or ''}"
                  + (f" at {f.file}:{f.line}" if f.file and f.line else "") for f in frames[:10]]
-        out += ["", "<details><summary>Debugger backtrace of fault 1</summary>", "", *fenced(lines),
+        where = html(text.backtrace_heading(section.faults[0]))
+        out += ["", f"<details><summary>Debugger backtrace of fault 1: {where}</summary>", "",
+                *fenced(lines),
                 "", "</details>"]
     return out + [""]
 

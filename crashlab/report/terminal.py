@@ -24,6 +24,9 @@ from . import text, why
 from .model import DebuggerSection, Fault, Kernel, TriageReport
 from .suspects import suspect_items
 
+#: Fault groups shown each in its box (the first also with its SASS, why and registers); the
+#: rest a line or two each, up to MAX_OTHER_FAULTS.
+MAX_FAULT_BOXES = 3
 MAX_OTHER_FAULTS = 20
 MAX_KERNELS = 20
 MAX_POSITIONS = 4
@@ -59,14 +62,18 @@ def render(report: TriageReport, console: Console) -> None:
         console.print(_name(f"signature {report.signature.short}", style="dim", indent=2))
     wide = console.width >= WIDE
     if report.faults:
-        primary = report.faults[0]
-        console.print(_fault_panel(primary, title=f"fault 1 of {len(report.faults)}"))
+        primary, count = report.faults[0], len(report.faults)
+        missing_said: dict[str, int] = {}  # each reason a parameter buffer is missing, said once
+        console.print(_fault_panel(primary, f"fault 1 of {count}", 1, missing_said))
         _sass(primary, console)
         _why(primary, console)
         _skipped(report, console)
         _registers(primary, console)
-        if len(report.faults) > 1:
-            _other_faults(report.faults[1:], report.omitted_faults, console, wide)
+        for number, fault in enumerate(report.faults[1:MAX_FAULT_BOXES], start=2):
+            console.print(_fault_panel(fault, f"fault {number} of {count}", number, missing_said))
+            _faulting_line(fault, console)
+        if count > MAX_FAULT_BOXES:
+            _other_faults(report.faults[MAX_FAULT_BOXES:], report.omitted_faults, console, wide)
     if report.debugger is not None:
         _debugger(report.debugger, console)
     console.print(_kernels(report, wide))
@@ -78,14 +85,14 @@ def render(report: TriageReport, console: Console) -> None:
         console.print(plain(f"warning: {warning}", style="yellow"))
 
 
-def _fault_panel(fault: Fault, title: str) -> Panel:
+def _fault_panel(fault: Fault, title: str, number: int, missing_said: dict[str, int]) -> Panel:
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold cyan", no_wrap=True)
     grid.add_column()
     grid.add_row("exception", plain(text.exception_line(fault)))
     grid.add_row("kernel", _name(text.kernel_line(fault)))
     grid.add_row("function", _name(text.function_line(fault)))
-    grid.add_row("where", plain(text.place(fault)))
+    grid.add_row("where", _name(text.place(fault)))
     if fault.block_idx is not None:
         cluster = f"  cluster {dim(fault.cluster_idx)} of {dim(fault.cluster_dim)}" \
             if fault.cluster_idx is not None else ""
@@ -99,7 +106,9 @@ def _fault_panel(fault: Fault, title: str) -> Panel:
     for argument, reason in suspect_items(fault.params):
         grid.add_row("suspect", _name(f"{argument}: {reason}", style="yellow"))
     if fault.params_missing:
-        grid.add_row("params", _name(fault.params_missing, style="yellow"))
+        first = missing_said.setdefault(fault.params_missing, number)
+        grid.add_row("params", _name(fault.params_missing, style="yellow") if first == number
+                     else plain(f"not in the dump (as fault {first})"))
     if fault.cluster_target_block is not None:
         grid.add_row("target", plain(f"cluster target block {dim(fault.cluster_target_block)}"))
     for frame in fault.backtrace:
@@ -139,6 +148,17 @@ def _sass(fault: Fault, console: Console) -> None:
         console.print(Folded(row, len(indent)))
         if where and not one_line:
             console.print(Folded(line(indent, (where, "dim")), len(indent)))
+
+
+def _faulting_line(fault: Fault, console: Console) -> None:
+    """A later fault group's faulting instruction and the verdict on it: its SASS window,
+    registers and whole why are in the Markdown and JSON reports."""
+    faulting = next((ins for ins in fault.sass.instructions if ins.faulting), None)
+    if faulting is not None:
+        console.print(Folded(line(("at ", "bold"), text.instruction(faulting.text)), 5))
+    if fault.explanation is not None and fault.explanation.trust != "mismatch":
+        verdict = fault.explanation.verdict
+        console.print(_name(f"why: {verdict.kind}: {verdict.basis}", indent=5))
 
 
 def _why(fault: Fault, console: Console) -> None:
@@ -184,6 +204,8 @@ def _debugger(section: DebuggerSection, console: Console) -> None:
     for view in section.faults:
         console.print(plain(f"  fault {view.fault + 1}:"))
         console.print(_agreement(view.agreement))
+        if view.backtrace:
+            console.print(_name(f"    {text.backtrace_heading(view)}:", style="dim", indent=6))
         for frame in view.backtrace[:4]:
             where = f" at {frame.file}:{frame.line}" if frame.file and frame.line else ""
             console.print(_name(f"    #{frame.level} {text.frame_function(frame)}{frame.launch or ''}{where}",
@@ -211,18 +233,19 @@ def _agreement(agreements) -> Table:
 
 def _other_faults(faults: list[Fault], omitted: int, console: Console, wide: bool) -> None:
     """A table from ``WIDE`` columns on; below that, a block of lines per fault group."""
-    title = f"other fault groups ({len(faults) + omitted})"
+    title = f"more fault groups ({len(faults) + omitted})"
     shown = faults[:MAX_OTHER_FAULTS]
     hidden = len(faults) - MAX_OTHER_FAULTS + omitted
     if wide:
         table = Table(title=title, title_justify="left")
-        for column in ("exception", "kernel", "PC", "where", "blocks", "lanes/warps"):
+        for column in ("exception", "kernel", "PC", "where", "blocks", "marked"):
             table.add_column(column)
         for fault in shown:
             table.add_row(plain(fault.exception.display), _name(_other_kernel(fault)),
                           _name(text.code_address(fault.function_offset, fault.pc)),
                           plain(text.place(fault)), text.span(fault.blocks),
-                          f"{fault.faulting_lanes}/{fault.faulting_warps}")
+                          f"{counted(fault.faulting_lanes, 'lane')} in "
+                          f"{counted(fault.faulting_warps, 'warp')}")
         if hidden > 0:
             table.caption = f"{hidden} more in the JSON report"
         console.print(table)
@@ -232,7 +255,8 @@ def _other_faults(faults: list[Fault], omitted: int, console: Console, wide: boo
         console.print(_name(f"  {fault.exception.display} in {_other_kernel(fault)}", indent=4))
         console.print(_name(f"    at {text.code_address(fault.function_offset, fault.pc)}; "
                             f"{text.place(fault)}; blocks {text.span(fault.blocks)}; "
-                            f"{fault.faulting_lanes}/{fault.faulting_warps} lanes/warps", indent=6))
+                            f"{counted(fault.faulting_lanes, 'lane')} marked in "
+                            f"{counted(fault.faulting_warps, 'warp')}", indent=6))
     if hidden > 0:
         console.print(plain(f"  {hidden} more in the JSON report", style="dim"))
 

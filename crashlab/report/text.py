@@ -252,6 +252,20 @@ def debugger_headline(section) -> str:
     return f"debugger {debugger_status(section)}"
 
 
+def backtrace_heading(view) -> str:
+    """``cuda-gdb's backtrace, at the focus's current PC``: where the warp stands past its
+    faulting instruction, the first frame's line is not the error PC's, which the source
+    comparison is of; the heading then names that line."""
+    heading = "cuda-gdb's backtrace, at the focus's current PC"
+    top = view.backtrace[0] if view.backtrace else None
+    fault_line = view.source_lines[0] if view.source_lines else None
+    if top is not None and top.line and fault_line is not None and (
+            top.line != fault_line.line or not fault_line.file.endswith(top.file or "")):
+        heading += (f", past the error PC (whose line, {short_source([fault_line])}, is the one "
+                    "'source' compares)")
+    return heading
+
+
 def missing_source_note(path: str) -> str:
     """A source file the debugger could not list: said, never counted as a problem, since the
     line table names the build machine's paths and the dump was read all the same."""
@@ -284,8 +298,10 @@ def load_line(load) -> str:
 
 
 def owner_line(owner: Owner) -> str:
-    """``flashinfer 0.6.12; a fix is in flashinfer 0.6.18, this runs 0.6.12: LINK (summary)``."""
-    line = f"{owner.artifact} {owner.version or '(version unknown)'}"
+    """``flashinfer 0.6.12; a fix is in flashinfer 0.6.18, this runs 0.6.12: LINK (summary)``;
+    ``unknown`` where no artifact is named (its version is then no question)."""
+    line = owner.artifact if owner.artifact == "unknown" else (
+        f"{owner.artifact} {owner.version or '(version unknown)'}")
     fix = owner.fix
     if fix is None:
         return line
