@@ -13,7 +13,6 @@ nesting depth, not a length. Where neither can read a name it is shown as it is.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 from collections.abc import Callable, Iterator
 from functools import cache, lru_cache
 
@@ -84,6 +83,8 @@ def _cxa_demangle() -> Callable | None:
 def _runtimes() -> Iterator[str]:
     """The sonames to try; the loader's cache is asked (a process) only where none of them opens."""
     yield from RUNTIMES
+    import ctypes.util  # runs ldconfig or a compiler: only where no soname opened
+
     found = ctypes.util.find_library("stdc++")
     if found:
         yield found

@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..env.packages import normalized
 from ..report.model import Owner
 from ..report.text import readable_name
 from . import fixes, image, maps, names, tritoncache
@@ -104,7 +103,7 @@ def _artifact(clues: Clues, facts: image.ImageFacts, evidence: list[str]) -> str
 
 def _version(artifact: str, clues: Clues, evidence: list[str]) -> str | None:
     version = None
-    installed = {normalized(name): value for name, value in clues.packages.items()}
+    installed = _by_normal_name(clues.packages)
     for distribution in DISTRIBUTIONS.get(artifact, ()):
         if distribution in installed:
             evidence.append(f"package list: {distribution} {installed[distribution]}")
@@ -118,6 +117,16 @@ def _version(artifact: str, clues: Clues, evidence: list[str]) -> str | None:
                 len(library.version.split(".")) >= _PARTS_OF_A_RELEASE:
             version = library.version
     return version
+
+
+def _by_normal_name(packages: dict[str, str]) -> dict[str, str]:
+    """The package list by PEP 503 name. Only serve has one: a lone dump's owner imports nothing
+    of env/ (its package reader brings importlib.metadata and email)."""
+    if not packages:
+        return {}
+    from ..env.packages import normalized
+
+    return {normalized(name): version for name, version in packages.items()}
 
 
 def _shown(name: str) -> str:
