@@ -6,13 +6,17 @@ was planted; source lines are compared with the FAULT marker in the .cu file.
 
 from __future__ import annotations
 
+import io
+
 import pytest
+from elftools.elf.elffile import ELFFile
 
 import crashlab
 from crashlab.coredump import CoreDump
 from crashlab.coredump.constants import MEMORY_TYPES, SectionType
-from crashlab.coredump.elf import ElfImage
+from crashlab.coredump.elf import ElfImage, text_sections
 from tests import scenarios
+from tests.conftest import ROOT
 from tests.coredump_builder import NEWEST, OLDEST, ROW_GENERATIONS, Spec
 
 
@@ -382,3 +386,20 @@ def test_every_lane_faulting_is_one_group(build):
     assert (fault.faulting_warps, fault.faulting_lanes) == (8, 256)
     assert fault.blocks.first == (0, 0, 0) and fault.blocks.last == (3, 0, 0)
     assert fault.blocks.count == 4 and fault.threads.count == 64
+
+
+CUBINS = sorted((ROOT / "fixtures" / "cubins").rglob("*.cubin"))
+
+
+@pytest.mark.parametrize("cubin", CUBINS, ids=lambda path: path.name)
+def test_kernel_entries_are_read_as_pyelftools_reads_them(cubin):
+    """text_sections reads a cubin's section headers itself (the grid's kernel is named from
+    them); pyelftools, parsing the whole file, is the second reading."""
+    data = cubin.read_bytes()
+    elf = ELFFile(io.BytesIO(data))
+    expected = [(section.name.removeprefix(".text."), section["sh_addr"])
+                for section in elf.iter_sections() if section.name.startswith(".text.")]
+    assert expected and text_sections(data) == expected
+    # a stranger's image: cut inside its section headers, or not an ELF file, names nothing
+    assert text_sections(data[: elf["e_shoff"] + 10]) == []
+    assert text_sections(data[:40]) == [] and text_sections(b"\0" * len(data)) == []
