@@ -69,8 +69,10 @@ def refined(owner: Owner, clues: Clues, table: fixes.FixTable | None = None) -> 
 def _versioned(artifact: str, evidence: list[str], clues: Clues,
                table: fixes.FixTable | None) -> Owner:
     version = _version(artifact, clues, evidence)
-    fix = fixes.find(table or fixes.shipped(), artifact, names.bare(clues.kernel), clues.signature)
-    return Owner(artifact=artifact, version=version, evidence=evidence,
+    # no row is in the unknown artifact (FixEntry refuses one): its table is not even read
+    fix = None if artifact == fixes.UNKNOWN else \
+        fixes.find(table or fixes.shipped(), artifact, names.bare(clues.kernel), clues.signature)
+    return Owner.model_construct(artifact=artifact, version=version, evidence=evidence,
                  fix=fix.known() if fix else None, fix_status=fixes.status(fix, version))
 
 
@@ -98,7 +100,7 @@ def _artifact(clues: Clues, facts: image.ImageFacts, evidence: list[str]) -> str
                         "module image names the library it was built into")
         return own
     evidence.append("no known prefix in the kernel's name or its module image's")
-    return "unknown"
+    return fixes.UNKNOWN
 
 
 def _version(artifact: str, clues: Clues, evidence: list[str]) -> str | None:
