@@ -70,8 +70,6 @@ def inspect(core: str, as_json: bool, as_markdown: bool, no_sass: bool, no_expla
       crashlab inspect core-from-node7.nvcudmp --record --host node7
     """
     from ..api import inspect as inspect_core
-    from ..console import ViewConsole
-    from ..report import markdown, terminal
     from ..stdout import echo
 
     if as_json and as_markdown:
@@ -98,7 +96,12 @@ def inspect(core: str, as_json: bool, as_markdown: bool, no_sass: bool, no_expla
     if as_json:
         echo(report.model_dump_json(indent=2))
     elif as_markdown:
+        from ..report import markdown
+
         echo(markdown.render(report), nl=False)
     else:
+        from ..console import ViewConsole
+        from ..report import terminal
+
         terminal.render(report, ViewConsole())
     sys.exit(EXIT_FOUND if report.found else EXIT_NOTHING)
