@@ -8,13 +8,11 @@ from pathlib import Path
 from .coredump.core import CoreDump
 from .coredump.fault import DETAILED_GROUPS, Location, locate
 from .cubin_info import ParamLayout, kernel_param_layout
-from .explain.engine import explain as explain_fault
 from .owner import Clues, owner_of
 from .report.coredump import MAX_POSITIONS, build
 from .report.model import TriageReport
 from .sass import CodeFinder, CodeLocation, Instruction, SassView, disassemble, instruction_at
 from .signature import compute as signature_of
-from .waits import explain_waits
 
 
 def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
@@ -57,6 +55,9 @@ def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
         layouts = _param_layouts(core, finder, location)
         report = build(core, location, views, code, warnings, layouts, stands)
         if explain and sass:
+            from .explain.engine import explain as explain_fault  # not for --no-sass, debug, replay
+            from .waits import explain_waits
+
             # layouts covers the first DETAILED_GROUPS groups only: the rest are not explained
             for group, fault, (layout, _) in zip(location.faults, report.faults, layouts,
                                                  strict=False):
