@@ -44,6 +44,15 @@ class DescribedSchema(GenerateJsonSchema):
         return published
 
 
+def empty_list() -> list[Any]:
+    """A new empty list: the default of a model's list field (``Field(default_factory=empty_list)``).
+
+    pydantic reads a default factory's signature each time it builds a schema with the field and
+    each time ``model_construct`` leaves the field out; a builtin's (``list``) is parsed from its
+    text signature, about half a millisecond each, a Python function's is read at once."""
+    return []
+
+
 class ClosedModel(BaseModel):
     """The base of every model crashlab writes. Closed (``extra="forbid"``): crashlab cannot write
     a field its schema does not describe, while ``parse`` reads a later crashlab's open. A field's

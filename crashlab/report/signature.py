@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..published import ClosedModel
+from ..published import ClosedModel, empty_list
 
 #: The rules' version: bumped whenever a rule changes what a signature's text is, so that an
 #: index never compares texts made by different rules. 2: a site without a source line is the
@@ -49,7 +49,7 @@ class CrashSignature(ClosedModel):
     """a query for an issue tracker's search box"""
     parts: list[str]
     """the components of text, in order"""
-    notes: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=empty_list)
     """why it looks as it does: which rules fired"""
     coarse: str | None = Field(None, pattern=r"^[0-9a-f]{12}$")
     """hash of the signature without its site (source line, offset, innermost frames): the same
