@@ -11,10 +11,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..report.model import Owner
 from ..report.text import readable_name
-from . import fixes, image, maps, names, tritoncache
+from . import image, maps, names, tritoncache
+
+if TYPE_CHECKING:
+    from .fixes import FixTable
 
 #: The distributions an artifact is published as, most likely first.
 DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
@@ -52,7 +56,7 @@ class Clues:
     """The crash signature, for fixes keyed by signature."""
 
 
-def owner_of(clues: Clues, table: fixes.FixTable | None = None) -> Owner:
+def owner_of(clues: Clues, table: FixTable | None = None) -> Owner:
     evidence: list[str] = []
     facts = image.read_image(clues.image) if clues.image else image.ImageFacts()
     if facts.toolchain:
@@ -60,20 +64,24 @@ def owner_of(clues: Clues, table: fixes.FixTable | None = None) -> Owner:
     return _versioned(_artifact(clues, facts, evidence), evidence, clues, table)
 
 
-def refined(owner: Owner, clues: Clues, table: fixes.FixTable | None = None) -> Owner:
+def refined(owner: Owner, clues: Clues, table: FixTable | None = None) -> Owner:
     """``owner`` (named from the dump alone) with the version and fix status that the server's
     package list and loaded libraries give; serve has them, a lone dump does not."""
     return _versioned(owner.artifact, list(owner.evidence), clues, table)
 
 
 def _versioned(artifact: str, evidence: list[str], clues: Clues,
-               table: fixes.FixTable | None) -> Owner:
+               table: FixTable | None) -> Owner:
     version = _version(artifact, clues, evidence)
-    # no row is in the unknown artifact (FixEntry refuses one): its table is not even read
-    fix = None if artifact == fixes.UNKNOWN else \
-        fixes.find(table or fixes.shipped(), artifact, names.bare(clues.kernel), clues.signature)
+    if artifact == names.UNKNOWN:  # no row is in it (FixEntry refuses one): no table is read
+        return Owner.model_construct(artifact=artifact, version=version, evidence=evidence,
+                                     fix=None, fix_status="no-known-fix")
+    from . import fixes  # the table, its models and packaging: for a named artifact only
+
+    fix = fixes.find(table or fixes.shipped(), artifact, names.bare(clues.kernel), clues.signature)
     return Owner.model_construct(artifact=artifact, version=version, evidence=evidence,
-                 fix=fix.known() if fix else None, fix_status=fixes.status(fix, version))
+                                 fix=fix.known() if fix else None,
+                                 fix_status=fixes.status(fix, version))
 
 
 def _artifact(clues: Clues, facts: image.ImageFacts, evidence: list[str]) -> str:
@@ -100,7 +108,7 @@ def _artifact(clues: Clues, facts: image.ImageFacts, evidence: list[str]) -> str
                         "module image names the library it was built into")
         return own
     evidence.append("no known prefix in the kernel's name or its module image's")
-    return fixes.UNKNOWN
+    return names.UNKNOWN
 
 
 def _version(artifact: str, clues: Clues, evidence: list[str]) -> str | None:

@@ -13,9 +13,7 @@ from pydantic import field_validator, model_validator
 
 from ..published import ClosedModel
 from ..report.model import FixStatus, KnownFix
-
-#: Owner.artifact where nothing the crash left names one; no fix is in it.
-UNKNOWN = "unknown"
+from .names import UNKNOWN
 
 
 def is_web_link(text: str) -> bool:
