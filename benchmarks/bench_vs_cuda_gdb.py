@@ -1,101 +1,81 @@
-"""``crashlab inspect`` against NVIDIA's cuda-gdb on the same dumps: wall time and peak RSS.
+"""``crashlab inspect`` against NVIDIA's cuda-gdb on every real dump: wall time and peak RSS.
 
-    python benchmarks/bench_vs_cuda_gdb.py [--only NAME] [--keep DIR] [--timeout 300] [--repeat 3]
+    python benchmarks/bench_vs_cuda_gdb.py [--repeat 5] [--only NAME ...] [--tree DIR]
+                                           [--keep DIR] [--timeout 120] [--synthetic]
 
-crashlab: ``python -m crashlab inspect DUMP``, the real command as a user runs it (a fresh
-interpreter, text report to a pipe, SASS by nvdisasm included).
-cuda-gdb: ``cuda-gdb -nx -batch -ex 'target cudacore DUMP' -ex 'info cuda kernels' -ex bt``
-(found as $CRASHLAB_TEST_CUDA_GDB, ./.cuda-gdb/bin/cuda-gdb from .ci/get-cuda-gdb, or on PATH).
-cuda-gdb does not disassemble there, crashlab does; so the small dump is also timed with cuda-gdb
-running ``x/17i $pc`` after ``bt`` (both pay for a disassembler), and with ``crashlab inspect
---no-sass`` (neither does). ``--breakdown`` times the parts of crashlab's run on the small dump:
-interpreter start, importing the CLI, nvdisasm alone on that dump's cubin. crashlab's runs find
-the SASS listing that the warm-up run cached (a user's second inspect of the same kernel), except
-the "empty cache" case, which gives each run a fresh XDG_CACHE_HOME (nvdisasm runs every time).
+Every dump of fixtures/gpu/h200 (written by a real driver on an H200), in one run, each command
+a fresh process, the median of --repeat runs (the runs of one dump alternate between the
+commands, so that each sees the same load):
 
-Dumps: the bundled SYNTHETIC fixture and SYNTHETIC builder dumps made by benchmarks/
-bench_inspect.py's grid_spec (cached in --keep): half an H100 with 4 GiB of sparse memory, two
-full H100s, eight full H100s with 4 GiB. Each command is a fresh process; peak RSS is os.wait4's
-for that child and the children it waited for (nvdisasm), spawned by a small trampoline
-interpreter (see TRAMPOLINE; cuda-gdb's wrapper script execs the loader: same process).
-crashlab runs from bytecode (cached under --keep, one warm-up run first), as an installed package
-does, even where PYTHONDONTWRITEBYTECODE is set. Before each command the dump's data is read
-once (warm_page_cache), so that both start from the same page cache. Dumps below --repeat-below
-sections are run --repeat times (median shown), the others once. cuda-gdb has --timeout seconds;
-a non-zero exit, a timeout, an internal error or no backtrace is a failure, and its first error
-line is printed. The load average is printed with each figure: on a shared machine the times
-move with it.
+- crashlab: ``python -m crashlab inspect DUMP``, the terminal view into a pipe, SASS included,
+  with a warm SASS cache (the listing a warm-up run stored: a user's second inspect of a kernel)
+  and with an empty one (a fresh XDG_CACHE_HOME each run: nvdisasm runs); and ``inspect --json``
+  with the warm cache;
+- cuda-gdb 12.4 doing the same job, ``cuda-gdb -nx -batch -ex 'target cudacore DUMP' -ex bt
+  -ex 'x/20i $pc'`` (it disassembles through the same nvdisasm), and its bare ``bt``;
+- ``crashlab --help`` and ``python -c pass`` (the interpreter's own start).
+
+cuda-gdb is $CRASHLAB_TEST_CUDA_GDB, ./.cuda-gdb/bin/cuda-gdb (.ci/get-cuda-gdb) or on PATH.
+Peak RSS is os.wait4's for the measured process and the children it waited for (nvdisasm),
+spawned by a small trampoline interpreter (see TRAMPOLINE). crashlab runs from bytecode cached
+under --keep, as an installed package does, even where PYTHONDONTWRITEBYTECODE is set; --tree
+runs the crashlab package of another checkout (``git archive`` of a commit, unpacked) for a
+before/after figure. Before each command the dump is read once (warm_page_cache). A cuda-gdb
+run that exits non-zero, times out, reports an internal error or prints no frame is a failure,
+its first error line shown; crashlab's exit code is shown where it is not 0 or 1 (a cut dump is
+refused with exit 2, in one line). ``--synthetic`` adds the builder's large SYNTHETIC dumps
+(benchmarks/bench_inspect.py's shapes, cached in --keep), run once each. The goals of the speed
+issue are checked at the end, each said met or missed by how much.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import platform
 import re
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from benchmarks.bench_inspect import GIB, SIZES, grid_spec  # noqa: E402
-from crashlab.coredump.elf import ElfImage  # noqa: E402
-from tests.coredump_builder import write  # noqa: E402
-
-FIXTURE = ROOT / "fixtures" / "synthetic" / "moe_align_out_of_range.nvcudmp"
-#: Builder dumps, by bench_inspect.grid_spec's shape arguments.
-BUILT = {
-    "1xh100-half+4GiB": dict(devices=1, sms=132, warps=32, lanes=32, extras=False, memory=4 * GIB),
-    "2xh100": SIZES["2xh100"],
-    "8xh100+4GiB": SIZES["8xh100+4GiB"],
-}
-CRASHLAB_INSPECT = [sys.executable, "-m", "crashlab", "inspect"]
-GDB_COMMANDS = ["info cuda kernels", "bt"]
-
-
-@dataclass
-class Case:
-    label: str
-    dump: str
-    gdb_commands: list[str]
-    crashlab_options: tuple[str, ...] = ()
-    #: crashlab starts each run with an empty SASS cache (a fresh XDG_CACHE_HOME); the other
-    #: cases find the listing the warm-up run cached, as a user's second inspect does
-    cold_cache: bool = False
-
-
-CASES = [
-    Case("moe_align", "moe_align", GDB_COMMANDS),
-    Case("moe_align, empty cache", "moe_align", GDB_COMMANDS, cold_cache=True),
-    Case("moe_align, gdb +x/17i", "moe_align", GDB_COMMANDS + ["x/17i $pc"]),
-    Case("moe_align, --no-sass", "moe_align", GDB_COMMANDS, ("--no-sass",)),
-    *(Case(name, name, GDB_COMMANDS) for name in BUILT),
-]
+H200 = ROOT / "fixtures" / "gpu" / "h200"
+#: Builder dumps, by bench_inspect.grid_spec's shape arguments (--synthetic).
+BUILT = ("2xh100", "8xh100+4GiB")
+GDB_BT = ["bt"]
+GDB_DISASSEMBLY = ["bt", "x/20i $pc"]
 #: What marks a cuda-gdb run that did not read the dump (its messages, as 12.4 prints them).
 GDB_FAILURE = re.compile(r"internal-error|internal to GDB|error=CUDBG_|failed to|No CUDA focus|"
                          r"^Error|is not a CUDA coredump|No stack", re.I | re.M)
+#: The speed goals: seconds and MB on the 350-450 KB dumps, seconds on the 5 MB PyTorch dump.
+SMALL_KB = (350, 450)
+SMALL_SECONDS, SMALL_MB, TORCH_SECONDS = 0.12, 50, 0.25
+EMPTY_OVER_WARM, JSON_OVER_TERMINAL, HELP_SECONDS = 2.0, 1.2, 0.05
+MB = 1_000_000
 
 
 @dataclass
 class Run:
     wall_s: float
-    peak_mib: float
+    #: user + system time of the process and the children it waited for (nvdisasm)
+    cpu_s: float
+    peak_mb: float
     exit_code: int | None  # None: killed at the timeout
     output: str
     load: float
 
 
-#: Runs one command and writes "wall_s peak_kib exit_code" (exit code "timeout" when killed) to
+#: Runs one command and writes "wall_s cpu_s peak_kib exit_code" (exit code "timeout" when killed) to
 #: argv[1]. The measured process is spawned by this small interpreter, not by the benchmark: a
-#: child's peak RSS starts at the RSS of the process it was forked from, so counting from a
-#: parent that has imported crashlab would put a floor of tens of MiB under every figure.
+#: child's peak RSS starts at the RSS of the process it was forked from. No core file is written
+#: (cuda-gdb 12.4 aborts on the cut dumps; writing its 20 MB core would be timed).
 TRAMPOLINE = """
-import os, sys, time
+import os, resource, sys, time
+resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 result, timeout, *command = sys.argv[1:]
 start = time.perf_counter()
 pid = os.posix_spawnp(command[0], command, os.environ)
@@ -109,13 +89,13 @@ while True:
         _, _, usage = os.wait4(pid, 0)
         code = "timeout"
         break
-    time.sleep(0.005)
+    time.sleep(0.002)
 with open(result, "w") as out:
-    out.write(f"{time.perf_counter() - start} {usage.ru_maxrss} {code}")
+    out.write(f"{time.perf_counter() - start} {usage.ru_utime + usage.ru_stime} {usage.ru_maxrss} {code}")
 """
 
 
-def measure(command: list[str], timeout: float, env: dict[str, str] | None = None) -> Run:
+def measure(command: list[str], timeout: float, env: dict[str, str], cwd: Path) -> Run:
     """One fresh process: wall time, its peak RSS (os.wait4), exit code and output."""
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as scratch:
@@ -123,18 +103,15 @@ def measure(command: list[str], timeout: float, env: dict[str, str] | None = Non
         with log.open("wb") as sink:
             subprocess.run([sys.executable, "-I", "-S", "-c", TRAMPOLINE, str(result),
                             str(timeout), *command], stdout=sink, stderr=subprocess.STDOUT,
-                           stdin=subprocess.DEVNULL, env=env or os.environ, check=True)
-        wall, peak_kib, code = result.read_text().split()
+                           stdin=subprocess.DEVNULL, env=env, cwd=cwd, check=True)
+        wall, cpu, peak_kib, code = result.read_text().split()
         output = log.read_text(errors="replace")
-    return Run(float(wall), int(peak_kib) / 1024, None if code == "timeout" else int(code),
-               output, load)
+    return Run(float(wall), float(cpu), int(peak_kib) * 1024 / MB,
+               None if code == "timeout" else int(code), output, load)
 
 
 def warm_page_cache(path: Path) -> None:
-    """Read the dump's data (not its holes) so that each tool starts from the same page cache.
-
-    A VM with less page cache than the dump keeps only part of it: without this, whichever tool
-    ran second would find the file read for it by the first."""
+    """Read the dump's data (not its holes) so that each tool starts from the same page cache."""
     with path.open("rb") as dump:
         fd, end = dump.fileno(), os.fstat(dump.fileno()).st_size
         offset = 0
@@ -164,7 +141,7 @@ def gdb_verdict(run: Run) -> str:
     failure = GDB_FAILURE.search(run.output)
     if failure:
         line = run.output[run.output.rfind("\n", 0, failure.start()) + 1:].split("\n", 1)[0]
-        return line.strip()[:160]
+        return line.strip()[:100]
     if run.exit_code != 0:
         return f"exit {run.exit_code}"
     if not re.search(r"^#0 ", run.output, re.M):
@@ -172,97 +149,228 @@ def gdb_verdict(run: Run) -> str:
     return "ok"
 
 
-def dump_path(name: str, keep: Path) -> Path:
-    if name == "moe_align":
-        return FIXTURE
-    path = keep / f"{name}.nvcudmp"
-    if not path.exists():
-        # A child builds it: a parent holding the description would inflate later children's RSS.
-        subprocess.run([sys.executable, __file__, "--build", name, str(path)], check=True)
-    return path
-
-
 def median_run(runs: list[Run]) -> Run:
-    return sorted(runs, key=lambda run: run.wall_s)[len(runs) // 2]
+    """The median run by wall time, with the medians of CPU time and peak RSS."""
+    middle = sorted(runs, key=lambda run: run.wall_s)[len(runs) // 2]
+    return replace(middle, cpu_s=statistics.median(run.cpu_s for run in runs),
+                   peak_mb=statistics.median(run.peak_mb for run in runs))
 
 
-def breakdown(repeat: int, python: dict[str, str]) -> None:
-    """Median wall time of each part of ``crashlab inspect`` on the small dump, each alone."""
-    from crashlab.sass.listing import find_nvdisasm
+@dataclass
+class Row:
+    """One dump's medians."""
 
-    nvdisasm, _ = find_nvdisasm()
-    cubin = ROOT / "fixtures" / "cubins" / "moe_align.sm_90.cubin"  # the code in FIXTURE
-    parts = {
-        "interpreter start (python -c pass)": [sys.executable, "-c", "pass"],
-        "interpreter + import crashlab.cli": [sys.executable, "-c", "import crashlab.cli"],
-        "nvdisasm -c -gi -ndf on the cubin alone": [nvdisasm, "-c", "-gi", "-ndf", str(cubin)],
-        "crashlab inspect --no-sass": [*CRASHLAB_INSPECT, "--no-sass", str(FIXTURE)],
-        "crashlab inspect": [*CRASHLAB_INSPECT, str(FIXTURE)],
-    }
-    for label, command in parts.items():
-        runs = [measure(command, 600, python) for _ in range(repeat)]
-        run = median_run(runs)
-        print(f"  {label:<42} {run.wall_s:5.2f} s {run.peak_mib:5.0f} MiB  load {run.load:.1f}")
+    name: str
+    size: int
+    warm: Run
+    empty: Run
+    json: Run
+    gdb_bt: Run
+    gdb_disassembly: Run
+
+
+class Bench:
+    def __init__(self, options: argparse.Namespace):
+        self.options = options
+        self.gdb = find_cuda_gdb(options.cuda_gdb)
+        keep = options.keep
+        keep.mkdir(parents=True, exist_ok=True)
+        # crashlab as an installed package runs: from bytecode, kept out of the source tree, and
+        # with a SASS cache of its own (the warm-up run of each dump fills it)
+        self.env = {name: value for name, value in os.environ.items()
+                    if name != "PYTHONDONTWRITEBYTECODE"}
+        self.env.update(PYTHONPYCACHEPREFIX=str(keep / "pycache"), XDG_CACHE_HOME=str(keep / "cache"))
+        self.crashlab = [sys.executable, "-m", "crashlab"]
+
+    def ours(self, args: list[str], env: dict[str, str] | None = None) -> Run:
+        # the tree is the current folder: python -m imports its crashlab package
+        return measure([*self.crashlab, *args], 600, env or self.env, self.options.tree)
+
+    def theirs(self, dump: Path, commands: list[str]) -> Run:
+        command = [self.gdb, "-nx", "-batch", "-ex", f"target cudacore {dump}"]
+        for line in commands:
+            command += ["-ex", line]
+        return measure(command, self.options.timeout, os.environ.copy(), ROOT)
+
+    def startup(self) -> tuple[Run, Run]:
+        """(``python -c pass``, ``crashlab --help``), medians."""
+        self.ours(["--help"])
+        bare = [measure([sys.executable, "-c", "pass"], 60, self.env, self.options.tree)
+                for _ in range(self.options.repeat)]
+        helped = [self.ours(["--help"]) for _ in range(self.options.repeat)]
+        return median_run(bare), median_run(helped)
+
+    def dump(self, path: Path) -> Row:
+        self.ours(["inspect", str(path)])  # the warm-up run: fills the SASS cache and bytecode
+        runs: dict[str, list[Run]] = {key: [] for key in
+                                      ("warm", "empty", "json", "gdb_bt", "gdb_disassembly")}
+        for _ in range(self.options.repeat):
+            warm_page_cache(path)
+            runs["warm"].append(self.ours(["inspect", str(path)]))
+            runs["json"].append(self.ours(["inspect", "--json", str(path)]))
+            with tempfile.TemporaryDirectory() as cache:
+                runs["empty"].append(self.ours(["inspect", str(path)],
+                                               {**self.env, "XDG_CACHE_HOME": cache}))
+            warm_page_cache(path)
+            runs["gdb_bt"].append(self.theirs(path, GDB_BT))
+            runs["gdb_disassembly"].append(self.theirs(path, GDB_DISASSEMBLY))
+        name = path.parent.name if path.is_relative_to(H200) else path.stem
+        return Row(name, path.stat().st_size, **{key: median_run(found) for key, found in runs.items()})
+
+
+def dumps(only: list[str] | None) -> list[Path]:
+    found = sorted(H200.glob("*/core.*.nvcudmp"), key=lambda path: (path.parent.name, path.name))
+    named = [path for path in found if not only or path.parent.name in only]
+    if only and not named:
+        sys.exit(f"bench_vs_cuda_gdb: no dump of {H200.relative_to(ROOT)} is named {only}")
+    return named
+
+
+def synthetic(keep: Path) -> list[Path]:
+    """The builder's large dumps, built once into --keep by a child process (a parent holding
+    the description would inflate every later child's RSS)."""
+    paths = []
+    for name in BUILT:
+        path = keep / f"{name}.nvcudmp"
+        if not path.exists():
+            subprocess.run([sys.executable, __file__, "--build", name, str(path)], check=True)
+        paths.append(path)
+    return paths
+
+
+def build(name: str, path: str) -> None:
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.bench_inspect import SIZES, grid_spec
+    from tests.coredump_builder import write
+
+    write(grid_spec(**SIZES[name]), path)
+
+
+def seconds(run: Run) -> str:
+    return f"{run.wall_s:.3f} s (cpu {run.cpu_s:.3f})"
+
+
+def ours_cell(run: Run) -> str:
+    refused = "" if run.exit_code in (0, 1) else f" (exit {run.exit_code})"
+    return f"{seconds(run)}, {run.peak_mb:.0f} MB{refused}"
+
+
+def theirs_cell(run: Run) -> str:
+    verdict = gdb_verdict(run)
+    said = "" if verdict == "ok" else f" ({verdict.replace('|', '/')})"
+    return f"{seconds(run)}, {run.peak_mb:.0f} MB{said}"
+
+
+def table(rows: list[Row]) -> list[str]:
+    lines = ["| dump | size | crashlab inspect, warm SASS cache | empty cache | `--json` (warm) "
+             "| cuda-gdb `bt` | cuda-gdb `bt` + `x/20i $pc` |",
+             "|---|--:|--:|--:|--:|--:|--:|"]
+    for row in rows:
+        lines.append(
+            f"| {row.name} | {row.size / 1000:,.0f} KB | {ours_cell(row.warm)} "
+            f"| {seconds(row.empty)}, {row.empty.wall_s / row.warm.wall_s:.1f}x, "
+            f"{row.empty.peak_mb:.0f} MB | {seconds(row.json)}, "
+            f"{row.json.wall_s / row.warm.wall_s - 1:+.0%} | {theirs_cell(row.gdb_bt)} "
+            f"| {theirs_cell(row.gdb_disassembly)} |")
+    return lines
+
+
+def goals(rows: list[Row], helped: Run, clock: str) -> list[str]:
+    """Each goal, met or missed by how much, over the dumps crashlab reads (exit 0 or 1), its
+    times read on ``clock``: "wall_s" (the goals' own terms) or "cpu_s" (what a loaded machine
+    leaves of them)."""
+    read = [row for row in rows if row.warm.exit_code in (0, 1)]
+    small = [row for row in read if SMALL_KB[0] <= round(row.size / 1000) <= SMALL_KB[1]]
+    torch = [row for row in read if row.name.startswith("torch_flash_oob.")]
+    said = []
+
+    def time(run: Run) -> float:
+        return getattr(run, clock)
+
+    def check(what: str, worst: float, bound: float, unit: str, where: str) -> None:
+        if worst <= bound:
+            said.append(f"- {what}: met (worst {worst:.3g}{unit}, {where})")
+        else:
+            said.append(f"- {what}: **missed** by {worst - bound:.3g}{unit} "
+                        f"(worst {worst:.3g}{unit}, {where}; {worst / bound:.1f}x the goal)")
+
+    if small:
+        slow = max(small, key=lambda row: time(row.warm))
+        check(f"warm cache at most {SMALL_SECONDS} s on the {len(small)} dumps of 350-450 KB",
+              time(slow.warm), SMALL_SECONDS, " s", slow.name)
+        big = max(small, key=lambda row: row.warm.peak_mb)
+        check(f"at most {SMALL_MB} MB on them", big.warm.peak_mb, SMALL_MB, " MB", big.name)
+    for row in torch:
+        check(f"warm cache at most {TORCH_SECONDS} s on the 5 MB PyTorch dump", time(row.warm),
+              TORCH_SECONDS, " s", row.name)
+    if read:
+        ratio = max(read, key=lambda row: time(row.empty) / time(row.warm))
+        check(f"empty cache at most {EMPTY_OVER_WARM:g}x the warm time",
+              time(ratio.empty) / time(ratio.warm), EMPTY_OVER_WARM, "x", ratio.name)
+        fat = max(read, key=lambda row: row.warm.peak_mb / min(row.gdb_bt.peak_mb,
+                                                               row.gdb_disassembly.peak_mb))
+        check("memory at most cuda-gdb's (the smaller of its two runs) on every dump",
+              fat.warm.peak_mb / min(fat.gdb_bt.peak_mb, fat.gdb_disassembly.peak_mb), 1.0, "x",
+              fat.name)
+        slow_json = max(read, key=lambda row: time(row.json) / time(row.warm))
+        check(f"--json within {JSON_OVER_TERMINAL - 1:.0%} of the terminal view",
+              time(slow_json.json) / time(slow_json.warm), JSON_OVER_TERMINAL, "x",
+              slow_json.name)
+    check(f"crashlab --help under {HELP_SECONDS * 1000:.0f} ms", time(helped), HELP_SECONDS, " s",
+          "median")
+    return said
+
+
+def machine() -> str:
+    model = next((line.split(":", 1)[1].strip() for line in
+                  Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name")),
+                 platform.processor())
+    memory = next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
+                  if line.startswith("MemTotal"))
+    return (f"{os.cpu_count()} cores ({model}), {memory / 2**20:.0f} GiB, {platform.system()} "
+            f"{platform.release()}, Python {platform.python_version()}")
 
 
 def main() -> None:
     if sys.argv[1:2] == ["--build"]:
-        _, _, name, path = sys.argv
-        write(grid_spec(**BUILT[name]), path)
+        build(*sys.argv[2:4])
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", choices=["moe_align", *BUILT])
+    parser.add_argument("--only", nargs="+", metavar="NAME",
+                        help="dumps by folder name under fixtures/gpu/h200 (null_argument.explain)")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--tree", type=Path, default=ROOT, help="checkout whose crashlab runs")
     parser.add_argument("--keep", type=Path, default=Path(tempfile.gettempdir()) / "crashlab-bench")
-    parser.add_argument("--timeout", type=float, default=300.0, help="seconds cuda-gdb may take")
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--repeat-below", type=int, default=100_000,
-                        help="dumps with fewer sections are run --repeat times")
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds cuda-gdb may take")
     parser.add_argument("--cuda-gdb")
-    parser.add_argument("--breakdown", action="store_true",
-                        help="first time the parts of crashlab's run on the small dump")
-    args = parser.parse_args()
-    gdb = find_cuda_gdb(args.cuda_gdb)
-    args.keep.mkdir(parents=True, exist_ok=True)
-    # crashlab as an installed package runs: from bytecode, kept out of the source tree.
-    python = {name: value for name, value in os.environ.items()
-              if name != "PYTHONDONTWRITEBYTECODE"}
-    python["PYTHONPYCACHEPREFIX"] = str(args.keep / "pycache")
-    measure([*CRASHLAB_INSPECT, str(FIXTURE)], 600, python)
-    print(f"cores {os.cpu_count()}, cuda-gdb {gdb}")
-    if args.breakdown:
-        breakdown(args.repeat, python)
-    print(f"{'dump':<24} {'sections':>9} {'size GiB':>8} | {'crashlab s':>10} {'MiB':>5} | "
-          f"{'cuda-gdb s':>10} {'MiB':>6} | {'time x':>6} {'mem x':>6} | {'load':>4} | cuda-gdb")
-    for case in CASES:
-        if args.only and case.dump != args.only:
-            continue
-        path = dump_path(case.dump, args.keep)
-        with ElfImage(path) as image:
-            sections = image.section_count
-        repeat = args.repeat if sections < args.repeat_below else 1
-        ours, theirs = [], []
-        gdb_command = [gdb, "-nx", "-batch", "-ex", f"target cudacore {path}"]
-        for command in case.gdb_commands:
-            gdb_command += ["-ex", command]
-        for _ in range(repeat):  # alternate, so that both see the same load
-            warm_page_cache(path)
-            with tempfile.TemporaryDirectory() as cache:
-                env = {**python, "XDG_CACHE_HOME": cache} if case.cold_cache else python
-                ours.append(measure([*CRASHLAB_INSPECT, *case.crashlab_options, str(path)], 600,
-                                    env))
-            warm_page_cache(path)
-            theirs.append(measure(gdb_command, args.timeout))
-        mine, other = median_run(ours), median_run(theirs)
-        verdict = gdb_verdict(other)
-        if mine.exit_code not in (0, 1):
-            verdict += f"; crashlab exit {mine.exit_code}: {mine.output.strip()[-160:]}"
-        load = statistics.mean(run.load for run in ours + theirs)
-        print(f"{case.label:<24} {sections:>9,} {path.stat().st_size / GIB:>8.2f} | "
-              f"{mine.wall_s:>10.2f} {mine.peak_mib:>5.0f} | {other.wall_s:>10.2f} "
-              f"{other.peak_mib:>6.0f} | {other.wall_s / mine.wall_s:>6.2f} "
-              f"{other.peak_mib / mine.peak_mib:>6.1f} | {load:>4.1f} | {verdict}", flush=True)
-    print("time x, mem x: cuda-gdb's figure over crashlab's (above 1: crashlab is faster/smaller);"
-          " load: 1-minute load average while measuring")
+    parser.add_argument("--synthetic", action="store_true",
+                        help="also the builder's 562k- and 2.25M-section dumps, once each")
+    options = parser.parse_args()
+    bench = Bench(options)
+    version = subprocess.run([bench.gdb, "--version"], capture_output=True, text=True,
+                             check=False).stdout.splitlines()
+    print(f"machine: {machine()}; load average {os.getloadavg()[0]:.1f} at the start")
+    print(f"cuda-gdb: {version[0] if version else bench.gdb}; crashlab from {options.tree}; "
+          f"median of {options.repeat} fresh processes per figure")
+    bare, helped = bench.startup()
+    print(f"python -c pass {bare.wall_s * 1000:.0f} ms (cpu {bare.cpu_s * 1000:.0f}); crashlab "
+          f"--help {helped.wall_s * 1000:.0f} ms (cpu {helped.cpu_s * 1000:.0f}), "
+          f"{helped.peak_mb:.0f} MB", flush=True)
+    rows = []
+    for path in dumps(options.only):
+        rows.append(bench.dump(path))
+        print(table(rows[-1:])[-1], f"load {os.getloadavg()[0]:.1f}", flush=True)
+    if options.synthetic:
+        repeat, options.repeat = options.repeat, 1
+        for path in synthetic(options.keep):
+            print(table([bench.dump(path)])[-1] + " (SYNTHETIC, once)", flush=True)
+        options.repeat = repeat
+    print()
+    print("\n".join(table(rows)))
+    for clock, said in (("wall_s", "wall time"), ("cpu_s", "CPU time (user + system)")):
+        print(f"\ngoals, on {said}:")
+        print("\n".join(goals(rows, helped, clock)))
+    print(f"load average {os.getloadavg()[0]:.1f} at the end")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 from .coredump.core import CoreDump
 from .coredump.fault import DETAILED_GROUPS, Location, locate
 from .cubin.nvinfo import ParamLayout, kernel_param_layout
-from .explain.engine import explain as explain_fault
 from .owner import Clues, owner_of
 from .report.coredump import MAX_POSITIONS, build
 from .report.model import TriageReport
@@ -17,7 +16,6 @@ from .sass.finder import CodeFinder, CodeLocation
 from .sass.instruction import Instruction
 from .sass.view import SassView, disassemble, instruction_at
 from .signature import compute as signature_of
-from .waits import explain_waits
 
 if TYPE_CHECKING:  # the hang reading's model: imported when a capture is read
     from .hangs.model import HangReading
@@ -63,6 +61,9 @@ def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
         layouts = _param_layouts(core, finder, location)
         report = build(core, location, views, code, warnings, layouts, stands)
         if explain and sass:
+            from .explain.engine import explain as explain_fault  # not for --no-sass, debug, replay
+            from .waits import explain_waits
+
             # layouts covers the first DETAILED_GROUPS groups only: the rest are not explained
             for group, fault, (layout, _) in zip(location.faults, report.faults, layouts,
                                                  strict=False):

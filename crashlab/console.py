@@ -52,6 +52,7 @@ class Folded:
     def __init__(self, value: Text, indent: int = 0):
         self.value = value
         self.indent = indent
+        self._bounds: tuple[int, int] | None = None
 
     def _paragraphs(self) -> list[Text]:
         if "\n" not in self.value.plain:
@@ -59,13 +60,22 @@ class Folded:
         return list(self.value.split("\n", allow_blank=True))
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
-        whole = max((cell_len(part.plain) for part in self._paragraphs()), default=0)
-        pieces = []
-        for part in self._paragraphs():
-            points = wrap.break_points(part.plain)
-            pieces += [cell_len(part.plain[a:b].rstrip()) for a, b in zip([0, *points[:-1]], points, strict=True)]
-        longest = max(pieces, default=0) + (self.indent if len(pieces) > 1 else 0)
-        return Measurement(min(longest, whole), whole).clamp(max_width=options.max_width)
+        return Measurement(*self.bounds()).clamp(max_width=options.max_width)
+
+    def bounds(self) -> tuple[int, int]:
+        """(longest piece, with the indent where it wraps; whole width): a table measures each
+        cell more than once, at every width it tries, and the pieces do not change."""
+        if self._bounds is None:
+            paragraphs = [part.plain for part in self._paragraphs()]
+            whole = max(map(cell_len, paragraphs), default=0)
+            pieces = []
+            for part in paragraphs:
+                points = wrap.break_points(part)
+                pieces += [cell_len(part[a:b].rstrip())
+                           for a, b in zip([0, *points[:-1]], points, strict=True)]
+            longest = max(pieces, default=0) + (self.indent if len(pieces) > 1 else 0)
+            self._bounds = (min(longest, whole), whole)
+        return self._bounds
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         width = options.max_width

@@ -88,6 +88,15 @@ def run_cli(*args, stdin=None, env=None, timeout=120, cwd=ROOT) -> subprocess.Co
                           capture_output=True, timeout=timeout, env=environment, cwd=cwd)
 
 
+def imported_modules(*args: str) -> set[str]:
+    """The modules a fresh `python -X importtime -m crashlab ARGS` process imported."""
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "crashlab", *map(str, args)],
+                          capture_output=True, cwd=ROOT, timeout=120)
+    rows = [line.removeprefix("import time:").split("|") for line in done.stderr.decode().splitlines()
+            if line.startswith("import time:")]
+    return {row[-1].strip() for row in rows if row[0].strip().isdigit()}  # not the header row
+
+
 @pytest.fixture
 def no_cuda_gdb(tmp_path_factory) -> dict:
     """run_cli's keywords for a crashlab that finds no cuda-gdb anywhere it looks: no

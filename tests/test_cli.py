@@ -6,7 +6,6 @@ from __future__ import annotations
 import gzip
 import json
 import shlex
-import subprocess
 import sys
 
 import click
@@ -16,7 +15,7 @@ from crashlab.cli import main
 from crashlab.cli.schema import SCHEMAS
 from crashlab.replay.result import DumpListing
 from crashlab.report.schema import JSON_SCHEMA_DIALECT
-from tests.conftest import ROOT, run_cli
+from tests.conftest import ROOT, imported_modules, run_cli
 
 CORE = ROOT / "fixtures" / "synthetic" / "moe_align_out_of_range.nvcudmp"
 DUMP = ROOT / "fixtures" / "sglang_dumps" / "crash_dump_0.5.23.pkl"
@@ -48,26 +47,18 @@ def test_every_option_of_every_verb_has_help_text():
     assert [where for where, option in options if not (option.help or "").strip()] == []
 
 
-def _imported(*args: str) -> set[str]:
-    """The modules a fresh `python -X importtime -m crashlab ARGS` process imported."""
-    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "crashlab", *args],
-                          capture_output=True, cwd=ROOT, timeout=120)
-    return {line.rsplit("|", 1)[1].strip() for line in done.stderr.decode().splitlines()
-            if line.startswith("import time:") and "|" in line}
-
-
 @pytest.mark.parametrize("args", [["--help"], ["inspect", "--help"], ["replay", "--help"],
                                   ["serve", "--help"], ["schema", "--help"],
                                   ["doctor", "--help"], ["list", "--help"], ["show", "--help"],
                                   ["gc", "--help"], []])
 def test_help_does_not_import_the_inspect_stack(args):
-    imported = _imported(*args)
+    imported = imported_modules(*args)
     assert "crashlab.cli" in imported and "click" in imported
     assert sorted(m for m in imported if m.split(".")[0] in HEAVY or m.startswith(HEAVY)) == []
 
 
 def test_the_import_probe_sees_the_stack_when_a_verb_runs():
-    imported = _imported("inspect", str(CORE), "--no-sass", "--json")
+    imported = imported_modules("inspect", str(CORE), "--no-sass", "--json")
     assert {"pydantic", "elftools", "crashlab.coredump.core", "crashlab.report.model"} <= imported
 
 
@@ -77,13 +68,13 @@ def test_a_dumps_listing_imports_neither_http_nor_the_report_models(view):
     TriageReport models and their views stay out of its process, about 16 MB of a large dump's
     peak (benchmarks/bench_load.py). Replaying imports them."""
     dump = str(ROOT / "fixtures" / "sglang_dumps" / "crash_dump_0.5.12.pkl")
-    imported = _imported("replay", dump, view)
+    imported = imported_modules("replay", dump, view)
     assert "crashlab.replay.loader" in imported
     unwanted = {"requests", "urllib3", "ssl", "psutil", "crashlab.replay.runner",
                 "crashlab.replay.oracle", "crashlab.report.model", "crashlab.report.terminal",
                 "rich.progress"}
     assert sorted(imported & unwanted) == []
-    replaying = _imported("replay", dump, "--url", "http://127.0.0.1:9", "--timeout", "1",
+    replaying = imported_modules("replay", dump, "--url", "http://127.0.0.1:9", "--timeout", "1",
                           "--health-timeout", "1")
     assert {"requests", "crashlab.replay.runner", "crashlab.replay.oracle"} <= replaying
 

@@ -218,7 +218,8 @@ def test_a_fix_keyed_by_signature_and_a_table_that_is_not_one():
     row = {"artifact": "x", "fixed_in": "1.0", "link": "https://example.invalid/fix",
            "summary": "s", "source": "s"}
     fix_table.parse(json.dumps({"about": "t", "fixes": [{**row, "kernel_pattern": "k"}]}))
-    for broken in ({**row}, {**row, "kernel_pattern": "(["}, {**row, "kernel_pattern": "k",
+    for broken in ({**row}, {**row, "kernel_pattern": "(["}, {**row, "artifact": "unknown",
+                                                               "kernel_pattern": "k"}, {**row, "kernel_pattern": "k",
                                                             "fixed_in": "soon"},
                    {**row, "kernel_pattern": "k", "typo": 1},
                    *({**row, "kernel_pattern": "k", "link": link} for link in

@@ -20,6 +20,7 @@ from rich.cells import cell_len
 
 import crashlab
 from crashlab.gdb.agreement import PREDICATES_UNREAD, kernel_key
+from crashlab.report.model import TriageReport
 from tests import tmux_terminal
 from tests.conftest import ROOT, run_cli
 
@@ -63,6 +64,14 @@ def _said(dump: Path) -> dict:
 
 def test_the_fixtures_are_there():
     assert len(WHOLE) >= 15 and len(CUT) >= 3, [d.parent.name for d in DUMPS]
+
+
+@pytest.mark.parametrize("dump", WHOLE, ids=_name)
+def test_the_report_is_one_its_model_validates(dump):
+    """The report builder makes its models without running their validators (the terminal view
+    builds none); what it makes is what validating its JSON gives back, every value in its set."""
+    report = crashlab.inspect(dump)
+    assert TriageReport.model_validate_json(report.model_dump_json()) == report
 
 
 @pytest.mark.parametrize("dump", WHOLE, ids=_name)

@@ -66,8 +66,6 @@ def inspect(core: str, as_json: bool, as_markdown: bool, no_sass: bool, no_expla
       crashlab inspect RUN/captures/20261206T081500Z --json
     """
     from ..api import inspect as inspect_core
-    from ..console import ViewConsole
-    from ..report import markdown, terminal
     from ..stdout import echo
 
     if as_json and as_markdown:
@@ -98,8 +96,13 @@ def inspect(core: str, as_json: bool, as_markdown: bool, no_sass: bool, no_expla
     if as_json:
         echo(report.model_dump_json(indent=2))
     elif as_markdown:
+        from ..report import markdown
+
         echo(markdown.render(report), nl=False)
     else:
+        from ..console import ViewConsole
+        from ..report import terminal
+
         terminal.render(report, ViewConsole())
     sys.exit(EXIT_FOUND if report.found else EXIT_NOTHING)
 

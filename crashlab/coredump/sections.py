@@ -26,8 +26,8 @@ from .constants import PARENT_TYPE, SHT_STRTAB, SectionType
 from .elf import ElfImage
 from .layouts import TABLE_LAYOUTS
 
-#: Types with one section per lane or per warp: looked up for the few lanes a report shows,
-#: never indexed as a whole.
+#: Types with one section per lane or per warp: indexed one parent table at a time, when a
+#: lane or warp of that table is first asked about, never as a whole.
 LEAF_TYPES = frozenset(
     {
         SectionType.DEV_REGS,
@@ -74,6 +74,7 @@ class SectionIndex:
         self._links: bytes | None = None
         self._by_type: dict[int, array] = {}
         self._children: dict[SectionType, dict[tuple[int, int], list[int]]] = {}
+        self._leaves: dict[int, dict[tuple[int, int], list[int]]] = {}
         self.strtab = self._find_strtab()
 
     def of_type(self, kind: int) -> array:
@@ -126,16 +127,23 @@ class SectionIndex:
         if not self._leaves_checked:
             self._leaves_checked = True
             self._check_leaf_links()
+        under = self._leaves.get(parent)
+        if under is None:
+            under = self._leaves[parent] = self._linked_to(parent)
+        return under.get((kind, row), [])
+
+    def _linked_to(self, parent: int) -> dict[tuple[int, int], list[int]]:
+        """Every section that links to ``parent``, by (type, row): one pass over the link column
+        per lane or warp table, where explaining a fault reads the registers of its every lane."""
         if self._links is None:
             self._links = self.image.sections.link.tobytes()
-        columns = self.image.sections
-        found, pattern, position = [], struct.pack("<I", parent), -1
+        columns, skipped = self.image.sections, self.image.beyond_end
+        found: dict[tuple[int, int], list[int]] = {}
+        pattern, position = struct.pack("<I", parent), -1
         while (position := self._links.find(pattern, position + 1)) >= 0:
-            if position & 3 == 0:
-                index = position >> 2
-                if (columns.type[index] == kind and columns.info[index] == row
-                        and index not in self.image.beyond_end):
-                    found.append(index)
+            index = position >> 2
+            if position & 3 == 0 and index not in skipped:
+                found.setdefault((columns.type[index], columns.info[index]), []).append(index)
         return found
 
     def _check_leaf_links(self) -> None:

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..cubin import Cubin
-from ..env.packages import normalized
 from ..report.model import Owner
 from ..report.text import readable_name
-from . import fixes, image, maps, names, tritoncache
+from . import image, maps, names, tritoncache
+
+if TYPE_CHECKING:
+    from .fixes import FixTable
 
 #: The distributions an artifact is published as, most likely first.
 DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
@@ -54,7 +57,7 @@ class Clues:
     """The crash signature, for fixes keyed by signature."""
 
 
-def owner_of(clues: Clues, table: fixes.FixTable | None = None) -> Owner:
+def owner_of(clues: Clues, table: FixTable | None = None) -> Owner:
     evidence: list[str] = []
     facts = image.read_image(clues.image) if clues.image is not None else image.ImageFacts()
     if facts.toolchain:
@@ -62,18 +65,24 @@ def owner_of(clues: Clues, table: fixes.FixTable | None = None) -> Owner:
     return _versioned(_artifact(clues, facts, evidence), evidence, clues, table)
 
 
-def refined(owner: Owner, clues: Clues, table: fixes.FixTable | None = None) -> Owner:
+def refined(owner: Owner, clues: Clues, table: FixTable | None = None) -> Owner:
     """``owner`` (named from the dump alone) with the version and fix status that the server's
     package list and loaded libraries give; serve has them, a lone dump does not."""
     return _versioned(owner.artifact, list(owner.evidence), clues, table)
 
 
 def _versioned(artifact: str, evidence: list[str], clues: Clues,
-               table: fixes.FixTable | None) -> Owner:
+               table: FixTable | None) -> Owner:
     version = _version(artifact, clues, evidence)
+    if artifact == names.UNKNOWN:  # no row is in it (FixEntry refuses one): no table is read
+        return Owner.model_construct(artifact=artifact, version=version, evidence=evidence,
+                                     fix=None, fix_status="no-known-fix")
+    from . import fixes  # the table, its models and packaging: for a named artifact only
+
     fix = fixes.find(table or fixes.shipped(), artifact, names.bare(clues.kernel), clues.signature)
-    return Owner(artifact=artifact, version=version, evidence=evidence,
-                 fix=fix.known() if fix else None, fix_status=fixes.status(fix, version))
+    return Owner.model_construct(artifact=artifact, version=version, evidence=evidence,
+                                 fix=fix.known() if fix else None,
+                                 fix_status=fixes.status(fix, version))
 
 
 def _artifact(clues: Clues, facts: image.ImageFacts, evidence: list[str]) -> str:
@@ -101,12 +110,12 @@ def _artifact(clues: Clues, facts: image.ImageFacts, evidence: list[str]) -> str
         return own
     evidence.append("no known library prefix in the kernel's name nor in any other function "
                     "name its module image holds")
-    return "unknown"
+    return names.UNKNOWN
 
 
 def _version(artifact: str, clues: Clues, evidence: list[str]) -> str | None:
     version = None
-    installed = {normalized(name): value for name, value in clues.packages.items()}
+    installed = _by_normal_name(clues.packages)
     for distribution in DISTRIBUTIONS.get(artifact, ()):
         if distribution in installed:
             evidence.append(f"package list: {distribution} {installed[distribution]}")
@@ -120,6 +129,16 @@ def _version(artifact: str, clues: Clues, evidence: list[str]) -> str | None:
                 len(library.version.split(".")) >= _PARTS_OF_A_RELEASE:
             version = library.version
     return version
+
+
+def _by_normal_name(packages: dict[str, str]) -> dict[str, str]:
+    """The package list by PEP 503 name. Only serve has one: a lone dump's owner imports nothing
+    of env/ (its package reader brings importlib.metadata and email)."""
+    if not packages:
+        return {}
+    from ..env.packages import normalized
+
+    return {normalized(name): version for name, version in packages.items()}
 
 
 def _shown(name: str) -> str:

@@ -13,6 +13,7 @@ from pydantic import field_validator, model_validator
 
 from ..published import ClosedModel
 from ..report.model import FixStatus, KnownFix
+from .names import UNKNOWN
 
 
 def is_web_link(text: str) -> bool:
@@ -42,6 +43,13 @@ class FixEntry(ClosedModel):
     """One line on what was fixed."""
     source: str
     """Where the row came from: what says that this release holds the fix."""
+
+    @field_validator("artifact")
+    @classmethod
+    def _named(cls, value: str) -> str:
+        if value == UNKNOWN:
+            raise ValueError(f"a fix is in a named artifact, not {UNKNOWN!r}")
+        return value
 
     @field_validator("kernel_pattern")
     @classmethod
@@ -81,7 +89,7 @@ class FixEntry(ClosedModel):
         return self.kernel_pattern is not None and re.search(self.kernel_pattern, kernel) is not None
 
     def known(self) -> KnownFix:
-        return KnownFix(artifact=self.artifact, fixed_in=self.fixed_in, link=self.link,
+        return KnownFix.model_construct(artifact=self.artifact, fixed_in=self.fixed_in, link=self.link,
                         summary=self.summary)
 
 

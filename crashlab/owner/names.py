@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+#: The artifact where nothing the crash left names one; no known fix is in it.
+UNKNOWN = "unknown"
 #: (pattern, artifact, where the pattern was seen)
 KERNEL_PREFIXES: tuple[tuple[str, str, str], ...] = (
     (r"flashinfer::", "flashinfer", "flashinfer's csrc/ and include/flashinfer/: namespace flashinfer"),

@@ -2,6 +2,12 @@
 
 Inputs are finished values (the CoreDump for its tables, the located faults, the SASS views and
 a map of PCs to functions); nothing here reads the file or runs a tool.
+
+The models are made with ``model_construct``: the values are crashlab's own, checked against each
+field's type by mypy (pydantic's plugin types model_construct as it types the constructor) and,
+in tests/test_real_dumps.py, by validating the JSON of every real dump's report. Running the
+validators here would build them (their core schemas) on every inspect, a tenth of a second the
+terminal view, which prints the report and never validates or serialises it, has no use for.
 """
 
 from __future__ import annotations
@@ -34,7 +40,7 @@ def _hex(value: int | None) -> str | None:
 
 def _exception(kind: exceptions.ExceptionKind) -> model.ExceptionInfo:
     signal = kind.cuda_gdb_signal
-    return model.ExceptionInfo(
+    return model.ExceptionInfo.model_construct(
         code=kind.code,
         name=kind.name,
         display=kind.display,
@@ -56,13 +62,13 @@ def named_words(values: list | None, prefix: str) -> dict | None:
 
 
 def _source(chain) -> list[places.SourceLine]:
-    return [places.SourceLine(file=s.file, line=s.line) for s in chain]
+    return [places.SourceLine.model_construct(file=s.file, line=s.line) for s in chain]
 
 
 def _sass(view: SassView) -> model.Sass:
-    return model.Sass(
+    return model.Sass.model_construct(
         instructions=[
-            model.SassInstruction(
+            model.SassInstruction.model_construct(
                 address=f"{ins.address:#x}",
                 text=ins.text,
                 faulting=ins.faulting,
@@ -81,7 +87,7 @@ def _sass(view: SassView) -> model.Sass:
 def _fault(found: FaultGroup, view: SassView, code: dict[int, CodeLocation | None],
            layout: tuple[ParamLayout | None, str]) -> model.Fault:
     site = found.site
-    return model.Fault(exception=_exception(found.exception), kernel_inferred=found.grid_inferred,
+    return model.Fault.model_construct(exception=_exception(found.exception), kernel_inferred=found.grid_inferred,
                    **_thread(site), **_launch(site), **_code_place(site, view), **_extent(found),
                    **_state(found, code), params=_params(found, layout),
                    notes=list(found.notes), sass=_sass(view))
@@ -109,7 +115,7 @@ def _launch(site) -> dict:
         grid.cluster_dim if grid else None)
     return dict(
         grid_id=grid.grid_id if grid else None,
-        kernel=model.KernelRef(name=demangle(grid.function), mangled=grid.function) if grid else None,
+        kernel=model.KernelRef.model_construct(name=demangle(grid.function), mangled=grid.function) if grid else None,
         grid_dim=grid.grid_dim if grid else None,
         block_dim=grid.block_dim if grid else None,
         cluster_dim=cluster_dim,
@@ -148,8 +154,8 @@ def _extent(found: FaultGroup) -> dict:
     return dict(
         faulting_lanes=found.faulting_lanes,
         faulting_warps=found.faulting_warps,
-        blocks=model.Range(**vars(found.blocks)) if found.blocks else None,
-        threads=model.Range(**vars(found.threads)) if found.threads else None,
+        blocks=model.Range.model_construct(**vars(found.blocks)) if found.blocks else None,
+        threads=model.Range.model_construct(**vars(found.threads)) if found.threads else None,
         reported_by_sm=found.reported_by_sm,
         sms=list(found.sms),
         candidates=[_candidate(c) for c in found.candidates],
@@ -157,7 +163,7 @@ def _extent(found: FaultGroup) -> dict:
 
 
 def _candidate(c) -> model.Candidate:
-    return model.Candidate(sm=c.sm.sm_id, warp=c.warp.warp_id, grid_id=c.cta.grid_id,
+    return model.Candidate.model_construct(sm=c.sm.sm_id, warp=c.warp.warp_id, grid_id=c.cta.grid_id,
                        kernel=demangle(c.grid.function) if c.grid and c.grid.function else None,
                        block_idx=c.cta.block_idx, error_pc=_hex(c.warp.valid_error_pc),
                        broken=bool(c.warp.is_warp_broken))
@@ -172,7 +178,7 @@ def _state(found: FaultGroup, code: dict[int, CodeLocation | None]) -> dict:
         uniform_predicates=named_words(found.uniform_predicates, "UP"),
         backtrace=[_frame(frame.level, frame.virtual_return_address, code)
                    for frame in found.backtrace],
-        const_banks=[model.ConstBank(bank=b.bank_id, address=f"{b.address:#x}", size=b.size)
+        const_banks=[model.ConstBank.model_construct(bank=b.bank_id, address=f"{b.address:#x}", size=b.size)
                      for b in found.const_banks],
     )
 
@@ -188,7 +194,7 @@ def _frame(level: int, pc: int, code: dict[int, CodeLocation | None]) -> model.F
     """A caller, numbered as cuda-gdb numbers it: frame #0 is the faulting function itself, so
     the dump's backtrace row of level L (counted from 0, libcudacore's key) is frame #L+1."""
     place = code.get(pc)
-    return model.Frame(
+    return model.Frame.model_construct(
         level=level + 1,
         pc=f"{pc:#x}",
         function=demangle(place.function) if place and place.function else None,
@@ -199,7 +205,7 @@ def _frame(level: int, pc: int, code: dict[int, CodeLocation | None]) -> model.F
 def _position(position, code: dict[int, CodeLocation | None],
               stands: dict[int, Instruction | None]) -> model.WarpPosition:
     place, at = code.get(position.pc), stands.get(position.pc)
-    return model.WarpPosition(
+    return model.WarpPosition.model_construct(
         pc=_hex(position.pc),
         function_offset=place.function_offset if place else None,
         warps=position.warps,
@@ -212,7 +218,7 @@ def _position(position, code: dict[int, CodeLocation | None],
 def _kernel(stats: Residency, code: dict[int, CodeLocation | None],
             stands: dict[int, Instruction | None]) -> model.Kernel:
     grid = stats.grid
-    return model.Kernel(
+    return model.Kernel.model_construct(
         device=grid.device.dev_id,
         grid_id=grid.grid_id,
         name=demangle(grid.function),
@@ -243,7 +249,7 @@ def build(
     holds the instruction (and its source lines) where each group of warps stands."""
     meta = core.metadata
     memory_sections, memory_bytes = core.memory_totals()
-    dump = model.Dump(
+    dump = model.Dump.model_construct(
         abi_version=core.image.abi_version,
         section_count=core.image.section_count,
         memory_sections=memory_sections,
@@ -262,15 +268,15 @@ def build(
         for i, found in enumerate(location.faults)]
     _check_arguments(core, location, faults, dump.generation_flags if meta is not None else None)
     kernels = [_kernel(stats, code, stands or {}) for stats in location.residency]
-    report = model.TriageReport(
-        tool=model.Tool(version=__version__),
+    report = model.TriageReport.model_construct(
+        tool=model.Tool.model_construct(version=__version__),
         status="fault" if faults else "no-exception",
         summary="",
-        source=model.Source(path=core.path, size_bytes=core.image.file_size, kind="cuda-coredump",
+        source=model.Source.model_construct(path=core.path, size_bytes=core.image.file_size, kind="cuda-coredump",
                         compressed=core.image.compressed),
         dump=dump,
         devices=[
-            model.Device(index=d.dev_id, name=d.name, sm_type=d.sm_type, num_sms=d.num_sms,
+            model.Device.model_construct(index=d.dev_id, name=d.name, sm_type=d.sm_type, num_sms=d.num_sms,
                      warps_per_sm=d.num_warps_per_sm, lanes_per_warp=d.num_lanes_per_warp,
                      regs_per_lane=d.num_regs_per_lane)
             for d in core.devices

@@ -11,6 +11,7 @@ from typing import Literal
 from pydantic import Field
 
 from ..published import ClosedModel as _Model
+from ..published import empty_list
 from .places import Dim3, HexAddress, SourceLine
 
 #: What kept part of the debugger's view from the report.
@@ -140,7 +141,7 @@ class DebuggerLoad(_Model):
     none."""
     frame: DebuggerFrame | None = None
     """The frame cuda-gdb printed after the focus line; null where it printed none."""
-    warnings: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=empty_list)
     """warning: lines cuda-gdb printed while loading, as printed."""
 
 
@@ -200,18 +201,18 @@ class DebuggerFaultView(_Model):
     """The kernel cuda-gdb names at the focus; null where it named none."""
     source: str | None = None
     """'info line *$errorpc', as printed"""
-    source_lines: list[SourceLine] = Field(default_factory=list)
+    source_lines: list[SourceLine] = Field(default_factory=empty_list)
     """'info line *$errorpc' as a chain, innermost first"""
-    backtrace: list[DebuggerFrame] = Field(default_factory=list)
+    backtrace: list[DebuggerFrame] = Field(default_factory=empty_list)
     """cuda-gdb's bt at the focus, innermost first."""
-    disassembly: list[DebuggerInstruction] = Field(default_factory=list)
+    disassembly: list[DebuggerInstruction] = Field(default_factory=empty_list)
     """cuda-gdb's x/i around $errorpc."""
     registers: dict[str, int] = Field(default_factory=dict)
     """cuda-gdb's 'info registers' at the focus: name to unsigned value (those it printed as
     <unavailable> are in registers_unavailable)."""
-    registers_unavailable: list[str] = Field(default_factory=list)
+    registers_unavailable: list[str] = Field(default_factory=empty_list)
     """registers the debugger printed as <unavailable>"""
-    agreement: list[Agreement] = Field(default_factory=list)
+    agreement: list[Agreement] = Field(default_factory=empty_list)
     """Each fact read natively and by cuda-gdb, compared."""
 
 
@@ -229,17 +230,17 @@ class DebuggerSection(_Model):
     """why the section is empty or partial, in one sentence"""
     load: DebuggerLoad | None = None
     """What cuda-gdb printed while opening the dump; null where it could not open it."""
-    kernels: list[DebuggerKernel] = Field(default_factory=list)
+    kernels: list[DebuggerKernel] = Field(default_factory=empty_list)
     """cuda-gdb's 'info cuda kernels'."""
-    faults: list[DebuggerFaultView] = Field(default_factory=list)
+    faults: list[DebuggerFaultView] = Field(default_factory=empty_list)
     """cuda-gdb's view of each detailed fault, in the order of the report's faults."""
-    problems: list[DebuggerProblem] = Field(default_factory=list)
+    problems: list[DebuggerProblem] = Field(default_factory=empty_list)
     """What kept part of the debugger's view from the report."""
-    missing_sources: list[str] = Field(default_factory=list)
+    missing_sources: list[str] = Field(default_factory=empty_list)
     """Source files the debugger could not open to list a line ('6<TAB>FILE: No such file or
     directory.'), as the dump's line table names them: paths of the machine that built the
     program. A note, not a problem: the debugger still read the dump and the line numbers."""
-    transcript: list[DebuggerCommand] = Field(default_factory=list)
+    transcript: list[DebuggerCommand] = Field(default_factory=empty_list)
     """Every command of the session with its answer, in order."""
     seconds: float = 0.0
     """How long the whole session took, in seconds."""

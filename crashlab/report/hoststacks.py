@@ -29,6 +29,7 @@ import re
 from pydantic import Field
 
 from ..published import ClosedModel as _Model
+from ..published import empty_list
 from .debugger import DebuggerFrame
 
 _FATAL = re.compile(r"^Fatal Python error: (?P<error>.+?)\s*$")
@@ -58,7 +59,7 @@ class PythonStack(_Model):
     """faulthandler's 'Fatal Python error: ...', e.g. Segmentation fault"""
     thread: str | None = None
     """the crashing thread's id as printed (0x...)"""
-    frames: list[PythonFrame] = Field(default_factory=list)
+    frames: list[PythonFrame] = Field(default_factory=empty_list)
     """The crashing thread's frames, innermost first (faulthandler cuts at 100)."""
     other_threads: int = 0
     """how many other threads' stacks the block showed"""
@@ -69,7 +70,7 @@ class NativeStack(_Model):
 
     core: str | None = None
     """the host core, relative to the run directory"""
-    frames: list[DebuggerFrame] = Field(default_factory=list)
+    frames: list[DebuggerFrame] = Field(default_factory=empty_list)
     """gdb's bt of the crashing thread, innermost first; empty where there is no core or gdb."""
     signal: str | None = None
     """gdb's 'terminated with signal SIGSEGV, ...'"""

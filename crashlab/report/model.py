@@ -15,6 +15,7 @@ from typing import Final, Literal
 from pydantic import Field
 
 from ..published import ClosedModel as _Model
+from ..published import empty_list
 from ..vocabulary import ExceptionScope, PcSource
 from .debugger import DebuggerSection
 from .places import Dim3, HexAddress, SourceLine
@@ -68,7 +69,7 @@ class Dump(_Model):
     generator: str | None = None
     """The name of the program that wrote the dump, from .cudbg.meta; null where the section is
     absent or the name empty."""
-    generation_flags: list[str] = Field(default_factory=list)
+    generation_flags: list[str] = Field(default_factory=empty_list)
     """Names of the CUcoredumpGenerationFlags the dump was made with (e.g. skip_global_memory),
     from .cudbg.meta; empty where none were set or the section is absent."""
     timestamp: int | None = None
@@ -115,7 +116,7 @@ class WarpPosition(_Model):
     """How many resident warps of the kernel stand at this PC."""
     function: str | None = None
     """the function holding the PC (may be a device function)"""
-    source: list[SourceLine] = Field(default_factory=list)
+    source: list[SourceLine] = Field(default_factory=empty_list)
     """inline chain of the instruction at the PC, innermost first"""
     instruction: str | None = None
     """the SASS instruction at the PC (nvdisasm)"""
@@ -148,9 +149,9 @@ class Kernel(_Model):
     """Number of the grid's blocks resident on the SMs when the dump was taken."""
     resident_warps: int = 0
     """Number of the grid's warps resident on the SMs when the dump was taken."""
-    warps_at: list[WarpPosition] = Field(default_factory=list)
+    warps_at: list[WarpPosition] = Field(default_factory=empty_list)
     """where the resident warps stand, most warps first"""
-    waits: list[Wait] = Field(default_factory=list)
+    waits: list[Wait] = Field(default_factory=empty_list)
     """a dump with no exception: what the resident warps wait for, one entry per class"""
 
 
@@ -195,7 +196,7 @@ class SassInstruction(_Model):
     current: bool = False
     """True for the instruction at the shown lane's current PC (often a few past the faulting
     one)."""
-    source: list[SourceLine] = Field(default_factory=list)
+    source: list[SourceLine] = Field(default_factory=empty_list)
     """Inline chain of this instruction, innermost first; empty where the cubin has no line
     table."""
 
@@ -204,10 +205,10 @@ class Sass(_Model):
     """The disassembly window around a fault's PC: the relocated cubin in the dump that holds
     the PC, read with nvdisasm."""
 
-    instructions: list[SassInstruction] = Field(default_factory=list)
+    instructions: list[SassInstruction] = Field(default_factory=empty_list)
     """The instructions either side of the faulting one (8 each side unless inspect --context
     says otherwise), in address order; empty where the disassembly is unavailable."""
-    source: list[SourceLine] = Field(default_factory=list)
+    source: list[SourceLine] = Field(default_factory=empty_list)
     """inline chain of the faulting instruction, innermost first"""
     section: str | None = None
     """The cubin's .text section holding the PC (.text.<mangled>); null where no cubin in the
@@ -380,18 +381,18 @@ class Explanation(_Model):
     """the memory operand, as nvdisasm prints it"""
     verdict: Verdict
     """What the address is, against the bound the dump holds."""
-    roots: list[Root] = Field(default_factory=list)
+    roots: list[Root] = Field(default_factory=empty_list)
     """The inputs the address was computed from, in the order the slice met them."""
-    stops: list[str] = Field(default_factory=list)
+    stops: list[str] = Field(default_factory=empty_list)
     """where the backward slice stopped short, and why"""
     trust: Literal["consistent", "mismatch"]
     """consistent: the recomputed address matches the dumped registers; mismatch: it does not,
     and nothing here is a cause."""
     formula: str | None = None
     """one line: address = arg0[i]*4 + 0x400"""
-    story: list[str] = Field(default_factory=list)
+    story: list[str] = Field(default_factory=empty_list)
     """the 'why', a few short sentences"""
-    compare_with: list[str] = Field(default_factory=list)
+    compare_with: list[str] = Field(default_factory=empty_list)
     """integer parameters to compare the index with: candidates, never asserted as the bound"""
     culprit_lane: LaneAccess | None = None
     """The lane explained: the first lane whose access breaks a bound in the way that explains
@@ -399,7 +400,7 @@ class Explanation(_Model):
     could not be judged (no registers in the dump)."""
     focus_lane: int | None = None
     """the laneId cuda-gdb focuses (Fault.lane)"""
-    lanes: list[LaneVerdict] = Field(default_factory=list)
+    lanes: list[LaneVerdict] = Field(default_factory=empty_list)
     """Every marked lane judged alike, grouped by verdict, the verdict that explains the exception
     first."""
     lanes_judged: int = 0
@@ -410,7 +411,7 @@ class Explanation(_Model):
     """Whether some marked lane's access breaks a bound the dump holds (or is null, not a
     pointer or misaligned): false says plainly that none does, and verdict is then the focused
     lane's."""
-    other_operands: list[OtherOperand] = Field(default_factory=list)
+    other_operands: list[OtherOperand] = Field(default_factory=empty_list)
     """For an instruction with two memory operands: the side that did not fault."""
 
 
@@ -422,11 +423,11 @@ class Wait(_Model):
     memory, a collective (NCCL) wait, or other."""
     warps: int
     """How many of the kernel's resident warps stand so."""
-    pcs: list[HexAddress] = Field(default_factory=list)
+    pcs: list[HexAddress] = Field(default_factory=empty_list)
     """The PCs those warps stand at."""
     summary: str
     """one line, e.g. '48 warps at BAR.SYNC while 16 exited'"""
-    evidence: list[str] = Field(default_factory=list)
+    evidence: list[str] = Field(default_factory=empty_list)
     """The facts read from the dump that make this the class, one sentence each."""
     address: HexAddress | None = None
     """the polled address, where known"""
@@ -444,7 +445,7 @@ class Params(_Model):
     """Size of the buffer in bytes, as the dump records it."""
     hex: str
     """the parameter buffer's bytes (at most 32 KiB)"""
-    values: list[Param] = Field(default_factory=list)
+    values: list[Param] = Field(default_factory=empty_list)
     """the buffer split into the kernel's parameters, ordinal order"""
     layout_unavailable: str | None = None
     """why values is empty"""
@@ -491,7 +492,7 @@ class Owner(_Model):
     version: str | None = None
     """The artifact's version where the crash left it (the environment's package list, a library's
     file name or ELF note); null where unknown."""
-    evidence: list[str] = Field(default_factory=list)
+    evidence: list[str] = Field(default_factory=empty_list)
     """What named the owner, one fact per line: the module image's producer or ELF note, the
     kernel name's prefix, a path in the server's /proc/PID/maps, the package list."""
     fix: KnownFix | None = None
@@ -584,11 +585,11 @@ class Fault(_Model):
     reported_by_sm: bool = False
     """True where the SM table, not a warp, recorded the exception (an SM-level exception, r555
     and later)."""
-    sms: list[int] = Field(default_factory=list)
+    sms: list[int] = Field(default_factory=empty_list)
     """every SM (smId) of this fault group"""
-    candidates: list[Candidate] = Field(default_factory=list)
+    candidates: list[Candidate] = Field(default_factory=empty_list)
     """SM-level exception only: the warps still on that SM, candidates, not culprits"""
-    notes: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=empty_list)
     """Facts a reader needs to weigh this fault: an inferred kernel, an errorPC that is not
     valid, what cuda-gdb would show instead, the driver's own message."""
     registers: dict[str, int] | None = None
@@ -602,13 +603,13 @@ class Fault(_Model):
     (Turing and later); null where the dump has none."""
     uniform_predicates: dict[str, bool] | None = None
     """The warp's uniform predicates UP0..UPn, from .cudbg.upred; null where the dump has none."""
-    backtrace: list[Frame] = Field(default_factory=list)
+    backtrace: list[Frame] = Field(default_factory=empty_list)
     """The head lane's callers, from its .cudbg.bt section, innermost first; empty where the
     dump records no caller."""
     params: Params | None = None
     """The kernel's parameter buffer; null where the dump holds none for this grid (see
     params_missing)."""
-    const_banks: list[ConstBank] = Field(default_factory=list)
+    const_banks: list[ConstBank] = Field(default_factory=empty_list)
     """The grid's constant banks (r550 and later); empty where the dump has no constant-bank
     table."""
     sass: Sass = Field(default_factory=Sass)
@@ -650,7 +651,7 @@ class TriageReport(_Model):
     """most relevant first"""
     omitted_faults: int = 0
     """Fault groups past the first 256, counted but not listed."""
-    warnings: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=empty_list)
     """What crashlab met while reading the dump and reports instead of failing (an unknown ABI
     version, rows cuda-gdb would show differently, a missing tool)."""
     analysis_skipped: str | None = None

@@ -105,8 +105,9 @@ def shown(raw: bytes | None, size: int, type_name: str | None) -> str:
 
 def kernel_params(block: ParamBlock, layout: ParamLayout | None, why: str,
                   signature: str) -> model.Params:
-    """The report's Params: the buffer, and each parameter's slice of it where a layout is known."""
-    params = model.Params(address=f"{block.address:#x}", size=block.size, hex=block.data.hex())
+    """The report's Params: the buffer, and each parameter's slice of it where a layout is known
+    (made without running validators, as report.coredump makes the rest of the report)."""
+    params = model.Params.model_construct(address=f"{block.address:#x}", size=block.size, hex=block.data.hex())
     if layout is None:
         params.layout_unavailable = why or "no parameter layout for this kernel"
         return params
@@ -121,7 +122,7 @@ def kernel_params(block: ParamBlock, layout: ParamLayout | None, why: str,
         end = param.offset + param.size
         raw = block.data[param.offset : end] if end <= len(block.data) else None
         type_name = types[position] if types is not None else None
-        params.values.append(model.Param(
+        params.values.append(model.Param.model_construct(
             ordinal=param.ordinal, offset=param.offset, size=param.size, type=type_name,
             value=int.from_bytes(raw, "little") if raw is not None and param.size in (1, 2, 4, 8)
             else None,

@@ -15,6 +15,7 @@ from typing import Literal
 from pydantic import Field
 
 from ..published import ClosedModel as _Model
+from ..published import empty_list
 from ..vocabulary import TRACEBACK, DumpLabel, Role
 from .hoststacks import NativeStack, PythonStack
 from .model import SCHEMA_VERSION, Source, Tool, TriageReport
@@ -112,11 +113,11 @@ class Finding(_Model):
     """when crashlab read the line (UTC, ISO 8601)"""
     rank: str | None = None
     """rank prefix of the line ([rank0]:, TP0), if any"""
-    before: list[str] = Field(default_factory=list)
+    before: list[str] = Field(default_factory=empty_list)
     """Up to 5 log lines before the matched one, secrets masked."""
-    after: list[str] = Field(default_factory=list)
+    after: list[str] = Field(default_factory=empty_list)
     """Up to 5 log lines after the matched one, secrets masked."""
-    frames: list[TracebackFrame] = Field(default_factory=list)
+    frames: list[TracebackFrame] = Field(default_factory=empty_list)
     """tracebacks: in order"""
 
 
@@ -184,7 +185,7 @@ class DumpTriage(_Model):
     label: DumpLabel
     """FAULT: an exception with a valid PC; COLLATERAL: no exception, or one without a PC (a
     rank waiting for the faulting one); UNREADABLE: crashlab could not read it."""
-    reasons: list[str] = Field(default_factory=list)
+    reasons: list[str] = Field(default_factory=empty_list)
     """Why the dump has its label: where its warps were parked, how long after the first FAULT
     dump it was written, whether the server died while it was written."""
     written_at: str
@@ -231,28 +232,28 @@ class Incident(_Model):
     or else the log's most telling line, then how the server ended."""
     dumps: list[DumpTriage]
     """FAULT dumps first (earliest first), then COLLATERAL"""
-    request_dumps: list[FileRecord] = Field(default_factory=list)
+    request_dumps: list[FileRecord] = Field(default_factory=empty_list)
     """SGLang's request dumps of this incarnation (--crash-dump-folder), collected into the run
     directory."""
-    replay_commands: list[str] = Field(default_factory=list)
+    replay_commands: list[str] = Field(default_factory=empty_list)
     """A 'crashlab replay' command for each request dump that holds requests."""
-    findings: list[Finding] = Field(default_factory=list)
+    findings: list[Finding] = Field(default_factory=empty_list)
     """Log lines that matched a fault pattern, in the order they were read (at most 200)."""
     omitted_findings: int = 0
     """Findings past the first 200, counted but not kept."""
     log_tail: LogTail | None = None
     """when no fault pattern matched: where the server's log ended"""
-    processes: list[ProcessRecord] = Field(default_factory=list)
+    processes: list[ProcessRecord] = Field(default_factory=empty_list)
     """Every process of the server's tree crashlab saw in this incarnation."""
-    notes: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=empty_list)
     """What the reader should know about how the incident was read (e.g. no cuda-gdb for
     --debugger)."""
     signature: CrashSignature | None = None
     """this incident's signature: its first FAULT dump's, else its log's, else the collective
     its COLLATERAL dump waits in"""
-    python_stacks: list[PythonStack] = Field(default_factory=list)
+    python_stacks: list[PythonStack] = Field(default_factory=empty_list)
     """what Python's faulthandler printed into the logs (PYTHONFAULTHANDLER, which serve sets)"""
-    native_stacks: list[NativeStack] = Field(default_factory=list)
+    native_stacks: list[NativeStack] = Field(default_factory=empty_list)
     """per process killed by a host signal: gdb's bt of its host core, or why there is no core"""
 
 
@@ -290,7 +291,7 @@ class RunReport(_Model):
     """the launch command, secrets masked"""
     incidents: list[Incident]
     """Every incarnation that crashed or left dumps, in order."""
-    warnings: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=empty_list)
     """What crashlab met while supervising the server and reports instead of failing, from every
     incarnation."""
     deployment: Deployment | None = None

@@ -17,9 +17,10 @@ rust-minidump's JSON schema (minidump-processor/json-schema.md) makes the same p
 from __future__ import annotations
 
 from pydantic import BaseModel
-from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import core_schema
 
+from ..published import DescribedSchema
 from .model import TriageReport
 
 #: The JSON Schema dialect pydantic writes.
@@ -36,7 +37,7 @@ STABILITY = (
     "meaning.")
 
 
-class _PublishedSchema(GenerateJsonSchema):
+class _PublishedSchema(DescribedSchema):
     """pydantic's schema, with open objects and named values that may grow."""
 
     def model_schema(self, schema: core_schema.ModelSchema) -> JsonSchemaValue:
