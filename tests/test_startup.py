@@ -66,6 +66,7 @@ def test_help_imports_click_and_the_verb_table_only():
     only click (tests/test_cli.py holds every verb's --help to the same)."""
     ours, libraries = counted(imported_modules("--help"))
     assert ours <= {"crashlab", "crashlab.version", "crashlab.vocabulary", "crashlab.errors",
-                    "crashlab.escape", "crashlab.wrongverb", "crashlab.guard", "crashlab.cli"}, \
+                    "crashlab.escape", "crashlab.wrongverb", "crashlab.guard", "crashlab.cli",
+                    "crashlab.helpformat"}, \
         sorted(ours)
     assert _top(libraries) == ["click"]

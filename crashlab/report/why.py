@@ -16,7 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..notation import dim, number_ranges
-from ..wrap import break_points
 from .model import Explanation, LaneVerdict, OtherOperand, Root
 
 #: Roots, and stops, shown in the views; the JSON report has every one.
@@ -156,6 +155,8 @@ def formula_shown(formula: str) -> str:
     with its length said."""
     if len(formula) <= MAX_FORMULA:
         return formula
+    from ..wrap import break_points  # the views' wrapper (and Rich's cell widths): not for --json
+
     cut = max((p for p in break_points(formula) if p <= MAX_FORMULA), default=MAX_FORMULA)
     return (f"{formula[:cut].rstrip()} ... ({len(formula):,} characters in all, whole in the "
             "JSON report)")
