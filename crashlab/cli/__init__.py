@@ -45,8 +45,8 @@ VERBS: dict[str, Verb] = {
                    "toolchain mismatches, FlashInfer's missing modules and stale JIT cache, and "
                    "what would stop a crash from being captured."),
     "dump-now": Verb("crashlab.cli.dumpnow", "dump_now",
-                     "Make a running server's GPUs write coredumps now (a hang), through the "
-                     "driver's pipes."),
+                     "Capture a hung server now: host samples of every rank, then one GPU dump "
+                     "of each process."),
     "env": Verb("crashlab.cli.env", "env",
                 "What sglang.check_env reports, taken without touching CUDA: OS, Python, NVIDIA "
                 "driver and GPUs, CUDA toolkit, package versions (from metadata, nothing "
