@@ -113,7 +113,7 @@ def test_a_warm_inspect_decodes_only_the_functions_it_reads(monkeypatch, empty_s
     assert len(decoded) == 1  # one function of the two
 
 
-def test_one_run_for_the_same_cubin_loaded_on_two_devices(logged_nvdisasm, build, tmp_path):
+def test_one_run_for_the_same_cubin_loaded_on_two_devices(logged_nvdisasm, build, empty_sass_cache):
     """Two devices load the module at different addresses; rebased, the cubins are the same
     bytes, so the second is served from the cache the first filled."""
     env, log = logged_nvdisasm
