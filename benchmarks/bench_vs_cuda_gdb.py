@@ -1,7 +1,7 @@
 """``crashlab inspect`` against NVIDIA's cuda-gdb on every real dump: wall time and peak RSS.
 
-    python benchmarks/bench_vs_cuda_gdb.py [--repeat 5] [--only NAME ...] [--tree DIR]
-                                           [--keep DIR] [--timeout 120] [--synthetic]
+    python benchmarks/bench_vs_cuda_gdb.py [--repeat 5] [--only NAME ...] [--before DIR]
+                                           [--tree DIR] [--keep DIR] [--timeout 120] [--synthetic]
 
 Every dump of fixtures/gpu/h200 (written by a real driver on an H200), in one run, each command
 a fresh process, the median of --repeat runs (the runs of one dump alternate between the
@@ -19,8 +19,9 @@ cuda-gdb is $CRASHLAB_TEST_CUDA_GDB, ./.cuda-gdb/bin/cuda-gdb (.ci/get-cuda-gdb)
 Peak RSS is os.wait4's for the measured process and the children it waited for (nvdisasm),
 spawned by a small trampoline interpreter (see TRAMPOLINE). crashlab runs from bytecode cached
 under --keep, as an installed package does, even where PYTHONDONTWRITEBYTECODE is set; --tree
-runs the crashlab package of another checkout (``git archive`` of a commit, unpacked) for a
-before/after figure. Before each command the dump is read once (warm_page_cache). A cuda-gdb
+runs the crashlab package of another checkout (``git archive`` of a commit, unpacked), and
+--before runs another checkout's warm inspect alongside this one's, in the same rounds, for a
+before/after figure under the same load. Before each command the dump is read once (warm_page_cache). A cuda-gdb
 run that exits non-zero, times out, reports an internal error or prints no frame is a failure,
 its first error line shown; crashlab's exit code is shown where it is not 0 or 1 (a cut dump is
 refused with exit 2, in one line). ``--synthetic`` adds the builder's large SYNTHETIC dumps
@@ -167,6 +168,8 @@ class Row:
     json: Run
     gdb_bt: Run
     gdb_disassembly: Run
+    #: the warm inspect of the --before checkout's crashlab, measured alongside
+    before: Run | None = None
 
 
 class Bench:
@@ -182,9 +185,10 @@ class Bench:
         self.env.update(PYTHONPYCACHEPREFIX=str(keep / "pycache"), XDG_CACHE_HOME=str(keep / "cache"))
         self.crashlab = [sys.executable, "-m", "crashlab"]
 
-    def ours(self, args: list[str], env: dict[str, str] | None = None) -> Run:
+    def ours(self, args: list[str], env: dict[str, str] | None = None,
+             tree: Path | None = None) -> Run:
         # the tree is the current folder: python -m imports its crashlab package
-        return measure([*self.crashlab, *args], 600, env or self.env, self.options.tree)
+        return measure([*self.crashlab, *args], 600, env or self.env, tree or self.options.tree)
 
     def theirs(self, dump: Path, commands: list[str]) -> Run:
         command = [self.gdb, "-nx", "-batch", "-ex", f"target cudacore {dump}"]
@@ -192,21 +196,31 @@ class Bench:
             command += ["-ex", line]
         return measure(command, self.options.timeout, os.environ.copy(), ROOT)
 
-    def startup(self) -> tuple[Run, Run]:
-        """(``python -c pass``, ``crashlab --help``), medians."""
+    def startup(self) -> tuple[Run, Run, Run | None]:
+        """(``python -c pass``, ``crashlab --help``, the --before checkout's), medians."""
+        before = self.options.before
         self.ours(["--help"])
         bare = [measure([sys.executable, "-c", "pass"], 60, self.env, self.options.tree)
                 for _ in range(self.options.repeat)]
-        helped = [self.ours(["--help"]) for _ in range(self.options.repeat)]
-        return median_run(bare), median_run(helped)
+        helped, earlier = [], []
+        for _ in range(self.options.repeat):
+            helped.append(self.ours(["--help"]))
+            if before:
+                earlier.append(self.ours(["--help"], tree=before))
+        return median_run(bare), median_run(helped), median_run(earlier) if before else None
 
     def dump(self, path: Path) -> Row:
+        before = self.options.before
         self.ours(["inspect", str(path)])  # the warm-up run: fills the SASS cache and bytecode
-        runs: dict[str, list[Run]] = {key: [] for key in
-                                      ("warm", "empty", "json", "gdb_bt", "gdb_disassembly")}
+        keys = ("warm", "empty", "json", "gdb_bt", "gdb_disassembly") + (("before",) if before else ())
+        runs: dict[str, list[Run]] = {key: [] for key in keys}
+        if before:
+            self.ours(["inspect", str(path)], tree=before)
         for _ in range(self.options.repeat):
             warm_page_cache(path)
             runs["warm"].append(self.ours(["inspect", str(path)]))
+            if before:
+                runs["before"].append(self.ours(["inspect", str(path)], tree=before))
             runs["json"].append(self.ours(["inspect", "--json", str(path)]))
             with tempfile.TemporaryDirectory() as cache:
                 runs["empty"].append(self.ours(["inspect", str(path)],
@@ -214,7 +228,10 @@ class Bench:
             warm_page_cache(path)
             runs["gdb_bt"].append(self.theirs(path, GDB_BT))
             runs["gdb_disassembly"].append(self.theirs(path, GDB_DISASSEMBLY))
-        name = path.parent.name if path.is_relative_to(H200) else path.stem
+        name = path.stem
+        if path.is_relative_to(H200):  # the folder names the case; the file too where it has two
+            twins = len(list(path.parent.glob("core.*.nvcudmp"))) > 1
+            name = f"{path.parent.name} {path.stem}" if twins else path.parent.name
         return Row(name, path.stat().st_size, **{key: median_run(found) for key, found in runs.items()})
 
 
@@ -262,12 +279,15 @@ def theirs_cell(run: Run) -> str:
 
 
 def table(rows: list[Row]) -> list[str]:
-    lines = ["| dump | size | crashlab inspect, warm SASS cache | empty cache | `--json` (warm) "
-             "| cuda-gdb `bt` | cuda-gdb `bt` + `x/20i $pc` |",
-             "|---|--:|--:|--:|--:|--:|--:|"]
+    before = any(row.before for row in rows)
+    lines = ["| dump | size | crashlab inspect, warm SASS cache "
+             + ("| before (--before), warm " if before else "")
+             + "| empty cache | `--json` (warm) | cuda-gdb `bt` | cuda-gdb `bt` + `x/20i $pc` |",
+             "|---|--:|--:|--:|--:|--:|--:|" + ("--:|" if before else "")]
     for row in rows:
+        earlier = f"| {ours_cell(row.before)} " if row.before else ""
         lines.append(
-            f"| {row.name} | {row.size / 1000:,.0f} KB | {ours_cell(row.warm)} "
+            f"| {row.name} | {row.size / 1000:,.0f} KB | {ours_cell(row.warm)} {earlier}"
             f"| {seconds(row.empty)}, {row.empty.wall_s / row.warm.wall_s:.1f}x, "
             f"{row.empty.peak_mb:.0f} MB | {seconds(row.json)}, "
             f"{row.json.wall_s / row.warm.wall_s - 1:+.0%} | {theirs_cell(row.gdb_bt)} "
@@ -340,6 +360,8 @@ def main() -> None:
                         help="dumps by folder name under fixtures/gpu/h200 (null_argument.explain)")
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--tree", type=Path, default=ROOT, help="checkout whose crashlab runs")
+    parser.add_argument("--before", type=Path,
+                        help="another checkout whose warm inspect runs alongside, for before/after")
     parser.add_argument("--keep", type=Path, default=Path(tempfile.gettempdir()) / "crashlab-bench")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds cuda-gdb may take")
     parser.add_argument("--cuda-gdb")
@@ -352,10 +374,12 @@ def main() -> None:
     print(f"machine: {machine()}; load average {os.getloadavg()[0]:.1f} at the start")
     print(f"cuda-gdb: {version[0] if version else bench.gdb}; crashlab from {options.tree}; "
           f"median of {options.repeat} fresh processes per figure")
-    bare, helped = bench.startup()
+    bare, helped, earlier = bench.startup()
     print(f"python -c pass {bare.wall_s * 1000:.0f} ms (cpu {bare.cpu_s * 1000:.0f}); crashlab "
           f"--help {helped.wall_s * 1000:.0f} ms (cpu {helped.cpu_s * 1000:.0f}), "
-          f"{helped.peak_mb:.0f} MB", flush=True)
+          f"{helped.peak_mb:.0f} MB" + (f"; before: {earlier.wall_s * 1000:.0f} ms (cpu "
+                                        f"{earlier.cpu_s * 1000:.0f})" if earlier else ""),
+          flush=True)
     rows = []
     for path in dumps(options.only):
         rows.append(bench.dump(path))
