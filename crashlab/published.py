@@ -17,12 +17,7 @@ from itertools import pairwise
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict
-from pydantic.json_schema import (
-    DEFAULT_REF_TEMPLATE,
-    GenerateJsonSchema,
-    JsonSchemaMode,
-    JsonSchemaValue,
-)
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
 Model = TypeVar("Model", bound=BaseModel)
@@ -64,11 +59,9 @@ class ClosedModel(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
     @classmethod
-    def model_json_schema(cls, by_alias: bool | None = None,
-                          ref_template: str = DEFAULT_REF_TEMPLATE,
-                          schema_generator: type[GenerateJsonSchema] = DescribedSchema,
-                          mode: JsonSchemaMode = "validation", **kwargs: Any) -> dict[str, Any]:
-        return super().model_json_schema(by_alias, ref_template, schema_generator, mode, **kwargs)
+    def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        kwargs.setdefault("schema_generator", DescribedSchema)
+        return super().model_json_schema(*args, **kwargs)
 
 
 def attribute_docstrings(model: type[BaseModel]) -> dict[str, str]:
