@@ -32,6 +32,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..escape import surrogates_escaped
 from ..report.kernellog import XidEvent
 from .xidcatalog import xid_kind
 
@@ -110,7 +111,8 @@ def redact(text: str) -> tuple[str, list[str]]:
 
 def decode(xid: int, device: str, message: str, line: int, time: str | None = None) -> XidEvent:
     """One Xid line's event: ``message`` is what follows ``NVRM: Xid (device): N,``."""
-    message, _ = redact(message.strip())
+    message, _ = redact(surrogates_escaped(message.strip()))
+    device = surrogates_escaped(device)
     fields: dict[str, Any] = {}
     if found := _PROCESS.match(message) or _PID_ONLY.match(message):
         pid = found["pid"].strip("'")

@@ -68,7 +68,9 @@ class XidEvent(_Model):
     gpc: int | None = None
     """Xid 13: the GPC, TPC and SM the driver names (physical numbering)"""
     tpc: int | None = None
+    """Xid 13: the TPC within the GPC"""
     sm: int | None = None
+    """Xid 13: the SM within the TPC; null where the line names a TPC only"""
     exception: str | None = None
     """Xid 13: the exception's text (``Out Of Range Address``)"""
     esr: list[EsrWord] = Field(default_factory=empty_list)
@@ -147,6 +149,7 @@ class XidTriage(_Model):
     """Always 1 in this schema; changes only when a field is renamed or removed, or changes type
     or meaning."""
     tool: Tool
+    """the crashlab that made it"""
     summary: str
     """one line: the fault, its class, and why the kernel is unknown"""
     origin: XidOrigin
