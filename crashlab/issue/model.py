@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import Field
 
 from ..published import ClosedModel as _Model
+from ..report.kernellog import XidTriage
 from ..report.model import SCHEMA_VERSION, Tool
 
 MemberKind = Literal["report", "run", "environment", "log", "triage", "coredump", "request-dump",
@@ -124,3 +125,6 @@ class IssueReport(_Model):
     the user's word, not read from any file; null when not given"""
     deployment: str | None = None
     """the deployment label the user gave (--deployment); null when not given"""
+    xid_triage: XidTriage | None = None
+    """the incident triaged from --kernel-log, where no GPU dump shows the fault (with one, the
+    decoded log and its checks are that dump's triage's kernel_log); null without --kernel-log"""
