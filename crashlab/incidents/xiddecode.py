@@ -131,18 +131,13 @@ def decode(xid: int, device: str, message: str, line: int, time: str | None = No
 
 
 def _payload(xid: int, message: str) -> dict[str, Any]:
-    if found := _ON_UNIT.search(message):
-        return {"kind": "sm-exception", "gpc": int(found["gpc"]), "tpc": int(found["tpc"]),
+    esr = _esr(message)
+    if found := _ON_UNIT.search(message):  # its ESR words, where a driver prints them on this line
+        return {**esr, "kind": "sm-exception", "gpc": int(found["gpc"]), "tpc": int(found["tpc"]),
                 "sm": int(found["sm"]) if found["sm"] is not None else None,
-                "exception": found["what"].strip().rstrip(".")}
-    if found := _ESR.search(message):
-        words = [{"register_address": f"0x{word['register'].lower()}", "value": f"0x{word['value'].lower()}"}
-                 for word in _ESR_WORD.finditer(found["words"])]
-        code = int(words[0]["value"], 16) & 0xFF
-        seen = OBSERVED_ESR_CODES.get(code)
-        note = (f"ESR code 0x{code:02x} is undocumented"
-                + (f"; on an H200 it went with {seen}" if seen else ""))
-        return {"kind": "esr", "esr": words, "esr_code": f"0x{code:02x}", "notes": [note]}
+                "exception": found["what"].split(" ESR ")[0].strip().rstrip(".")}
+    if esr:
+        return {**esr, "kind": "esr"}
     if found := _GR_CHANNEL.search(message):
         return {"kind": "graphics-channel", "channel": f"0x{int(found['chid'], 16):x}"}
     if found := _MMU.search(message) or _MMU_DEBUG.search(message):
@@ -169,6 +164,19 @@ def _payload(xid: int, message: str) -> dict[str, Any]:
     if found := _CHANNEL.search(message):
         return {"kind": "channel", "channel": f"0x{int(found['ch'], 16):x}"}
     return {}
+
+
+def _esr(message: str) -> dict[str, Any]:
+    """The ESR words of a line, and the first one's low byte with what it went with on H200s."""
+    found = _ESR.search(message)
+    if found is None:
+        return {}
+    words = [{"register_address": f"0x{word['register'].lower()}",
+              "value": f"0x{word['value'].lower()}"} for word in _ESR_WORD.finditer(found["words"])]
+    code = int(words[0]["value"], 16) & 0xFF
+    seen = OBSERVED_ESR_CODES.get(code)
+    note = f"ESR code 0x{code:02x} is undocumented" + (f"; on an H200 it went with {seen}" if seen else "")
+    return {"esr": words, "esr_code": f"0x{code:02x}", "notes": [note]}
 
 
 def _mmu(found: re.Match) -> dict[str, Any]:
