@@ -127,8 +127,8 @@ def _incident(incident: Incident, embedded: DumpTriage | None, alone: bool, find
     out += ["**Coredumps**", ""] + _dumps(incident.dumps)
     if embedded is not None:
         out += [f"Triage of {code(embedded.path)}:", "", _DUMP_VIEW]
-    return out + _host_stacks(incident) + (_findings(incident) if findings else []) \
-        + _processes(incident)
+    return out + _host_stacks(incident) + _sglang(incident) \
+        + (_findings(incident) if findings else []) + _processes(incident)
 
 
 def _host_stacks(incident: Incident) -> list[str]:
@@ -150,6 +150,44 @@ def _host_stacks(incident: Incident) -> list[str]:
         out += [f"**Python stack** (faulthandler: {inline(stack.error)}{inline(thread)})", ""]
         out += [f"- {code(frame.function)} in {code(frame.file)}, line {frame.line or '???'}"
                 for frame in stack.frames] + [""]
+    return out
+
+
+def _sglang(incident: Incident) -> list[str]:
+    """What SGLang itself wrote: the last batch lines, the last kernel calls, py-spy's stacks,
+    the crash snapshot; each already masked and cut to its budget by serve."""
+    records = incident.sglang
+    if records is None:
+        return []
+    out = ["**What SGLang wrote**", ""]
+    if records.batches:
+        out += [f"Last scheduler batch lines ({len(records.batches)}):", "", *fenced(records.batches), ""]
+    for log in records.kernel_api:
+        earlier = f", {log.omitted_calls} earlier left out" if log.omitted_calls else ""
+        out += [f"Last kernel-API calls in {code(log.source)} (oldest first{inline(earlier)}):", ""]
+        for call in log.calls:
+            raised = f": raised {code(call.exception)}" if call.exception else ""
+            when = f"{code(call.time)} " if call.time else ""
+            out.append(f"- {when}{code(call.function)}{raised}")
+        last = log.calls[-1]
+        if last.lines:
+            more = [f"… {last.omitted_lines} more lines"] if last.omitted_lines else []
+            out += ["", "<details><summary>The last call's inputs</summary>", "",
+                    *fenced(last.lines + more), "</details>"]
+        out.append("")
+    for stacks in records.py_spy:
+        out += [f"py-spy's stacks of pid {stacks.pid}" + (f": {inline(stacks.error)}" if stacks.error else ":"), ""]
+        for thread in stacks.threads:
+            name = f" {inline(thread.name)}" if thread.name else ""
+            out += [f"- thread {code(thread.thread)}{name} ({inline(thread.state)}):",
+                    *fenced(thread.frames, indent="  ")]
+        out.append("")
+    for snapshot in records.crash_snapshots:
+        out += [f"Crash snapshot {code(snapshot.path)}" + (f": {inline(snapshot.error)}" if snapshot.error else ""), ""]
+        out += [f"- {code(name)}: {code(value)}" for name, value in snapshot.fields.items()]
+        if snapshot.omitted_fields:
+            out.append(f"- _{snapshot.omitted_fields} more fields in the file_")
+        out.append("")
     return out
 
 
