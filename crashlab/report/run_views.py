@@ -112,7 +112,8 @@ def _incident(incident: Incident, embedded: DumpTriage | None, alone: bool, find
         rows.append(("Signature", dump_markdown.signature_text(incident.signature)))
     rows += [
         ("When", inline(f"{incident.started_at} to {incident.ended_at}")),
-        ("Exit", inline((incident.exit.describe() if incident.exit else "unknown")
+        ("Exit", inline("none: the server lived on" if incident.kind == "survived" else
+                        (incident.exit.describe() if incident.exit else "unknown")
                         + (" (after crashlab's stop signal)" if incident.stopped_by_crashlab else ""))),
         ("Folder", code(incident.directory)),
     ]
