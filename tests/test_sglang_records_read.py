@@ -12,7 +12,14 @@ import json
 import os
 import time
 
+from markdown_it import MarkdownIt
+
 from crashlab.privacy.redact import PLAIN
+from crashlab.report.model import Source, Tool
+from crashlab.report.run import Incident, RunReport
+from crashlab.report.run_views import markdown
+from crashlab.report.sglang_records import KernelApiLog, SGLangRecords
+from crashlab.supervise import runreport
 from crashlab.supervise import sglang_records as records
 from tests.conftest import ROOT
 
@@ -33,7 +40,7 @@ def test_the_last_kernel_calls_are_kept_with_their_inputs_and_the_rest_counted()
     assert calls[-1].time == "2026-12-06 11:29:05"
     assert "Positional input arguments:" in calls[-1].lines
     assert "      shape=(16, 64)" in calls[-1].lines and "      dtype=torch.float16" in calls[-1].lines
-    assert all(call.exception is None for call in calls)
+    assert all(call.exception is None and call.returned for call in calls)  # died in the sampler
 
 
 def test_a_call_s_lines_a_raised_exception_a_secret_and_the_budget():
@@ -46,6 +53,15 @@ def test_a_call_s_lines_a_raised_exception_a_secret_and_the_budget():
     assert omitted == 0 and call.exception == "IndexError: out of range"
     assert len(call.lines) == records.CALL_LINES and call.omitted_lines == 62 - records.CALL_LINES
     assert SECRET not in "".join(call.lines) and "token=" in call.lines[1]
+
+
+def test_a_last_call_without_output_had_not_returned():
+    """The real log's last two calls, the last one cut before its output, as a server that dies
+    inside a kernel leaves it."""
+    lines = records.tail_lines(KERNEL_API)
+    at = max(n for n, line in enumerate(lines) if line.startswith("Output:"))
+    calls, _ = records.kernel_api_calls(lines[:at], PLAIN.text)
+    assert [call.returned for call in calls[-2:]] == [True, False]
 
 
 def test_a_line_of_another_record_ends_a_call_in_a_shared_stream():
@@ -117,3 +133,44 @@ def test_the_kernel_api_files_are_those_its_destination_names_written_since_the_
     assert records.kernel_api_files(env, tmp_path, since) == [new]
     assert records.kernel_api_files({**env, "SGLANG_KERNEL_API_LOGLEVEL": "0"}, tmp_path, since) == []
     assert records.kernel_api_files({**env, "SGLANG_KERNEL_API_LOGDEST": "stdout"}, tmp_path, since) == []
+
+
+def test_report_md_shows_each_record_the_cut_last_call_and_nothing_unescaped(tmp_path):
+
+    lines = records.tail_lines(KERNEL_API)
+    cut = max(n for n, line in enumerate(lines) if line.startswith("Output:"))
+    calls, omitted = records.kernel_api_calls(lines[:cut], PLAIN.text)
+    snapshot = tmp_path / "requests" / "snapshot.json"
+    snapshot.parent.mkdir()
+    snapshot.write_text(json.dumps({"last_batch": "<b>decode</b> `x`"}))
+    found = SGLangRecords(
+        kernel_api=[KernelApiLog(source="incarnation-1/stdout.log", calls=calls, omitted_calls=omitted)],
+        py_spy=records.py_spy_stacks(records.tail_lines(PYSPY), PLAIN.text),
+        batches=records.batch_lines(records.tail_lines(SERVER), PLAIN.text),
+        crash_snapshots=[records.crash_snapshot(snapshot, tmp_path, PLAIN.text)])
+    crash = Incident(incarnation=1, directory="incarnation-1", kind="crash", started_at="t",
+                     ended_at="t", exit=None, stopped_by_crashlab=False, summary="s", dumps=[],
+                     sglang=found)
+    body = markdown(RunReport(tool=Tool(version="t"), status="crash", summary="s",
+                              source=Source(path=str(tmp_path), size_bytes=1, kind="run"),
+                              command=["x"], incidents=[crash]))
+    assert "**What SGLang wrote**" in body
+    assert f"oldest first, {omitted} earlier left out" in body
+    assert "`sglang.quant_method.UnquantizedLinearMethod.apply`, had not returned" in body
+    assert "py-spy's stacks of pid 31043:" in body and "scheduler.py:2078 Scheduler.event_loop_overlap" in body
+    assert "Prefill batch, #new-seq: 2" in body
+    rendered = MarkdownIt("commonmark").enable("table").render(body)
+    assert "&lt;b&gt;decode" in rendered and "<b>decode" not in rendered  # data, never markup
+
+
+def test_a_run_whose_server_only_survived_says_so():
+
+    def made(kind: str, summary: str) -> Incident:
+        return Incident(incarnation=1, directory="incarnation-1", kind=kind, started_at="t",
+                        ended_at="t", exit=None, stopped_by_crashlab=False, summary=summary, dumps=[])
+    lived = [made("survived", "a 500"), made("survived", "another 500")]
+    assert runreport.status(lived) == "survived"
+    assert runreport.summary(lived) == "2 incidents; first: a 500"
+    both = [*lived, made("crash", "the crash")]
+    assert runreport.status(both) == "crash"
+    assert runreport.summary(both) == "the crash; and 2 faults the server survived"

@@ -171,6 +171,9 @@ def _sglang(incident: Incident) -> list[str]:
             when = f"{code(call.time)} " if call.time else ""
             out.append(f"- {when}{code(call.function)}{raised}")
         last = log.calls[-1]
+        if not last.returned and any(call.returned for call in log.calls):
+            out += ["", f"The last call, {code(last.function)}, had not returned when the log ended "
+                        "(no output logged, as the others have)."]
         if last.lines:
             more = [f"… {last.omitted_lines} more lines"] if last.omitted_lines else []
             out += ["", "<details><summary>The last call's inputs</summary>", "",

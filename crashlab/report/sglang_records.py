@@ -39,6 +39,9 @@ class KernelApiCall(_Model):
     """Lines of the call past the budget, counted but not kept."""
     exception: str | None = None
     """The exception the call raised (``IndexError: ...``), where the log recorded one."""
+    returned: bool = False
+    """The log recorded its output (level 3 and up), so it returned; the last call of a log
+    whose other calls did, without one, had not returned when the log ended."""
 
 
 class KernelApiLog(_Model):

@@ -102,7 +102,9 @@ def kernel_api_calls(lines: Iterable[str], redact: Redact) -> tuple[list[KernelA
         elif current is not None and line.strip() and not line.startswith("=" * 20):
             if not _CALL_LINE.match(line):
                 current = None
-            elif len(current.lines) < CALL_LINES:
+                continue
+            current.returned = current.returned or line.startswith("Output:")
+            if len(current.lines) < CALL_LINES:
                 current.lines.append(_shown(line, redact))
             else:
                 current.omitted_lines += 1
