@@ -84,6 +84,11 @@ PATTERNS: tuple[CrashLine, ...] = (
               ("Fatal Python error", "terminate called", "Segmentation fault", "core dumped",
                "Segfault encountered")),
     CrashLine("oom", r"CUDA out of memory|OutOfMemoryError", ("CUDA", "OutOfMemoryError")),
+    # SGLang 0.5.23's HTTP 500s, each followed by the traceback: its OpenAI endpoints' catch-all
+    # (entrypoints/openai/serving_base.py, "Internal server error"), and uvicorn's line for an
+    # exception no endpoint caught
+    CrashLine("survived-fault", r"Error in request: |Exception in ASGI application",
+              ("Error in request: ", "Exception in ASGI application")),
 )
 
 #: Every crash line in one expression, a named group per entry of PATTERNS (``p0``, ``p1``, ...):
@@ -114,6 +119,10 @@ def crash_line(text: str) -> CrashLine | None:
     found = CRASH_LINES.search(text)
     return entry(found) if found else None
 
+
+#: The process each survived-fault line is printed by, as serve names SGLang's processes: SGLang's
+#: HTTP server runs in the main process, beside its TokenizerManager.
+SURVIVED_IN = "tokenizer"
 
 #: SGLang's watchdog naming the child whose death started the crash (any exit, SIGKILL included).
 CHILD_CRASHED = re.compile(r"Subprocess \S+ \(pid=(?P<pid>\d+)\) crashed with exit code (?P<code>-?\d+)")

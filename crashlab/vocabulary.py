@@ -42,11 +42,13 @@ SGLANG_CRASH = "sglang-crash"
 FATAL = "fatal"
 #: CUDA out of memory.
 OOM = "oom"
+#: A fault the server caught and answered with an error (an HTTP 500), living on.
+SURVIVED_FAULT = "survived-fault"
 #: A Python traceback, assembled frame by frame.
 TRACEBACK = "traceback"
 #: Every finding kind, in the order Finding.kind's description lists them.
 FINDING_KINDS = (CUDA_ERROR, COREDUMP, NCCL_TIMEOUT, XID, SCHEDULER_EXCEPTION, SGLANG_CRASH, FATAL,
-                 OOM, TRACEBACK)
+                 OOM, SURVIVED_FAULT, TRACEBACK)
 
 #: The first opcode of a pickle of protocol 2 or later (SGLang writes 4 or 5).
 PICKLE_PROTO = 0x80

@@ -86,9 +86,13 @@ def from_run(run_dir: Path, report: RunReport, recorded_by: str) -> list[NewCras
         extras = [CrashFile(path=str(run_dir / r.path), kind=r.kind, size_bytes=r.size_bytes,
                             owned=True)
                   for r in incident.request_dumps] + _evidence(run_dir, incident)
+        if incident.kind == "survived":  # one crash per fault, beside the incarnation's own
+            line = incident.findings[0]
+            key = f"{key}:survived:{line.stream}:{line.line}"
         if not incident.dumps:
             crashed = min(_failures(incident), key=lambda failure: failure[0], default=None)
             crashes.append(NewCrash(key=key, signature=compute(incident),
+                                    label="SURVIVED" if incident.kind == "survived" else None,
                                     crashed_at=_epoch(incident.ended_at), first_failure_at=first,
                                     summary=incident.summary, files=extras,
                                     facts=fleet_facts.merged(

@@ -157,8 +157,9 @@ class Crash(_Model):
     """That process's SGLang rank tags (TP0, DP1 TP3); null where unknown."""
     role: str | None
     """That process's role in the server (scheduler, detokenizer, ...); null where unknown."""
-    label: DumpLabel | None
-    """FAULT, COLLATERAL or UNREADABLE for a GPU dump"""
+    label: DumpLabel | Literal["SURVIVED"] | None
+    """FAULT, COLLATERAL or UNREADABLE for a GPU dump; SURVIVED for a fault the server lived
+    through (an HTTP 500); null for a crash without a dump"""
     deployment: str | None
     """crashlab serve --deployment; null where not given."""
     summary: str

@@ -134,6 +134,23 @@ def _run_members(run: RunInput, privacy: Privacy, prefix: str) -> Iterable[Candi
             if path.is_file() and path.stat().st_size:
                 yield Candidate(f"{at}{stream}.log", "log", 1, path,
                                 log_excerpt(path, privacy, f"{stream}.log of incarnation {incarnation.number}"))
+    yield from _sglang_members(run, privacy, prefix)
+
+
+def _sglang_members(run: RunInput, privacy: Privacy, prefix: str) -> Iterable[Candidate]:
+    """The files SGLang itself wrote that serve kept: its kernel-API logs, an excerpt cleaned like
+    every log; its crash snapshots, each JSON value cleaned like the run's reports."""
+    for record in run.manifest.files:
+        path = run.path / record.path
+        if not path.is_file():
+            continue
+        if record.kind == "kernel-api-log":
+            yield Candidate(prefix + record.path, "log", 1, path,
+                            log_excerpt(path, privacy, f"SGLang's kernel-API log {record.path}"))
+        elif record.kind == "crash-snapshot":
+            value = _json_file(path)
+            content = privacy.document(value) if value is not None else log_excerpt(path, privacy, f"SGLang's crash snapshot {record.path} (not JSON)")
+            yield Candidate(prefix + record.path, "run", 1, path, content)
 
 
 def bisect_folder(inputs: Inputs, number: int) -> str:

@@ -20,6 +20,7 @@ from ..vocabulary import TRACEBACK, DumpLabel, Role
 from .hoststacks import NativeStack, PythonStack
 from .kernellog import KernelLog
 from .model import SCHEMA_VERSION, Source, Tool, TriageReport
+from .sglang_records import SGLangRecords
 from .signature import CrashSignature
 
 
@@ -99,7 +100,7 @@ class Finding(_Model):
 
     kind: str
     """cuda-error, coredump, nccl-timeout, xid, scheduler-exception, sglang-crash, fatal, oom,
-    traceback"""
+    survived-fault (a fault the server answered with an error and lived through), traceback"""
     text: str
     """The matched line, secrets masked (for a traceback: its exception line, or the phrase
     'traceback without an exception line')."""
@@ -136,13 +137,15 @@ class FileRecord(_Model):
     path: str
     """relative to the run directory"""
     kind: Literal["log", "coredump", "request-dump", "server-info", "launch", "report", "host-core",
-                  "environment", "process-maps", "flight-recorder"]
+                  "environment", "process-maps", "flight-recorder", "kernel-api-log",
+                  "crash-snapshot"]
     """What the file is: a log, a GPU coredump, an SGLang request dump, the server's
     /server_info answer, the incarnation's launch (argv, cwd, environment, secrets masked), a
     report, a host core, the captured environment, the /proc/PID/maps of the server's processes
     (at start and at crash: crashlab.supervise.procmaps), or the last Flight Recorder dump of a rank
     left in the incarnation's flight-recorder/ folder (a capture's, or PyTorch's own on a watchdog
-    timeout)."""
+    timeout), a kernel-API log SGLang wrote to a file (SGLANG_KERNEL_API_LOGDEST), or a crash
+    snapshot JSON SGLang wrote beside its request dump."""
     size_bytes: int
     """The file's size in bytes, as collected."""
     sha256: str
@@ -217,9 +220,11 @@ class Incident(_Model):
     incarnation."""
     directory: str
     """The incarnation's directory, relative to the run directory."""
-    kind: Literal["crash", "dumps"]
+    kind: Literal["crash", "dumps", "survived"]
     """crash: the server ended abnormally; dumps: it was stopped or exited, and dumps were
-    collected on the way (a hang captured with dump-now)"""
+    collected on the way (a hang captured with dump-now); survived: a fault the server caught,
+    answered with an error (an HTTP 500) and lived through, one incident per fault, signed as
+    the same fault would be had it killed the server"""
     started_at: str
     """When the incarnation started (UTC, ISO 8601)."""
     ended_at: str
@@ -259,6 +264,9 @@ class Incident(_Model):
     """what Python's faulthandler printed into the logs (PYTHONFAULTHANDLER, which serve sets)"""
     native_stacks: list[NativeStack] = Field(default_factory=empty_list)
     """per process killed by a host signal: gdb's bt of its host core, or why there is no core"""
+    sglang: SGLangRecords | None = None
+    """what SGLang itself wrote around the crash (kernel-API log, py-spy stacks, batch lines,
+    crash snapshot); null where it wrote none of them"""
 
 
 class Deployment(_Model):
@@ -284,8 +292,9 @@ class RunReport(_Model):
     or meaning."""
     tool: Tool
     """The crashlab that wrote the report."""
-    status: Literal["crash", "dumps"]
-    """crash when any incarnation crashed"""
+    status: Literal["crash", "dumps", "survived"]
+    """crash when any incarnation crashed; else dumps when one left dumps; else survived (only
+    faults the server lived through)"""
     summary: str
     """One line a human reads first: the incident's summary, or how many incidents there were
     and the first one's."""

@@ -112,7 +112,8 @@ def _incident(incident: Incident, embedded: DumpTriage | None, alone: bool, find
         rows.append(("Signature", dump_markdown.signature_text(incident.signature)))
     rows += [
         ("When", inline(f"{incident.started_at} to {incident.ended_at}")),
-        ("Exit", inline((incident.exit.describe() if incident.exit else "unknown")
+        ("Exit", inline("none: the server lived on" if incident.kind == "survived" else
+                        (incident.exit.describe() if incident.exit else "unknown")
                         + (" (after crashlab's stop signal)" if incident.stopped_by_crashlab else ""))),
         ("Folder", code(incident.directory)),
     ]
@@ -129,8 +130,8 @@ def _incident(incident: Incident, embedded: DumpTriage | None, alone: bool, find
         out += [f"Triage of {code(embedded.path)}:", "", _DUMP_VIEW]
     if incident.kernel_log is not None:
         out += dump_markdown.kernel_log(incident.kernel_log, 5)
-    return out + _host_stacks(incident) + (_findings(incident) if findings else []) \
-        + _processes(incident)
+    return out + _host_stacks(incident) + _sglang(incident) \
+        + (_findings(incident) if findings else []) + _processes(incident)
 
 
 def _host_stacks(incident: Incident) -> list[str]:
@@ -152,6 +153,47 @@ def _host_stacks(incident: Incident) -> list[str]:
         out += [f"**Python stack** (faulthandler: {inline(stack.error)}{inline(thread)})", ""]
         out += [f"- {code(frame.function)} in {code(frame.file)}, line {frame.line or '???'}"
                 for frame in stack.frames] + [""]
+    return out
+
+
+def _sglang(incident: Incident) -> list[str]:
+    """What SGLang itself wrote: the last batch lines, the last kernel calls, py-spy's stacks,
+    the crash snapshot; each already masked and cut to its budget by serve."""
+    records = incident.sglang
+    if records is None:
+        return []
+    out = ["**What SGLang wrote**", ""]
+    if records.batches:
+        out += [f"Last scheduler batch lines ({len(records.batches)}):", "", *fenced(records.batches), ""]
+    for log in records.kernel_api:
+        earlier = f", {log.omitted_calls} earlier left out" if log.omitted_calls else ""
+        out += [f"Last kernel-API calls in {code(log.source)} (oldest first{inline(earlier)}):", ""]
+        for call in log.calls:
+            raised = f": raised {code(call.exception)}" if call.exception else ""
+            when = f"{code(call.time)} " if call.time else ""
+            out.append(f"- {when}{code(call.function)}{raised}")
+        last = log.calls[-1]
+        if not last.returned and any(call.returned for call in log.calls):
+            out += ["", f"The last call, {code(last.function)}, had not returned when the log ended "
+                        "(no output logged, as the others have)."]
+        if last.lines:
+            more = [f"… {last.omitted_lines} more lines"] if last.omitted_lines else []
+            out += ["", "<details><summary>The last call's inputs</summary>", "",
+                    *fenced(last.lines + more), "</details>"]
+        out.append("")
+    for stacks in records.py_spy:
+        out += [f"py-spy's stacks of pid {stacks.pid}" + (f": {inline(stacks.error)}" if stacks.error else ":"), ""]
+        for thread in stacks.threads:
+            name = f" {inline(thread.name)}" if thread.name else ""
+            out += [f"- thread {code(thread.thread)}{name} ({inline(thread.state)}):",
+                    *fenced(thread.frames, indent="  ")]
+        out.append("")
+    for snapshot in records.crash_snapshots:
+        out += [f"Crash snapshot {code(snapshot.path)}" + (f": {inline(snapshot.error)}" if snapshot.error else ""), ""]
+        out += [f"- {code(name)}: {code(value)}" for name, value in snapshot.fields.items()]
+        if snapshot.omitted_fields:
+            out.append(f"- _{snapshot.omitted_fields} more fields in the file_")
+        out.append("")
     return out
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 import signal as signals
 
-from ..logpatterns import BY_KIND, CHILD_CRASHED, CRASH_SIGNALS
+from ..logpatterns import BY_KIND, CHILD_CRASHED, CRASH_SIGNALS, SURVIVED_IN
 from ..report.logline import message
 from ..report.run import NO_EXCEPTION_LINE, Finding, Incident, TracebackFrame
 from ..report.signature import CrashSignature, seal
@@ -30,6 +30,7 @@ from ..vocabulary import (
     NCCL_TIMEOUT,
     SCHEDULER_EXCEPTION,
     SGLANG_CRASH,
+    SURVIVED_FAULT,
     TRACEBACK,
 )
 from .names import normalise
@@ -177,11 +178,18 @@ def _native(traceback: Finding, findings: list[Finding]) -> bool:
 
 
 def _raiser(traceback: Finding, findings: list[Finding]) -> str | None:
+    """The process that caught the exception: the one SGLang's "hit an exception" line names,
+    or, for a fault the server survived, the process that prints that line (the one that would
+    have named itself had the fault killed the server, so that the two sign alike)."""
     for finding in findings:
-        if finding.kind == SCHEDULER_EXCEPTION and finding.stream == traceback.stream \
-                and finding.line == traceback.line:
+        if finding.stream != traceback.stream:
+            continue
+        if finding.kind == SCHEDULER_EXCEPTION and finding.line == traceback.line:
             found = _RAISER.search(finding.text)
             return _ROLES.get(found[1], found[1].lower()) if found else None
+        if finding.kind == SURVIVED_FAULT \
+                and finding.line < traceback.line <= (finding.end_line or finding.line + 1):
+            return SURVIVED_IN
     return None
 
 

@@ -15,6 +15,7 @@ from ..launchline import bearer
 from ..logpatterns import CHILD_CRASHED, crash_line
 from ..privacy.redact import Redactor
 from ..report.run import Finding
+from ..report.sglang_records import SGLangRecords
 from ..vocabulary import COREDUMP, SGLANG_CRASH
 from . import collect, environment, files, hangsources, launch, rundir, timestamps
 from .manifest import Health, Incarnation, ManifestStore
@@ -58,6 +59,10 @@ class LiveIncarnation:
         self.announced: set[str] = set()
         self.stop_sent = False
         self.root_ended_on_its_own = False
+        #: the survived faults made incidents, by (stream, line) of their line
+        self.survived: set[tuple[str, int]] = set()
+        #: what SGLang itself wrote around the crash, read once the server has ended
+        self.sglang_records: SGLangRecords | None = None
         url = run.options.health_url or launch.health_url(self.plan.argv, self.plan.sglang)
         self.record = Incarnation(
             number=number, directory=str(self.dirs.path.relative_to(run.run_dir)),

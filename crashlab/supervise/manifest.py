@@ -138,9 +138,10 @@ class Crashlab(_Model):
 class Outcome(_Model):
     """How the run ended, as crashlab serve's exit code says it."""
 
-    result: Literal["crash", "dumps", "clean-exit", "stopped", "failed"]
-    """crash or dumps: an incident was found; clean-exit: the server exited on its own without
-    one; stopped: stopped on request; failed: crashlab could not go on."""
+    result: Literal["crash", "dumps", "survived", "clean-exit", "stopped", "failed"]
+    """crash or dumps: an incident was found; survived: only faults the server lived through
+    were; clean-exit: the server exited on its own without one; stopped: stopped on request;
+    failed: crashlab could not go on."""
     exit_code: int
     """crashlab serve's exit code."""
     reason: str

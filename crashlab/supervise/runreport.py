@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from .. import __version__
 from ..errors import EXIT_FOUND, EXIT_NOTHING
@@ -16,12 +17,9 @@ from .manifest import Manifest, ManifestStore, Outcome
 
 
 def build(run_dir: Path, manifest: Manifest, incidents: list[Incident]) -> RunReport:
-    crash = any(incident.kind == "crash" for incident in incidents)
     size = sum(f.size_bytes for f in manifest.files)
     report = RunReport(
-        tool=Tool(version=__version__), status="crash" if crash else "dumps",
-        summary=incidents[0].summary if len(incidents) == 1 else
-        f"{len(incidents)} incidents; first: {incidents[0].summary}",
+        tool=Tool(version=__version__), status=status(incidents), summary=summary(incidents),
         source=Source(path=str(run_dir), size_bytes=size, kind="run"),
         command=manifest.command, incidents=incidents,
         warnings=[w for incarnation in manifest.incarnations for w in incarnation.warnings],
@@ -30,6 +28,22 @@ def build(run_dir: Path, manifest: Manifest, incidents: list[Incident]) -> RunRe
                               incident_window_s=manifest.options["incident_window"]))
     report.signature, _ = signature_of(report)  # why not: in its incident's notes
     return report
+
+
+def status(incidents: list[Incident]) -> Literal["crash", "dumps", "survived"]:
+    """The gravest kind of the run's incidents."""
+    kinds = {incident.kind for incident in incidents}
+    return "crash" if "crash" in kinds else "dumps" if "dumps" in kinds else "survived"
+
+
+def summary(incidents: list[Incident]) -> str:
+    """The incident's summary, or how many there were and the first's; faults the server
+    survived are counted after the incidents that ended it, not told first."""
+    ended = [incident for incident in incidents if incident.kind != "survived"]
+    shown = ended or incidents
+    said = shown[0].summary if len(shown) == 1 else f"{len(shown)} incidents; first: {shown[0].summary}"
+    lived = len(incidents) - len(shown)
+    return said + (f"; and {lived} fault{'s' * (lived != 1)} the server survived" if lived else "")
 
 
 def write(run_dir: Path, store: ManifestStore, redactor: Redactor, incidents: list[Incident]) -> None:
@@ -46,8 +60,7 @@ def write(run_dir: Path, store: ManifestStore, redactor: Redactor, incidents: li
 def outcome(run_dir: Path, manifest: Manifest, incidents: list[Incident]) -> Outcome:
     last = manifest.incarnations[-1] if manifest.incarnations else None
     if incidents:
-        crash = any(incident.kind == "crash" for incident in incidents)
-        return Outcome(result="crash" if crash else "dumps", exit_code=EXIT_FOUND,
+        return Outcome(result=status(incidents), exit_code=EXIT_FOUND,
                        reason=build(run_dir, manifest, incidents).summary)
     if last is not None and last.stopped_by_crashlab:
         return Outcome(result="stopped", exit_code=EXIT_NOTHING, reason="stopped on request, no crash")

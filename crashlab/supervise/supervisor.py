@@ -25,7 +25,7 @@ import signal
 import socket
 import sys
 import time
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 import psutil
@@ -40,7 +40,18 @@ from ..report import run_views
 from ..report.hoststacks import NativeStack, PythonStack
 from ..report.run import FileRecord, Incident
 from ..vocabulary import XID
-from . import collect, files, hostcrash, incident, launch, rundir, runreport, timestamps
+from . import (
+    collect,
+    files,
+    hostcrash,
+    incident,
+    launch,
+    rundir,
+    runreport,
+    sglang_records,
+    survived,
+    timestamps,
+)
 from .envcapture import write_environment
 from .hangwatch import HangWatch
 from .health import HealthWatch
@@ -199,6 +210,7 @@ class Supervisor:
                 watch.poll_tree()
                 next_tree = now + TREE_EVERY
             if now >= next_save:
+                self._survived(watch.incarnation)
                 self.hang.poll(health)
                 self.hang.link()
                 self.store.save_if_dirty(timestamps.now())
@@ -233,7 +245,12 @@ class Supervisor:
         flight_recorder = [collect.record(self.run_dir, path, "flight-recorder")
                            for path in sorted(incarnation.dirs.flight_recorder.iterdir())
                            if path.is_file()]
-        self.store.add_files(request_dumps + logs + flight_recorder)
+        kept, incarnation.sglang_records = sglang_records.collect_and_read(
+            self.run_dir, incarnation.dirs, incarnation.env, self.cwd,
+            datetime.fromisoformat(incarnation.record.started_at).timestamp(), request_dumps,
+            socket.gethostname(), self.redactor.text)
+        self.store.add_files(request_dumps + logs + flight_recorder + kept)
+        self._survived(incarnation, closed=True)
         self.store.save(timestamps.now())  # a capture in flight waits for its dumps in it
         self.hang.finish()
         problems = [problem for tee in tees for problem in tee.problems]
@@ -277,16 +294,38 @@ class Supervisor:
             record.incident = kind
             record.status = ("crashed" if kind == "crash" else
                              "stopped" if record.stopped_by_crashlab else "exited")
+            crash_view = survived.without(record, survived.consumed(record.findings,
+                                                                    incarnation.survived))
         if kind is not None:
-            self.incidents.append(incident.build(self.run_dir, record, kind, triaged,
+            self.incidents.append(incident.build(self.run_dir, crash_view, kind, triaged,
                                                  request_dumps, self.options.debugger,
                                                  self.redactor.text))
             self.incidents[-1].python_stacks, self.incidents[-1].native_stacks = host_stacks
+            self.incidents[-1].sglang = incarnation.sglang_records
             runreport.write(self.run_dir, self.store, self.redactor, self.incidents)
         self.store.save(timestamps.now())
         if kind is not None:
             self._announce(self.incidents[-1])
         return kind
+
+    def _survived(self, incarnation: LiveIncarnation, closed: bool = False) -> None:
+        """Each fault the server lived through whose traceback is in becomes an incident,
+        written into the run's reports and the crash index at once (the server may run on for
+        days)."""
+        with self.store.edit():
+            chains = survived.settled(incarnation.record.findings, incarnation.survived,
+                                      datetime.now(timezone.utc), closed)
+        if not chains:
+            return
+        built = [survived.incident(incarnation.record, found) for found in chains]
+        incarnation.survived.update(survived.key(found[0]) for found in chains)
+        self.incidents += built
+        runreport.write(self.run_dir, self.store, self.redactor, self.incidents)
+        self.store.save(timestamps.now())
+        self._record()
+        for one in built:
+            for line in run_views.incident_lines(one):
+                self.notify(line)
 
     def _announce(self, latest: Incident) -> None:
         """Record the crash in the index and print its lines now, not when the supervisor
