@@ -203,7 +203,8 @@ def test_sections_asked_one_at_a_time_are_added_to_the_entry(logged_nvdisasm, em
         [(section, cubin)] = [(s, c) for s, _ in core.relocated_images()
                               if (c := finder.cubin(s)) and len(c.texts) == 2]
         names = [text.name for text in cubin.texts]
-        one = [listing.CubinListings(cubin.rebased, cubin.texts).section(name) for name in names]
+        asked = listing.CubinListings(cubin.rebased, cubin.texts)
+        one = [asked.section(name) for name in names]  # both asked of one object
         assert [run.count("-fun") for run in _disassembly_runs(log)] == [1, 1]
         assert _entry_header(empty_sass_cache)["whole"] is False
         assert sorted(_entry_header(empty_sass_cache)["index"]) == sorted(names)

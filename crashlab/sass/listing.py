@@ -221,7 +221,8 @@ class CubinListings:
         if isinstance(made, str) or not made.get(name):
             return None
         self._parts[name] = made[name]
-        cache.store(self._key, version, {name: made[name]}, whole=False, keep=self._entry)
+        # the entry as read at the start, and every section made since (this one included)
+        cache.store(self._key, version, self._parts, whole=False, keep=self._entry)
         return made[name]
 
     def _disassembled(self) -> Listings | str:
