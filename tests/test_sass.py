@@ -105,6 +105,24 @@ def test_parse_listing_keeps_predicates_and_ignores_encodings():
     assert listing[2].source == listing[1].source
 
 
+def test_parse_listing_names_labels_by_their_first_use_in_the_section():
+    """nvdisasm numbers labels across a whole cubin (and otherwise under ``-fun``): a section's
+    listing names them by their first use there, each branch keeping the offset it names."""
+    listing = sass_listing.parse_listing(
+        "        /*0000*/              @!P0 BRA `(.L_x_41) ;\n"
+        ".L_x_57:\n"
+        "        /*0010*/                   NOP ;\n"
+        ".L_x_41:\n"
+        "        /*0020*/               @P0 BRA `(.L_x_57) ;\n"
+        "        /*0030*/                   BRA `(.L_x_41) ;\n"
+        "        /*0040*/                   BRA `(.L_x_9) ;\n"  # defined in no section here: kept
+        ".L_x_60:\n"
+    )
+    assert [(i.text, i.target) for i in listing] == [
+        ("@!P0 BRA `(.L_x_0)", 0x20), ("NOP", None), ("@P0 BRA `(.L_x_1)", 0x10),
+        ("BRA `(.L_x_0)", 0x20), ("BRA `(.L_x_9)", None)]
+
+
 def test_pc_outside_every_cubin(build):
     scenario = scenarios.fault()
     victim = scenario.spec.devices[0].sms[1].ctas[0].warps[1]

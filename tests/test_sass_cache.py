@@ -1,6 +1,7 @@
-"""What inspect costs in nvdisasm runs: at most one per cubin, none where the SASS cache already
-holds the cubin; measured by a wrapper around the real nvdisasm that logs its invocations. And what
-a warm inspect decodes of an entry: the function it shows and explains, not the whole cubin."""
+"""What inspect costs in nvdisasm runs: at most one per cubin (or, for a cubin with much code, one
+per function it reads), none where the SASS cache already holds the cubin; measured by a wrapper
+around the real nvdisasm that logs its invocations. And what a warm inspect decodes of an entry:
+the function it shows and explains, not the whole cubin."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from pathlib import Path
 import pytest
 
 import crashlab
-from crashlab.sass import cache
+from crashlab.coredump.core import CoreDump
+from crashlab.sass import cache, listing
+from crashlab.sass.finder import CodeFinder
 from crashlab.sass.listing import find_nvdisasm
 from tests import scenarios
 from tests.conftest import run_cli
@@ -132,3 +135,82 @@ def test_a_cache_that_cannot_be_written_costs_runs_not_the_report(logged_nvdisas
     assert json.loads(done.stdout)["faults"][0]["sass"]["instructions"]
     run_cli("inspect", EXAMPLE, "--json", env={**env, "XDG_CACHE_HOME": str(blocked)})
     assert _disassemblies(log) == 2
+
+
+TORCH = Path(__file__).resolve().parent.parent / "fixtures" / "gpu" / "h200" / "torch_flash_oob.sglang" / "core.1693.nvcudmp"
+
+
+def _disassembly_runs(log: Path) -> list[list[str]]:
+    return [line.split() for line in _runs(log) if line.strip() != "--version"]
+
+
+def _entry_header(folder: Path) -> dict:
+    [entry] = (folder / "crashlab" / "sass").glob("*.json")
+    return json.loads(entry.read_bytes().split(b"\n", 1)[0])
+
+
+def test_a_large_cubin_is_disassembled_one_function_at_a_time(logged_nvdisasm, empty_sass_cache,
+                                                              tmp_path, monkeypatch):
+    """PyTorch's flash-attention cubin of the real H200 dump (1.2 MB of code in 12 functions): a
+    cold inspect runs nvdisasm on the faulting function alone (``-fun``), and the window and the
+    explanation (its slice walks the function's control-flow graph) are those of a whole-cubin
+    run; the entry holds that function, says it is not whole, and serves the next inspect."""
+    env, log = logged_nvdisasm
+    monkeypatch.setenv("CRASHLAB_NVDISASM", env["CRASHLAB_NVDISASM"])
+    alone = crashlab.inspect(TORCH).faults[0]
+    [run] = _disassembly_runs(log)
+    assert "-fun" in run
+    header = _entry_header(empty_sass_cache)
+    assert header["whole"] is False and list(header["index"]) == [alone.sass.section]
+    warm = crashlab.inspect(TORCH).faults[0]
+    assert len(_disassembly_runs(log)) == 1
+
+    monkeypatch.setattr(listing, "ONE_AT_A_TIME_BYTES", 1 << 40)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "another-cache"))
+    whole = crashlab.inspect(TORCH).faults[0]
+    assert "-fun" not in _disassembly_runs(log)[-1]
+    for report in (warm, whole):
+        assert report.sass.model_dump() == alone.sass.model_dump()
+        assert report.explanation.model_dump() == alone.explanation.model_dump()
+
+
+def test_a_function_alone_reads_as_in_the_whole_listing():
+    """Every text section of the flash-attention cubin, disassembled alone (``-fun``), gives the
+    listing the whole-cubin run gives it: nvdisasm numbers the labels otherwise in each, and the
+    listing renames them by their first use in the section."""
+    tool, why = find_nvdisasm()
+    assert tool, why
+    with CoreDump(TORCH) as core:
+        finder = CodeFinder(core)
+        [cubin] = [c for section, _ in core.relocated_images()
+                   if (c := finder.cubin(section)) and sum(t.size for t in c.texts) > 1_000_000]
+        whole = listing._run_nvdisasm(cubin.rebased, tool)
+        assert not isinstance(whole, str) and len(whole) == len(cubin.texts) == 12
+        for text in cubin.texts:
+            assert listing._run_nvdisasm(cubin.rebased, tool, text.symbol) == {text.name: whole[text.name]}
+
+
+def test_sections_asked_one_at_a_time_are_added_to_the_entry(logged_nvdisasm, empty_sass_cache,
+                                                             monkeypatch):
+    """With every cubin taken one section at a time, the example's two kernels cost one run
+    each, the entry gains each, and asking for every section makes the whole run and a whole
+    entry; each listing is the whole run's."""
+    env, log = logged_nvdisasm
+    monkeypatch.setenv("CRASHLAB_NVDISASM", env["CRASHLAB_NVDISASM"])
+    monkeypatch.setattr(listing, "ONE_AT_A_TIME_BYTES", 0)
+    with CoreDump(EXAMPLE) as core:
+        finder = CodeFinder(core)
+        [(section, cubin)] = [(s, c) for s, _ in core.relocated_images()
+                              if (c := finder.cubin(s)) and len(c.texts) == 2]
+        names = [text.name for text in cubin.texts]
+        asked = listing.CubinListings(cubin.rebased, cubin.texts)
+        one = [asked.section(name) for name in names]  # both asked of one object
+        assert [run.count("-fun") for run in _disassembly_runs(log)] == [1, 1]
+        assert _entry_header(empty_sass_cache)["whole"] is False
+        assert sorted(_entry_header(empty_sass_cache)["index"]) == sorted(names)
+        every = listing.CubinListings(cubin.rebased, cubin.texts).every()
+        assert [run.count("-fun") for run in _disassembly_runs(log)] == [1, 1, 0]
+        assert _entry_header(empty_sass_cache)["whole"] is True
+        assert not isinstance(every, str) and [every[name] for name in names] == one
+        assert listing.CubinListings(cubin.rebased, cubin.texts).every() == every
+        assert len(_disassembly_runs(log)) == 3

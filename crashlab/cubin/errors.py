@@ -17,9 +17,9 @@ class CubinError(ValueError):
 
 @contextmanager
 def reading(part: str | None) -> Iterator[None]:
-    """Turns whatever pyelftools or a decoder raises while reading ``part`` into a CubinError:
-    pyelftools raises many types on a damaged image (its ELFError, construct's errors,
-    IndexError, KeyError, struct.error, ValueError)."""
+    """Turns whatever a reader raises while reading ``part`` into a CubinError: a damaged image
+    makes struct and the decoders raise many types (IndexError, KeyError, struct.error,
+    ValueError)."""
     try:
         yield
     except CubinError:

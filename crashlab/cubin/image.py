@@ -1,27 +1,21 @@
 """One cubin, opened once: its sections, symbols, code sections and their functions, relocations,
 notes, line table and ``.nv.info`` records, each read on first use and kept.
 
-The section headers are read with struct (crashlab.cubin.elf); pyelftools reads the rest (symbols,
-relocations, notes; the DWARF line-program header in crashlab.cubin.lines), opened here, once,
-where a part needs it. Whatever either raises on a
-damaged image leaves this class as a CubinError naming the part that could not be read, so a
-caller catches one type and says it in its own words.
+Every part is read with struct (crashlab.cubin.elf; the DWARF line program in crashlab.cubin.lines).
+Whatever a reader raises on a damaged image leaves this class as a CubinError naming the part that
+could not be read, so a caller catches one type and says it in its own words.
 """
 
 from __future__ import annotations
 
-import io
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TypeVar
 
-from elftools.elf.elffile import ELFFile
-from elftools.elf.relocation import RelocationSection
-from elftools.elf.sections import NoteSection, SymbolTableSection
-
-from .elf import Relocation, Section, Symbol, section_headers
+from . import elf
+from .elf import Relocation, Section, Symbol
 from .errors import CubinError, reading
 from .lines import LineTable, read_line_table
 from .nvinfo import (
@@ -84,7 +78,9 @@ class Cubin:
 
     def __init__(self, data: bytes):
         self.data = data
-        self.bits, self.little_endian, self.sections = section_headers(data)
+        self._headers = elf.section_headers(data)
+        self.bits, self.little_endian = self._headers.bits, self._headers.little_endian
+        self.sections = self._headers.sections
         self._by_name: dict[str, Section] = {}
         for section in self.sections:
             self._by_name.setdefault(section.name, section)
@@ -92,11 +88,6 @@ class Cubin:
 
     def section(self, name: str) -> Section | None:
         return self._by_name.get(name)
-
-    @cached_property
-    def _elf(self) -> ELFFile:
-        """pyelftools' view, for the parts it reads (symbols, relocations, notes)."""
-        return self._kept("ELF", None, lambda: ELFFile(io.BytesIO(self.data)))
 
     def section_data(self, section: Section) -> bytes:
         """The section's bytes as the file holds them (none for SHT_NOBITS); CubinError where
@@ -128,15 +119,9 @@ class Cubin:
 
     def _read_symbols(self) -> list[Symbol]:
         table = self.section(".symtab")
-        if table is None:
+        if table is None or table.kind != elf.SHT_SYMTAB:
             return []
-        section = self._elf.get_section(table.index)
-        if not isinstance(section, SymbolTableSection):
-            return []
-        return [Symbol(symbol.name, symbol["st_value"], symbol["st_size"],
-                       symbol["st_shndx"] if isinstance(symbol["st_shndx"], int) else None,
-                       symbol["st_info"]["type"])
-                for symbol in section.iter_symbols()]
+        return elf.symbols(self.data, self._headers, table)
 
     @cached_property
     def texts(self) -> list[Text]:
@@ -159,14 +144,13 @@ class Cubin:
     @cached_property
     def rebased(self) -> bytes:
         """A copy at address 0: every sh_addr 0 and every symbol's value an offset into its
-        section, as nvdisasm always accepts (and its printed addresses are offsets then).
-        pyelftools reads ELF but does not write it (its struct builders drop the CUDA bits of
-        st_other), so the fields are patched in place."""
+        section, as nvdisasm always accepts (and its printed addresses are offsets then), the
+        two fields patched in place."""
         (header_at, header_format), (value_at, value_format) = _ADDRESS_FIELDS[self.bits]
         order = "<" if self.little_endian else ">"
         image = bytearray(self.data)
         with reading(None):
-            shoff, shentsize = self._elf["e_shoff"], self._elf["e_shentsize"]
+            shoff, shentsize = self._headers.table, self._headers.entsize
             for section in self.sections:
                 if section.address:
                     struct.pack_into(order + header_format, image,
@@ -189,13 +173,7 @@ class Cubin:
         found = self.section(name)
         if found is None:
             return []
-        section = self._elf.get_section(found.index)
-        if not isinstance(section, RelocationSection):
-            return []
-        symbols = self.symbols
-        return [Relocation(entry["r_offset"], symbols[entry["r_info_sym"]],
-                           entry.entry.get("r_addend", 0))
-                for entry in section.iter_relocations()]
+        return elf.relocations(self.data, self._headers, found, self.symbols)
 
     # -- what the cubin says about itself ------------------------------------------------
     @cached_property
@@ -207,14 +185,9 @@ class Cubin:
 
     def _read_toolchain(self) -> str | None:
         found = self.section(TOOLKIT_NOTE)
-        if found is None:
+        if found is None or found.kind != elf.SHT_NOTE:
             return None
-        section = self._elf.get_section(found.index)
-        if not isinstance(section, NoteSection):
-            return None
-        for note in section.iter_notes():
-            raw = note["n_desc"]
-            data = raw.encode("latin-1") if isinstance(raw, str) else bytes(raw)
+        for data in elf.note_descriptions(self.data, self._headers, found):
             words = [piece.decode("utf-8", "replace") for piece in data.split(b"\0")]
             strings = [word.strip() for word in words if word.strip() and word.isprintable()]
             if strings:

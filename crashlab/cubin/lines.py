@@ -21,24 +21,20 @@ of a row is the row, its context row, that row's context row and so on: innermos
 outermost last, the line in the function that holds the PC, which nvdisasm prints last, after
 the "inlined at" lines.
 
-pyelftools parses the unit header (``Dwarf_lineprog_header``, 32- and 64-bit DWARF; ptxas writes
-version 2, and versions 2 to 4 are read). The line program itself is decoded here: pyelftools'
-LineProgram skips an extended opcode it does not know (``stream.seek(inst_len - 1)``) and keeps
-neither its operands nor a hook to see them, so the context each row needs is lost. It is also
-slower: 24-35 ms to decode the 18 KiB table of the CUB cubin benchmarks/bench_lineinfo.py builds,
-where this whole reader, ELF included, takes 8 ms (medians, the same run).
+The unit header (32- and 64-bit DWARF; ptxas writes version 2, and versions 2 to 4 are read) and
+the line program are decoded here. pyelftools' LineProgram skips an extended opcode it does not
+know (``stream.seek(inst_len - 1)``) and keeps neither its operands nor a hook to see them, so the
+context each row needs is lost. It is also slower: 24-35 ms to decode the 18 KiB table of the CUB
+cubin benchmarks/bench_lineinfo.py builds, where this whole reader, ELF included, takes 8 ms
+(medians, the same run); and importing it costs every inspect more than reading a header does.
 """
 
 from __future__ import annotations
 
-import io
 import struct
 from bisect import bisect_right
 from dataclasses import dataclass, field
-from typing import Any, Protocol
-
-from elftools.common.utils import struct_parse
-from elftools.dwarf.structs import DWARFStructs
+from typing import Protocol
 
 from .elf import Relocation, Section
 from .errors import CubinError
@@ -214,43 +210,75 @@ def _unit(data: bytes, offset: int, placer: _Placer, table: LineTable) -> int:
     if not 2 <= version <= 4:  # ptxas writes 2; DWARF 5 moved the file names to other forms
         raise _damaged(f"{LINE_TABLE} unit at {offset:#x} has DWARF version {version}, "
                              "not 2 to 4")
-    structs = DWARFStructs(little_endian=placer.little_endian, dwarf_format=dwarf_format,
-                           address_size=placer.address_size, dwarf_version=version)
-    stream = io.BytesIO(data)
-    header = struct_parse(structs.Dwarf_lineprog_header, stream, offset)
-    program: int = offset + length_size + 2 + (8 if dwarf_format == 64 else 4) + header["header_length"]
-    if not stream.tell() <= program <= end:
+    header, header_end = _header(data, offset + length_size + 2, version, dwarf_format,
+                                 "<" if placer.little_endian else ">")
+    program: int = offset + length_size + 2 + (8 if dwarf_format == 64 else 4) + header.length
+    if not header_end <= program <= end:
         raise _damaged(f"{LINE_TABLE} unit at {offset:#x}: its header overruns it")
-    _Program(data, header, _file_names(header), placer, table).run(program, end)
+    _Program(data, header, placer, table).run(program, end)
     return end
 
 
-def _file_names(header: Any) -> list[str]:
-    """Paths by file number less 1, as nvdisasm prints them: directory/name."""
-    directories = [_text(d) for d in header["include_directory"]]
-    names = []
-    for entry in header["file_entry"]:
-        name = _text(entry["name"])
-        index = entry["dir_index"]
+@dataclass
+class _Header:
+    """What the line program needs of its unit's header (DWARF 4, 6.2.4)."""
+
+    length: int  # header_length: the bytes from after it to the program
+    min_length: int
+    line_base: int
+    line_range: int
+    opcode_base: int
+    opcode_lengths: list[int]
+    #: paths by file number less 1, as nvdisasm prints them: directory/name
+    files: list[str]
+
+
+def _header(data: bytes, at: int, version: int, dwarf_format: int, order: str) -> tuple[_Header, int]:
+    """The unit header whose header_length field is at ``at``, and the offset after it."""
+    (length,) = struct.unpack_from(order + ("Q" if dwarf_format == 64 else "I"), data, at)
+    at += 8 if dwarf_format == 64 else 4
+    min_length = data[at]
+    at += 2 if version >= 4 else 1  # maximum_operations_per_instruction from version 4
+    _default_is_stmt, line_base, line_range, opcode_base = struct.unpack_from("BbBB", data, at)
+    at += 4
+    opcode_lengths = list(data[at:at + max(opcode_base - 1, 0)])
+    if len(opcode_lengths) < opcode_base - 1:
+        raise _damaged(f"{LINE_TABLE}: the opcode lengths run past the section")
+    at += len(opcode_lengths)
+    directories = []
+    while True:
+        directory, at = _cstring(data, at)
+        if not directory:
+            break
+        directories.append(directory)
+    files = []
+    while True:
+        name, at = _cstring(data, at)
+        if not name:
+            break
+        index, at = _uleb(data, at)
+        _, at = _uleb(data, at)  # modification time
+        _, at = _uleb(data, at)  # length
         directory = directories[index - 1] if 0 < index <= len(directories) else ""
-        names.append(f"{directory}/{name}" if directory and not name.startswith("/") else name)
-    return names
+        files.append(f"{directory}/{name}" if directory and not name.startswith("/") else name)
+    return _Header(length, min_length, line_base, line_range, opcode_base, opcode_lengths, files), at
 
 
-def _text(raw: object) -> str:
-    return raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+def _cstring(data: bytes, at: int) -> tuple[str, int]:
+    """(the NUL-terminated string at ``at``, the offset after its NUL)."""
+    end = data.index(b"\0", at)
+    return data[at:end].decode("utf-8", "replace"), end + 1
 
 
 class _Program:
     """The DWARF line state machine (DWARF 4, 6.2.2 and 6.2.5), with NVIDIA's inline context."""
 
-    def __init__(self, data: bytes, header: Any, files: list[str], placer: _Placer,
-                 table: LineTable) -> None:
-        self.data, self.files, self.placer, self.table = data, files, placer, table
-        self.opcode_base = header["opcode_base"]
-        self.line_base, self.line_range = header["line_base"], header["line_range"]
-        self.min_length = header["minimum_instruction_length"]
-        self.lengths = list(header["standard_opcode_lengths"])
+    def __init__(self, data: bytes, header: _Header, placer: _Placer, table: LineTable) -> None:
+        self.data, self.files, self.placer, self.table = data, header.files, placer, table
+        self.opcode_base = header.opcode_base
+        self.line_base, self.line_range = header.line_base, header.line_range
+        self.min_length = header.min_length
+        self.lengths = header.opcode_lengths
         if self.line_range == 0:
             raise _damaged(f"{LINE_TABLE}: line_range 0")
         self._reset()

@@ -65,14 +65,14 @@ def classify(space: Space, address: int, wide: bool, windows: Windows) -> tuple[
 def verdict(space: str, address: int | None, size: int | None, bounds: Bounds,
             bank: int | None = None) -> model.Verdict:
     if address is None:
-        return model.Verdict(kind="undetermined", basis="the address could not be computed: a "
+        return model.Verdict.model_construct(kind="undetermined", basis="the address could not be computed: a "
                              "register it reads is not in the dump")
     if space in ("global", "generic"):
         pointer = _pointer(address)
         if pointer is not None:
             return pointer
     if size and address % size:
-        return model.Verdict(kind="misaligned", basis=f"{address:#x} is not a multiple of the "
+        return model.Verdict.model_construct(kind="misaligned", basis=f"{address:#x} is not a multiple of the "
                              f"access size, {size} bytes")
     if space == "shared":
         return _shared(address, size or 1, bounds)
@@ -82,15 +82,15 @@ def verdict(space: str, address: int | None, size: int | None, bounds: Bounds,
         return _global(address, size or 1, bounds)
     if space == "constant" and bank is not None:
         return _constant(bank, address, size or 1, bounds)
-    return model.Verdict(kind="undetermined", basis=f"no bound of {space} memory is checked")
+    return model.Verdict.model_construct(kind="undetermined", basis=f"no bound of {space} memory is checked")
 
 
 def _pointer(address: int) -> model.Verdict | None:
     if address < NULL_PAGE:
-        return model.Verdict(kind="null", basis=f"{address:#x} lies in the first page: a null "
+        return model.Verdict.model_construct(kind="null", basis=f"{address:#x} lies in the first page: a null "
                              "pointer plus an offset")
     if address < SMALL_INTEGER:
-        return model.Verdict(kind="not-a-pointer", basis=f"{address:#x} is a small integer "
+        return model.Verdict.model_construct(kind="not-a-pointer", basis=f"{address:#x} is a small integer "
                              "used as an address")
     return None
 
@@ -98,13 +98,13 @@ def _pointer(address: int) -> model.Verdict | None:
 def _shared(offset: int, size: int, bounds: Bounds) -> model.Verdict:
     rank, within = (offset >> RANK_SHIFT, offset & ((1 << RANK_SHIFT) - 1)) if bounds.sm90 else (0, offset)
     if rank >= bounds.cluster_blocks:
-        return model.Verdict(kind="out-of-bounds", basis=(
+        return model.Verdict.model_construct(kind="out-of-bounds", basis=(
             f"bits 24+ of shared offset {offset:#x} name CTA rank {rank}, but the block's "
             f"cluster has {counted(bounds.cluster_blocks, 'block')}"))
     layout = bounds.shared
     start = layout.start if layout else (0x400 if bounds.sm90 else 0)
     if within < start:
-        return model.Verdict(kind="out-of-bounds", basis=(
+        return model.Verdict.model_construct(kind="out-of-bounds", basis=(
             f"shared offset {within:#x} lies in the first {start:#x} bytes of the block's "
             "window, which the system reserves on sm_90+"))
     end = within + size
@@ -113,10 +113,10 @@ def _shared(offset: int, size: int, bounds: Bounds) -> model.Verdict:
              f"({layout.section}, from offset {start:#x})") if layout and declared else (
         "the kernel's static shared memory (it declares none)")
     if end <= start + declared:
-        return model.Verdict(kind="inside", basis=f"offset {within:#x} is inside {named}")
+        return model.Verdict.model_construct(kind="inside", basis=f"offset {within:#x} is inside {named}")
     recorded = bounds.shared_mem_size
     if recorded is None:
-        return model.Verdict(kind="undetermined", basis=(
+        return model.Verdict.model_construct(kind="undetermined", basis=(
             f"offset {within:#x} (+{size} bytes) is past {named}; the dump records no shared "
             "memory size for the warp (sharedMemSize, driver r570+), so dynamic shared memory "
             "beyond them is not ruled out"))
@@ -130,28 +130,28 @@ def _shared(offset: int, size: int, bounds: Bounds) -> model.Verdict:
                f"read as bytes after the {start:#x} reserve" if start else "")
     size_named = f"the warp's sharedMemSize {recorded:#x}" + (f", {reading}" if reading else "")
     if end > limit:
-        return model.Verdict(kind="out-of-bounds", past_bound=end - limit, basis=(
+        return model.Verdict.model_construct(kind="out-of-bounds", past_bound=end - limit, basis=(
             f"offset {within:#x} (+{size} bytes) is past {named} and past {size_named}"))
-    return model.Verdict(kind="inside", basis=(
+    return model.Verdict.model_construct(kind="inside", basis=(
         f"offset {within:#x} is past {named} but inside {size_named} (dynamic shared memory)"))
 
 
 def _local(offset: int, size: int, bounds: Bounds) -> model.Verdict:
     sp, frame = bounds.stack_pointer, bounds.frame_size
     if sp is None or frame is None:
-        return model.Verdict(kind="undetermined", basis=(
+        return model.Verdict.model_construct(kind="undetermined", basis=(
             "the stack pointer R1 or the function's frame size (EIATTR_FRAME_SIZE) is not in "
             "the dump"))
     if sp <= offset and offset + size <= sp + frame:
-        return model.Verdict(kind="inside", basis=(
+        return model.Verdict.model_construct(kind="inside", basis=(
             f"local offset {offset:#x} is inside this function's frame [{sp:#x}, "
             f"{sp + frame:#x}) (R1 and EIATTR_FRAME_SIZE {frame:#x})"))
     if offset + size > sp + frame and offset >= sp and bounds.outermost:
-        return model.Verdict(kind="out-of-bounds", past_bound=offset + size - (sp + frame), basis=(
+        return model.Verdict.model_construct(kind="out-of-bounds", past_bound=offset + size - (sp + frame), basis=(
             f"local offset {offset:#x} (+{size} bytes) is past the kernel's frame [{sp:#x}, "
             f"{sp + frame:#x}) (R1 and EIATTR_FRAME_SIZE {frame:#x}); the lane has no caller, so "
             "no stack lies above it"))
-    return model.Verdict(kind="undetermined", basis=(
+    return model.Verdict.model_construct(kind="undetermined", basis=(
         f"local offset {offset:#x} is outside this function's frame [{sp:#x}, {sp + frame:#x}) "
         "(R1 and EIATTR_FRAME_SIZE): a caller's frame or past the thread's local memory, whose "
         "size the dump does not record"))
@@ -161,14 +161,14 @@ def _global(address: int, size: int, bounds: Bounds) -> model.Verdict:
     segments = bounds.global_segments
     for start, length in segments:
         if start <= address and address + size <= start + length:
-            return model.Verdict(kind="inside", basis=(
+            return model.Verdict.model_construct(kind="inside", basis=(
                 f"{address:#x} is inside the global memory segment [{start:#x}, "
                 f"{start + length:#x}) the dump holds"))
     if not segments:
-        return model.Verdict(kind="undetermined", basis=(
+        return model.Verdict.model_construct(kind="undetermined", basis=(
             "the dump holds none of the process's global memory (skip_global_memory), so no "
             "allocation bound is known"))
-    return model.Verdict(kind="undetermined", basis=(
+    return model.Verdict.model_construct(kind="undetermined", basis=(
         f"{address:#x} is outside the {counted(len(segments), 'global memory segment')} the dump holds; "
         "the dump does not list every allocation, so no bound is asserted"))
 
@@ -176,12 +176,12 @@ def _global(address: int, size: int, bounds: Bounds) -> model.Verdict:
 def _constant(bank: int, offset: int, size: int, bounds: Bounds) -> model.Verdict:
     recorded = bounds.constant_banks.get(bank)
     if recorded is None:
-        return model.Verdict(kind="undetermined", basis=(
+        return model.Verdict.model_construct(kind="undetermined", basis=(
             f"the dump's constant bank table has no bank {bank} for this grid"))
     if offset + size <= recorded:
-        return model.Verdict(kind="inside", basis=(
+        return model.Verdict.model_construct(kind="inside", basis=(
             f"offset {offset:#x} is inside the {recorded:#x} bytes of constant bank {bank} the "
             "dump's constant bank table records"))
-    return model.Verdict(kind="out-of-bounds", past_bound=offset + size - recorded, basis=(
+    return model.Verdict.model_construct(kind="out-of-bounds", past_bound=offset + size - recorded, basis=(
         f"offset {offset:#x} (+{size} bytes) is past the {recorded:#x} bytes of constant bank "
         f"{bank} the dump's constant bank table records"))

@@ -79,9 +79,9 @@ def explain(core: CoreDump, finder: CodeFinder, found: FaultGroup, fault: model.
     if not sides:
         return None
     first = sides[0].access
-    base = model.Explanation(instruction=ins.text, pc=f"{site.pc:#x}", access=first.kind,
+    base = model.Explanation.model_construct(instruction=ins.text, pc=f"{site.pc:#x}", access=first.kind,
                              space=first.space, access_bytes=first.bytes,
-                             verdict=model.Verdict(kind="undetermined", basis=""),
+                             verdict=model.Verdict.model_construct(kind="undetermined", basis=""),
                              trust="consistent", focus_lane=fault.lane)
     operands = [m for m in map(_address_operand, ins.operands) if m is not None]
     decoded = [(side, _widened(operands[side.position], side)) for side in sides
@@ -95,9 +95,9 @@ def explain(core: CoreDump, finder: CodeFinder, found: FaultGroup, fault: model.
                          _windows(core, site), decoded, _bounds(core, finder, found, fault, location))
     explanation = _explained(base, function)
     explanation.other_operands += [
-        model.OtherOperand(operand=operands[s.position].text if s.position < len(operands) else "?",
+        model.OtherOperand.model_construct(operand=operands[s.position].text if s.position < len(operands) else "?",
                            access=s.access.kind, space=s.access.space,
-                           verdict=model.Verdict(kind="undetermined", basis=s.access.undecoded))
+                           verdict=model.Verdict.model_construct(kind="undetermined", basis=s.access.undecoded))
         for s in sides if s.access.undecoded is not None]
     return explanation
 
@@ -147,7 +147,7 @@ def _explained(explanation: model.Explanation, function: _Function) -> model.Exp
     findings = slicer.slice(operand, function.at)
     explanation.access, explanation.access_bytes = side.access.kind, side.access.bytes
     explanation.operand = operand.text
-    explanation.space = reading.space  # type: ignore[assignment]
+    explanation.space = reading.space
     explanation.address = None if reading.address is None else f"{reading.address:#x}"
     explanation.address_provenance = reading.provenance  # type: ignore[assignment]
     explanation.verdict = reading.verdict
@@ -155,7 +155,7 @@ def _explained(explanation: model.Explanation, function: _Function) -> model.Exp
     explanation.trust, explanation.formula = findings.trust, findings.formula
     explanation.compare_with = _integer_params(function.fault, explanation)
     explanation.other_operands = [
-        model.OtherOperand(operand=other.operand, access=other.access,
+        model.OtherOperand.model_construct(operand=other.operand, access=other.access,
                            space=other.space,
                            address=None if other.address is None else f"{other.address:#x}",
                            verdict=other.verdict)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from ..coredump.model import CTA, Lane, Warp
 from ..report import model
+from ..sass.access import AccessKind
 
 #: verdicts that say the access itself is wrong: a lane with one of these can have faulted
 BREAKING = ("out-of-bounds", "null", "not-a-pointer", "misaligned")
@@ -48,8 +49,8 @@ class Reading:
 
     position: int
     operand: str
-    access: str
-    space: str
+    access: AccessKind
+    space: model.MemorySpace
     #: the address, or the window offset for shared and local memory
     address: int | None
     where: int | None
@@ -74,7 +75,7 @@ class Judgement:
 
     def access(self) -> model.LaneAccess:
         address = self.reading.address
-        return model.LaneAccess(lane=self.lane.ln, warp=self.warp.warp_id, sm=self.cta.sm.sm_id,
+        return model.LaneAccess.model_construct(lane=self.lane.ln, warp=self.warp.warp_id, sm=self.cta.sm.sm_id,
                                 block_idx=self.cta.block_idx, thread_idx=self.lane.thread_idx,
                                 address=None if address is None else f"{address:#x}")
 
@@ -114,7 +115,7 @@ def culprit(judged: list[Judgement], exception: str, focus: Lane | None) -> tupl
 def grouped(judged: list[Judgement], headline: str) -> list[model.LaneVerdict]:
     """The lanes by verdict, the headline's group first, each with its first lane in cuda-gdb's
     order and, for out-of-bounds, how far past the bound its accesses end."""
-    groups: dict[str, list[Judgement]] = {}
+    groups: dict[model.VerdictKind, list[Judgement]] = {}
     for judgement in sorted(judged, key=lambda j: j.order):
         groups.setdefault(judgement.reading.verdict.kind, []).append(judgement)
     order = sorted(groups, key=lambda kind: (kind != headline, _ORDER.index(kind)))
@@ -123,7 +124,7 @@ def grouped(judged: list[Judgement], headline: str) -> list[model.LaneVerdict]:
         members = groups[kind]
         past = [j.reading.verdict.past_bound for j in members
                 if j.reading.verdict.past_bound is not None]
-        out.append(model.LaneVerdict(
+        out.append(model.LaneVerdict.model_construct(
             kind=kind,
             lanes=sorted({j.lane.ln for j in members}), count=len(members),
             warps=len({(j.cta.sm.sm_id, j.warp.warp_id) for j in members}),

@@ -96,7 +96,7 @@ class LaunchValues:
         if name is None:
             return self.record.stopped(f"{where}: special register {register} not modelled")
         value = self.launch.specials.get(register)
-        self.record.root(model.Root(kind="special", name=name,
+        self.record.root(model.Root.model_construct(kind="special", name=name,
                               value=None if value is None else f"{value:#x}",
                               provenance="launch" if value is not None else None))
         return Value(value, name)
@@ -149,11 +149,11 @@ class LaunchValues:
         if offset in slots and words == 1:
             name = slots[offset]
             value = self.launch.dimensions.get(name)
-            self.record.root(model.Root(kind="special", name=name, provenance="launch",
+            self.record.root(model.Root.model_construct(kind="special", name=name, provenance="launch",
                                         value=None if value is None else f"{value:#x}"))
             return Value(value, name)
         if offset == stack and words == 1:
-            self.record.root(model.Root(kind="special", name=f"stack top (c[0x0][{stack:#x}])"))
+            self.record.root(model.Root.model_construct(kind="special", name=f"stack top (c[0x0][{stack:#x}])"))
             return Value(None, "stackTop")
         return self._parameter(offset, words)
 
@@ -176,7 +176,7 @@ class LaunchValues:
         ordinal, param_offset, _size, type_name = holder
         field = relative - param_offset  # a field of a parameter passed by value (a struct)
         text = f"arg{ordinal}" if not field else f"arg{ordinal}+{field:#x}"
-        self.record.root(model.Root(kind="param", param_ordinal=ordinal,
+        self.record.root(model.Root.model_construct(kind="param", param_ordinal=ordinal,
                                     name=f"param {ordinal}" + (f" ({type_name})" if type_name else "")
                                     + (f" +{field:#x}" if field else ""),
                                     value=None if value is None else f"{value:#x}",

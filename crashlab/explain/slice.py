@@ -284,7 +284,7 @@ class Slicer:
         if op.bits == 64 and len(terms) == 3 and terms[2].param is not None and terms[1].value:
             element = (terms[2].param, terms[0], terms[1].value)
         if ins.op.base == "MOV" and isinstance(parse_operand(sources[0]), Immediate):
-            self.record.root(model.Root(kind="constant", name=sources[0], value=sources[0]))
+            self.record.root(model.Root.model_construct(kind="constant", name=sources[0], value=sources[0]))
         copied = next((t for t in terms if t.text == result.text and t.value == result.value), None)
         if copied is not None and op.bits == 32:
             return copied  # a move (MOV, IMAD.MOV, IMAD.U32 RZ, RZ, x): the source, as it was
@@ -445,7 +445,7 @@ class Slicer:
                 text = f"arg{ordinal}[{index.text}]"
             elif address.value is not None:
                 detail = f"address {address.value:#x} ({address.text})"
-        self.record.root(model.Root(kind="load", name=where, detail=detail,
+        self.record.root(model.Root.model_construct(kind="load", name=where, detail=detail,
                               value=None if value is None else f"{value:#x}",
                               provenance="dump" if value is not None else None))
         return Value(value, text)

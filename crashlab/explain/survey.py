@@ -51,7 +51,7 @@ def survey(name: str, data: bytes) -> Survey | str:
 
 
 def _opened(data: bytes) -> Cubin | None:
-    """The cubin, None where pyelftools cannot read what nvdisasm could (no layouts then)."""
+    """The cubin, None where the cubin layer cannot read what nvdisasm could (no layouts then)."""
     try:
         return Cubin(data)
     except CubinError:

@@ -56,5 +56,5 @@ class Record:
     def stopped(self, reason: str) -> Value:
         """A stop, its reason's subject kept as an unknown root: the value is not known."""
         self.stop(reason)
-        self.root(model.Root(kind="unknown", name=reason.split(":")[0]))
+        self.root(model.Root.model_construct(kind="unknown", name=reason.split(":")[0]))
         return Value(None, "?")

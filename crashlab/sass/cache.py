@@ -6,8 +6,10 @@ does not parse (a crash mid-write on another filesystem, a hand edit) is ignored
 
 An entry holds one listing per text section behind an index, so that an inspect decodes only the
 functions it shows or explains (a PyTorch cubin holds 76,512 instructions in 12 functions; its
-fault's window needs one of them). The first line is JSON: the format, nvdisasm's version and the
-index (each section's listing as [start, length] in bytes after that line); then each section's
+fault's window needs one of them). The first line is JSON: the format, nvdisasm's version, whether
+the entry holds every text section (``whole``: one nvdisasm run over the cubin) or only those
+asked for so far (a large cubin's, disassembled one section at a time), and the index (each
+section's listing as [start, length] in bytes after that line); then each section's
 listing, one JSON document: its files, its inline chains as [file, line] pairs of those files, and
 its rows as [address, text, branch target or null, chain number or null]. Opcode, guard and
 operands are not stored: an instruction decodes them from its text when asked.
@@ -27,7 +29,7 @@ from ..cubin.lines import SourceLine
 from .instruction import Instruction
 
 #: bump when the stored shape or the way listings are made changes
-FORMAT = 2
+FORMAT = 3
 
 
 def cache_folder() -> Path:
@@ -42,8 +44,8 @@ def _entry_path(key: str) -> Path:
 class Entry:
     """One stored cubin's index; ``listing`` reads and decodes one section's rows."""
 
-    def __init__(self, path: Path, body: int, index: dict[str, tuple[int, int]]):
-        self.path, self._body, self._index = path, body, index
+    def __init__(self, path: Path, body: int, index: dict[str, tuple[int, int]], whole: bool):
+        self.path, self._body, self._index, self.whole = path, body, index, whole
 
     @property
     def sections(self) -> list[str]:
@@ -52,6 +54,14 @@ class Entry:
     def listing(self, section: str) -> list[Instruction] | None:
         """The section's listing; None where the entry does not hold it or its part is damaged
         (the caller disassembles again and rewrites the entry)."""
+        stored = self._part(section)
+        try:
+            return None if stored is None else _decode(json.loads(stored))
+        except (ValueError, KeyError, TypeError, IndexError):
+            return None
+
+    def _part(self, section: str) -> bytes | None:
+        """The stored JSON of the section's listing, undecoded."""
         where = self._index.get(section)
         if where is None:
             return None
@@ -59,8 +69,8 @@ class Entry:
         try:
             with self.path.open("rb") as stream:
                 stream.seek(self._body + start)
-                return _decode(json.loads(stream.read(length)))
-        except (OSError, ValueError, KeyError, TypeError, IndexError):
+                return stream.read(length)
+        except OSError:
             return None
 
 
@@ -75,25 +85,33 @@ def open_entry(key: str, tool: str) -> Entry | None:
         return None
     if not isinstance(header, dict) or header.get("format") != FORMAT or header.get("tool") != tool:
         return None
-    index = header.get("index")
-    if not isinstance(index, dict) or not all(
+    index, whole = header.get("index"), header.get("whole")
+    if not isinstance(whole, bool) or not isinstance(index, dict) or not all(
             isinstance(v, list) and len(v) == 2 and all(isinstance(n, int) for n in v)
             for v in index.values()):
         return None
-    return Entry(path, body, {str(name): (start, length) for name, (start, length) in index.items()})
+    return Entry(path, body, {str(name): (start, length) for name, (start, length) in index.items()},
+                 whole)
 
 
-def store(key: str, tool: str, listings: dict[str, list[Instruction]]) -> None:
-    """Write the entry atomically; a cache that cannot be written is no error (the next inspect
-    runs nvdisasm again)."""
-    parts = [json.dumps(_encode(listing), separators=(",", ":")).encode()
-             for listing in listings.values()]
+def store(key: str, tool: str, listings: dict[str, list[Instruction]], *, whole: bool = True,
+          keep: Entry | None = None) -> None:
+    """Write the entry atomically: ``listings``, every text section's where ``whole``, and the
+    sections ``keep`` (the entry read before) holds besides. A cache that cannot be written is no
+    error (the next inspect runs nvdisasm again)."""
+    parts: dict[str, bytes] = {}
+    for name in keep.sections if keep else []:
+        stored = keep._part(name) if keep and name not in listings else None
+        if stored is not None:
+            parts[name] = stored
+    parts.update((name, json.dumps(_encode(listing), separators=(",", ":")).encode())
+                 for name, listing in listings.items())
     index, start = {}, 0
-    for name, part in zip(listings, parts, strict=True):
+    for name, part in parts.items():
         index[name] = [start, len(part)]
         start += len(part)
-    header = json.dumps({"format": FORMAT, "tool": tool, "index": index}).encode() + b"\n"
-    _write_atomically(_entry_path(key), b"".join([header, *parts]))
+    header = json.dumps({"format": FORMAT, "tool": tool, "whole": whole, "index": index}).encode() + b"\n"
+    _write_atomically(_entry_path(key), b"".join([header, *parts.values()]))
 
 
 def tool_version(path: str, query: Callable[[], str]) -> str:

@@ -113,7 +113,8 @@ class CodeFinder:
     def listings(self, section: int) -> CubinListings:
         """The listings of the relocated cubin in ``section`` (which locate found readable)."""
         if section not in self._listings:
-            self._listings[section] = CubinListings(self.core.cubin(section).rebased)
+            cubin = self.core.cubin(section)
+            self._listings[section] = CubinListings(cubin.rebased, cubin.texts)
         return self._listings[section]
 
     def code(self, location: CodeLocation) -> FunctionCode | str:
