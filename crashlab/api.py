@@ -9,8 +9,6 @@ from typing import TYPE_CHECKING
 from .coredump.core import CoreDump
 from .coredump.fault import DETAILED_GROUPS, Location, locate
 from .cubin.nvinfo import ParamLayout, kernel_param_layout
-from .incidents.kernellogfile import read_kernel_log
-from .incidents.xidcheck import check as check_xids
 from .owner import Clues, owner_of
 from .report.coredump import MAX_POSITIONS, build
 from .report.model import TriageReport
@@ -45,7 +43,11 @@ def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
     into report.kernel_log and held against the faults (crashlab.incidents.xidcheck). It is
     read first, so that a log that cannot be read is refused before the dump is.
     """
-    log = read_kernel_log(os.fspath(kernel_log)) if kernel_log is not None else None
+    log = None
+    if kernel_log is not None:  # the Xid reader imports the run-report models: only when asked
+        from .incidents.kernellogfile import read_kernel_log
+
+        log = read_kernel_log(os.fspath(kernel_log))
     with CoreDump(path) as core:
         location = locate(core)
         finder = CodeFinder(core)
@@ -82,6 +84,8 @@ def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
         report.signature = signature_of(report)
         _attach_owners(core, finder, location, report, tuple(map(Path, triton_caches)))
     if log is not None:
+        from .incidents.xidcheck import check as check_xids
+
         log.checks = check_xids(log, report)
         report.kernel_log = log
     if debugger:
