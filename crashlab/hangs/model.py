@@ -61,6 +61,22 @@ class Collective(ClosedModel):
     """the Python stack Flight Recorder kept, innermost first (``file:line function``)"""
 
 
+class SampleStep(ClosedModel):
+    """Where one process group stood on one rank at one host sample: the newest collective it
+    had enqueued, the last started and the last completed (a rank's timeline)."""
+
+    sample: int
+    """the host sample (0-based)"""
+    enqueued: int | None = None
+    """the newest collective's number the rank had enqueued"""
+    op: str | None = None
+    """that collective's op"""
+    started: int | None = None
+    """pg_status' last started collective, where known (gloo records none)"""
+    completed: int | None = None
+    """the last completed collective's number"""
+
+
 class GroupProgress(ClosedModel):
     """One process group on one rank: where its collectives stand at the rank's last sample, and
     its last completed collective at every sample."""
@@ -78,6 +94,9 @@ class GroupProgress(ClosedModel):
     completed or retired (gloo's pg_status may lag)"""
     completed_by_sample: list[int | None] = Field(default_factory=list)
     """the last completed collective's number at each sample that read a dump"""
+    timeline: list[SampleStep] = Field(default_factory=list)
+    """at each sample that read a dump: the newest enqueued, last started and last completed
+    collective"""
 
 
 class ThreadView(ClosedModel):
@@ -290,6 +309,21 @@ class Verdict(ClosedModel):
     """the collective's op"""
 
 
+class SourceStatus(ClosedModel):
+    """How one source fared across the capture: the rows of capture.json with one status."""
+
+    source: str
+    """py-spy, flight-recorder, nccl-ras, nvml, gpu-dump, cuda-gdb-attach"""
+    status: str
+    """capture.json's status: ok, missing, refused, timeout, failed, skipped"""
+    rows: int
+    """how many (rank, sample) rows had it"""
+    ranks: list[int] = Field(default_factory=list)
+    """the ranks those rows are of (none for a source of the whole machine)"""
+    note: str | None = None
+    """the first of their notes (why it is missing, refused or failed)"""
+
+
 class CaptureSummary(ClosedModel):
     """What the capture asked, as its capture.json says."""
 
@@ -331,6 +365,8 @@ class HangReading(ClosedModel):
     """each process group across its ranks"""
     ras: list[RasReading] = Field(default_factory=list)
     """each NCCL RAS reply"""
+    sources: list[SourceStatus] = Field(default_factory=list)
+    """each source's rows by status, as capture.json recorded them"""
     signature: CrashSignature | None = None
     """the hang's signature: the collective, its op and the lagging rank's place"""
     warnings: list[str] = Field(default_factory=list)
@@ -341,3 +377,11 @@ class HangReading(ClosedModel):
     def found(self) -> bool:
         """Whether a verdict names where the hang is (inspect's exit 0)."""
         return any(v.kind in ("never-entered", "mismatch", "no-progress") for v in self.verdicts)
+
+    def headline(self) -> str:
+        """The reading in one line, as every view leads with it."""
+        placing = [v for v in self.verdicts if v.kind in ("never-entered", "mismatch", "no-progress")]
+        if placing:
+            return (f"Hang across {len(self.ranks)} ranks: {placing[0].kind} at {placing[0].op} "
+                    f"#{placing[0].seq}")
+        return f"Hang capture of {len(self.ranks)} ranks: no verdict the evidence carries"
