@@ -27,6 +27,10 @@ from .options import db_option, json_option, origin_options, out_option
 @json_option("Print a JSON summary instead of the body (schema: crashlab schema report-bundle).")
 @click.option("--no-explain", is_flag=True,
               help="Skip the explanation of each coredump's faults.")
+@click.option("--gpu-dumps", is_flag=True,
+              help="Also bundle the GPU dumps a hang capture took (each rank's, as coredumps, "
+                   "left out as a coredump is where they hold a secret); by default the bundle "
+                   "holds the capture's host-side files and its reading.")
 @origin_options("For coredumps given on their own")
 @db_option
 def report(as_json: bool, db: str | None, host: str | None, deployment: str | None,
@@ -34,7 +38,9 @@ def report(as_json: bool, db: str | None, host: str | None, deployment: str | No
     """Write an upstream issue: a Markdown body and one .tar.gz to attach beside it.
 
     INPUTS are serve run directories, crashlab bisect output folders (--out, with result.json
-    and steps.jsonl), CUDA coredumps and SGLang request dumps, in any mix. The body (at most
+    and steps.jsonl), hang captures (a run directory's newest, or a capture's folder: the body
+    gains a Hang section, the bundle the capture's files), CUDA coredumps and SGLang request
+    dumps, in any mix. The body (at most
     65,536 characters) follows SGLang's bug template: what happened, reproduction (launch and
     replay commands), the bisect's verdict, environment, triage, logs. The crashes are recorded
     in the crash index (--db). The bundle

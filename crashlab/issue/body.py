@@ -20,6 +20,8 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from ..hangs import markdown as hang_markdown
+from ..hangs.model import HangReading
 from ..index.markdown import facets_lines
 from ..index.records import Facets
 from ..launchline import option_value
@@ -56,6 +58,8 @@ class Facts:
     fleet: Facets | None = None
     #: the bisects given, each with where its files are
     bisects: list[BisectShown] = field(default_factory=list)
+    #: each hang capture's reading, cleaned and named as bundled
+    hangs: list[HangReading] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -104,7 +108,7 @@ def render(facts: Facts, limit: int = LIMIT) -> tuple[str, list[str]]:
 
 def _parts(facts: Facts, detail: _Detail) -> list:
     out: list = ["### Describe the bug", "", f"**{inline(facts.title)}**", ""]
-    items = (_fault_lines(facts.primary) or _crash_lines(facts.runs)) + \
+    items = (_fault_lines(facts.primary) or _crash_lines(facts.runs)) + _hang_lines(facts.hangs) + \
         [f"- {inline(note)}" for note in facts.notes]
     if items:
         out += [*items, ""]
@@ -117,6 +121,8 @@ def _parts(facts: Facts, detail: _Detail) -> list:
         out += facets_lines(facts.fleet, heading="### Across the fleet: what stays and what "
                                                  "varies over the {crashes} of its "
                                                  "signature in the crash index")
+    for reading in facts.hangs:
+        out += ["### Hang across ranks", "", hang_markdown.render(reading, heading_level=4)]
     out += ["### Triage", "", _TRIAGE]
     out += _logs(facts, detail) + _attachment(facts.issue, detail)
     out.append(f"<sub>crashlab {html(facts.issue.tool.version)}, report-bundle schema "
@@ -138,6 +144,12 @@ def _fault_lines(report: TriageReport | None) -> list[str]:
     if report.debugger is not None:
         out.append(f"- Debugger: {inline(text.debugger_status(report.debugger))}")
     return out
+
+
+def _hang_lines(hangs: list[HangReading]) -> list[str]:
+    """Each hang's first verdict, as "Describe the bug" names it."""
+    return [f"- Hang: {inline(reading.verdicts[0].line if reading.verdicts else reading.headline())}"
+            for reading in hangs]
 
 
 #: the innermost frames of a traceback that "Describe the bug" names
@@ -216,6 +228,8 @@ def _environment(facts: Facts, detail: _Detail) -> list[str]:
 def _triage(facts: Facts, detail: _Detail, room: int) -> str:
     cores = facts.cores if detail.all_cores else facts.cores[:1]
     views = len(facts.runs) + len(cores)
+    if not views and facts.hangs:
+        return "No coredump and no run report: the hang's reading above is the triage.\n\n"
     if not views:
         return "No coredump and no run report: the triage is the reproduction above.\n\n"
     share = room // views
