@@ -47,7 +47,8 @@ def inspect(core: str, as_json: bool, as_markdown: bool, no_sass: bool, no_expla
     --hang-after) or a capture's folder: inspect then reads the hang across its ranks (Flight
     Recorder, py-spy, NCCL RAS, each rank's GPU dump) and says which rank never entered which
     collective, what the others wait in and where the lagging rank stands; --json prints it
-    (schema: crashlab schema hang).
+    (schema: crashlab schema hang); --record records it in the crash index as a hang, signed
+    by its collective.
 
     Exit codes: 0 a fault found (a hang: a verdict places it), 1 none (a dump with no exception;
     a hang no verdict places), 2 bad input.
@@ -73,13 +74,17 @@ def inspect(core: str, as_json: bool, as_markdown: bool, no_sass: bool, no_expla
     if core != "-" and Path(core).is_dir():
         from ..hangs.files import capture_folder
 
-        if capture_folder(Path(core)) is not None:
-            _hang(core, as_json, {"--markdown": as_markdown, "--debugger": debugger,
-                                  "--record": record}, sass=not no_sass)
     for given, name in ((db, "--db"), (copy, "--copy"), (host, "--host"),
                         (deployment, "--deployment")):
         if given and not record:
             raise BadInput(f"{name} is for --record: add --record to record the crash")
+    if core != "-" and Path(core).is_dir():
+        from ..hangs.files import capture_folder
+
+        if capture_folder(Path(core)) is not None:
+            _hang(core, as_json, {"--markdown": as_markdown, "--debugger": debugger,
+                                  "--copy": copy}, sass=not no_sass,
+                  record=(db, host, deployment) if record else None)
     where = None
     if record and core != "-":  # a --host the dump's run contradicts is refused before reading
         from ..index.capture import origin
@@ -107,18 +112,33 @@ def inspect(core: str, as_json: bool, as_markdown: bool, no_sass: bool, no_expla
     sys.exit(EXIT_FOUND if report.found else EXIT_NOTHING)
 
 
-def _hang(path: str, as_json: bool, refused: dict[str, bool], sass: bool) -> None:
-    """inspect of a hang capture: the reading across ranks, as text or --json."""
+def _hang(path: str, as_json: bool, refused: dict[str, bool], sass: bool,
+          record: tuple[str | None, str | None, str | None] | None) -> None:
+    """inspect of a hang capture: the reading across ranks, as text or --json; RECORD (--db,
+    --host, --deployment), where given, records it in the crash index as a hang."""
     from ..api import read_hang
     from ..console import ViewConsole
     from ..hangs import terminal
+    from ..hangs.files import capture_folder
+    from ..hangs.layout import CAPTURE
     from ..stdout import echo
 
     for name, given in refused.items():
         if given:
             raise BadInput(f"{name} reads a coredump; a hang capture prints as text or --json "
                            "(inspect each rank's GPU dump for more)")
-    reading = read_hang(path, sass=sass)
+    folder = capture_folder(Path(path))
+    assert folder is not None  # inspect only comes here for a folder that holds one
+    where = None
+    if record is not None:  # a --host the capture's run contradicts is refused before reading
+        from ..index.capture import origin
+
+        where = origin(folder / CAPTURE, record[1], record[2])
+    reading = read_hang(folder, sass=sass)
+    if record is not None:
+        from ..index.recording import record_hang
+
+        record_hang(folder, reading, record[0], say, where)
     if as_json:
         echo(reading.model_dump_json(indent=2))
     else:
