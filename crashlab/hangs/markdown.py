@@ -9,8 +9,8 @@ crashlab.report.markdown_escape (code spans, table cells, running text), never a
 from __future__ import annotations
 
 from ..report.markdown_escape import cell, code, inline
-from .model import HangReading, RankReading, ranks_text
-from .verdicts import PLACING, pg_text
+from .model import PLACING, HangReading, RankReading, ranks_text
+from .verdicts import pg_text
 
 #: Evidence lines shown per verdict (the bundle's reading has them all).
 MAX_EVIDENCE = 10

@@ -20,6 +20,7 @@ from .model import (
     SourceStatus,
     note_lines,
 )
+from .p2p import unmatched
 from .pyspy import StackFrame
 from .rank import first_outside, read_rank
 from .signing import sign
@@ -36,14 +37,16 @@ def read(path: Path, gpu_reader: GpuReader | None) -> HangReading:
     capture = load_capture(folder)
     evidence = gather(capture, folder, run_folder(folder), gpu_reader)
     ranks = {number: read_rank(found, evidence.nvml) for number, found in evidence.ranks.items()}
-    groups = read_groups(latest_records(evidence.ranks), sorted(ranks))
+    records = latest_records(evidence.ranks)
+    groups = read_groups(records, sorted(ranks))
+    peer_waits = unmatched(records)
     reading = HangReading(
         capture=CaptureSummary(path=str(folder), started_at=capture.started_at,
                                ended_at=capture.ended_at, trigger=capture.trigger,
                                samples=capture.samples, interval_s=capture.interval_s,
                                gpu_dumps=len(capture.gpu_dumps), notes=capture.notes),
-        verdicts=verdicts(groups, ranks, evidence.ras), ranks=list(ranks.values()), groups=groups,
-        ras=[_ras(reply) for reply in evidence.ras], sources=source_statuses(capture),
+        verdicts=verdicts(groups, ranks, evidence.ras, peer_waits), ranks=list(ranks.values()),
+        groups=groups, ras=[_ras(reply) for reply in evidence.ras], peer_waits=peer_waits, sources=source_statuses(capture),
         warnings=_warnings(evidence, ranks))
     reading.signature = sign(reading, _places(evidence))
     return reading

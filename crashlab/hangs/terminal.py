@@ -11,7 +11,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from ..console import line, plain, wrapped
-from .model import HangReading, RankReading, SampleStep, note_lines, ranks_text
+from .model import PLACING, HangReading, RankReading, SampleStep, note_lines, ranks_text
 from .verdicts import pg_text
 
 #: Evidence lines shown per verdict (the JSON has them all).
@@ -32,7 +32,7 @@ def render(reading: HangReading, console: Console) -> None:
         console.print(wrapped(plain(f"signature {reading.signature.short}", style="dim"), indent=2))
     for verdict in reading.verdicts:
         console.print()
-        style = "bold red" if verdict.kind in ("never-entered", "mismatch", "no-progress") else "bold yellow"
+        style = "bold red" if verdict.kind in PLACING else "bold yellow"
         console.print(wrapped(line((f"{verdict.kind}: ", style), verdict.line), indent=2))
         for fact in verdict.evidence[:MAX_EVIDENCE]:
             console.print(wrapped(line("  - ", fact), indent=4))
