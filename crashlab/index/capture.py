@@ -319,12 +319,15 @@ def from_run_captures(run_dir: Path, recorded_by: str) -> list[NewCrash]:
 
 
 def from_report_inputs(inputs, given: Origin | None = None) -> list[NewCrash | XidLine]:
-    """What ``crashlab report`` read (crashlab.issue.inputs.Inputs): its runs and its coredumps,
-    each coredump where its run or the user's word (GIVEN: report --host/--deployment) puts it."""
+    """What ``crashlab report`` read (crashlab.issue.inputs.Inputs): its runs, its hangs and its
+    coredumps, each hang and coredump where its run or the user's word (GIVEN: report
+    --host/--deployment) puts it."""
     given = given or Origin()
     crashes: list[NewCrash | XidLine] = [crash for run in inputs.runs if run.report is not None
                                          for crash in from_run(run.path, run.report, "report")]
-    hangs = [from_hang(hang.folder, hang.reading, "report") for hang in inputs.hangs]
+    hangs = [from_hang(hang.folder, hang.reading, "report",
+                       origin(hang.folder / "capture.json", given.host, given.deployment))
+             for hang in inputs.hangs]
     crashes += [hang for hang in hangs if hang is not None]
     return crashes + [from_coredump(core.path, core.report, "report",
                                     where=origin(core.path, given.host, given.deployment))
