@@ -46,6 +46,8 @@ class HungRun:
     bounded_dir: Path
     refused: subprocess.CompletedProcess
     py_spy_beside_crashlab: bool
+    #: the crash index serve recorded into (the session's)
+    index: str
 
 
 def _interpreter_without_py_spy(env_root: Path, where: Path) -> Path:
@@ -97,7 +99,8 @@ def hung(sglang_env, tmp_path_factory) -> HungRun:
     dump_now_dir = next(d for d in capture_dirs(serve.run_dir) if d not in (hang_after_dir, bounded))
     return HungRun(serve, serve.manifest(), _capture(hang_after_dir), hang_after_dir,
                    _capture(dump_now_dir), dump_now_dir, said.stderr.decode(), _capture(bounded),
-                   bounded, refused, (Path(sys.executable).parent / "py-spy").exists())
+                   bounded, refused, (Path(sys.executable).parent / "py-spy").exists(),
+                   env["CRASHLAB_DB"])
 
 
 #: the caps of the bounded capture: a py-spy stack of a rank is 7-26 kB, a pickle about 4 kB
@@ -285,3 +288,22 @@ def test_the_capture_serve_and_dump_now_took_reads_as_the_rank_that_never_entere
                if note["source"] in ("nvml", "nccl-ras") and note["status"] == "refused"]
     assert refused == []
     assert [r["rank"] for r in reading["ranks"]] == list(range(WORLD))
+
+
+def test_serve_records_its_capture_as_a_hang_in_the_crash_index(hung):
+    """Right after its own capture, serve records the hang it shows: a crash of kind hang of
+    the run, signed by the collective, its reading kept (show gives each rank's timeline)."""
+    done = run_cli("list", "--json", "--db", hung.index)
+    assert done.returncode == 0, done.stderr.decode()
+    [crash] = [c for c in json.loads(done.stdout)["crashes"]
+               if c["run_dir"] == str(hung.serve.run_dir)]
+    assert (crash["kind"], crash["recorded_by"], crash["source"]) == \
+        ("hang", "serve", str(hung.hang_after_dir))
+    assert "never-entered at all_reduce" in crash["summary"]
+    shown = run_cli("show", str(crash["id"]), "--json", "--db", hung.index)
+    assert shown.returncode == 0, shown.stderr.decode()
+    reading = json.loads(shown.stdout)["hang"]
+    assert reading["signature"]["kind"] == "collective-hang"
+    assert [r["rank"] for r in reading["ranks"]] == list(range(WORLD))
+    steps = reading["ranks"][HANG_RANK]["groups"][0]["timeline"]
+    assert [s["sample"] for s in steps] == list(range(SAMPLES))
