@@ -307,3 +307,31 @@ def test_serve_records_its_capture_as_a_hang_in_the_crash_index(hung):
     assert [r["rank"] for r in reading["ranks"]] == list(range(WORLD))
     steps = reading["ranks"][HANG_RANK]["groups"][0]["timeline"]
     assert [s["sample"] for s in steps] == list(range(SAMPLES))
+
+
+def test_report_of_the_run_tells_its_newest_capture_beside_the_runs_records(hung, tmp_path):
+    """``crashlab report RUN`` on the serve run that captured the hang: the run's records and its
+    newest capture (the bounded one, taken last, whose 300-byte files place nothing: exit 1, as
+    for a run with no crash) are one issue; with dump-now's capture given too, the issue holds
+    both hangs, each in a folder of its own, and the one placed makes it exit 0."""
+    newest = capture_dirs(hung.serve.run_dir)[-1]
+    assert newest == hung.bounded_dir
+    done = run_cli("report", hung.serve.run_dir, "--out", tmp_path / "run", "--json", timeout=300)
+    assert done.returncode == 1, done.stderr.decode()
+    issue = json.loads(done.stdout)
+    [hang] = issue["hangs"]
+    assert (hang["capture"], hang["found"]) == (str(newest), False)
+    assert hang["headline"] == f"Hang capture of {WORLD} ranks: no verdict the evidence carries"
+    names = {member["name"] for member in issue["members"]}
+    assert {"run/manifest.json", "hang/reading.json", "hang/capture/capture.json"} <= names
+
+    done = run_cli("report", hung.serve.run_dir, hung.dump_now_dir, "--out", tmp_path / "both",
+                   "--json", timeout=300)
+    assert done.returncode == 0, done.stderr.decode()
+    issue = json.loads(done.stdout)
+    assert [(h["capture"], h["found"]) for h in issue["hangs"]] == \
+        [(str(newest), False), (str(hung.dump_now_dir), True)]
+    assert [h["reading"] for h in issue["hangs"]] == ["hang-1/reading.json", "hang-2/reading.json"]
+    body = next((tmp_path / "both").glob("crashlab-report-*.md")).read_text()
+    assert body.count("### Hang across ranks") == 2
+    assert f"rank {HANG_RANK} never entered all_reduce" in body

@@ -50,8 +50,8 @@ def report(as_json: bool, db: str | None, host: str | None, deployment: str | No
     everywhere. The body goes to stdout; the title, the two paths and what the triaging machine
     lacked (no cuda-gdb: not news for upstream) to stderr.
 
-    Exit codes: 0 written, the inputs show a crash; 1 written, they show none (a run that ended
-    cleanly); 2 bad input (also a --max-size too small for the report itself); 3 the output
+    Exit codes: 0 written, the inputs show a crash (or a hang a verdict places); 1 written, they
+    show none (a run that ended cleanly); 2 bad input (also a --max-size too small for the report itself); 3 the output
     folder cannot be written.
 
     \b
