@@ -21,6 +21,9 @@ ExceptionScope = Literal["lane", "warp", "device", "cluster"]
 Role = Literal["prefill", "decode", "plain"]
 #: A coredump's triage label; None for a crash without a GPU coredump (a signal, an exception).
 DumpLabel = Literal["FAULT", "COLLATERAL", "UNREADABLE"]
+#: What an Xid blames: the application (software), the GPU, its memory or its bus (hardware),
+#: or nothing NVIDIA's catalog says (unknown).
+XidOrigin = Literal["software", "hardware", "unknown"]
 
 # What a run report's finding is (Finding.kind): the log line that made it.
 #: A CUDA runtime error or a device exception's text.

@@ -29,6 +29,7 @@ from ..notation import counted
 from ..privacy.redact import MASK
 from ..report import markdown as dump_markdown
 from ..report import run_views, text
+from ..report.kernellog import XidTriage
 from ..report.markdown_escape import code, cut_to, fenced, html, inline, join
 from ..report.model import TriageReport
 from ..report.run import RunReport
@@ -60,6 +61,8 @@ class Facts:
     bisects: list[BisectShown] = field(default_factory=list)
     #: each hang capture's reading, cleaned and named as bundled
     hangs: list[HangReading] = field(default_factory=list)
+    #: the incident triaged from --kernel-log, where no GPU dump shows the fault
+    xid: XidTriage | None = None
 
 
 @dataclass(frozen=True)
@@ -108,7 +111,9 @@ def render(facts: Facts, limit: int = LIMIT) -> tuple[str, list[str]]:
 
 def _parts(facts: Facts, detail: _Detail) -> list:
     out: list = ["### Describe the bug", "", f"**{inline(facts.title)}**", ""]
-    items = (_fault_lines(facts.primary) or _crash_lines(facts.runs)) + _hang_lines(facts.hangs) + \
+    xid_lines = [f"- {inline(facts.xid.summary)}"] if facts.xid is not None else []
+    items = (_fault_lines(facts.primary) or _crash_lines(facts.runs) or xid_lines) + \
+        _hang_lines(facts.hangs) + \
         [f"- {inline(note)}" for note in facts.notes]
     if items:
         out += [*items, ""]
@@ -228,6 +233,8 @@ def _environment(facts: Facts, detail: _Detail) -> list[str]:
 def _triage(facts: Facts, detail: _Detail, room: int) -> str:
     cores = facts.cores if detail.all_cores else facts.cores[:1]
     views = len(facts.runs) + len(cores)
+    if not views and facts.xid is not None:
+        return join(dump_markdown.kernel_log(facts.xid.kernel_log, 4))
     if not views and facts.hangs:
         return "No coredump and no run report: the hang's reading above is the triage.\n\n"
     if not views:

@@ -18,6 +18,7 @@ from ..published import ClosedModel as _Model
 from ..published import empty_list
 from ..vocabulary import ExceptionScope, PcSource
 from .debugger import DebuggerSection
+from .kernellog import KernelLog
 from .places import Dim3, HexAddress, SourceLine
 from .signature import CrashSignature
 from .tool import Tool
@@ -664,6 +665,9 @@ class TriageReport(_Model):
     signature: CrashSignature | None = None
     """what makes this crash the same bug as another (crashlab.signature); absent from reports
     older than it"""
+    kernel_log: KernelLog | None = None
+    """the Xid lines of a kernel log given with --kernel-log, decoded and held against the
+    faults (kernel_log.checks); null without one"""
 
     @property
     def found(self) -> bool:
