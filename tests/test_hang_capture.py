@@ -46,6 +46,8 @@ class HungRun:
     bounded_dir: Path
     refused: subprocess.CompletedProcess
     py_spy_beside_crashlab: bool
+    #: the crash index serve recorded into (the session's)
+    index: str
 
 
 def _interpreter_without_py_spy(env_root: Path, where: Path) -> Path:
@@ -97,7 +99,8 @@ def hung(sglang_env, tmp_path_factory) -> HungRun:
     dump_now_dir = next(d for d in capture_dirs(serve.run_dir) if d not in (hang_after_dir, bounded))
     return HungRun(serve, serve.manifest(), _capture(hang_after_dir), hang_after_dir,
                    _capture(dump_now_dir), dump_now_dir, said.stderr.decode(), _capture(bounded),
-                   bounded, refused, (Path(sys.executable).parent / "py-spy").exists())
+                   bounded, refused, (Path(sys.executable).parent / "py-spy").exists(),
+                   env["CRASHLAB_DB"])
 
 
 #: the caps of the bounded capture: a py-spy stack of a rank is 7-26 kB, a pickle about 4 kB
@@ -285,3 +288,50 @@ def test_the_capture_serve_and_dump_now_took_reads_as_the_rank_that_never_entere
                if note["source"] in ("nvml", "nccl-ras") and note["status"] == "refused"]
     assert refused == []
     assert [r["rank"] for r in reading["ranks"]] == list(range(WORLD))
+
+
+def test_serve_records_its_capture_as_a_hang_in_the_crash_index(hung):
+    """Right after its own capture, serve records the hang it shows: a crash of kind hang of
+    the run, signed by the collective, its reading kept (show gives each rank's timeline)."""
+    done = run_cli("list", "--json", "--db", hung.index)
+    assert done.returncode == 0, done.stderr.decode()
+    [crash] = [c for c in json.loads(done.stdout)["crashes"]
+               if c["run_dir"] == str(hung.serve.run_dir)]
+    assert (crash["kind"], crash["recorded_by"], crash["source"]) == \
+        ("hang", "serve", str(hung.hang_after_dir))
+    assert "never-entered at all_reduce" in crash["summary"]
+    shown = run_cli("show", str(crash["id"]), "--json", "--db", hung.index)
+    assert shown.returncode == 0, shown.stderr.decode()
+    reading = json.loads(shown.stdout)["hang"]
+    assert reading["signature"]["kind"] == "collective-hang"
+    assert [r["rank"] for r in reading["ranks"]] == list(range(WORLD))
+    steps = reading["ranks"][HANG_RANK]["groups"][0]["timeline"]
+    assert [s["sample"] for s in steps] == list(range(SAMPLES))
+
+
+def test_report_of_the_run_tells_its_newest_capture_beside_the_runs_records(hung, tmp_path):
+    """``crashlab report RUN`` on the serve run that captured the hang: the run's records and its
+    newest capture (the bounded one, taken last, whose 300-byte files place nothing: exit 1, as
+    for a run with no crash) are one issue; with dump-now's capture given too, the issue holds
+    both hangs, each in a folder of its own, and the one placed makes it exit 0."""
+    newest = capture_dirs(hung.serve.run_dir)[-1]
+    assert newest == hung.bounded_dir
+    done = run_cli("report", hung.serve.run_dir, "--out", tmp_path / "run", "--json", timeout=300)
+    assert done.returncode == 1, done.stderr.decode()
+    issue = json.loads(done.stdout)
+    [hang] = issue["hangs"]
+    assert (hang["capture"], hang["found"]) == (str(newest), False)
+    assert hang["headline"] == f"Hang capture of {WORLD} ranks: no verdict the evidence carries"
+    names = {member["name"] for member in issue["members"]}
+    assert {"run/manifest.json", "hang/reading.json", "hang/capture/capture.json"} <= names
+
+    done = run_cli("report", hung.serve.run_dir, hung.dump_now_dir, "--out", tmp_path / "both",
+                   "--json", timeout=300)
+    assert done.returncode == 0, done.stderr.decode()
+    issue = json.loads(done.stdout)
+    assert [(h["capture"], h["found"]) for h in issue["hangs"]] == \
+        [(str(newest), False), (str(hung.dump_now_dir), True)]
+    assert [h["reading"] for h in issue["hangs"]] == ["hang-1/reading.json", "hang-2/reading.json"]
+    body = next((tmp_path / "both").glob("crashlab-report-*.md")).read_text()
+    assert body.count("### Hang across ranks") == 2
+    assert f"rank {HANG_RANK} never entered all_reduce" in body

@@ -26,6 +26,7 @@ from crashlab.hangs import flightrecorder, pyspy, ras, terminal
 from crashlab.hangs.across import read_groups
 from crashlab.hangs.files import Unreadable, read_within
 from crashlab.hangs.layout import CAPTURE, Capture, RankProcess, SourceRecord, source_path
+from crashlab.hangs.p2p import unmatched
 from crashlab.hangs.reading import read
 from crashlab.hangs.verdicts import verdicts
 from tests.conftest import ROOT, run_cli
@@ -268,6 +269,50 @@ def test_every_rank_in_one_collective_and_none_completing_is_no_progress():
         "every rank of pg 0 (default_pg) (0, 1) entered all_reduce #2 and none completed it")
 
 
+def p2p(seq: int, name: str, *, done: bool = True, pg=("0", "default_pg")) -> dict:
+    """A point-to-point entry as NCCL's Flight Recorder writes one (``send 0->1``, ``recv 1<-0``,
+    group ranks; numbered by p2p_seq_id, collective_seq_id left at the last collective's)."""
+    made = entry(1, pg=pg, retired=done, state="completed" if done else "started")
+    made.update({"p2p_seq_id": seq, "is_p2p": True, "profiling_name": f"nccl:{name}"})
+    return made
+
+
+def test_a_recv_whose_send_the_peer_never_made_waits_on_that_peer():
+    sender = [entry(1), p2p(1, "send 0->1")]
+    receiver = [entry(1), p2p(1, "recv 1<-0"), p2p(2, "recv 1<-0", done=False)]
+    [wait] = unmatched(_records(dump(sender, 1, ranks=(0, 1)), dump(receiver, 1, ranks=(0, 1))))
+    assert (wait.rank, wait.op, wait.seq, wait.peer, wait.nth, wait.peer_made) == \
+        (1, "recv", 2, 0, 2, 1)
+    [verdict] = verdicts([], {}, [], [wait])
+    assert (verdict.kind, verdict.ranks, verdict.op, verdict.pg_desc) == \
+        ("unmatched-p2p", [0], "recv", "default_pg")
+    assert verdict.line == ("rank 1 waits in recv #2 of pg 0 (default_pg) from rank 0, which rank 0 "
+                            "never sent (1 send to rank 1 in its dump, 2 needed); rank 0's Python "
+                            "stack is unknown (no py-spy sample)")
+
+
+def test_a_send_matched_and_a_peer_that_forgot_say_nothing():
+    # the recv was posted: matched, whatever the send's state
+    sender = [entry(1), p2p(1, "send 0->1", done=False)]
+    receiver = [entry(1), p2p(1, "recv 1<-0", done=False)]
+    assert unmatched(_records(dump(sender, 1, ranks=(0, 1)), dump(receiver, 1, ranks=(0, 1)))) == []
+    # a buffer that no longer holds the group's first point-to-point operation cannot count
+    forgot = [entry(1), p2p(7, "send 0->1")]
+    waiting = [entry(1), p2p(1, "recv 1<-0", done=False)]
+    assert unmatched(_records(dump(forgot, 1, ranks=(0, 1)), dump(waiting, 1, ranks=(0, 1)))) == []
+
+
+def test_group_ranks_in_a_profiling_name_are_placed_by_pg_config():
+    pg = ("1", "pp_group")
+    config = {"1": {"name": "1", "desc": "pp_group", "ranks": "[2, 3]"}}
+    stage = [p2p(1, "recv 1<-0", done=False, pg=pg)]
+    peer = [p2p(1, "recv 0<-1", done=False, pg=pg)]  # both receive: neither sent
+    records = {2: flightrecorder.read(pickled(dump(peer) | {"pg_config": config}), "r2"),
+               3: flightrecorder.read(pickled(dump(stage) | {"pg_config": config}), "r3")}
+    waits = unmatched(records)
+    assert sorted((w.rank, w.peer, w.pg_desc) for w in waits) == [(2, 3, "pp_group"), (3, 2, "pp_group")]
+
+
 def _capture(folder: Path, rows: list[SourceRecord]) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     record = Capture(started_at="2026-12-06T08:00:00+00:00", trigger="hang-after", samples=1,
@@ -295,6 +340,26 @@ def test_a_capture_of_json_dumps_and_missing_sources_reads_without_a_gpu(tmp_pat
                             "waits in it); rank 1's Python stack is unknown (no py-spy sample)")
     assert {r.state for r in reading.ranks} == {"unknown"}
     assert reading.signature.parts[-1] == "unknown place"
+
+
+def test_a_capture_whose_rank_waits_on_a_send_never_made_is_signed_by_it(tmp_path):
+    folder = tmp_path / "run" / "captures" / "20261206T080000Z"
+    rows = []
+    sides = ((0, [entry(1), p2p(1, "send 0->1")]),
+             (1, [entry(1), p2p(1, "recv 1<-0"), p2p(2, "recv 1<-0", done=False)]))
+    for rank, entries in sides:
+        path = source_path(rank, 0, "flight-recorder", ".pkl")
+        (folder / path).parent.mkdir(parents=True, exist_ok=True)
+        (folder / path).write_bytes(pickled(dump(entries, 1, ranks=(0, 1))))
+        rows.append(SourceRecord(source="flight-recorder", rank=rank, sample=0, taken_at="x",
+                                 status="ok", path=path))
+    _capture(folder, rows)
+    reading = read(tmp_path / "run", None)
+    assert reading.found and reading.verdicts[0].kind == "unmatched-p2p"
+    assert [(w.rank, w.peer) for w in reading.peer_waits] == [(1, 0)]
+    assert reading.headline() == "Hang across 2 ranks: unmatched-p2p at recv #2"
+    assert reading.signature.kind == "collective-hang"
+    assert reading.signature.parts == ["never sent", "recv", "default_pg", "unknown place"]
 
 
 def test_inspect_refuses_a_capture_record_that_is_not_one_in_one_line(tmp_path):

@@ -52,7 +52,8 @@ def inspect(core: str | None, as_json: bool, as_markdown: bool, no_sass: bool, n
     --hang-after) or a capture's folder: inspect then reads the hang across its ranks (Flight
     Recorder, py-spy, NCCL RAS, each rank's GPU dump) and says which rank never entered which
     collective, what the others wait in and where the lagging rank stands; --json prints it
-    (schema: crashlab schema hang).
+    (schema: crashlab schema hang); --record records it in the crash index as a hang, signed
+    by its collective.
 
     With --kernel-log FILE and no CORE, the incident is triaged from the driver's Xid lines
     alone (the fault, its address and whose fault NVIDIA's catalog says it is; the kernel stays
@@ -85,16 +86,18 @@ def inspect(core: str | None, as_json: bool, as_markdown: bool, no_sass: bool, n
         if kernel_log is None:
             raise BadInput("give a CORE to inspect, or --kernel-log FILE to triage from a log")
         _log_alone(kernel_log, as_json, as_markdown, {"--debugger": debugger, "--record": record})
+    for given, name in ((db, "--db"), (copy, "--copy"), (host, "--host"),
+                        (deployment, "--deployment")):
+        if given and not record:
+            raise BadInput(f"{name} is for --record: add --record to record the crash")
     if core != "-" and Path(core).is_dir():
         from ..hangs.files import capture_folder
 
         if capture_folder(Path(core)) is not None:
             _hang(core, as_json, {"--markdown": as_markdown, "--debugger": debugger,
-                                  "--record": record}, sass=not no_sass)
-    for given, name in ((db, "--db"), (copy, "--copy"), (host, "--host"),
-                        (deployment, "--deployment")):
-        if given and not record:
-            raise BadInput(f"{name} is for --record: add --record to record the crash")
+                                  "--copy": copy, "--kernel-log": kernel_log is not None},
+                  sass=not no_sass,
+                  record=(db, host, deployment) if record else None)
     where = None
     if record and core != "-":  # a --host the dump's run contradicts is refused before reading
         from ..index.capture import origin
@@ -147,18 +150,33 @@ def _log_alone(path: str, as_json: bool, as_markdown: bool,
     sys.exit(EXIT_FOUND if triaged.found else EXIT_NOTHING)
 
 
-def _hang(path: str, as_json: bool, refused: dict[str, bool], sass: bool) -> None:
-    """inspect of a hang capture: the reading across ranks, as text or --json."""
+def _hang(path: str, as_json: bool, refused: dict[str, bool], sass: bool,
+          record: tuple[str | None, str | None, str | None] | None) -> None:
+    """inspect of a hang capture: the reading across ranks, as text or --json; RECORD (--db,
+    --host, --deployment), where given, records it in the crash index as a hang."""
     from ..api import read_hang
     from ..console import ViewConsole
     from ..hangs import terminal
+    from ..hangs.files import capture_folder
+    from ..hangs.layout import CAPTURE
     from ..stdout import echo
 
     for name, given in refused.items():
         if given:
-            raise BadInput(f"{name} reads a coredump; a hang capture prints as text or --json "
+            raise BadInput(f"{name} is for a coredump; a hang capture prints as text or --json "
                            "(inspect each rank's GPU dump for more)")
-    reading = read_hang(path, sass=sass)
+    folder = capture_folder(Path(path))
+    assert folder is not None  # inspect only comes here for a folder that holds one
+    where = None
+    if record is not None:  # a --host the capture's run contradicts is refused before reading
+        from ..index.capture import origin
+
+        where = origin(folder / CAPTURE, record[1], record[2])
+    reading = read_hang(folder, sass=sass)
+    if record is not None:
+        from ..index.recording import record_hang
+
+        record_hang(folder, reading, record[0], say, where)
     if as_json:
         echo(reading.model_dump_json(indent=2))
     else:

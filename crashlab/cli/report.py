@@ -27,6 +27,10 @@ from .options import db_option, json_option, origin_options, out_option
 @json_option("Print a JSON summary instead of the body (schema: crashlab schema report-bundle).")
 @click.option("--no-explain", is_flag=True,
               help="Skip the explanation of each coredump's faults.")
+@click.option("--gpu-dumps", is_flag=True,
+              help="Also bundle the GPU dumps a hang capture took (each rank's, as coredumps, "
+                   "left out as a coredump is where they hold a secret); by default the bundle "
+                   "holds the capture's host-side files and its reading.")
 @click.option("--kernel-log", "kernel_log", type=click.Path(dir_okay=False),
               help="A file of dmesg, journalctl -k or syslog text from the crashed node: its Xid "
                    "lines are decoded (the GPU's UUID and serial withheld) and held against the "
@@ -38,7 +42,9 @@ def report(as_json: bool, db: str | None, host: str | None, deployment: str | No
     """Write an upstream issue: a Markdown body and one .tar.gz to attach beside it.
 
     INPUTS are serve run directories, crashlab bisect output folders (--out, with result.json
-    and steps.jsonl), CUDA coredumps and SGLang request dumps, in any mix. The body (at most
+    and steps.jsonl), hang captures (a run directory's newest, or a capture's folder: the body
+    gains a Hang section, the bundle the capture's files), CUDA coredumps and SGLang request
+    dumps, in any mix. The body (at most
     65,536 characters) follows SGLang's bug template: what happened, reproduction (launch and
     replay commands), the bisect's verdict, environment, triage, logs. The crashes are recorded
     in the crash index (--db). The bundle
@@ -48,8 +54,8 @@ def report(as_json: bool, db: str | None, host: str | None, deployment: str | No
     everywhere. The body goes to stdout; the title, the two paths and what the triaging machine
     lacked (no cuda-gdb: not news for upstream) to stderr.
 
-    Exit codes: 0 written, the inputs show a crash; 1 written, they show none (a run that ended
-    cleanly); 2 bad input (also a --max-size too small for the report itself); 3 the output
+    Exit codes: 0 written, the inputs show a crash (or a hang a verdict places); 1 written, they
+    show none (a run that ended cleanly); 2 bad input (also a --max-size too small for the report itself); 3 the output
     folder cannot be written.
 
     \b

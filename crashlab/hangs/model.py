@@ -22,11 +22,14 @@ from ..version import __version__
 #: no collective completing), ``moving`` (its stack changes, no collective completes),
 #: ``unknown`` (too few samples or sources to tell).
 RankState = Literal["progressing", "spinning", "stuck", "moving", "unknown"]
-#: A verdict's kind: a rank that never entered a collective the others wait in; a collective
-#: the ranks entered with different ops, sizes or dtypes; every rank in one collective and none
-#: completing it; a group whose ranks' places are partly unknown; two sources that contradict
-#: each other.
-VerdictKind = Literal["never-entered", "mismatch", "no-progress", "incomplete", "sources-disagree"]
+#: A verdict's kind: a rank that never entered a collective the others wait in; a rank that
+#: waits in a send or recv its peer never matched; a collective the ranks entered with
+#: different ops, sizes or dtypes; every rank in one collective and none completing it; a group
+#: whose ranks' places are partly unknown; two sources that contradict each other.
+VerdictKind = Literal["never-entered", "unmatched-p2p", "mismatch", "no-progress", "incomplete",
+                      "sources-disagree"]
+#: The verdicts that place a hang, most telling first; the others qualify them.
+PLACING = ("never-entered", "unmatched-p2p", "mismatch", "no-progress")
 #: How a group's ranks first disagree.
 DisagreementKind = Literal["not-entered", "op", "sizes", "dtypes"]
 
@@ -61,6 +64,22 @@ class Collective(ClosedModel):
     """the Python stack Flight Recorder kept, innermost first (``file:line function``)"""
 
 
+class SampleStep(ClosedModel):
+    """Where one process group stood on one rank at one host sample: the newest collective it
+    had enqueued, the last started and the last completed (a rank's timeline)."""
+
+    sample: int
+    """the host sample (0-based)"""
+    enqueued: int | None = None
+    """the newest collective's number the rank had enqueued"""
+    op: str | None = None
+    """that collective's op"""
+    started: int | None = None
+    """pg_status' last started collective, where known (gloo records none)"""
+    completed: int | None = None
+    """the last completed collective's number"""
+
+
 class GroupProgress(ClosedModel):
     """One process group on one rank: where its collectives stand at the rank's last sample, and
     its last completed collective at every sample."""
@@ -78,6 +97,9 @@ class GroupProgress(ClosedModel):
     completed or retired (gloo's pg_status may lag)"""
     completed_by_sample: list[int | None] = Field(default_factory=list)
     """the last completed collective's number at each sample that read a dump"""
+    timeline: list[SampleStep] = Field(default_factory=list)
+    """at each sample that read a dump: the newest enqueued, last started and last completed
+    collective"""
 
 
 class ThreadView(ClosedModel):
@@ -268,14 +290,39 @@ class RasReading(ClosedModel):
     """each block: its kind, communicator and lines"""
 
 
+class PeerWait(ClosedModel):
+    """A rank waiting in a point-to-point operation its peer never matched: a recv whose send
+    the peer never made, or a send whose recv it never posted."""
+
+    pg: str
+    """the group's name as Flight Recorder writes it"""
+    pg_desc: str
+    """the group's description"""
+    rank: int
+    """the waiting rank (global)"""
+    op: str
+    """send or recv"""
+    seq: int
+    """its p2p_seq_id on the waiting rank"""
+    peer: int
+    """the peer it waits on (global)"""
+    nth: int
+    """which of the waiting rank's operations of this kind with this peer it is (1: the first)"""
+    peer_made: int
+    """how many of the matching operations the peer's dump holds (fewer than nth)"""
+    profiling_name: str
+    """as Flight Recorder wrote it (``nccl:recv 1<-0``)"""
+
+
 class Verdict(ClosedModel):
     """One conclusion of the reading, with the facts it rests on."""
 
     kind: VerdictKind
-    """never-entered (a rank never entered a collective the others wait in), mismatch (ranks
-    entered it with another op, other sizes or dtypes), no-progress (every rank in it, none
-    completing), incomplete (some ranks cannot be placed), sources-disagree (two sources
-    contradict each other)"""
+    """never-entered (a rank never entered a collective the others wait in), unmatched-p2p (a
+    rank waits in a send or recv its peer never matched), mismatch (ranks entered it with
+    another op, other sizes or dtypes), no-progress (every rank in it, none completing),
+    incomplete (some ranks cannot be placed), sources-disagree (two sources contradict each
+    other)"""
     line: str
     """one sentence a human reads first"""
     evidence: list[str] = Field(default_factory=list)
@@ -284,10 +331,27 @@ class Verdict(ClosedModel):
     """the ranks it is about (the lagging or mismatched ones)"""
     pg: str | None = None
     """the process group's name"""
+    pg_desc: str | None = None
+    """the process group's description, where the verdict is about one"""
     seq: int | None = None
-    """the collective's number in it"""
+    """the collective's number in it (a point-to-point operation's p2p_seq_id)"""
     op: str | None = None
     """the collective's op"""
+
+
+class SourceStatus(ClosedModel):
+    """How one source fared across the capture: the rows of capture.json with one status."""
+
+    source: str
+    """py-spy, flight-recorder, nccl-ras, nvml, gpu-dump, cuda-gdb-attach"""
+    status: str
+    """capture.json's status: ok, missing, refused, timeout, failed, skipped"""
+    rows: int
+    """how many (rank, sample) rows had it"""
+    ranks: list[int] = Field(default_factory=list)
+    """the ranks those rows are of (none for a source of the whole machine)"""
+    note: str | None = None
+    """the first of their notes (why it is missing, refused or failed)"""
 
 
 class CaptureSummary(ClosedModel):
@@ -331,6 +395,10 @@ class HangReading(ClosedModel):
     """each process group across its ranks"""
     ras: list[RasReading] = Field(default_factory=list)
     """each NCCL RAS reply"""
+    peer_waits: list[PeerWait] = Field(default_factory=list)
+    """each rank waiting in a send or recv its peer never matched (NCCL's Flight Recorder)"""
+    sources: list[SourceStatus] = Field(default_factory=list)
+    """each source's rows by status, as capture.json recorded them"""
     signature: CrashSignature | None = None
     """the hang's signature: the collective, its op and the lagging rank's place"""
     warnings: list[str] = Field(default_factory=list)
@@ -340,4 +408,12 @@ class HangReading(ClosedModel):
     @property
     def found(self) -> bool:
         """Whether a verdict names where the hang is (inspect's exit 0)."""
-        return any(v.kind in ("never-entered", "mismatch", "no-progress") for v in self.verdicts)
+        return any(v.kind in PLACING for v in self.verdicts)
+
+    def headline(self) -> str:
+        """The reading in one line, as every view leads with it."""
+        placing = [v for v in self.verdicts if v.kind in PLACING]
+        if placing:
+            return (f"Hang across {len(self.ranks)} ranks: {placing[0].kind} at {placing[0].op} "
+                    f"#{placing[0].seq}")
+        return f"Hang capture of {len(self.ranks)} ranks: no verdict the evidence carries"

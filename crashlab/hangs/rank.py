@@ -24,6 +24,7 @@ from .model import (
     RankGpu,
     RankReading,
     RankState,
+    SampleStep,
     ThreadView,
 )
 from .pyspy import PySpyDump, StackFrame
@@ -105,18 +106,30 @@ def _groups(evidence: RankEvidence) -> list[GroupProgress]:
     for key, entries in collectives_by_group(last.flight).items():
         newest = max(entries, key=lambda e: e.seq)
         completed = last_completed(last.flight, entries)
-        started = [s.last_started for pg, s in last.flight.pg_status.items()
-                   if pg == newest.pg_id and s.last_started is not None and s.last_started >= 0]
-        series = []
-        for _, sample in dumped:
-            assert sample.flight is not None
-            mine = collectives_by_group(sample.flight).get(key, [])
-            series.append(last_completed(sample.flight, mine) if mine else None)
+        timeline = [_step(number, sample.flight, key) for number, sample in dumped
+                    if sample.flight is not None]
         progress.append(GroupProgress(
             pg=key[0], pg_desc=key[1], last_enqueued=collective(newest, completed, last.flight_at),
-            last_started=started[0] if started else None, last_completed=completed,
-            completed_by_sample=series))
+            last_started=_last_started(last.flight, newest), last_completed=completed,
+            completed_by_sample=[step.completed for step in timeline], timeline=timeline))
     return progress
+
+
+def _last_started(record: FlightRecord, newest: Entry) -> int | None:
+    started = [s.last_started for pg, s in record.pg_status.items()
+               if pg == newest.pg_id and s.last_started is not None and s.last_started >= 0]
+    return started[0] if started else None
+
+
+def _step(number: int, record: FlightRecord, key: tuple[str, str]) -> SampleStep:
+    """Where group KEY stood in one sample's dump (nothing where the dump holds none of it)."""
+    mine = collectives_by_group(record).get(key, [])
+    if not mine:
+        return SampleStep(sample=number)
+    newest = max(mine, key=lambda e: e.seq)
+    return SampleStep(sample=number, enqueued=newest.seq, op=newest.op,
+                      started=_last_started(record, newest),
+                      completed=last_completed(record, mine))
 
 
 def _threads(evidence: RankEvidence) -> tuple[list[ThreadView], str | None, list[PySpyDump]]:

@@ -11,7 +11,16 @@ from ..notation import counted
 from .across import latest_records, read_groups
 from .evidence import CaptureEvidence, GpuReader, RasReply, gather
 from .files import capture_folder, load_capture, run_folder
-from .model import CaptureSummary, HangReading, RankReading, RasReading, note_lines
+from .layout import Capture
+from .model import (
+    CaptureSummary,
+    HangReading,
+    RankReading,
+    RasReading,
+    SourceStatus,
+    note_lines,
+)
+from .p2p import unmatched
 from .pyspy import StackFrame
 from .rank import first_outside, read_rank
 from .signing import sign
@@ -28,16 +37,34 @@ def read(path: Path, gpu_reader: GpuReader | None) -> HangReading:
     capture = load_capture(folder)
     evidence = gather(capture, folder, run_folder(folder), gpu_reader)
     ranks = {number: read_rank(found, evidence.nvml) for number, found in evidence.ranks.items()}
-    groups = read_groups(latest_records(evidence.ranks), sorted(ranks))
+    records = latest_records(evidence.ranks)
+    groups = read_groups(records, sorted(ranks))
+    peer_waits = unmatched(records)
     reading = HangReading(
         capture=CaptureSummary(path=str(folder), started_at=capture.started_at,
                                ended_at=capture.ended_at, trigger=capture.trigger,
                                samples=capture.samples, interval_s=capture.interval_s,
                                gpu_dumps=len(capture.gpu_dumps), notes=capture.notes),
-        verdicts=verdicts(groups, ranks, evidence.ras), ranks=list(ranks.values()), groups=groups,
-        ras=[_ras(reply) for reply in evidence.ras], warnings=_warnings(evidence, ranks))
+        verdicts=verdicts(groups, ranks, evidence.ras, peer_waits), ranks=list(ranks.values()),
+        groups=groups, ras=[_ras(reply) for reply in evidence.ras], peer_waits=peer_waits, sources=source_statuses(capture),
+        warnings=_warnings(evidence, ranks))
     reading.signature = sign(reading, _places(evidence))
     return reading
+
+
+def source_statuses(capture: Capture) -> list[SourceStatus]:
+    """capture.json's rows told per source and status, in the order the sources first appear."""
+    found: dict[tuple[str, str], SourceStatus] = {}
+    for row in capture.sources:
+        status = found.setdefault((row.source, row.status),
+                                  SourceStatus(source=row.source, status=row.status, rows=0))
+        status.rows += 1
+        if row.rank is not None and row.rank not in status.ranks:
+            status.ranks.append(row.rank)
+        status.note = status.note or (printable(row.note, 300) if row.note else None)
+    for status in found.values():
+        status.ranks.sort()
+    return list(found.values())
 
 
 def _places(evidence: CaptureEvidence) -> dict[int, StackFrame | None]:

@@ -2,7 +2,8 @@
 with another rank lagging, is one signature.
 
 Its parts are what stays when the hang recurs: how the ranks disagree (a rank never entered the
-collective, or entered it with another op, other sizes or dtypes, or no rank completes it), the
+collective, or entered it with another op, other sizes or dtypes, or no rank completes it, or a
+peer never sent what a rank waits to receive, or never received what it sends), the
 collective's op, its process group's description, and where the lagging rank's program stands:
 the innermost Python frame outside torch, as function and file name. Sequence numbers, ranks,
 line numbers, paths, pids and addresses change from run to run and are left out; the coarse
@@ -14,13 +15,12 @@ from __future__ import annotations
 import os
 
 from ..report.signature import CrashSignature, seal
-from .model import HangReading, Verdict
+from .model import PLACING, HangReading, Verdict
 from .pyspy import StackFrame
-from .verdicts import PLACING
 
 #: How each placing verdict is named in the signature's text.
-PATTERNS = {"never-entered": "never entered", "mismatch": "entered differently",
-            "no-progress": "none completes"}
+PATTERNS = {"never-entered": "never entered", "unmatched-p2p": "never matched",
+            "mismatch": "entered differently", "no-progress": "none completes"}
 
 
 def sign(reading: HangReading, places: dict[int, StackFrame | None]) -> CrashSignature | None:
@@ -30,10 +30,15 @@ def sign(reading: HangReading, places: dict[int, StackFrame | None]) -> CrashSig
     if verdict is None:
         return None
     group = next((g for g in reading.groups if g.pg == verdict.pg and g.seq == verdict.seq), None)
-    named_group = (group.pg_desc or f"pg {group.pg}") if group else "unknown group"
+    if group is not None:
+        named_group = group.pg_desc or f"pg {group.pg}"
+    else:
+        named_group = verdict.pg_desc or (f"pg {verdict.pg}" if verdict.pg else "unknown group")
     pattern = PATTERNS[verdict.kind]
     if verdict.kind == "mismatch" and group and group.kind:
         pattern = f"{pattern} ({group.kind})"
+    if verdict.kind == "unmatched-p2p":  # the lagging rank is the peer that never matched it
+        pattern = "never sent" if verdict.op == "recv" else "never received"
     parts = [pattern, verdict.op or "unknown op", named_group]
     coarse = list(parts)
     place, notes = _place(verdict, places)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from ..console import line, plain, wrapped
-from .model import HangReading, RankReading, note_lines, ranks_text
+from .model import PLACING, HangReading, RankReading, SampleStep, note_lines, ranks_text
 from .verdicts import pg_text
 
 #: Evidence lines shown per verdict (the JSON has them all).
@@ -24,7 +24,7 @@ _STATE_STYLE = {"progressing": "green", "spinning": "yellow", "stuck": "red", "m
 
 def render(reading: HangReading, console: Console) -> None:
     capture = reading.capture
-    console.print(wrapped(line((_headline(reading), "bold")), indent=2))
+    console.print(wrapped(line((reading.headline(), "bold")), indent=2))
     console.print(wrapped(plain(
         f"capture {capture.path} ({capture.trigger}, {capture.samples} host samples "
         f"{capture.interval_s:g} s apart, {capture.gpu_dumps} GPU dumps)", style="dim"), indent=2))
@@ -32,7 +32,7 @@ def render(reading: HangReading, console: Console) -> None:
         console.print(wrapped(plain(f"signature {reading.signature.short}", style="dim"), indent=2))
     for verdict in reading.verdicts:
         console.print()
-        style = "bold red" if verdict.kind in ("never-entered", "mismatch", "no-progress") else "bold yellow"
+        style = "bold red" if verdict.kind in PLACING else "bold yellow"
         console.print(wrapped(line((f"{verdict.kind}: ", style), verdict.line), indent=2))
         for fact in verdict.evidence[:MAX_EVIDENCE]:
             console.print(wrapped(line("  - ", fact), indent=4))
@@ -48,14 +48,6 @@ def render(reading: HangReading, console: Console) -> None:
         console.print(wrapped(plain(f"warning: {warning}", style="yellow"), indent=2))
     for note in reading.capture.notes:
         console.print(wrapped(plain(f"capture note: {note}", style="dim"), indent=2))
-
-
-def _headline(reading: HangReading) -> str:
-    placing = [v for v in reading.verdicts if v.kind in ("never-entered", "mismatch", "no-progress")]
-    ranks = len(reading.ranks)
-    if placing:
-        return f"Hang across {ranks} ranks: {placing[0].kind} at {placing[0].op} #{placing[0].seq}"
-    return f"Hang capture of {ranks} ranks: no verdict the evidence carries"
 
 
 def _rank(rank: RankReading, console: Console) -> None:
@@ -118,3 +110,24 @@ def _ras(reading: HangReading, console: Console) -> None:
                             + ("healthy" if reply.healthy else "reports problems"), style="bold"))
         for row in reply.groups + reply.issues:
             console.print(wrapped(line("  ", row), indent=4))
+
+
+def step_text(step: SampleStep) -> str:
+    """One sample of a group's timeline: what the rank had enqueued, started and completed."""
+    if step.enqueued is None:
+        return f"sample {step.sample}: nothing recorded"
+    started = f", started #{step.started}" if step.started is not None else ""
+    completed = f"#{step.completed}" if step.completed is not None else "none"
+    return f"sample {step.sample}: enqueued {step.op} #{step.enqueued}{started}, completed {completed}"
+
+
+def timelines(reading: HangReading, console: Console) -> None:
+    """Each rank's process groups sample by sample (crashlab show of a hang)."""
+    console.print()
+    console.print(plain("Timeline (each rank's Flight Recorder at each host sample)", style="bold"))
+    for rank in reading.ranks:
+        for group in rank.groups:
+            if not group.timeline:
+                continue
+            console.print(wrapped(line(f"  rank {rank.rank} {pg_text(group.pg, group.pg_desc)}: ",
+                                       "; ".join(map(step_text, group.timeline))), indent=4))

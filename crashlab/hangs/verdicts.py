@@ -13,27 +13,34 @@ from __future__ import annotations
 
 from ..notation import counted
 from .evidence import RasReply
-from .model import Collective, GroupReading, RankReading, Verdict, note_lines, ranks_text
+from .model import (
+    PLACING,
+    Collective,
+    GroupReading,
+    PeerWait,
+    RankReading,
+    Verdict,
+    note_lines,
+    ranks_text,
+)
 from .ras import RasStatus
 
 #: How a wait class of crashlab.waits reads after "their warps".
 WAIT_WORDS = {"polling-memory": "polling memory", "barrier": "at a barrier",
               "barrier-after-exit": "at a barrier others exited past",
               "collective-wait": "in a collective wait", "other": "elsewhere"}
-#: Verdicts that place a hang; the others qualify them.
-PLACING = ("never-entered", "mismatch", "no-progress")
 
 
 def verdicts(groups: list[GroupReading], ranks: dict[int, RankReading],
-             replies: list[RasReply]) -> list[Verdict]:
-    found = []
+             replies: list[RasReply], peer_waits: list[PeerWait] | None = None) -> list[Verdict]:
+    found = [_unmatched(wait, ranks) for wait in peer_waits or []]
     for group in groups:
         verdict = _of_group(group, ranks)
         if verdict is not None:
-            verdict.evidence += _ras_evidence(replies)
             found.append(verdict)
-    found.sort(key=lambda v: (["never-entered", "mismatch", "no-progress", "incomplete"].index(v.kind),
-                              v.seq or 0))
+    for verdict in found:
+        verdict.evidence += _ras_evidence(replies)
+    found.sort(key=lambda v: ([*PLACING, "incomplete"].index(v.kind), v.seq or 0))
     return found + _contradictions(found, replies)
 
 
@@ -68,6 +75,31 @@ def _never_entered(group: GroupReading, ranks: dict[int, RankReading]) -> Verdic
     evidence += _rank_evidence(group.behind, ranks)
     return Verdict(kind="never-entered", line=line, evidence=evidence, ranks=group.behind,
                    pg=group.pg, seq=group.seq, op=group.op)
+
+
+def _unmatched(wait: PeerWait, ranks: dict[int, RankReading]) -> Verdict:
+    """A rank in a send or recv its peer never matched; where the peer stands instead."""
+    group = pg_text(wait.pg, wait.pg_desc)
+    toward = "from" if wait.op == "recv" else "to"
+    other, verb = ("send", "sent") if wait.op == "recv" else ("recv", "received")
+    line = (f"rank {wait.rank} waits in {wait.op} #{wait.seq} of {group} {toward} rank "
+            f"{wait.peer}, which rank {wait.peer} never {verb} ({counted(wait.peer_made, other)} "
+            f"{'to' if other == 'send' else 'from'} rank {wait.rank} in its dump, "
+            f"{wait.nth} needed); {_place(ranks.get(wait.peer), wait.peer)}")
+    evidence = [f"Flight Recorder: rank {wait.rank}'s {wait.profiling_name} (#{wait.seq} of "
+                f"{group}, its {_ordinal(wait.nth)} {wait.op} {toward} rank {wait.peer}) not "
+                "completed",
+                f"Flight Recorder: rank {wait.peer}'s dump holds every point-to-point operation "
+                f"of {group} from its first: {counted(wait.peer_made, other)} "
+                f"{'to' if other == 'send' else 'from'} rank {wait.rank}"]
+    evidence += _rank_evidence([wait.peer], ranks)
+    return Verdict(kind="unmatched-p2p", line=line, evidence=evidence, ranks=[wait.peer],
+                   pg=wait.pg, pg_desc=wait.pg_desc, seq=wait.seq, op=wait.op)
+
+
+def _ordinal(number: int) -> str:
+    suffix = "th" if 10 <= number % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(number % 10, "th")
+    return f"{number}{suffix}"
 
 
 def _mismatch(group: GroupReading, ranks: dict[int, RankReading]) -> Verdict:

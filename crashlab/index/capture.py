@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ..env import Environment, load
 from ..errors import BadInput, CrashlabError
+from ..hangs.model import HangReading
 from ..incidents import XidLine
 from ..incidents.xid import from_findings
 from ..published import parse
@@ -271,12 +272,67 @@ def from_coredump(path: Path, report: TriageReport, recorded_by: str,
                          owned=copy is not None)])
 
 
+def from_hang(folder: Path, reading: HangReading, recorded_by: str,
+              where: Origin | None = None) -> NewCrash | None:
+    """A hang across ranks read from the capture FOLDER (crashlab inspect RUN_DIR --record,
+    report, serve): a crash of kind hang, signed by its collective-hang signature (the same hang
+    in new processes, after a restart or on another host, has the same one), at the time the
+    capture began, on the host of its run (or the ranks' host, or the user's word), with the
+    reading kept for show and the web view. None where no verdict places the hang: there is
+    nothing to sign it by."""
+    from ..hangs.files import run_folder
+    from ..hangs.layout import CAPTURE
+
+    if reading.signature is None:
+        return None
+    folder = Path(folder).absolute()
+    run = run_folder(folder)
+    run_dir = run if (run / "manifest.json").is_file() else None
+    if where is None:
+        where = _run_origin(run_dir) if run_dir is not None else Origin()
+    hosts = sorted({rank.host for rank in reading.ranks if rank.host})
+    host = where.host or (hosts[0] if len(hosts) == 1 else None)
+    started = _epoch(reading.capture.started_at)
+    record = folder / CAPTURE
+    return NewCrash(
+        key=f"hang:{host or UNKNOWN_HOST}:{folder}", kind="hang", hang=reading,
+        signature=reading.signature, crashed_at=started, first_failure_at=started,
+        recorded_by=recorded_by, source=str(folder), summary=reading.headline(), host=host,
+        deployment=where.deployment, run_dir=str(run_dir) if run_dir is not None else None,
+        files=[CrashFile(path=str(record), kind="hang-capture",
+                         size_bytes=record.stat().st_size if record.is_file() else 0)])
+
+
+def from_capture(folder: Path, recorded_by: str) -> list[NewCrash]:
+    """The hang a capture folder shows, read as inspect reads it: none where no verdict places
+    it or the capture cannot be read (inspect RUN_DIR says why)."""
+    from ..api import read_hang
+
+    try:
+        hang = from_hang(folder, read_hang(folder), recorded_by)
+    except CrashlabError:
+        return []
+    return [hang] if hang is not None else []
+
+
+def from_run_captures(run_dir: Path, recorded_by: str) -> list[NewCrash]:
+    """Every hang of a serve run directory's captures (from_capture)."""
+    from ..hangs.layout import capture_dirs
+
+    return [hang for folder in capture_dirs(Path(run_dir)) for hang in from_capture(folder, recorded_by)]
+
+
 def from_report_inputs(inputs, given: Origin | None = None) -> list[NewCrash | XidLine]:
-    """What ``crashlab report`` read (crashlab.issue.inputs.Inputs): its runs and its coredumps,
-    each coredump where its run or the user's word (GIVEN: report --host/--deployment) puts it."""
+    """What ``crashlab report`` read (crashlab.issue.inputs.Inputs): its runs, its hangs and its
+    coredumps, each hang and coredump where its run or the user's word (GIVEN: report
+    --host/--deployment) puts it."""
     given = given or Origin()
-    crashes = [crash for run in inputs.runs if run.report is not None
-               for crash in from_run(run.path, run.report, "report")]
+    crashes: list[NewCrash | XidLine] = [crash for run in inputs.runs if run.report is not None
+                                         for crash in from_run(run.path, run.report, "report")]
+    hangs = [from_hang(hang.folder, hang.reading, "report",
+                       origin(hang.folder / "capture.json", given.host, given.deployment))
+             for hang in inputs.hangs]
+    crashes += [hang for hang in hangs if hang is not None]
     return crashes + [from_coredump(core.path, core.report, "report",
                                     where=origin(core.path, given.host, given.deployment))
                       for core in inputs.cores if core.report is not None]

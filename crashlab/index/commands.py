@@ -7,7 +7,7 @@ from __future__ import annotations
 from .. import __version__
 from ..errors import BadInput
 from ..incidents import DEFAULT_WINDOW
-from . import retention
+from . import hangkept, retention
 from .facets import facets_of
 from .incidents import incident_of
 from .records import Collection, CrashList, Shown, Tool
@@ -28,6 +28,11 @@ def show(index: Index, what: str, window: float = DEFAULT_WINDOW) -> Shown:
         crash = index.crash(int(what))
         if crash is None:
             raise BadInput(f"no crash {what} in the index {index.address}")
+        if crash.kind == "hang":
+            return Shown(tool=tool, index=index.address, kind="crash", crash=crash,
+                         hang=hangkept.stored(index, crash.id),
+                         signature=index.signature(crash.signature),
+                         incident=incident_of(index, crash, window))
         found = crash_report(index, crash)
         return Shown(tool=tool, index=index.address, kind="crash", crash=crash,
                      report=found.report, triage=found.kept,

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from ..hangs.model import HangReading
 from ..incidents import XidLine
 from ..report.model import TriageReport
 from . import capture, copies
@@ -72,6 +73,17 @@ def _origin_kept(index: Index, crash_id: int, crash: NewCrash) -> str | None:
         return None
     return (f"it keeps {' and '.join(kept for kept, _ in differ)} (recorded before), not "
             f"{' and '.join(given for _, given in differ)}")
+
+
+def record_hang(folder: Path, reading: HangReading, db: str | None, say: Callable[[str], None],
+                where: capture.Origin | None = None) -> None:
+    """What ``inspect RUN_DIR --record`` does: record the hang the capture FOLDER shows, as a
+    crash of kind hang; a reading no verdict places is said and not recorded."""
+    hang = capture.from_hang(folder, reading, "inspect", where)
+    if hang is None:
+        say("warning: --record: no verdict places the hang, so it has no signature; not recorded")
+        return
+    record_all([hang], db, Path("crashlab-runs"), say, announce=say)
 
 
 def record_core(core: str, report: TriageReport, db: str | None, copy: bool,

@@ -8,12 +8,15 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from ..hangs.model import HangReading
 from ..published import ClosedModel as _Model
 from ..report.model import Tool, TriageReport
 from ..report.run import RunReport
 from ..vocabulary import DumpLabel
 
 RecordedBy = Literal["serve", "inspect", "report"]
+#: crash: a process's fault or a run's failure; hang: a hang across ranks read from a capture
+CrashKind = Literal["crash", "hang"]
 
 
 @dataclass(frozen=True)
@@ -114,6 +117,9 @@ class NewCrash:
     dump_sha256: str | None = None  # the coredump file's SHA-256 (hex); None without a dump
     #: the triage of its coredump, which the index keeps (crashlab.index.triage); None without one
     triage: TriageReport | None = None
+    kind: CrashKind = "crash"
+    #: a hang's reading, which the index keeps (crashlab.index.hangkept); None for a crash
+    hang: HangReading | None = None
 
 
 class Crash(_Model):
@@ -175,8 +181,11 @@ class Crash(_Model):
     dump_sha256: str | None = None
     """SHA-256 of its coredump file (hex): a dump and its copies are one crash; null for a
     crash without a dump, or one recorded before crashlab kept it"""
+    kind: CrashKind = "crash"
+    """crash: a process's fault (one dump of a rank) or a run's failure; hang: a hang across
+    ranks, read from a capture (its signature's kind is collective-hang)"""
     files: list[CrashFile] = Field(default_factory=list)
-    """Its files: coredump first, then request dumps."""
+    """Its files: coredump first, then request dumps (a hang's: its capture.json)."""
 
 
 class Signature(_Model):
@@ -315,6 +324,9 @@ class Shown(_Model):
     triage: TriageKept | None = None
     """A crash with a coredump's triage: where the triage came from and which crashlab made it;
     null otherwise."""
+    hang: HangReading | None = None
+    """A hang: its reading as the index keeps it (ranks, states, per-sample timelines); null
+    for a crash."""
     signature: Signature | None = None
     """the crash's or the signature's; null for a coarse key"""
     by: dict[str, list[Tally]] = Field(default_factory=dict)

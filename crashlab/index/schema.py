@@ -136,6 +136,14 @@ MIGRATIONS: tuple[Migration, ...] = (
         "ALTER TABLE crashes ADD COLUMN triage {bytes}",
         "ALTER TABLE crashes ADD COLUMN triage_version TEXT",
     )),
+    Migration(8, "hangs: a crash's kind, and the hang reading kept with a hang", (
+        # crash: a process's fault or a run's failure (every crash recorded before); hang: a
+        # hang across ranks read from a capture (crashlab inspect RUN_DIR --record, serve)
+        "ALTER TABLE crashes ADD COLUMN kind TEXT NOT NULL DEFAULT 'crash'",
+        # the HangReading of a hang (JSON, zlib-compressed, as the triage is): show and the ui
+        # give its ranks and their timelines without the capture
+        "ALTER TABLE crashes ADD COLUMN hang {bytes}",
+    )),
 )
 
 #: The newest schema this crashlab knows; an index migrated further is refused, not guessed at.

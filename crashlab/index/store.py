@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import EXIT_NOTHING, BadInput, CrashlabError
-from . import schema, triage
+from . import hangkept, schema, triage
 from .backends import Backend, connect
 from .location import first_line, is_postgres
 
@@ -42,7 +42,7 @@ LISTED = (("id", "c.id", ""), ("signature", "c.signature_hash", ""), ("title", "
           ("role", "c.role", ""), ("label", "c.label", ""), ("deployment", "c.deployment", ""),
           ("summary", "c.summary", ""), ("total_bytes", "c.total_bytes", ""),
           ("first_failure_at", "c.first_failure_at", "time"), ("server_role", "c.server_role", ""),
-          ("dump_sha256", "c.dump_sha256", ""))
+          ("dump_sha256", "c.dump_sha256", ""), ("kind", "c.kind", ""))
 _LISTED_BY_NAME = {field[0]: field for field in LISTED}
 _FIELD_NAMES = tuple(_LISTED_BY_NAME)
 _JSON_FIELDS = tuple(name for name, _, holds in LISTED if holds == "json")
@@ -168,8 +168,8 @@ class Index:
                 "INSERT INTO crashes (crash_key, signature_hash, signature_version, crashed_at, "
                 "recorded_at, recorded_by, host, gpus, driver, sglang, torch, versions, run_dir, "
                 "source, incarnation, pid, rank, role, label, deployment, summary, total_bytes, "
-                "first_failure_at, server_role, dump_sha256, triage, triage_version, "
-                f"{', '.join(FACT_COLUMNS)}) VALUES ({', '.join('?' * (27 + len(FACT_COLUMNS)))}) "
+                "first_failure_at, server_role, dump_sha256, triage, triage_version, kind, hang, "
+                f"{', '.join(FACT_COLUMNS)}) VALUES ({', '.join('?' * (29 + len(FACT_COLUMNS)))}) "
                 "ON CONFLICT (crash_key) DO NOTHING RETURNING id",
                 (crash.key, sig.hash, sig.version, crash.crashed_at, now, crash.recorded_by,
                  crash.host, crash.gpus, crash.driver, crash.sglang, crash.torch,
@@ -180,6 +180,7 @@ class Index:
                  crash.server_role, crash.dump_sha256,
                  None if crash.triage is None else triage.pack(crash.triage),
                  None if crash.triage is None else crash.triage.tool.version,
+                 crash.kind, None if crash.hang is None else hangkept.pack(crash.hang),
                  *(getattr(crash.facts, column) for column in FACT_COLUMNS))
             ).fetchone()
             if row is None:

@@ -37,6 +37,17 @@ def pack(report: TriageReport) -> bytes:
     return zlib.compress(report.model_dump_json().encode("utf-8"), LEVEL)
 
 
+def inflated(blob: bytes) -> bytes | None:
+    """A stored document's JSON; None for one that is damaged, cut short, or inflates past
+    MAX_TRIAGE_BYTES."""
+    inflater = zlib.decompressobj()
+    try:
+        text = inflater.decompress(bytes(blob), MAX_TRIAGE_BYTES)
+    except zlib.error:
+        return None
+    return None if inflater.unconsumed_tail or not inflater.eof else text
+
+
 def unpack(blob: bytes) -> TriageReport | None:
     """A stored triage; None for one that is damaged, cut short, or inflates past
     MAX_TRIAGE_BYTES (then it is made again, as for a crash that has none)."""
@@ -45,13 +56,10 @@ def unpack(blob: bytes) -> TriageReport | None:
     from ..published import parse
     from ..report.model import TriageReport
 
-    inflater = zlib.decompressobj()
+    text = inflated(blob)
     try:
-        text = inflater.decompress(bytes(blob), MAX_TRIAGE_BYTES)
-        if inflater.unconsumed_tail or not inflater.eof:
-            return None
-        return parse(TriageReport, text)
-    except (zlib.error, ValidationError, ValueError):
+        return None if text is None else parse(TriageReport, text)
+    except (ValidationError, ValueError):
         return None
 
 

@@ -29,7 +29,14 @@ if TYPE_CHECKING:
 #: ``crashlab list``'s columns: each heading and the listed field (store.LISTED) under it.
 LIST_COLUMNS = (("ID", "id"), ("TIME (UTC)", "crashed_at"), ("HOST", "host"),
                 ("SIGNATURE", "signature"), ("LABEL", "label"), ("TITLE", "title"))
-LIST_FIELDS = tuple(field for _, field in LIST_COLUMNS)
+#: the fields each row is read with: the columns', and the crash's kind (a hang has no dump
+#: label: its LABEL is ``hang``)
+LIST_FIELDS = (*(field for _, field in LIST_COLUMNS), "kind")
+
+
+def _label(label: str | None, kind: str | None) -> str | None:
+    """A crash's LABEL as list and show print it: its dump's label, or ``hang`` for a hang."""
+    return label or ("hang" if kind == "hang" else None)
 
 
 def _say(console: Console, text: str, indent: int, style: str = "") -> None:
@@ -53,8 +60,9 @@ def crash_list(crashes: list[tuple], console: Console) -> None:
     heading goes through the console (bold on a terminal); the rows, escaped plain text that is
     never markup, are written as they are: Rich laying out 100,000 lines one by one took seconds,
     so the rows are made a column at a time."""
-    ids, times, hosts, signatures, labels, titles = (zip(*crashes, strict=True) if crashes
-                                                     else [()] * 6)
+    ids, times, hosts, signatures, labels, titles, kinds = (zip(*crashes, strict=True) if crashes
+                                                            else [()] * 7)
+    labels = tuple(map(_label, labels, kinds))
     columns = [list(map(str, ids)), list(map(_when, times)), _shown(hosts, "unknown"),
                _shown(signatures), _shown(labels, "-"), _shown(titles)]
     heading = [name for name, _ in LIST_COLUMNS]
@@ -86,7 +94,7 @@ def _member(crash: Crash) -> str:
     rank, its label and signature."""
     who = " ".join(part for part in (crash.server_role, crash.rank) if part) or "-"
     return (f"crash {crash.id}  {_when(crash.first_failure_at or crash.crashed_at)}  "
-            f"{crash.host or 'unknown'}  {who}  {crash.label or '-'}  {crash.signature}  "
+            f"{crash.host or 'unknown'}  {who}  {_label(crash.label, crash.kind) or '-'}  {crash.signature}  "
             f"{crash.title}")
 
 
@@ -139,7 +147,7 @@ def _facts(crash: Crash) -> list[tuple[str, str | None]]:
             ("host", crash.host or "unknown"),
             ("gpus", crash.gpus), ("driver", crash.driver), ("versions", versions or None),
             ("process", f"{rank} (pid {crash.pid})" if crash.pid else rank or None),
-            ("label", crash.label), ("deployment", crash.deployment),
+            ("label", _label(crash.label, crash.kind)), ("deployment", crash.deployment),
             ("recorded by", crash.recorded_by), ("source", crash.source),
             ("summary", crash.summary)]
 
@@ -168,6 +176,9 @@ def shown(view: Shown, console: Console) -> None:
             _field(console, "file", f"{item.path}, {with_bytes(item.size_bytes)}{_fate(item)}")
         if view.triage is not None:
             _field(console, "triage", said(view.triage, crash.id))
+        if crash.kind == "hang":
+            _hang(view, console)
+            return
         _report(view, console)
         return
     _field(console, "signature", f"{signature.hash} (version {signature.version}, {signature.kind})")
@@ -226,6 +237,18 @@ def _fate(item) -> str:
         return ", deleted by crashlab gc" if item.owned else \
             ", forgotten by crashlab gc (recorded by reference, left on disk)"
     return "" if item.owned else ", recorded by reference (gc never deletes it)"
+
+
+def _hang(view: Shown, console: Console) -> None:
+    """A hang's reading as the index keeps it: inspect's view of it, then each rank's timeline."""
+    if view.hang is None:
+        console.print(line(("reading: the index keeps none that can be read", "dim")))
+        return
+    from ..hangs import terminal  # the reading's own view, only for show
+
+    console.print()
+    terminal.render(view.hang, console)
+    terminal.timelines(view.hang, console)
 
 
 def _report(view: Shown, console: Console) -> None:

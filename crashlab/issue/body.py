@@ -20,6 +20,8 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from ..hangs import markdown as hang_markdown
+from ..hangs.model import HangReading
 from ..index.markdown import facets_lines
 from ..index.records import Facets
 from ..launchline import option_value
@@ -57,6 +59,8 @@ class Facts:
     fleet: Facets | None = None
     #: the bisects given, each with where its files are
     bisects: list[BisectShown] = field(default_factory=list)
+    #: each hang capture's reading, cleaned and named as bundled
+    hangs: list[HangReading] = field(default_factory=list)
     #: the incident triaged from --kernel-log, where no GPU dump shows the fault
     xid: XidTriage | None = None
 
@@ -109,6 +113,7 @@ def _parts(facts: Facts, detail: _Detail) -> list:
     out: list = ["### Describe the bug", "", f"**{inline(facts.title)}**", ""]
     xid_lines = [f"- {inline(facts.xid.summary)}"] if facts.xid is not None else []
     items = (_fault_lines(facts.primary) or _crash_lines(facts.runs) or xid_lines) + \
+        _hang_lines(facts.hangs) + \
         [f"- {inline(note)}" for note in facts.notes]
     if items:
         out += [*items, ""]
@@ -121,6 +126,8 @@ def _parts(facts: Facts, detail: _Detail) -> list:
         out += facets_lines(facts.fleet, heading="### Across the fleet: what stays and what "
                                                  "varies over the {crashes} of its "
                                                  "signature in the crash index")
+    for reading in facts.hangs:
+        out += ["### Hang across ranks", "", hang_markdown.render(reading, heading_level=4)]
     out += ["### Triage", "", _TRIAGE]
     out += _logs(facts, detail) + _attachment(facts.issue, detail)
     out.append(f"<sub>crashlab {html(facts.issue.tool.version)}, report-bundle schema "
@@ -142,6 +149,12 @@ def _fault_lines(report: TriageReport | None) -> list[str]:
     if report.debugger is not None:
         out.append(f"- Debugger: {inline(text.debugger_status(report.debugger))}")
     return out
+
+
+def _hang_lines(hangs: list[HangReading]) -> list[str]:
+    """Each hang's first verdict, as "Describe the bug" names it."""
+    return [f"- Hang: {inline(reading.verdicts[0].line if reading.verdicts else reading.headline())}"
+            for reading in hangs]
 
 
 #: the innermost frames of a traceback that "Describe the bug" names
@@ -222,6 +235,8 @@ def _triage(facts: Facts, detail: _Detail, room: int) -> str:
     views = len(facts.runs) + len(cores)
     if not views and facts.xid is not None:
         return join(dump_markdown.kernel_log(facts.xid.kernel_log, 4))
+    if not views and facts.hangs:
+        return "No coredump and no run report: the hang's reading above is the triage.\n\n"
     if not views:
         return "No coredump and no run report: the triage is the reproduction above.\n\n"
     share = room // views

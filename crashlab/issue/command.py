@@ -18,6 +18,8 @@ from pathlib import Path
 
 from ..bisect.model import RESULT, STEP_LOG, BisectResult
 from ..errors import BadInput, EnvironmentProblem
+from ..hangs.files import run_folder
+from ..hangs.model import HangReading
 from ..incidents.kernellogfile import read_kernel_log
 from ..incidents.xidcheck import check as check_xids
 from ..incidents.xidtriage import triage
@@ -36,7 +38,7 @@ from . import body, local, members, relaunch, title
 from .bisect_section import BisectShown
 from .environment import ReportEnvironment, environment
 from .inputs import CoreInput, DumpInput, Inputs, read
-from .model import IssueReport, LeftOut, Member, RequestDumpSummary
+from .model import HangRank, HangSummary, IssueReport, LeftOut, Member, RequestDumpSummary
 from .tarball import BudgetedTarball
 
 #: GitHub's limit for a file attached to an issue.
@@ -60,17 +62,19 @@ class ReportOptions:
     #: --host and --deployment: where the coredumps crashed, in the user's words
     host: str | None = None
     deployment: str | None = None
+    #: --gpu-dumps: bundle the GPU dumps a hang capture took, as coredumps
+    gpu_dumps: bool = False
     #: --kernel-log: a file of dmesg, journalctl -k or syslog text from the crashed node
     kernel_log: str | None = None
 
     @classmethod
     def from_command_line(cls, *, inputs, out, max_size, anonymize, this_machine,
-                          no_explain, kernel_log=None) -> ReportOptions:
+                          no_explain, gpu_dumps=False, kernel_log=None) -> ReportOptions:
         """The options as click parsed them (names as in crashlab/cli/report.py); BadInput for
         a --max-size that is not a size."""
         return cls(inputs=list(inputs), out=out, max_bytes=parse_size(max_size),
                    anonymize=anonymize, this_machine=this_machine, explain=not no_explain,
-                   kernel_log=kernel_log)
+                   gpu_dumps=gpu_dumps, kernel_log=kernel_log)
 
 
 @dataclass(frozen=True)
@@ -111,6 +115,8 @@ def _privacy(inputs: Inputs, options: ReportOptions) -> Privacy:
     paths += [str(item.path.resolve()) for item in inputs.all_dumps]
     paths += [str(bisect.path) for bisect in inputs.bisects]
     paths += [bisect.result.repo for bisect in inputs.bisects if bisect.result.repo]
+    paths += [str(hang.folder) for hang in inputs.hangs]
+    paths += [str(run_folder(hang.folder)) for hang in inputs.hangs]
     paths += [str(Path(options.kernel_log).resolve())] if options.kernel_log else []
     return Privacy.for_launch(argv, env, options.anonymize, hosts, paths)
 
@@ -131,6 +137,20 @@ def _bisects_shown(inputs: Inputs, bundled: set[str], privacy: Privacy) -> list[
             log_member=folder + STEP_LOG if folder + STEP_LOG in bundled else None,
             has_log=bisect.step_log is not None))
     return shown
+
+
+def _hang_summary(reading: HangReading, folder: str, bundled: set[str], privacy: Privacy,
+                  capture: Path) -> HangSummary:
+    """A hang as report.json tells it (READING already cleaned and named as bundled)."""
+    member = folder + "reading.json"
+    return HangSummary(
+        reading=member if member in bundled else None, capture=privacy.text(str(capture)),
+        headline=reading.headline(), found=reading.found,
+        signature=reading.signature.short if reading.signature is not None else None,
+        verdicts=reading.verdicts,
+        ranks=[HangRank(rank=r.rank, pid=r.pid, role=r.role, state=r.state, where=r.where)
+               for r in reading.ranks],
+        groups=reading.groups, sources=reading.sources)
 
 
 def runs_dir(inputs: Inputs) -> Path:
@@ -205,6 +225,7 @@ def _headline(inputs: Inputs, xid: XidTriage | None = None) -> str:
     signatures += [report.signature for _, report in _faults(inputs)]
     signatures += [core.report.signature for core in inputs.all_cores if core.report is not None]
     signatures += [xid.signature] if xid is not None else []
+    signatures += [hang.reading.signature for hang in inputs.hangs]
     found = next((signature for signature in signatures if signature is not None), None)
     return found.title if found is not None else _summary(inputs)
 
@@ -216,6 +237,8 @@ def _summary(inputs: Inputs) -> str:
     for core in inputs.all_cores:
         if core.report is not None:
             return core.report.summary
+    for hang in inputs.hangs:
+        return hang.reading.headline()
     for dump in inputs.all_dumps:
         if dump.dump is not None:
             return (f"SGLang request dump: {len(dump.dump.requests)} requests, "
@@ -284,7 +307,7 @@ def make(options: ReportOptions) -> Made:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as problem:
         raise EnvironmentProblem(f"--out {out}: cannot be created ({problem.strerror})") from None
-    candidates, names = members.candidates(inputs, privacy)
+    candidates, names = members.candidates(inputs, privacy, options.gpu_dumps)
     core_triage = _described_core(inputs)
     found_environment = environment(
         inputs.runs[0].path if inputs.runs else None, privacy,
@@ -382,6 +405,8 @@ def _pack(inputs: Inputs, options: ReportOptions, privacy: Privacy,
               for core in inputs.cores if core.report is not None]
     faults = _faults(inputs)
     primary = _shown_triage(faults[0][0], names, privacy, lacking) if faults else None
+    hangs = [members.shown_reading(hang, privacy, members.hang_folder(inputs, number))
+             for number, hang in enumerate(inputs.hangs)]
     while True:
         bundled = {member.name for member in added}
         issue = IssueReport(
@@ -395,10 +420,13 @@ def _pack(inputs: Inputs, options: ReportOptions, privacy: Privacy,
             request_dumps=_request_dumps(inputs.all_dumps, names, bundled, launch, variables,
                                          privacy),
             environment_origin=found_environment.origin, launch=shlex.join(launch) if launch else None,
-            host=found_environment.given_host, deployment=found_environment.given_deployment)
+            host=found_environment.given_host, deployment=found_environment.given_deployment,
+            hangs=[_hang_summary(reading, members.hang_folder(inputs, number), bundled, privacy,
+                                 hang.folder)
+                   for number, (hang, reading) in enumerate(zip(inputs.hangs, hangs, strict=True))])
         text, cuts = body.render(body.Facts(
             title=issue.title, launch=launch or None, runs=runs, cores=direct,
-            primary=primary, fleet=fleet, bisects=_bisects_shown(inputs, bundled, privacy),
+            primary=primary, fleet=fleet, hangs=hangs, bisects=_bisects_shown(inputs, bundled, privacy),
             environment=found_environment, issue=issue, notes=_notes(inputs), xid=xid))
         issue.shortened, issue.body_chars = cuts, len(text)
         text = privacy.redactor.serialized(text)

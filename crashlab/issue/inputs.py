@@ -1,7 +1,9 @@
-"""What ``crashlab report`` was given, read: serve run directories, bisect output folders, CUDA
-coredumps, SGLang request dumps, each told apart by what it is (a folder with a manifest, a folder
-with a bisect's result or step log, a pickle's first byte, an ELF or gzip file a coredump), each
-refused in one line when it is none of them. An input given twice (the same file by another
+"""What ``crashlab report`` was given, read: serve run directories, bisect output folders, hang
+captures, CUDA coredumps, SGLang request dumps, each told apart by what it is (a folder with a
+manifest, a folder with a bisect's result or step log, a folder with a capture.json, a pickle's
+first byte, an ELF or gzip file a coredump), each refused in one line when it is none of them. A
+run directory with hang captures brings its newest one, read as ``crashlab inspect RUN_DIR``
+reads it. An input given twice (the same file by another
 path, or a dump with the same bytes) is read once: one crash, one triage, one member."""
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pydantic import ValidationError
 from ..bisect.model import RESULT, STEP_LOG, BisectResult
 from ..coredump.constants import ELF_MAGIC, GZIP_MAGIC
 from ..errors import BadInput
+from ..hangs.model import HangReading
 from ..index.copies import sha256_of
 from ..published import parse
 from ..replay.records import CrashDump
@@ -97,11 +100,22 @@ class BisectInput:
 
 
 @dataclass
+class HangInput:
+    """A hang capture read across its ranks: its folder and the reading of it."""
+
+    folder: Path
+    reading: HangReading
+    #: the GPU dumps its capture.json names, each a file of the run (those that are there)
+    gpu_dumps: list[Path] = field(default_factory=list)
+
+
+@dataclass
 class Inputs:
     runs: list[RunInput] = field(default_factory=list)
     cores: list[CoreInput] = field(default_factory=list)
     dumps: list[DumpInput] = field(default_factory=list)
     bisects: list[BisectInput] = field(default_factory=list)
+    hangs: list[HangInput] = field(default_factory=list)
     #: one line per input left out as one given before (the same file, or the same bytes)
     repeats: list[str] = field(default_factory=list)
 
@@ -119,6 +133,7 @@ class Inputs:
         bisect whose --bad side reproduced it."""
         return (any(run.report is not None for run in self.runs)
                 or any(bisect.result.bad_rate > 0 for bisect in self.bisects)
+                or any(hang.reading.found for hang in self.hangs)
                 or any(core.report is not None and core.report.found for core in self.all_cores)
                 or any(dump.dump is not None and dump.dump.requests for dump in self.all_dumps))
 
@@ -187,6 +202,22 @@ def read_run(path: Path) -> RunInput:
     return run
 
 
+def read_hang(path: Path) -> HangInput | None:
+    """The newest hang capture a folder holds (or is), read; None where it holds none."""
+    from ..api import read_hang as reading_of
+    from ..hangs.files import capture_folder, load_capture, run_folder
+
+    folder = capture_folder(path)
+    if folder is None:
+        return None
+    reading = reading_of(folder)
+    run = run_folder(folder)
+    dumps = [run / name for name in load_capture(folder).gpu_dumps
+             if not Path(name).is_absolute() and (run / name).resolve().is_relative_to(run.resolve())
+             and (run / name).is_file()]
+    return HangInput(folder.resolve(), reading, dumps)
+
+
 def is_bisect_folder(path: Path) -> bool:
     """A folder crashlab bisect wrote into: a verdict or a step log, and no run's manifest."""
     return not (path / MANIFEST).exists() and ((path / RESULT).exists() or (path / STEP_LOG).exists())
@@ -253,7 +284,11 @@ def read(paths: list[str], explain: bool = True, kept: KeptTriage | None = None)
         if path.is_dir() and is_bisect_folder(path):
             inputs.bisects.append(read_bisect(path))
         elif path.is_dir():
-            inputs.runs.append(read_run(path))
+            hang = read_hang(path)
+            if hang is None or (path / MANIFEST).is_file():
+                inputs.runs.append(read_run(path))
+            if hang is not None:
+                inputs.hangs.append(hang)
         elif _kind_of(name, path) == "pickle":
             inputs.dumps.append(_request_dump(path, strict=True))
         else:

@@ -10,9 +10,19 @@ where prompts live), which leaves it out.
 A bisect's verdict (result.json) and step log (steps.jsonl) are made here too, each JSON value
 cleaned like the run's reports.
 
-Ranks, most needed first: the triage, the environment and a bisect's verdict; the logs, the run's
-records and a bisect's step log; the minimized reproducer; the request dumps; the FAULT
-coredumps; the other coredumps. Within a rank the smaller goes first, so that the largest and
+A hang capture gives its reading (``hang/reading.json``, the capture named by its place in the
+bundle) and the capture's own files under ``hang/capture/``, each by its path inside the
+capture, never one of the reporting machine's: capture.json, py-spy's stacks, NCCL RAS's
+replies, NVML's samples and JSON Flight Recorder dumps cleaned as text; a pickled Flight
+Recorder dump is binary and goes in as it is unless it holds what a coredump would be refused
+for. A path capture.json names outside its folder is never opened. The capture's GPU dumps go
+in (``hang/gpu-dumps/``, as coredumps, with a coredump's refusals) only with --gpu-dumps:
+they are large and may hold GPU memory.
+
+Ranks, most needed first: the triage, the environment, a bisect's verdict and a hang's reading;
+the logs, the run's records, a bisect's step log and a hang capture's text files; the minimized
+reproducer and a capture's pickled Flight Recorder dumps; the request dumps; the FAULT
+coredumps; the other coredumps and a capture's GPU dumps. Within a rank the smaller goes first, so that the largest and
 least useful are what a budget leaves out.
 """
 
@@ -31,6 +41,7 @@ from ..bisect.model import RESULT, STEP_LOG
 from ..coredump.constants import GZIP_MAGIC
 from ..env.capture import is_reported_variable
 from ..errors import BadInput
+from ..hangs.model import HangReading
 from ..privacy.anonymize import BYTES_REACH, place_or_person_in
 from ..privacy.policy import Privacy
 from ..privacy.redact import MASK
@@ -38,7 +49,7 @@ from ..report.model import TriageReport
 from ..supervise import rundir
 from ..supervise.incident import lines_at_ends
 from ..wrongverb import advised
-from .inputs import BisectInput, CoreInput, DumpInput, Inputs, RunInput
+from .inputs import BisectInput, CoreInput, DumpInput, HangInput, Inputs, RunInput
 from .model import MemberKind
 
 #: Lines of each log kept from its start (the launch, the server's arguments) and its end.
@@ -240,19 +251,26 @@ def bundled(report: TriageReport, path: Path, member: str) -> TriageReport:
 
 
 def _core_refusal(core: CoreInput, privacy: Privacy) -> str | None:
+    if privacy.anonymizer is not None and core.report is not None and _global_memory(core.report.dump):
+        return "it holds GPU global memory, where request data lives, and --anonymize was asked for"
+    return _binary_refusal(core.path, privacy, "a coredump")
+
+
+def _binary_refusal(path: Path, privacy: Privacy, what: str) -> str | None:
+    """Why a file that cannot be rewritten (a coredump, a pickle) stays out: it holds a secret
+    or (anonymized) a name crashlab knows of, or a place or person --anonymize replaces in
+    text; None where it may go in as it is."""
     needles = [secret.encode() for secret in privacy.redactor.known]
     if privacy.anonymizer is not None:
-        if core.report is not None and _global_memory(core.report.dump):
-            return "it holds GPU global memory, where request data lives, and --anonymize was asked for"
         needles += [name.encode() for name in privacy.anonymizer.names]
     try:
-        if needles and _first_found(core.path, _needle_finder(needles), max(map(len, needles)) - 1):
-            return ("it holds a secret, host or user name crashlab knows of, and a coredump "
+        if needles and _first_found(path, _needle_finder(needles), max(map(len, needles)) - 1):
+            return (f"it holds a secret, host or user name crashlab knows of, and {what} "
                     "cannot be rewritten")
         if privacy.anonymizer is not None:
-            found = _first_found(core.path, place_or_person_in, BYTES_REACH)
+            found = _first_found(path, place_or_person_in, BYTES_REACH)
             if found:
-                return (f"it holds {found}, which --anonymize replaces in text, and a coredump "
+                return (f"it holds {found}, which --anonymize replaces in text, and {what} "
                         "cannot be rewritten")
     except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as problem:
         return f"it cannot be read ({problem})"
@@ -291,8 +309,75 @@ def _dump_members(dump: DumpInput, privacy: Privacy, name: str) -> Iterable[Cand
         yield Candidate(minimized, "request-dump", 2, dump.minimized, content, refused=refused)
 
 
-def candidates(inputs: Inputs, privacy: Privacy) -> tuple[list[Candidate], dict[Path, str]]:
-    """Every possible member in the order they are tried, and the member name of each input file."""
+def hang_folder(inputs: Inputs, number: int) -> str:
+    """The bundle's folder of the hang ``number`` (from 0): ``hang/``, or ``hang-N/`` when
+    several were given."""
+    return "hang/" if len(inputs.hangs) == 1 else f"hang-{number + 1}/"
+
+
+#: Bytes of a capture's file read: what its writer caps every file at is far below this.
+CAPTURE_FILE_LIMIT = 256 << 20
+
+
+def _capture_file(folder: Path, relative: str, privacy: Privacy, name: str) -> Candidate:
+    """One file capture.json names, cleaned where it is text; refused where it leaves the
+    capture or cannot be read."""
+    from ..hangs.files import Unreadable, read_within, resolved_within
+
+    try:
+        path = resolved_within(folder, relative)
+        data = read_within(folder, relative, CAPTURE_FILE_LIMIT)
+    except Unreadable as problem:
+        return Candidate(name, "hang-capture", 1, folder / relative, None,
+                         refused=privacy.text(str(problem)))
+    if relative.endswith((".txt", ".json")):
+        return Candidate(name, "hang-capture", 1, path,
+                         privacy.redactor.serialized(privacy.text(
+                             data.decode("utf-8", "replace"))).encode())
+    return Candidate(name, "hang-capture", 2, path, path,
+                     refused=_binary_refusal(path, privacy, "a pickled Flight Recorder dump"))
+
+
+def shown_reading(hang: HangInput, privacy: Privacy, prefix: str) -> HangReading:
+    """A hang's reading as the issue shows it: its capture named by its place in the bundle
+    (``hang/capture``) wherever the reading names the reporting machine's folder, and cleaned."""
+    member = prefix + "capture"
+    capture = hang.reading.capture.model_copy(update={"path": member})
+    value = hang.reading.model_copy(update={"capture": capture}).model_dump(mode="json")
+    names = {str(hang.folder), os.path.abspath(hang.folder), str(hang.reading.capture.path)}
+    found = re.compile(r"(?<![\w./-])(?:" + "|".join(
+        re.escape(name) for name in sorted(names, key=len, reverse=True)) + r")(?![\w-])")
+    value = _strings(value, lambda text: found.sub(member, text))
+    return HangReading.model_validate(privacy.json(value))
+
+
+def _hang_members(hang: HangInput, privacy: Privacy, prefix: str, gpu_dumps: bool,
+                  taken: set[Path]) -> Iterable[Candidate]:
+    from ..hangs.files import load_capture
+    from ..hangs.layout import CAPTURE
+
+    yield Candidate(prefix + "reading.json", "hang", 0, hang.folder,
+                    privacy.document(shown_reading(hang, privacy, prefix).model_dump(mode="json")))
+    capture = load_capture(hang.folder)
+    yield Candidate(prefix + "capture/" + CAPTURE, "hang-capture", 1, hang.folder / CAPTURE,
+                    privacy.document(capture.model_dump(mode="json")))
+    named = sorted({row.path for row in capture.sources if row.path and row.source != "gpu-dump"})
+    for relative in named:
+        yield _capture_file(hang.folder, relative, privacy, prefix + "capture/" + relative)
+    for dump in hang.gpu_dumps:
+        if not gpu_dumps or dump.resolve() in taken:  # a run's coredump: bundled as one
+            continue
+        name = prefix + "gpu-dumps/" + privacy.text(dump.name)
+        refused = ("it may hold GPU global memory, where request data lives, and --anonymize "
+                   "was asked for") if privacy.anonymizer is not None else \
+            _binary_refusal(dump, privacy, "a coredump")
+        yield Candidate(name, "coredump", 5, dump, dump, refused=refused)
+
+
+def candidates(inputs: Inputs, privacy: Privacy,
+               gpu_dumps: bool = False) -> tuple[list[Candidate], dict[Path, str]]:
+    """Every possible member in the order they are tried, and the member name of each input
+    file; GPU_DUMPS: the hang captures' GPU dumps too (--gpu-dumps)."""
     found: list[Candidate] = []
     taken: set[str] = set()
     names: dict[Path, str] = {}
@@ -316,4 +401,7 @@ def candidates(inputs: Inputs, privacy: Privacy) -> tuple[list[Candidate], dict[
                                refused=_core_refusal(core, privacy)))
     for dump in inputs.all_dumps:
         found += _dump_members(dump, privacy, named("requests/", dump.path))
+    cores = {core.path.resolve() for core in inputs.all_cores}
+    for number, hang in enumerate(inputs.hangs):
+        found += _hang_members(hang, privacy, hang_folder(inputs, number), gpu_dumps, cores)
     return sorted(found, key=lambda c: (c.rank, c.size)), names

@@ -13,12 +13,13 @@ from typing import Literal
 
 from pydantic import Field
 
+from ..hangs.model import GroupReading, RankState, SourceStatus, Verdict
 from ..published import ClosedModel as _Model
 from ..report.kernellog import XidTriage
 from ..report.model import SCHEMA_VERSION, Tool
 
 MemberKind = Literal["report", "run", "environment", "log", "triage", "coredump", "request-dump",
-                     "bisect"]
+                     "bisect", "hang", "hang-capture"]
 
 
 class Member(_Model):
@@ -28,8 +29,8 @@ class Member(_Model):
     """its path inside the bundle"""
     kind: MemberKind
     """What the member is: the report, the run's report.json, the environment, a log, a
-    coredump's triage JSON, a coredump, a request dump, or a bisect's verdict (result.json) or
-    step log (steps.jsonl)."""
+    coredump's triage JSON, a coredump, a request dump, a bisect's verdict (result.json) or
+    step log (steps.jsonl), a hang's reading (hang/reading.json) or a file of its capture."""
     size_bytes: int
     """as extracted"""
     compressed_bytes: int
@@ -72,6 +73,46 @@ class RequestDumpSummary(_Model):
     """the command that replays it, as a maintainer runs it from the extracted bundle"""
     minimized: str | None = None
     """the bundle member of the minimal reproducer crashlab replay --minimize wrote, if any"""
+
+
+class HangRank(_Model):
+    """One rank of a hang, as the report tells it."""
+
+    rank: int
+    """its global rank"""
+    pid: int | None = None
+    """its process, as the capture found it"""
+    role: str | None = None
+    """its part in the server, where known"""
+    state: RankState
+    """what the samples say it does (progressing, spinning, stuck, moving, unknown)"""
+    where: str | None = None
+    """the innermost Python frame of its main thread at the last sample"""
+
+
+class HangSummary(_Model):
+    """A hang capture the report read across its ranks: the verdicts, the ranks and their
+    states, the collective the ranks disagree on, and each source's status. The whole reading
+    is the bundle's member ``reading``."""
+
+    reading: str | None
+    """the reading's member in the bundle (hang/reading.json), null when left out"""
+    capture: str
+    """the capture's folder on the machine the report was made on (cleaned)"""
+    headline: str
+    """the reading in one line"""
+    found: bool
+    """whether a verdict places the hang"""
+    signature: str | None = None
+    """the hang's signature (its short hash and title), null where no verdict places it"""
+    verdicts: list[Verdict] = Field(default_factory=list)
+    """most telling first, each with its evidence"""
+    ranks: list[HangRank] = Field(default_factory=list)
+    """each rank and its state"""
+    groups: list[GroupReading] = Field(default_factory=list)
+    """each process group across its ranks: the first collective they disagree on"""
+    sources: list[SourceStatus] = Field(default_factory=list)
+    """each source's rows by status, as the capture recorded them"""
 
 
 class IssueReport(_Model):
@@ -125,6 +166,8 @@ class IssueReport(_Model):
     the user's word, not read from any file; null when not given"""
     deployment: str | None = None
     """the deployment label the user gave (--deployment); null when not given"""
+    hangs: list[HangSummary] = Field(default_factory=list)
+    """each hang capture read (a run directory's newest, or a capture's folder given)"""
     xid_triage: XidTriage | None = None
     """the incident triaged from --kernel-log, where no GPU dump shows the fault (with one, the
     decoded log and its checks are that dump's triage's kernel_log); null without --kernel-log"""

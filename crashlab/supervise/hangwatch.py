@@ -79,6 +79,17 @@ class HangWatch:
         self.notify(f"hang capture: {result.folder}")
         for line in summary(result):
             self.notify(line)
+        self._record(result.folder)
+
+    def _record(self, folder: Path) -> None:
+        """The hang the capture shows into the crash index, as a crash of kind hang; one
+        warning line where the index cannot be written, never a failure of the run."""
+        from ..index import capture
+        from ..index.recording import record_all
+
+        record_all(lambda: capture.from_capture(folder, "serve"), self.options.db,
+                   Path(self.options.runs_dir), self.notify,
+                   announce=lambda said: self.notify(f"the hang is {said}"))
 
     def finish(self) -> None:
         """Wait for a capture in flight (at most its own bounds), then link every capture."""

@@ -342,13 +342,14 @@ class Supervisor:
         return RunOutcome(self.run_dir, outcome.exit_code, outcome.result, report)
 
     def _record(self) -> None:
-        """The run's crashes into the crash index, as report.json says them (secrets masked),
-        each with a line naming its crash id and the index (what ``crashlab show ID`` takes);
+        """The run's crashes into the crash index, as report.json says them (secrets masked), and
+        the hangs its captures show, each with a line naming its crash id and the index (what ``crashlab show ID`` takes);
         one warning line if the index cannot be written, never a failure of the run."""
         from ..index import capture
         from ..index.recording import record_all
 
-        record_all(lambda: capture.from_run_dir(self.run_dir, "serve"),
+        record_all(lambda: [*capture.from_run_dir(self.run_dir, "serve"),
+                            *capture.from_run_captures(self.run_dir, "serve")],
                    self.options.db, Path(self.options.runs_dir), self.notify,
                    announce=lambda said: self.notify(f"the crash is {said}"))
 

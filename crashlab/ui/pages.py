@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import BadInput
+from ..hangs.model import HangReading
 from ..incidents import DEFAULT_WINDOW
 from ..index import trends
 from ..index.commands import show
@@ -112,12 +113,16 @@ class CrashPage:
     debug: list[str] = field(default_factory=list)
     #: where the triage came from and whether the index keeps it, as every view says it
     triage_said: str | None = None
+    #: a hang's reading: its verdicts, ranks and their states, and each rank's timeline
+    hang: HangReading | None = None
 
 
 def crash_page(index: Index, crash_id: int) -> CrashPage:
     found = show(index, str(crash_id), DEFAULT_WINDOW)
     assert found.crash is not None
     crash = found.crash
+    if crash.kind == "hang":
+        return CrashPage(shown=found, triage=None, hang=found.hang)
     triage = triage_in(crash, found.report)
     run = found.report if isinstance(found.report, RunReport) else None
     incident = run_incident(crash, run) if run is not None else None

@@ -1,0 +1,40 @@
+"""The hang reading the index keeps with a hang: the HangReading of its capture, as JSON
+compressed with zlib (as a crash's triage is), so that show and the web view give its ranks,
+their states and their timelines without the capture, which may be gone or on another host.
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import TYPE_CHECKING
+
+from .triage import LEVEL, inflated
+
+if TYPE_CHECKING:
+    from ..hangs.model import HangReading
+    from .store import Index
+
+
+def pack(reading: HangReading) -> bytes:
+    """The reading as the index stores it."""
+    return zlib.compress(reading.model_dump_json().encode("utf-8"), LEVEL)
+
+
+def unpack(blob: bytes) -> HangReading | None:
+    """A stored reading; None for one that is damaged, cut short or too large to inflate."""
+    from pydantic import ValidationError
+
+    from ..hangs.model import HangReading
+    from ..published import parse
+
+    text = inflated(blob)
+    try:
+        return None if text is None else parse(HangReading, text)
+    except (ValidationError, ValueError):
+        return None
+
+
+def stored(index: Index, crash_id: int) -> HangReading | None:
+    """The reading the index keeps of hang CRASH_ID; None for a crash, or a damaged reading."""
+    row = index.backend.execute("SELECT hang FROM crashes WHERE id = ?", (crash_id,)).fetchone()
+    return None if row is None or row[0] is None else unpack(row[0])
