@@ -10,6 +10,7 @@ from .coredump.core import CoreDump
 from .coredump.fault import DETAILED_GROUPS, Location, locate
 from .cubin.nvinfo import ParamLayout, kernel_param_layout
 from .owner import Clues, owner_of
+from .report.advice import Advice
 from .report.coredump import MAX_POSITIONS, build
 from .report.model import TriageReport
 from .sass.finder import CodeFinder, CodeLocation
@@ -74,6 +75,7 @@ def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
             report.analysis_skipped = _skipped(report, sass)
         report.signature = signature_of(report)
         _attach_owners(core, finder, location, report, tuple(map(Path, triton_caches)))
+        report.advice = _advice(report)
     if debugger:
         from .gdb.triage import view as debugger_view  # pexpect and pygdbmi only when asked
 
@@ -96,6 +98,14 @@ def read_hang(path: str | os.PathLike, *, sass: bool = True, gpu_dumps: bool = T
         return inspect(dump, sass=sass)
 
     return read(Path(path), gpu_reader if gpu_dumps else None)
+
+
+def _advice(report: TriageReport) -> Advice:
+    """What the dump alone says to do next (serve and show weigh more: crashlab.advice)."""
+    from .advice.decide import advise
+    from .advice.evidence import of_triage
+
+    return advise(of_triage(report))
 
 
 def _skipped(report: TriageReport, sass: bool) -> str | None:

@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from ..published import ClosedModel as _Model
+from ..report.advice import Advice
 from ..report.model import Tool, TriageReport
 from ..report.run import RunReport
 from ..vocabulary import DumpLabel
@@ -327,6 +328,10 @@ class Shown(_Model):
     facets: Facets | None = None
     """A signature or coarse key: what stays and what varies across its crashes; null for a
     crash."""
+    advice: Advice | None = None
+    """A crash: what to do next and why, weighed now (crashlab.advice): its report's Xid lines
+    and known fix, its incident's Xid lines, its signature's earlier crashes and what else
+    crashed on its GPU; null for a signature or coarse key."""
 
 
 class Collected(_Model):

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from ..notation import counted, dim, marker, short_source
 from ..textsize import with_bytes
 from . import text, why
+from .advice import advice_line
 from .markdown_escape import cell, code, cut_to, fenced, html, inline, join
 from .model import DebuggerSection, Fault, TriageReport
 from .signature import CrashSignature
@@ -83,6 +84,8 @@ def _render(report: TriageReport, detail: _Detail) -> str:
     out: list[str] = [f"{'#' * detail.heading} {title}" if detail.titled else f"**{title}**", ""]
     if report.signature is not None:
         out += [f"Signature: {signature_text(report.signature)}", ""]
+    if report.advice is not None:
+        out += [f"Advice: {inline(advice_line(report.advice))}", ""]
     if detail.cuts:
         out += [f"_Shortened to fit GitHub's limit: omitted {'; '.join(detail.cuts)}. "
                 "The JSON report has everything._", ""]

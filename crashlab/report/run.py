@@ -17,6 +17,7 @@ from pydantic import Field
 from ..published import ClosedModel as _Model
 from ..published import empty_list
 from ..vocabulary import TRACEBACK, DumpLabel, Role
+from .advice import Advice
 from .hoststacks import NativeStack, PythonStack
 from .model import SCHEMA_VERSION, Source, Tool, TriageReport
 from .signature import CrashSignature
@@ -255,6 +256,10 @@ class Incident(_Model):
     """what Python's faulthandler printed into the logs (PYTHONFAULTHANDLER, which serve sets)"""
     native_stacks: list[NativeStack] = Field(default_factory=empty_list)
     """per process killed by a host signal: gdb's bt of its host core, or why there is no core"""
+    advice: Advice | None = None
+    """What to do next and why (crashlab.advice): the Xid lines of the incarnation, its fault's
+    known fix or workaround, the index's history of its signature and GPU, serve's recent
+    crashes. Null in reports older than it."""
 
 
 class Deployment(_Model):

@@ -21,6 +21,7 @@ from ..console import Folded, line, plain
 from ..notation import counted, dim, marker, short_source
 from ..textsize import with_bytes
 from . import text, why
+from .advice import advice_line
 from .model import DebuggerSection, Fault, Kernel, TriageReport
 from .suspects import suspect_items
 
@@ -60,6 +61,8 @@ def render(report: TriageReport, console: Console) -> None:
     console.print(plain(report.summary, style="bold"), soft_wrap=True)  # line 1, whole, for grep and head
     if report.signature is not None:
         console.print(_name(f"signature {report.signature.short}", style="dim", indent=2))
+    if report.advice is not None:
+        console.print(_name(f"advice: {advice_line(report.advice)}", indent=2))
     wide = console.width >= WIDE
     if report.faults:
         primary, count = report.faults[0], len(report.faults)
