@@ -68,6 +68,14 @@ def test_a_hardware_xid_stops_the_restart_onto_its_gpu_and_says_why_in_one_line(
     assert f"| Advice | drain PCI:0004:01:00: {advice['reason']} |" in \
         (serve.run_dir / "report.md").read_text()
     assert manifest["outcome"]["result"] == "crash"
+    # crashlab report on the run: the advice in its JSON, its body and on the terminal
+    done = run_cli("report", serve.run_dir, "--out", tmp_path / "issue", "--json",
+                   "--db", tmp_path / "index.sqlite")
+    assert done.returncode == 0, done.stderr.decode()
+    issue = json.loads(done.stdout)
+    assert issue["advice"] == advice
+    assert f"advice: drain PCI:0004:01:00: {advice['reason']}" in done.stderr.decode()
+    assert f"- Advice: drain PCI:0004:01:00: {advice['reason']}" in Path(issue["body"]).read_text()
 
 
 def test_restart_always_restarts_onto_the_drained_gpu_and_says_so(tmp_path):

@@ -7,12 +7,11 @@ signatures: it is another rank's fault seen from this GPU, not this GPU's own.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..advice.decide import GpuHistory
-from .location import first_line, resolve, shown
+from .location import resolve
 from .store import Index
 
 
@@ -44,10 +43,10 @@ def of_crash(index: Index, crash_id: int) -> History:
                                                    other_gpus=others))
 
 
-def of_run(db: str | None, runs_dir: Path, run_dir: Path, incarnation: int,
-           warn: Callable[[str], None]) -> History | None:
+def of_run(db: str | None, runs_dir: Path, run_dir: Path, incarnation: int) -> History | None:
     """The history of a serve incarnation's crash as the index recorded it (its FAULT dump's,
-    else its first); None where the index holds none of it, or cannot be read (one warning)."""
+    else its first); None where the index holds none of it or cannot be read: the recording
+    just before said why, and the advice stands without the history."""
     address = resolve(db, runs_dir)
     try:
         with Index(address, create=False, read_only=True) as index:
@@ -56,8 +55,6 @@ def of_run(db: str | None, runs_dir: Path, run_dir: Path, incarnation: int,
                 "ORDER BY CASE WHEN label = 'FAULT' THEN 0 ELSE 1 END, id LIMIT 1",
                 (str(Path(run_dir).absolute()), incarnation)).fetchone()
             return of_crash(index, found[0]) if found else None
-    except Exception as exc:  # noqa: BLE001 - the advice stands without the index's history
-        warn(f"warning: the crash index {shown(address)} could not be read for the advice: "
-             f"{first_line(exc, address)}")
+    except Exception:  # noqa: BLE001 - the advice stands without the index's history
         return None
 

@@ -27,6 +27,7 @@ from ..notation import counted
 from ..privacy.redact import MASK
 from ..report import markdown as dump_markdown
 from ..report import run_views, text
+from ..report.advice import advice_line
 from ..report.markdown_escape import code, cut_to, fenced, html, inline, join
 from ..report.model import TriageReport
 from ..report.run import RunReport
@@ -106,6 +107,8 @@ def _parts(facts: Facts, detail: _Detail) -> list:
     out: list = ["### Describe the bug", "", f"**{inline(facts.title)}**", ""]
     items = (_fault_lines(facts.primary) or _crash_lines(facts.runs)) + \
         [f"- {inline(note)}" for note in facts.notes]
+    if facts.issue.advice is not None:
+        items.append(f"- Advice: {inline(advice_line(facts.issue.advice))}")
     if items:
         out += [*items, ""]
     if detail.cuts:

@@ -23,6 +23,7 @@ from ..index.fleet import kept_triage
 from ..index.records import Facets, NewCrash
 from ..privacy.policy import Privacy
 from ..privacy.redact import MASK
+from ..report.advice import Advice
 from ..report.model import Tool, TriageReport
 from ..report.run import RunReport
 from ..supervise import files
@@ -337,6 +338,12 @@ def _add_members(candidates: list[members.Candidate], tarball: BudgetedTarball, 
     return added, left_out
 
 
+def _advice(runs: list[RunReport], primary: TriageReport | None) -> Advice | None:
+    """The last incident's advice (serve weighed the most there), else the first FAULT dump's."""
+    said = [incident.advice for run in runs for incident in run.incidents if incident.advice]
+    return said[-1] if said else primary.advice if primary is not None else None
+
+
 def _pack(inputs: Inputs, options: ReportOptions, privacy: Privacy,
           found_environment: ReportEnvironment, candidates: list[members.Candidate],
           names: dict[Path, str], tarball: BudgetedTarball, body_path: Path,
@@ -364,7 +371,8 @@ def _pack(inputs: Inputs, options: ReportOptions, privacy: Privacy,
             request_dumps=_request_dumps(inputs.all_dumps, names, bundled, launch, variables,
                                          privacy),
             environment_origin=found_environment.origin, launch=shlex.join(launch) if launch else None,
-            host=found_environment.given_host, deployment=found_environment.given_deployment)
+            host=found_environment.given_host, deployment=found_environment.given_deployment,
+            advice=_advice(runs, primary))
         text, cuts = body.render(body.Facts(
             title=issue.title, launch=launch or None, runs=runs, cores=direct,
             primary=primary, fleet=fleet, bisects=_bisects_shown(inputs, bundled, privacy),

@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import Field
 
 from ..published import ClosedModel as _Model
+from ..report.advice import Advice
 from ..report.model import SCHEMA_VERSION, Tool
 
 MemberKind = Literal["report", "run", "environment", "log", "triage", "coredump", "request-dump",
@@ -124,3 +125,7 @@ class IssueReport(_Model):
     the user's word, not read from any file; null when not given"""
     deployment: str | None = None
     """the deployment label the user gave (--deployment); null when not given"""
+    advice: Advice | None = None
+    """What to do next and why: the last incident's advice as serve wrote it in its run, else the
+    first FAULT dump's (crashlab show ID weighs the index's history again); null where neither
+    has one (a run report older than the advice)."""

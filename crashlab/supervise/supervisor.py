@@ -336,7 +336,7 @@ class Supervisor:
                            for record in self.store.manifest.incarnations[1:])
             evidence = replace(evidence, recent=RecentRestarts(restarts, limit, minutes))
         history = of_run(self.options.db, Path(self.options.runs_dir), self.run_dir,
-                         latest.incarnation, self.notify)
+                         latest.incarnation)
         if history is not None:
             evidence = replace(evidence, earlier=history.earlier, gpu=history.gpu)
         return advise(evidence)
