@@ -103,7 +103,7 @@ def read_hang(path: str | os.PathLike, *, sass: bool = True, gpu_dumps: bool = T
 def _advice(report: TriageReport) -> Advice:
     """What the dump alone says to do next (serve and show weigh more: crashlab.advice)."""
     from .advice.decide import advise
-    from .advice.evidence import of_triage
+    from .advice.dump import of_triage
 
     return advise(of_triage(report))
 

@@ -11,6 +11,10 @@ import os
 import sys
 from pathlib import Path
 
+from crashlab.advice.decide import advise
+from crashlab.advice.evidence import of_incident
+from crashlab.owner import fixes
+from crashlab.report.run import RunReport
 from tests.conftest import run_cli
 from tests.serve_harness import Serve, environment
 from tests.test_incidents_serve import folder
@@ -112,8 +116,17 @@ def test_a_crash_loop_under_the_real_command_line_is_stopped_with_its_reason(tmp
     refused = [line for line in serve.stderr.splitlines() if "not restarting" in line]
     assert refused == ["crashlab: not restarting: a crash loop: it crashed again after 2 "
                        "restarts within 10 min (the limit is 2)"]
-    advice = [i["advice"]["action"] for i in serve.report()["incidents"]]
-    assert advice == ["restart", "restart", "stop"]
+    report = RunReport.model_validate(serve.report())
+    assert [i.advice.action for i in report.incidents if i.advice] == ["restart", "restart", "stop"]
+    # a known-fixes row keyed on this crash's signature alone (no dump, so no owner) and marked
+    # fatal stops at the first crash
+    first = report.incidents[0]
+    assert first.signature is not None and not first.dumps
+    row = {"artifact": "sglang", "signature": first.signature.hash, "fatal": True,
+           "link": "https://github.com/sgl-project/sglang/issues/1467", "summary": "a test row",
+           "source": "this test"}
+    fatal = advise(of_incident(first, fixes.parse(json.dumps({"about": "t", "fixes": [row]}))))
+    assert (fatal.action, fatal.link) == ("stop", row["link"])
     listed = json.loads(run_cli("list", "--json", "--db", tmp_path / "index.sqlite").stdout)
     shown = json.loads(run_cli("show", str(listed["crashes"][0]["id"]), "--json", "--db",
                                tmp_path / "index.sqlite").stdout)

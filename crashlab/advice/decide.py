@@ -8,11 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from ..incidents.xidcatalog import XidKind
 from ..notation import counted
 from ..report.advice import Advice
-from ..report.model import FixStatus, KnownFix
+
+if TYPE_CHECKING:  # inspect of a dump alone weighs no Xid: it need not import the catalogue
+    from ..incidents.xidcatalog import XidKind
+    from ..report.model import FixStatus, KnownFix
 
 HARDWARE = "hardware"
 
@@ -148,6 +151,8 @@ def _restart(evidence: Evidence) -> Advice:
     fix = evidence.fix
     if fix is not None and evidence.fix_status == "fixed-in-this":
         said = f"{fix.artifact} {evidence.version} holds the known fix: another bug, or a regression"
+    elif fix is not None and fix.fixed_in is not None:  # the running version is unknown
+        said = f"a fix is in {fix.artifact} {fix.fixed_in}, the running version is unknown ({fix.link})"
     elif fix is not None:
         said = f"no release holds a fix yet ({fix.link})"
     else:

@@ -1,18 +1,23 @@
-"""The advice's evidence as the published reports hold it: the known-fixes row the faulting
-kernel's owner matched, and the Xid lines of a run's kernel log, each classed by NVIDIA's
-catalogue. What only the index knows (the signature's history, the GPU's) and what only serve
-knows (its recent crashes) is added by them.
+"""The advice's evidence as a run's report holds it: the Xid lines of its kernel log, each
+classed by NVIDIA's catalogue, the known-fixes row its faulting kernel's owner matched (a dump's
+evidence: crashlab.advice.dump), else the row keyed on its signature (a crash with no GPU dump
+has no owner). What only the index knows (the signature's history, the GPU's) and what only
+serve knows (its recent restarts) is added by them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 
 from ..incidents.xid import from_findings
 from ..incidents.xidcatalog import xid_kind
-from ..report.model import TriageReport
+from ..owner import fixes
+from ..owner.fixes import FixTable
 from ..report.run import Finding, Incident, RunReport
+from ..report.signature import CrashSignature
 from .decide import ClassedXid, Evidence
+from .dump import of_triage
 
 
 def classed(xid: int, device: str) -> ClassedXid:
@@ -24,25 +29,28 @@ def xid_findings(findings: Iterable[Finding]) -> tuple[ClassedXid, ...]:
     return tuple(classed(line.xid, line.device) for line in from_findings(list(findings), host=""))
 
 
-def of_triage(report: TriageReport, xids: tuple[ClassedXid, ...] = ()) -> Evidence:
-    """A dump's evidence: its first fault whose owner matched a known-fixes row."""
-    owner = next((f.owner for f in report.faults if f.owner is not None and f.owner.fix), None)
-    if owner is None:
-        return Evidence(kind="crash" if report.faults else "dumps", xids=xids)
-    return Evidence(kind="crash", xids=xids, fix=owner.fix, fix_status=owner.fix_status,
-                    version=owner.version)
-
-
-def of_incident(incident: Incident) -> Evidence:
+def of_incident(incident: Incident, table: FixTable | None = None) -> Evidence:
     """A serve incident's evidence: its Xid findings, and the fix of its first dump that has one
-    (FAULT dumps come first)."""
+    (FAULT dumps come first), else the row keyed on the incident's signature."""
     xids = xid_findings(incident.findings)
     for dump in incident.dumps:
         if dump.report is not None:
             found = of_triage(dump.report, xids)
             if found.fix is not None:
                 return found
-    return Evidence(kind=incident.kind, xids=xids)
+    return _signed(Evidence(kind=incident.kind, xids=xids), incident.signature, table)
+
+
+def _signed(evidence: Evidence, signature: CrashSignature | None,
+            table: FixTable | None) -> Evidence:
+    """EVIDENCE with the known-fixes row keyed on SIGNATURE, where one is (its version unknown:
+    no owner names the artifact's)."""
+    if signature is None:
+        return evidence
+    row = fixes.by_signature(table or fixes.shipped(), signature.hash)
+    if row is None:
+        return evidence
+    return replace(evidence, fix=row.known(), fix_status=fixes.status(row, None))
 
 
 def of_run_report(report: RunReport, incarnation: int | None) -> Evidence:

@@ -55,7 +55,8 @@ def advice_now(index: Index, crash: Crash, report: TriageReport | RunReport | No
     """The advice for CRASH with all the index knows now: its report's evidence, the Xid lines
     of its incident where its report has none, its signature's and its GPU's history."""
     from ..advice.decide import advise
-    from ..advice.evidence import classed, of_run_report, of_triage
+    from ..advice.dump import of_triage
+    from ..advice.evidence import classed, of_run_report
 
     if isinstance(report, RunReport):
         evidence = of_run_report(report, crash.incarnation)

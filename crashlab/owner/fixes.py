@@ -95,10 +95,14 @@ class FixEntry(ClosedModel):
     def matches(self, artifact: str, kernel: str, signature: str | None) -> bool:
         if artifact != self.artifact:
             return False
-        if self.signature is not None and signature is not None and \
-                signature.startswith(self.signature):
+        if self.signed(signature):
             return True
         return self.kernel_pattern is not None and re.search(self.kernel_pattern, kernel) is not None
+
+    def signed(self, signature: str | None) -> bool:
+        """The row is keyed on SIGNATURE's hash (or a prefix of it)."""
+        return self.signature is not None and signature is not None and \
+            signature.startswith(self.signature)
 
     def known(self) -> KnownFix:
         return KnownFix.model_construct(artifact=self.artifact, fixed_in=self.fixed_in, link=self.link,
@@ -127,6 +131,12 @@ def shipped() -> FixTable:
 
 def find(table: FixTable, artifact: str, kernel: str, signature: str | None) -> FixEntry | None:
     return next((fix for fix in table.fixes if fix.matches(artifact, kernel, signature)), None)
+
+
+def by_signature(table: FixTable, signature: str) -> FixEntry | None:
+    """The first row keyed on SIGNATURE, whatever its artifact: a crash with no GPU dump has no
+    owner to match a row by (a Python exception, a host signal)."""
+    return next((fix for fix in table.fixes if fix.signed(signature)), None)
 
 
 def status(fix: FixEntry | None, version: str | None) -> FixStatus:
