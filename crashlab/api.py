@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 from .coredump.core import CoreDump
 from .coredump.fault import DETAILED_GROUPS, Location, locate
 from .cubin.nvinfo import ParamLayout, kernel_param_layout
+from .incidents.kernellogfile import read_kernel_log
+from .incidents.xidcheck import check as check_xids
 from .owner import Clues, owner_of
 from .report.advice import Advice
 from .report.coredump import MAX_POSITIONS, build
@@ -25,7 +27,8 @@ if TYPE_CHECKING:  # the hang reading's model: imported when a capture is read
 def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
             debugger: bool = False, debugger_program: str | None = None,
             debugger_timeout: float = 60.0, explain: bool = True,
-            triton_caches: tuple[os.PathLike, ...] = ()) -> TriageReport:
+            triton_caches: tuple[os.PathLike, ...] = (),
+            kernel_log: str | os.PathLike | None = None) -> TriageReport:
     """Triage a CUDA coredump (plain or gzip): faults, kernels, SASS around each faulting PC.
 
     Raises crashlab.errors.BadInput for a file that is not a readable CUDA coredump.
@@ -39,7 +42,11 @@ def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
     and, in a dump with no exception, each kernel's ``waits`` (crashlab.waits).
     ``triton_caches``: Triton JIT cache folders in which a faulting module image is looked for
     (crashlab.owner), where the dump was taken on this machine (serve passes the server's).
+    ``kernel_log``: a file of dmesg, journalctl -k or syslog text; its Xid lines are decoded
+    into report.kernel_log and held against the faults (crashlab.incidents.xidcheck). It is
+    read first, so that a log that cannot be read is refused before the dump is.
     """
+    log = read_kernel_log(os.fspath(kernel_log)) if kernel_log is not None else None
     with CoreDump(path) as core:
         location = locate(core)
         finder = CodeFinder(core)
@@ -75,7 +82,10 @@ def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
             report.analysis_skipped = _skipped(report, sass)
         report.signature = signature_of(report)
         _attach_owners(core, finder, location, report, tuple(map(Path, triton_caches)))
-        report.advice = _advice(report)
+    if log is not None:
+        log.checks = check_xids(log, report)
+        report.kernel_log = log
+    report.advice = _advice(report)
     if debugger:
         from .gdb.triage import view as debugger_view  # pexpect and pygdbmi only when asked
 

@@ -101,7 +101,8 @@ def test_a_runs_crash_carries_the_fault_device_launch_uptime_load_and_owner(tmp_
     assert (facts.model, facts.tp_size, facts.pp_size, facts.ep_size) == ("Qwen/Qwen3-30B-A3B", 4,
                                                                          None, 4)
     assert facts.uptime_s == int(UPTIME.total_seconds()) and facts.requests_in_dumps == 7
-    assert (facts.xid, facts.esr) == ("13", "0x51e730")
+    # the ESR code and the exception vary with the fault; the register address is one per SM
+    assert (facts.xid, facts.esr) == ("13", "0x0e, Out Of Range Address")
     assert facts.owner == "flashinfer 0.6.12"
 
 

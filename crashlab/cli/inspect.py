@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
@@ -13,7 +14,7 @@ from .options import db_option, json_option, markdown_option, origin_options
 
 
 @click.command(cls=GuardedCommand, subject="core")
-@click.argument("core", type=click.Path(dir_okay=True, allow_dash=True))
+@click.argument("core", type=click.Path(dir_okay=True, allow_dash=True), required=False)
 @json_option("Print the JSON report (schema: crashlab schema).")
 @markdown_option("Print a GitHub issue body (at most 65,536 characters).")
 @click.option("--no-sass", is_flag=True, help="Skip disassembly (nvdisasm is not run).")
@@ -33,11 +34,15 @@ from .options import db_option, json_option, markdown_option, origin_options
               help="With --record: the index keeps a copy of the dump in its own folder "
                    "(crashlab-copies beside the index file); gc may delete that copy, never "
                    "the original.")
+@click.option("--kernel-log", "kernel_log", type=click.Path(dir_okay=False),
+              help="A file of dmesg, journalctl -k or syslog text from the crashed node: its "
+                   "Xid lines are decoded and held against the dump's faults. Without CORE, "
+                   "the incident is triaged from the log alone.")
 @origin_options("With --record")
 @db_option
-def inspect(core: str, as_json: bool, as_markdown: bool, no_sass: bool, no_explain: bool,
-            context: int, debugger: bool, record: bool, copy: bool, host: str | None,
-            deployment: str | None, db: str | None) -> None:
+def inspect(core: str | None, as_json: bool, as_markdown: bool, no_sass: bool, no_explain: bool,
+            context: int, debugger: bool, kernel_log: str | None, record: bool, copy: bool,
+            host: str | None, deployment: str | None, db: str | None) -> None:
     """Explain a CUDA GPU coredump: faulting kernel, exception, block, thread, PC, SASS, source.
 
     CORE is a .nvcudmp file, gzip-compressed or not, or - for standard input. No GPU and no
@@ -49,8 +54,12 @@ def inspect(core: str, as_json: bool, as_markdown: bool, no_sass: bool, no_expla
     collective, what the others wait in and where the lagging rank stands; --json prints it
     (schema: crashlab schema hang).
 
-    Exit codes: 0 a fault found (a hang: a verdict places it), 1 none (a dump with no exception;
-    a hang no verdict places), 2 bad input.
+    With --kernel-log FILE and no CORE, the incident is triaged from the driver's Xid lines
+    alone (the fault, its address and whose fault NVIDIA's catalog says it is; the kernel stays
+    unknown); --json prints it (schema: crashlab schema xid-triage).
+
+    Exit codes: 0 a fault found (a hang: a verdict places it; a log: an Xid line), 1 none (a
+    dump with no exception; a hang no verdict places; a log with no Xid line), 2 bad input.
 
     \b
     Examples:
@@ -64,12 +73,18 @@ def inspect(core: str, as_json: bool, as_markdown: bool, no_sass: bool, no_expla
       crashlab inspect core-from-node7.nvcudmp --record --host node7
       crashlab inspect runs/20261206-080000-sglang
       crashlab inspect RUN/captures/20261206T081500Z --json
+      crashlab inspect core.nvcudmp --kernel-log node7-dmesg.txt
+      crashlab inspect --kernel-log node7-journalctl-k.txt
     """
     from ..api import inspect as inspect_core
     from ..stdout import echo
 
     if as_json and as_markdown:
         raise BadInput("choose one of --json and --markdown")
+    if core is None:
+        if kernel_log is None:
+            raise BadInput("give a CORE to inspect, or --kernel-log FILE to triage from a log")
+        _log_alone(kernel_log, as_json, as_markdown, {"--debugger": debugger, "--record": record})
     if core != "-" and Path(core).is_dir():
         from ..hangs.files import capture_folder
 
@@ -86,7 +101,7 @@ def inspect(core: str, as_json: bool, as_markdown: bool, no_sass: bool, no_expla
 
         where = origin(Path(core), host, deployment)
     report = inspect_core(core, sass=not no_sass, context=context, debugger=debugger,
-                          explain=not no_explain)
+                          explain=not no_explain, kernel_log=kernel_log)
     if report.debugger is not None and report.debugger.status in ("unavailable", "failed"):
         say(f"--debugger: {report.debugger.reason}; the native report stands")
     if record:
@@ -105,6 +120,31 @@ def inspect(core: str, as_json: bool, as_markdown: bool, no_sass: bool, no_expla
 
         terminal.render(report, ViewConsole())
     sys.exit(EXIT_FOUND if report.found else EXIT_NOTHING)
+
+
+def _log_alone(path: str, as_json: bool, as_markdown: bool,
+               refused: dict[str, bool]) -> NoReturn:
+    """inspect --kernel-log with no dump: the incident the Xid lines describe."""
+    from ..incidents.kernellogfile import read_kernel_log
+    from ..incidents.xidtriage import triage
+    from ..stdout import echo
+
+    for name, given in refused.items():
+        if given:
+            raise BadInput(f"{name} reads a coredump: give CORE beside --kernel-log")
+    triaged = triage(read_kernel_log(path))
+    if as_json:
+        echo(triaged.model_dump_json(indent=2))
+    elif as_markdown:
+        from ..report.markdown import xid_triage
+
+        echo(xid_triage(triaged), nl=False)
+    else:
+        from ..console import ViewConsole
+        from ..report.terminal import xid_triage as show
+
+        show(triaged, ViewConsole())
+    sys.exit(EXIT_FOUND if triaged.found else EXIT_NOTHING)
 
 
 def _hang(path: str, as_json: bool, refused: dict[str, bool], sass: bool) -> None:

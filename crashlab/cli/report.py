@@ -27,6 +27,10 @@ from .options import db_option, json_option, origin_options, out_option
 @json_option("Print a JSON summary instead of the body (schema: crashlab schema report-bundle).")
 @click.option("--no-explain", is_flag=True,
               help="Skip the explanation of each coredump's faults.")
+@click.option("--kernel-log", "kernel_log", type=click.Path(dir_okay=False),
+              help="A file of dmesg, journalctl -k or syslog text from the crashed node: its Xid "
+                   "lines are decoded (the GPU's UUID and serial withheld) and held against the "
+                   "coredump's faults; with no coredump they triage the incident themselves.")
 @origin_options("For coredumps given on their own")
 @db_option
 def report(as_json: bool, db: str | None, host: str | None, deployment: str | None,
@@ -56,6 +60,7 @@ def report(as_json: bool, db: str | None, host: str | None, deployment: str | No
       crashlab report crashlab-runs/20261123-201500-node7-4242 crashlab-bisect
       crashlab report RUN --anonymize --max-size 10MB --out /tmp/issue
       crashlab report core-from-node7.nvcudmp --host node7
+      crashlab report crash_dump.pkl --kernel-log node7-journalctl-k.txt
     """
     from ..index.capture import Origin
     from ..issue.command import ReportOptions

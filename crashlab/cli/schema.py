@@ -32,6 +32,8 @@ SCHEMA_TABLE = (
      "what list --incidents --json prints"),
     ("hang", "crashlab.hangs.model:HangReading",
      "what inspect RUN_DIR --json prints: a hang capture read across its ranks"),
+    ("xid-triage", "crashlab.report.kernellog:XidTriage",
+     "what inspect --kernel-log FILE --json prints with no coredump"),
 )
 
 #: crashlab schema WHICH -> the model of that JSON ("module:class").

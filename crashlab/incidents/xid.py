@@ -66,6 +66,15 @@ def from_dmesg(text: str, host: str, boot_time: datetime | None = None,
     return reading
 
 
+def find_xid(raw: str) -> tuple[re.Match, datetime | None] | None:
+    """An Xid line's match (its device and number) and its time where its prefix carries a
+    date (ISO or ``dmesg -T``); None for a line that is not an Xid line."""
+    found = _XID.search(raw) if "NVRM: Xid" in raw else None
+    if found is None:
+        return None
+    return found, _time(raw, None, None, timezone.utc)[0]
+
+
 def _line(found: re.Match, raw: str, when: datetime, host: str,
           run_dir: str | None = None) -> XidLine:
     return XidLine(time=when, host=host, xid=int(found["xid"]), text=raw[found.start():].rstrip(),

@@ -10,11 +10,13 @@ A fact the crash did not leave stays None: the facets count it as unknown, never
 
 from __future__ import annotations
 
-import re
 from datetime import datetime
 
 from ..env import Environment
+from ..incidents.xid import find_xid
+from ..incidents.xiddecode import decode
 from ..launchline import option_value
+from ..report.kernellog import XidEvent
 from ..report.model import TriageReport
 from ..report.run import Incident, exception_line
 from ..vocabulary import XID
@@ -28,9 +30,6 @@ MODEL_FLAGS = ("--model-path", "--model")
 TP_FLAGS = ("--tensor-parallel-size", "--tp-size", "--tp")
 PP_FLAGS = ("--pipeline-parallel-size", "--pp-size", "--pp")
 EP_FLAGS = ("--expert-parallel-size", "--ep-size", "--ep")
-#: An Xid line's Error Status Register word (Xid 13 and 43 print ``ESR 0x...``).
-_ESR = re.compile(r"\bESR\s*[=:]?\s*(0x[0-9a-fA-F]+)")
-_XID_NUMBER = re.compile(r"NVRM: Xid \([^)]*\): (\d+)")
 
 
 def of_triage(report: TriageReport) -> dict:
@@ -93,13 +92,32 @@ def of_incident(incident: Incident, first_failure: float) -> dict:
     traceback's exception line; a dump's triage names a GPU fault's exception instead)."""
     started = datetime.fromisoformat(incident.started_at).timestamp()
     counted = [r.requests for r in incident.request_dumps if r.requests is not None]
-    xids = [f.text for f in incident.findings if f.kind == XID]
-    numbers = sorted({int(m[1]) for text in xids if (m := _XID_NUMBER.search(text))})
-    esr = sorted({m for text in xids for m in _ESR.findall(text)})
+    xids = _decoded(incident)
+    numbers = sorted({event.xid for event in xids})
     return {"uptime_s": max(0, int(first_failure - started)),
             "requests_in_dumps": sum(counted) if counted else None,
-            "xid": ", ".join(map(str, numbers)) or None, "esr": ", ".join(esr) or None,
+            "xid": ", ".join(map(str, numbers)) or None, "esr": _esr_facet(xids),
             "exception": exception_line(incident.findings)}
+
+
+def _decoded(incident: Incident) -> list[XidEvent]:
+    events = []
+    for finding in incident.findings:
+        found = find_xid(finding.text) if finding.kind == XID else None
+        if found is not None:
+            match, _ = found
+            events.append(decode(int(match["xid"][:6]), match["device"],
+                                 finding.text[match.end():].lstrip(", "), 0))
+    return events
+
+
+def _esr_facet(xids: list[XidEvent]) -> str | None:
+    """What of Xid 13 varies with the fault: the first ESR word's low byte (undocumented) and
+    the exception text; never the register addresses (one per SM) or the words that are the
+    same on every line of a GPU."""
+    said = sorted({event.esr_code for event in xids if event.esr_code}) + \
+        sorted({event.exception for event in xids if event.xid == 13 and event.exception})
+    return ", ".join(said) or None
 
 
 def merged(*parts: dict) -> FleetFacts:

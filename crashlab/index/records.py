@@ -61,7 +61,7 @@ class FleetFacts:
     exception: str | None = None
     source_line: str | None = None  # file:line, innermost of the inline chain
     xid: str | None = None  # the Xid numbers the run's kernel log showed, e.g. "13, 43"
-    esr: str | None = None  # the ESR words of those Xid lines
+    esr: str | None = None  # Xid 13: ESR code (undocumented) and exception, "0x0e, Out Of Range Address"
     gpu_index: int | None = None
     gpu_uuid: str | None = None  # the GPU's serial in the fleet's sense: its UUID
     pci_address: str | None = None

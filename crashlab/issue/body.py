@@ -28,6 +28,7 @@ from ..privacy.redact import MASK
 from ..report import markdown as dump_markdown
 from ..report import run_views, text
 from ..report.advice import advice_line
+from ..report.kernellog import XidTriage
 from ..report.markdown_escape import code, cut_to, fenced, html, inline, join
 from ..report.model import TriageReport
 from ..report.run import RunReport
@@ -57,6 +58,8 @@ class Facts:
     fleet: Facets | None = None
     #: the bisects given, each with where its files are
     bisects: list[BisectShown] = field(default_factory=list)
+    #: the incident triaged from --kernel-log, where no GPU dump shows the fault
+    xid: XidTriage | None = None
 
 
 @dataclass(frozen=True)
@@ -105,7 +108,8 @@ def render(facts: Facts, limit: int = LIMIT) -> tuple[str, list[str]]:
 
 def _parts(facts: Facts, detail: _Detail) -> list:
     out: list = ["### Describe the bug", "", f"**{inline(facts.title)}**", ""]
-    items = (_fault_lines(facts.primary) or _crash_lines(facts.runs)) + \
+    xid_lines = [f"- {inline(facts.xid.summary)}"] if facts.xid is not None else []
+    items = (_fault_lines(facts.primary) or _crash_lines(facts.runs) or xid_lines) + \
         [f"- {inline(note)}" for note in facts.notes]
     if facts.issue.advice is not None:
         items.append(f"- Advice: {inline(advice_line(facts.issue.advice))}")
@@ -219,6 +223,8 @@ def _environment(facts: Facts, detail: _Detail) -> list[str]:
 def _triage(facts: Facts, detail: _Detail, room: int) -> str:
     cores = facts.cores if detail.all_cores else facts.cores[:1]
     views = len(facts.runs) + len(cores)
+    if not views and facts.xid is not None:
+        return join(dump_markdown.kernel_log(facts.xid.kernel_log, 4))
     if not views:
         return "No coredump and no run report: the triage is the reproduction above.\n\n"
     share = room // views

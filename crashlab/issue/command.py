@@ -18,12 +18,16 @@ from pathlib import Path
 
 from ..bisect.model import RESULT, STEP_LOG, BisectResult
 from ..errors import BadInput, EnvironmentProblem
+from ..incidents.kernellogfile import read_kernel_log
+from ..incidents.xidcheck import check as check_xids
+from ..incidents.xidtriage import triage
 from ..index import capture, fleet
 from ..index.fleet import kept_triage
 from ..index.records import Facets, NewCrash
 from ..privacy.policy import Privacy
 from ..privacy.redact import MASK
 from ..report.advice import Advice
+from ..report.kernellog import XidTriage
 from ..report.model import Tool, TriageReport
 from ..report.run import RunReport
 from ..supervise import files
@@ -57,14 +61,17 @@ class ReportOptions:
     #: --host and --deployment: where the coredumps crashed, in the user's words
     host: str | None = None
     deployment: str | None = None
+    #: --kernel-log: a file of dmesg, journalctl -k or syslog text from the crashed node
+    kernel_log: str | None = None
 
     @classmethod
     def from_command_line(cls, *, inputs, out, max_size, anonymize, this_machine,
-                          no_explain) -> ReportOptions:
+                          no_explain, kernel_log=None) -> ReportOptions:
         """The options as click parsed them (names as in crashlab/cli/report.py); BadInput for
         a --max-size that is not a size."""
         return cls(inputs=list(inputs), out=out, max_bytes=parse_size(max_size),
-                   anonymize=anonymize, this_machine=this_machine, explain=not no_explain)
+                   anonymize=anonymize, this_machine=this_machine, explain=not no_explain,
+                   kernel_log=kernel_log)
 
 
 @dataclass(frozen=True)
@@ -105,6 +112,7 @@ def _privacy(inputs: Inputs, options: ReportOptions) -> Privacy:
     paths += [str(item.path.resolve()) for item in inputs.all_dumps]
     paths += [str(bisect.path) for bisect in inputs.bisects]
     paths += [bisect.result.repo for bisect in inputs.bisects if bisect.result.repo]
+    paths += [str(Path(options.kernel_log).resolve())] if options.kernel_log else []
     return Privacy.for_launch(argv, env, options.anonymize, hosts, paths)
 
 
@@ -190,12 +198,14 @@ def _request_dumps(dumps: list[DumpInput], names: dict[Path, str], bundled: set[
     return found
 
 
-def _headline(inputs: Inputs) -> str:
+def _headline(inputs: Inputs, xid: XidTriage | None = None) -> str:
     """What the title leads with: the crash's signature title (the run's, else that of the
-    coredump that shows the crash, else of any coredump), else the summary."""
+    coredump that shows the crash, else of any coredump, else the kernel log's incident), else
+    the summary."""
     signatures = [run.report.signature for run in inputs.runs if run.report is not None]
     signatures += [report.signature for _, report in _faults(inputs)]
     signatures += [core.report.signature for core in inputs.all_cores if core.report is not None]
+    signatures += [xid.signature] if xid is not None else []
     found = next((signature for signature in signatures if signature is not None), None)
     return found.title if found is not None else _summary(inputs)
 
@@ -241,10 +251,28 @@ def _described_core(inputs: Inputs) -> tuple[CoreInput, TriageReport] | None:
     return next(iter(_faults(inputs) + read_ones), None)
 
 
+def _kernel_log(inputs: Inputs, path: str | None) -> XidTriage | None:
+    """The --kernel-log's Xids: held against the first dump that shows the fault (they join its
+    triage), else an incident of their own, signed with the request dump's shape."""
+    if path is None:
+        return None
+    log = read_kernel_log(path)
+    faults = _faults(inputs)
+    if faults:
+        report = faults[0][1]
+        log.checks = check_xids(log, report)
+        report.kernel_log = log
+        return None
+    dumps = [dump.dump for dump in inputs.all_dumps if dump.dump is not None]
+    shape = f"{dumps[0].layout}, {len(dumps[0].in_flight)} in flight" if dumps else None
+    return triage(log, shape)
+
+
 def make(options: ReportOptions) -> Made:
     inputs = read(options.inputs, options.explain,
                   kept=lambda core, read_so_far: kept_triage(core, options.db,
                                                              runs_dir(read_so_far)))
+    xid = _kernel_log(inputs, options.kernel_log)
     privacy = _privacy(inputs, options)
     warnings: list[str] = list(inputs.repeats)
     fleet = _fleet(inputs, options.db, warnings.append)
@@ -275,7 +303,9 @@ def make(options: ReportOptions) -> Made:
         tarball = BudgetedTarball(bundle_path, options.max_bytes, bundle_path.name.removesuffix(".tar.gz"))
         made = _pack(inputs, options, privacy, found_environment, candidates, names, tarball,
                      body_path, bundle_path,
-                     _clean_facets(fleet, privacy) if fleet is not None else None)
+                     _clean_facets(fleet, privacy) if fleet is not None else None,
+                     XidTriage.model_validate(privacy.json(xid.model_dump(mode="json")))
+                     if xid is not None else None)
         made = replace(made, warnings=warnings)
         made.issue.bundle_bytes = tarball.close()
         files.write_atomic(body_path, made.body.encode("utf-8"))  # the body first: never a bundle without it
@@ -347,7 +377,7 @@ def _advice(runs: list[RunReport], primary: TriageReport | None) -> Advice | Non
 def _pack(inputs: Inputs, options: ReportOptions, privacy: Privacy,
           found_environment: ReportEnvironment, candidates: list[members.Candidate],
           names: dict[Path, str], tarball: BudgetedTarball, body_path: Path,
-          bundle_path: Path, fleet: Facets | None) -> Made:
+          bundle_path: Path, fleet: Facets | None, xid: XidTriage | None) -> Made:
     added, left_out = _add_members(candidates, tarball, privacy, options.max_bytes)
     launch = privacy.argv(_launch_of(inputs)[0])
     # the launch's environment as the run recorded it (cleaned: found_environment is)
@@ -363,8 +393,9 @@ def _pack(inputs: Inputs, options: ReportOptions, privacy: Privacy,
         bundled = {member.name for member in added}
         issue = IssueReport(
             tool=Tool(version=__version__),
-            title=title.make(privacy.text(_headline(inputs)), found_environment.versions()),
-            inputs=[privacy.text(name) for name in options.inputs], found=inputs.found,
+            title=title.make(privacy.text(_headline(inputs, xid)), found_environment.versions()),
+            inputs=[privacy.text(name) for name in options.inputs],
+            found=inputs.found or (xid is not None and xid.found), xid_triage=xid,
             anonymized=privacy.anonymized, body=privacy.text(str(body_path)), body_chars=0,
             bundle=privacy.text(str(bundle_path)), max_bytes=options.max_bytes, compression="gzip",
             members=added, left_out=left_out,
@@ -376,7 +407,7 @@ def _pack(inputs: Inputs, options: ReportOptions, privacy: Privacy,
         text, cuts = body.render(body.Facts(
             title=issue.title, launch=launch or None, runs=runs, cores=direct,
             primary=primary, fleet=fleet, bisects=_bisects_shown(inputs, bundled, privacy),
-            environment=found_environment, issue=issue, notes=_notes(inputs)))
+            environment=found_environment, issue=issue, notes=_notes(inputs), xid=xid))
         issue.shortened, issue.body_chars = cuts, len(text)
         text = privacy.redactor.serialized(text)
         document = privacy.redactor.serialized(issue.model_dump_json(indent=2)).encode() + b"\n"

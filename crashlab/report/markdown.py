@@ -12,8 +12,9 @@ from dataclasses import dataclass, replace
 
 from ..notation import counted, dim, marker, short_source
 from ..textsize import with_bytes
-from . import text, why
+from . import text, why, xidtext
 from .advice import advice_line
+from .kernellog import KernelLog, XidTriage
 from .markdown_escape import cell, code, cut_to, fenced, html, inline, join
 from .model import DebuggerSection, Fault, TriageReport
 from .signature import CrashSignature
@@ -100,6 +101,8 @@ def _render(report: TriageReport, detail: _Detail) -> str:
         out += [f"_{counted(hidden, 'more fault group')} in the JSON report._", ""]
     if report.debugger is not None:
         out += _debugger(report.debugger, detail.sections)
+    if report.kernel_log is not None:
+        out += kernel_log(report.kernel_log, detail.sections)
     out += _kernels(report, detail)
     out += _dump(report)
     if report.warnings:
@@ -107,6 +110,22 @@ def _render(report: TriageReport, detail: _Detail) -> str:
     if detail.footer:
         out.append(f"<sub>crashlab {html(report.tool.version)}, report schema {report.schema_version}</sub>")
     return join(out)
+
+
+def xid_triage(triaged: XidTriage, limit: int = GITHUB_LIMIT) -> str:
+    """An incident triaged from a kernel log alone, as an issue body."""
+    out = [f"### crashlab: {inline(triaged.summary)}", ""]
+    if triaged.signature is not None:
+        out += [f"Signature: {signature_text(triaged.signature)}", ""]
+    out += kernel_log(triaged.kernel_log, 4)
+    out.append(f"<sub>crashlab {html(triaged.tool.version)}</sub>")
+    return cut_to(join(out), limit)
+
+
+def kernel_log(log: KernelLog, heading: int) -> list[str]:
+    """The kernel log's Xids, decoded, and how they stand against the dump."""
+    return ([f"{'#' * heading} {inline(xidtext.headline(log))}", ""]
+            + [f"- {inline(said)}" for said in xidtext.log_lines(log)] + [""])
 
 
 def _fault(fault: Fault, number: int, primary: bool, detail: _Detail,

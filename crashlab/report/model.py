@@ -19,6 +19,7 @@ from ..published import empty_list
 from ..vocabulary import ExceptionScope, PcSource
 from .advice import Advice
 from .debugger import DebuggerSection
+from .kernellog import KernelLog
 from .places import Dim3, HexAddress, SourceLine
 from .signature import CrashSignature
 from .tool import Tool
@@ -679,6 +680,9 @@ class TriageReport(_Model):
     """What to do next and why (crashlab.advice), from what the dump says: its owner's known
     fix or workaround; serve and show add the Xid lines, the index's history and the server's
     recent crashes. Null in reports older than it."""
+    kernel_log: KernelLog | None = None
+    """the Xid lines of a kernel log given with --kernel-log, decoded and held against the
+    faults (kernel_log.checks); null without one"""
 
     @property
     def found(self) -> bool:

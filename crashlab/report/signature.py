@@ -19,8 +19,8 @@ from ..published import ClosedModel, empty_list
 #: offset alone (1 added nvdisasm's opcode), and a source line no longer needs nvdisasm.
 VERSION = 2
 #: What kind of crash a signature names.
-SignatureKind = Literal["gpu-fault", "gpu-hang", "collateral", "collective-hang", "python-exception",
-                        "signal", "nccl-timeout", "cuda-error", "exit", "unknown"]
+SignatureKind = Literal["gpu-fault", "gpu-xid", "gpu-hang", "collateral", "collective-hang",
+                        "python-exception", "signal", "nccl-timeout", "cuda-error", "exit", "unknown"]
 #: Hex digits of the hash: 48 bits, so that 10^6 distinct signatures collide with odds of about
 #: 2 in a million.
 HASH_DIGITS = 12
@@ -36,7 +36,8 @@ class CrashSignature(ClosedModel):
     version: int = VERSION
     """the signature rules' version; texts of different versions are not compared"""
     kind: SignatureKind
-    """What kind of crash it names: a GPU fault, a GPU hang, a collateral dump, a hang across
+    """What kind of crash it names: a GPU fault, a GPU fault known only from the driver's Xid
+    lines (no dump), a GPU hang, a collateral dump, a hang across
     ranks (a collective a rank never entered or entered differently), a Python exception, a host
     signal, an NCCL timeout, a CUDA error in the log, a plain exit, or unknown."""
     text: str

@@ -20,8 +20,9 @@ from rich.text import Text
 from ..console import Folded, line, plain
 from ..notation import counted, dim, marker, short_source
 from ..textsize import with_bytes
-from . import text, why
+from . import text, why, xidtext
 from .advice import advice_line
+from .kernellog import KernelLog, XidTriage
 from .model import DebuggerSection, Fault, Kernel, TriageReport
 from .suspects import suspect_items
 
@@ -79,6 +80,8 @@ def render(report: TriageReport, console: Console) -> None:
             _other_faults(report.faults[MAX_FAULT_BOXES:], report.omitted_faults, console, wide)
     if report.debugger is not None:
         _debugger(report.debugger, console)
+    if report.kernel_log is not None:
+        kernel_log(report.kernel_log, console)
     console.print(_kernels(report, wide))
     _positions(report, console)
     if not report.faults:
@@ -86,6 +89,21 @@ def render(report: TriageReport, console: Console) -> None:
     console.print(_name(_dump_line(report), style="dim", indent=2))
     for warning in report.warnings:
         console.print(plain(f"warning: {warning}", style="yellow"))
+
+
+def xid_triage(triaged: XidTriage, console: Console) -> None:
+    """An incident triaged from a kernel log alone."""
+    console.print(plain(triaged.summary, style="bold"), soft_wrap=True)
+    if triaged.signature is not None:
+        console.print(_name(f"signature {triaged.signature.short}", style="dim", indent=2))
+    kernel_log(triaged.kernel_log, console)
+
+
+def kernel_log(log: KernelLog, console: Console) -> None:
+    """The kernel log's Xids, decoded, and how they stand against the dump."""
+    console.print(plain(xidtext.headline(log), style="bold"))
+    for said in xidtext.log_lines(log):
+        console.print(_name(said, indent=2))
 
 
 def _fault_panel(fault: Fault, title: str, number: int, missing_said: dict[str, int]) -> Panel:

@@ -1,0 +1,94 @@
+"""The kernel log's Xids held against the GPU dump of the same incident: the SMs Xid 13 names,
+its exception, and an Xid 31 address against the explanation's computed one.
+
+Two witnesses of one fault: where they agree, each corroborates the other; where an Xid 31
+address is not on the page of the address the explanation computed, the explanation is
+contradicted (or the Xid is another process's: virtual addresses are per process).
+"""
+
+from __future__ import annotations
+
+from ..report.kernellog import KernelLog, XidCheck, XidEvent
+from ..report.model import Fault, TriageReport
+
+#: The MMU reports a faulting address with page granularity: the low 12 bits are not an offset.
+PAGE = 4096
+#: Xid 13's exception texts whose CUDBG exception carries another name.
+_SAME_EXCEPTION = {"mmu fault": "illegal address"}
+#: Why a (GPC, TPC, SM) cannot be matched with a dump's SM id.
+NO_SM_MAPPING = ("which is which cannot be said: the Xid numbers SMs physically (GPC, TPC, SM), "
+                 "the dump by the logical SM id cuda-gdb shows, and NVIDIA documents no mapping "
+                 "between them (it depends on which TPCs the chip has fused off)")
+
+
+def check(log: KernelLog, report: TriageReport) -> list[XidCheck]:
+    """How the log's Xid 13 and Xid 31 lines stand against the report's faults."""
+    checks = []
+    warp_lines = [event for event in log.xids if event.kind == "sm-exception" and event.xid == 13]
+    if warp_lines and report.faults:
+        checks.append(_sms(warp_lines, report.faults))
+        checks.append(_exception(warp_lines, report.faults[0]))
+    for event in log.xids:
+        if event.kind == "mmu-fault" and event.address is not None:
+            checks.append(_address(event, report.faults[0] if report.faults else None))
+    return checks
+
+
+def _sms(lines: list[XidEvent], faults: list[Fault]) -> XidCheck:
+    named = sorted({(event.gpc, event.tpc, event.sm) for event in lines},
+                   key=lambda unit: tuple(-1 if part is None else part for part in unit))
+    dumped = sorted({sm for fault in faults for sm in (fault.sms or [fault.sm])})
+    shown = ", ".join(f"({gpc}, {tpc}, {sm})" for gpc, tpc, sm in named[:8])
+    says = (f"Xid 13 names {len(named)} SM{'s' if len(named) != 1 else ''} (GPC, TPC, SM: {shown}"
+            f"{', ...' if len(named) > 8 else ''}), the dump {len(dumped)} faulting "
+            f"SM{'s' if len(dumped) != 1 else ''} (ids {', '.join(map(str, dumped[:8]))}"
+            f"{', ...' if len(dumped) > 8 else ''})")
+    if len(named) == len(dumped):
+        return XidCheck(what="sms", verdict="agrees", says=f"{says}: as many; {NO_SM_MAPPING}")
+    return XidCheck(what="sms", verdict="differs",
+                    says=f"{says}: not as many (the log may hold other faults, or the dump "
+                         f"another incident's); {NO_SM_MAPPING}")
+
+
+def _exception(lines: list[XidEvent], fault: Fault) -> XidCheck:
+    texts = sorted({event.exception for event in lines if event.exception})
+    wanted = _words(fault.exception.name.removeprefix("CUDBG_EXCEPTION_"))
+    for scope in ("warp ", "lane ", "device ", "cluster "):
+        wanted = wanted.removeprefix(scope)
+    said = [text for text in texts if _SAME_EXCEPTION.get(_words(text), _words(text)) == wanted]
+    listing = "; ".join(texts[:4])
+    if said:
+        return XidCheck(what="exception", verdict="agrees",
+                        says=f"Xid 13 says {said[0]}, the dump {fault.exception.display}")
+    return XidCheck(what="exception", verdict="differs",
+                    says=f"Xid 13 says {listing}, the dump {fault.exception.display}")
+
+
+def _address(event: XidEvent, fault: Fault | None) -> XidCheck:
+    assert event.address is not None
+    xid_va = int(event.address, 16)
+    explanation = fault.explanation if fault is not None else None
+    if explanation is None or explanation.address is None:
+        return XidCheck(what="address", verdict="not comparable",
+                        says=f"Xid 31 faulted at {event.address}; the dump's explanation computed "
+                             "no address to hold it against")
+    if explanation.space not in ("global", "generic"):
+        return XidCheck(what="address", verdict="not comparable",
+                        says=f"Xid 31 faulted at {event.address}; the explained access is to "
+                             f"{explanation.space} memory, whose addresses the MMU does not see")
+    computed = int(explanation.address, 16)
+    page = computed & ~(PAGE - 1)
+    if xid_va & ~(PAGE - 1) == page:
+        return XidCheck(what="address", verdict="agrees",
+                        says=f"Xid 31 faulted at {event.address}, on the page (0x{page:x}) of the "
+                             f"explanation's computed address {explanation.address}: the MMU "
+                             "corroborates the explanation")
+    return XidCheck(what="address", verdict="differs",
+                    says=f"Xid 31 faulted at {event.address}, not on the page (0x{page:x}) of the "
+                         f"explanation's computed address {explanation.address}: it contradicts "
+                         "the explanation, unless the Xid is another process's or another "
+                         "occurrence's (virtual addresses are per process)")
+
+
+def _words(text: str) -> str:
+    return " ".join(text.lower().replace("_", " ").replace("-", " ").split())

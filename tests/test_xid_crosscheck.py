@@ -1,0 +1,97 @@
+"""The kernel log held against a real H200 dump, and an incident triaged from a log alone, through
+the real command (constructed Xid lines, labelled synthetic in fixtures/logs/xid/PROVENANCE.md)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import crashlab
+from crashlab.report.kernellog import XidTriage
+from crashlab.report.model import TriageReport
+from tests.conftest import ROOT, run_cli
+
+LOGS = ROOT / "fixtures" / "logs" / "xid"
+[NULL_ARGUMENT] = (ROOT / "fixtures" / "gpu" / "h200" / "null_argument.explain").glob("core.*.nvcudmp")
+MMU_FAULT = ("NVRM: Xid (PCI:0000:3b:00): 31, pid=7, name=python3, channel 0x00000008, intr "
+             "00000000. MMU Fault: ENGINE GRAPHICS GPC0 GPCCLIENT_T1_8 faulted @ {va}. Fault is "
+             "of type FAULT_PDE ACCESS_TYPE_VIRT_WRITE\n")
+
+
+@pytest.fixture(scope="module")
+def verdicts():
+    """Each constructed log's checks against the real null-pointer dump, by what they compare."""
+    return {which: {check.what: check for check in crashlab.inspect(
+                NULL_ARGUMENT, kernel_log=LOGS / f"null_argument-{which}.log").kernel_log.checks}
+            for which in ("agrees", "differs")}
+
+
+def test_lines_that_agree_with_the_dump_corroborate_it(verdicts):
+    agreed = verdicts["agrees"]
+    assert {what: check.verdict for what, check in agreed.items()} == {
+        "sms": "agrees", "exception": "agrees", "address": "agrees"}
+    assert "corroborates the explanation" in agreed["address"].says
+    assert "NVIDIA documents no mapping" in agreed["sms"].says  # which SM is which: not said
+
+
+def test_an_xid_31_address_off_the_explained_page_contradicts_the_explanation(verdicts):
+    differed = verdicts["differs"]
+    assert {what: check.verdict for what, check in differed.items()} == {
+        "sms": "differs", "exception": "differs", "address": "differs"}
+    assert "contradicts the explanation" in differed["address"].says
+    assert "0x7fcdce700000" in differed["address"].says
+
+
+def test_the_checks_reach_the_json_the_terminal_and_the_markdown():
+    base = ("inspect", NULL_ARGUMENT, "--kernel-log", LOGS / "null_argument-differs.log")
+    shown = run_cli(*base)
+    assert shown.returncode == 0, shown.stderr
+    assert b"address differs" in shown.stdout and b"contradicts" in shown.stdout
+    markdown = run_cli(*base, "--markdown").stdout.decode()
+    assert "contradicts the explanation" in markdown
+    report = TriageReport.model_validate_json(run_cli(*base, "--json").stdout)
+    assert report.kernel_log is not None and len(report.kernel_log.xids) == 3
+
+
+def test_a_log_alone_triages_an_incident_whose_repeats_share_a_signature(tmp_path):
+    first, repeat = tmp_path / "node7.log", tmp_path / "node9.log"
+    first.write_text(MMU_FAULT.format(va="0x7fcd_ce700000"))
+    repeat.write_text("Nov 23 10:15:02 node9 kernel: " + MMU_FAULT.format(va="0x7f12_00400000"))
+    shown = run_cli("inspect", "--kernel-log", first)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.decode().splitlines()[0] == (
+        "MMU fault at VA 0x7fcdce700000 (write, PDE missing): software; kernel unknown: no GPU "
+        "dump (serve --coredump would have kept one)")
+    one, two = (XidTriage.model_validate_json(run_cli("inspect", "--kernel-log", log, "--json").stdout)
+                for log in (first, repeat))
+    assert one.signature is not None and two.signature is not None
+    assert one.signature.hash == two.signature.hash and one.signature.kind == "gpu-xid"
+
+
+def test_markup_in_a_log_stays_text_in_every_view(tmp_path):
+    log = tmp_path / "kern.log"
+    log.write_text("NVRM: Xid (PCI:0000:3b:00): 43, pid=1, name=p, [bold red]x[/] <script>x</script> "
+                   "**b** channel 0x00000001\n")
+    shown = run_cli("inspect", "--kernel-log", log)
+    assert b"[bold red]x[/]" in shown.stdout
+    markdown = run_cli("inspect", "--kernel-log", log, "--markdown").stdout.decode()
+    assert "<script>" not in markdown and "**b**" not in markdown
+
+
+def test_bad_logs_get_one_line_and_exit_2(tmp_path):
+    binary = tmp_path / "core.bin"
+    binary.write_bytes(b"\0ELF" * 64)
+    for args in (("--kernel-log", binary), ("--kernel-log", tmp_path / "missing.log"), ()):
+        done = run_cli("inspect", *args)
+        assert done.returncode == 2, done
+        assert len(done.stderr.decode().strip().splitlines()) == 1
+        assert b"Traceback" not in done.stderr
+
+
+def test_a_log_without_an_xid_is_nothing_found(tmp_path):
+    log = tmp_path / "kern.log"
+    log.write_text("usb 1-1: new high-speed USB device\n")
+    done = run_cli("inspect", "--kernel-log", log, "--json")
+    assert done.returncode == 1
+    assert json.loads(done.stdout)["signature"] is None
