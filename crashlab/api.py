@@ -6,13 +6,11 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .advice.dump import advised
 from .coredump.core import CoreDump
 from .coredump.fault import DETAILED_GROUPS, Location, locate
 from .cubin.nvinfo import ParamLayout, kernel_param_layout
-from .incidents.kernellogfile import read_kernel_log
-from .incidents.xidcheck import check as check_xids
 from .owner import Clues, owner_of
-from .report.advice import Advice
 from .report.coredump import MAX_POSITIONS, build
 from .report.model import TriageReport
 from .sass.finder import CodeFinder, CodeLocation
@@ -22,6 +20,7 @@ from .signature import compute as signature_of
 
 if TYPE_CHECKING:  # the hang reading's model: imported when a capture is read
     from .hangs.model import HangReading
+    from .report.kernellog import KernelLog
 
 
 def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
@@ -46,7 +45,7 @@ def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
     into report.kernel_log and held against the faults (crashlab.incidents.xidcheck). It is
     read first, so that a log that cannot be read is refused before the dump is.
     """
-    log = read_kernel_log(os.fspath(kernel_log)) if kernel_log is not None else None
+    log = _kernel_log(kernel_log) if kernel_log is not None else None
     with CoreDump(path) as core:
         location = locate(core)
         finder = CodeFinder(core)
@@ -83,9 +82,11 @@ def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
         report.signature = signature_of(report)
         _attach_owners(core, finder, location, report, tuple(map(Path, triton_caches)))
     if log is not None:
+        from .incidents.xidcheck import check as check_xids
+
         log.checks = check_xids(log, report)
         report.kernel_log = log
-    report.advice = _advice(report)
+    report.advice = advised(report)
     if debugger:
         from .gdb.triage import view as debugger_view  # pexpect and pygdbmi only when asked
 
@@ -110,12 +111,12 @@ def read_hang(path: str | os.PathLike, *, sass: bool = True, gpu_dumps: bool = T
     return read(Path(path), gpu_reader if gpu_dumps else None)
 
 
-def _advice(report: TriageReport) -> Advice:
-    """What the dump alone says to do next (serve and show weigh more: crashlab.advice)."""
-    from .advice.decide import advise
-    from .advice.dump import of_triage
+def _kernel_log(path: str | os.PathLike) -> KernelLog:
+    """The log's Xids decoded; the Xid reader is imported only for a log (inspect of a dump
+    alone does without it)."""
+    from .incidents.kernellogfile import read_kernel_log
 
-    return advise(of_triage(report))
+    return read_kernel_log(os.fspath(path))
 
 
 def _skipped(report: TriageReport, sass: bool) -> str | None:

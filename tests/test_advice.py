@@ -20,6 +20,7 @@ from crashlab.incidents.xidcatalog import xid_kind
 from crashlab.index.recording import record_all
 from crashlab.index.records import FleetFacts, NewCrash
 from crashlab.owner import fixes
+from crashlab.report.markdown_escape import inline
 from tests.conftest import ROOT, run_cli
 from tests.index_fixtures import crash, signature
 from tests.ui_fleet import UiServer
@@ -49,9 +50,10 @@ def test_an_xid_whose_action_resets_the_gpu_drains_it_though_its_origin_is_unkno
     assert f"NVIDIA's action {kind.immediate_action} takes the GPU out of service" in advice.reason
 
 
-@pytest.mark.parametrize("xid", [63, 92])
-def test_a_hardware_xid_nvidia_says_to_ignore_does_not_drain(xid):
-    assert xid_kind(xid).origin == "hardware" and xid_kind(xid).immediate_action == "IGNORE"
+@pytest.mark.parametrize("xid", [63, 92, 94])
+def test_a_hardware_xid_nvidia_says_to_ignore_or_restart_the_application_for_does_not_drain(xid):
+    assert xid_kind(xid).origin == "hardware"
+    assert xid_kind(xid).immediate_action in ("IGNORE", "RESTART_APP")
     assert _advice(xid).action == "restart"
 
 
@@ -200,3 +202,60 @@ def test_show_says_how_often_a_signature_was_seen_before(index_address, tmp_path
     assert last["reason"] == "a crash, seen 2 times before; no known fix"
     # one GPU with one signature on it, though the index knows another GPU: no drain
     assert _show(index_address, ids["b1"])["action"] == "restart"
+
+
+# -- a kernel log given to inspect and report (constructed lines: fixtures/logs/xid/PROVENANCE.md)
+
+LOGS = ROOT / "fixtures" / "logs" / "xid"
+REQUEST_DUMP = ROOT / "fixtures" / "sglang_dumps" / "crash_dump_0.5.23.pkl"
+[NULL_ARGUMENT] = (ROOT / "fixtures" / "gpu" / "h200" / "null_argument.explain").glob("core.*.nvcudmp")
+RESET_REQUIRED = "Xid 95 (Uncontained memory error): the driver says a GPU reset is required (RST)"
+
+
+def test_a_node_log_alone_drains_the_gpu_its_first_reset_flag_names():
+    """syslog.log's 94 says RST: No (a contained error: NVIDIA's action is RESTART_APP), its 95
+    RST: Yes: the 95 drains."""
+    done = run_cli("inspect", "--kernel-log", LOGS / "syslog.log", "--json")
+    assert done.returncode == 0, done.stderr.decode()
+    advice = json.loads(done.stdout)["advice"]
+    assert (advice["action"], advice["gpu"]) == ("drain", "PCI:0000:3b:00")
+    assert advice["reason"].startswith(RESET_REQUIRED)
+    assert f"advice: drain PCI:0000:3b:00: {RESET_REQUIRED}" in \
+        run_cli("inspect", "--kernel-log", LOGS / "syslog.log").stdout.decode()
+    said = inline(f"drain PCI:0000:3b:00: {advice['reason']}")  # as Markdown escapes it
+    assert f"Advice: {said}\n" in \
+        run_cli("inspect", "--kernel-log", LOGS / "syslog.log", "--markdown").stdout.decode()
+
+
+def test_a_contained_error_and_an_injected_one_are_a_restart():
+    done = run_cli("inspect", "--kernel-log", LOGS / "mig-and-old.log", "--json")
+    assert json.loads(done.stdout)["advice"]["action"] == "restart"
+
+
+def test_the_recovery_action_of_xid_154_drains(tmp_path):
+    [line] = [line for line in (LOGS / "syslog.log").read_text().splitlines() if ": 154, " in line]
+    (tmp_path / "kern.log").write_text(line + "\n")
+    advice = json.loads(run_cli("inspect", "--kernel-log", tmp_path / "kern.log", "--json").stdout)
+    assert advice["advice"]["action"] == "drain"
+    assert "the driver says its recovery action is now GPU Reset Required" in \
+        advice["advice"]["reason"]
+
+
+def test_a_real_dump_with_its_kernel_log_weighs_the_logs_xids():
+    done = run_cli("inspect", NULL_ARGUMENT, "--no-sass", "--kernel-log",
+                   LOGS / "null_argument-agrees.log", "--json")
+    assert done.returncode == 0, done.stderr.decode()
+    assert json.loads(done.stdout)["advice"] == {
+        "action": "restart", "reason": "a crash (Xid 13, 31, 43: software); no known fix",
+        "gpu": None, "workaround": None, "link": None}
+
+
+def test_report_of_a_request_dump_and_a_node_log_gives_the_incidents_advice(tmp_path):
+    done = run_cli("report", REQUEST_DUMP, "--kernel-log", LOGS / "syslog.log", "--out", tmp_path,
+                   "--json")
+    assert done.returncode == 0, done.stderr.decode()
+    issue = json.loads(done.stdout)
+    assert issue["advice"] == issue["xid_triage"]["advice"]
+    assert issue["advice"]["reason"].startswith(RESET_REQUIRED)
+    said = inline(f"drain PCI:0000:3b:00: {issue['advice']['reason']}")
+    assert f"- Advice: {said}\n" in Path(issue["body"]).read_text()

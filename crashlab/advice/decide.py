@@ -18,6 +18,8 @@ if TYPE_CHECKING:  # inspect of a dump alone weighs no Xid: it need not import t
     from ..report.model import FixStatus, KnownFix
 
 HARDWARE = "hardware"
+#: NVIDIA's immediate actions that leave the GPU in service.
+_APPLICATION_ONLY = ("IGNORE", "RESTART_APP")
 
 
 @dataclass(frozen=True)
@@ -28,15 +30,19 @@ class ClassedXid:
     xid: int
     device: str  # what the line's parentheses name (the PCI address)
     kind: XidKind
+    #: the line's own word that the GPU must be reset or drained (Xid 94/95's RST or D-RST,
+    #: Xid 154's recovery action), as crashlab.incidents.xiddecode reads it; None where silent
+    driver_says: str | None = None
 
     @property
     def drains(self) -> bool:
         """The GPU is to be taken out of service: a hardware Xid whose immediate action NVIDIA
-        does not say is to ignore it (a row remapped, a single-bit ECC rate), or any Xid whose
-        action resets the GPU or reboots the node."""
+        gives as more than ignoring it (a row remapped, a single-bit ECC rate) or restarting the
+        application (a contained ECC error), any Xid whose action resets the GPU or reboots the
+        node, or a line that says the GPU needs it."""
         kind = self.kind
-        return kind.takes_gpu_out_of_service or (
-            kind.origin == HARDWARE and kind.immediate_action != "IGNORE")
+        return self.driver_says is not None or kind.takes_gpu_out_of_service or (
+            kind.origin == HARDWARE and kind.immediate_action not in _APPLICATION_ONLY)
 
 
 @dataclass(frozen=True)
@@ -85,9 +91,12 @@ def _hardware_xid(evidence: Evidence) -> Advice | None:
         return None
     kind = bad.kind
     named = f"Xid {bad.xid}" + (f" ({kind.description})" if kind.description else "")
-    said = (f"{named} is a hardware fault, NVIDIA's action {kind.immediate_action}"
-            if kind.origin == HARDWARE else
-            f"{named}: NVIDIA's action {kind.immediate_action} takes the GPU out of service")
+    if bad.driver_says is not None:
+        said = f"{named}: the driver says {bad.driver_says}"
+    elif kind.origin == HARDWARE:
+        said = f"{named} is a hardware fault, NVIDIA's action {kind.immediate_action}"
+    else:
+        said = f"{named}: NVIDIA's action {kind.immediate_action} takes the GPU out of service"
     return Advice(action="drain", gpu=bad.device,
                   reason=f"{said}; a restart on this GPU meets it again")
 

@@ -1,12 +1,14 @@
-"""A dump's evidence for the advice, from its triage alone: the known-fixes row its faulting
-kernel's owner matched. What inspect imports for the advice: nothing of a run's report, the
-Xid reader or the known-fixes table itself (the owner read it where the artifact is named).
+"""A dump's advice, from its triage: the known-fixes row its faulting kernel's owner matched,
+and the Xids of the kernel log given with it. What inspect imports for the advice: nothing of a
+run's report, the Xid reader (unless --kernel-log) or the known-fixes table itself (the owner
+read it where the artifact is named).
 """
 
 from __future__ import annotations
 
+from ..report.advice import Advice
 from ..report.model import TriageReport
-from .decide import ClassedXid, Evidence
+from .decide import ClassedXid, Evidence, advise
 
 
 def of_triage(report: TriageReport, xids: tuple[ClassedXid, ...] = ()) -> Evidence:
@@ -16,3 +18,12 @@ def of_triage(report: TriageReport, xids: tuple[ClassedXid, ...] = ()) -> Eviden
         return Evidence(kind="crash" if report.faults else "dumps", xids=xids)
     return Evidence(kind="crash", xids=xids, fix=owner.fix, fix_status=owner.fix_status,
                     version=owner.version)
+
+
+def advised(report: TriageReport) -> Advice:
+    """What the dump (and its kernel log) says to do next; serve and show weigh more."""
+    if report.kernel_log is None:
+        return advise(of_triage(report))
+    from .evidence import of_kernel_log  # the Xid reader, only with --kernel-log
+
+    return advise(of_triage(report, of_kernel_log(report.kernel_log)))

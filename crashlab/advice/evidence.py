@@ -14,9 +14,11 @@ from ..incidents.xid import from_findings
 from ..incidents.xidcatalog import xid_kind
 from ..owner import fixes
 from ..owner.fixes import FixTable
+from ..report.advice import Advice
+from ..report.kernellog import KernelLog, XidEvent
 from ..report.run import Finding, Incident, RunReport
 from ..report.signature import CrashSignature
-from .decide import ClassedXid, Evidence
+from .decide import ClassedXid, Evidence, advise
 from .dump import of_triage
 
 
@@ -27,6 +29,28 @@ def classed(xid: int, device: str) -> ClassedXid:
 def xid_findings(findings: Iterable[Finding]) -> tuple[ClassedXid, ...]:
     """A run's Xid findings, each classed by its number."""
     return tuple(classed(line.xid, line.device) for line in from_findings(list(findings), host=""))
+
+
+def of_kernel_log(log: KernelLog) -> tuple[ClassedXid, ...]:
+    """A kernel log's decoded Xids (inspect and report --kernel-log), each classed, with what
+    the line itself says of the GPU's state."""
+    return tuple(ClassedXid(xid=event.xid, device=event.device, kind=xid_kind(event.xid),
+                            driver_says=_driver_says(event)) for event in log.xids)
+
+
+def advised_log(log: KernelLog) -> Advice:
+    """What a kernel log alone says to do next (an incident with no GPU dump)."""
+    return advise(Evidence(xids=of_kernel_log(log)))
+
+
+def _driver_says(event: XidEvent) -> str | None:
+    if event.drain_required:
+        return "drain and reset (D-RST)"
+    if event.reset_required:
+        return "a GPU reset is required (RST)"
+    if event.recovery_to not in (None, "None"):
+        return f"its recovery action is now {event.recovery_to}"
+    return None
 
 
 def of_incident(incident: Incident, table: FixTable | None = None) -> Evidence:

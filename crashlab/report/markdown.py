@@ -117,6 +117,8 @@ def xid_triage(triaged: XidTriage, limit: int = GITHUB_LIMIT) -> str:
     out = [f"### crashlab: {inline(triaged.summary)}", ""]
     if triaged.signature is not None:
         out += [f"Signature: {signature_text(triaged.signature)}", ""]
+    if triaged.advice is not None:
+        out += [f"Advice: {inline(advice_line(triaged.advice))}", ""]
     out += kernel_log(triaged.kernel_log, 4)
     out.append(f"<sub>crashlab {html(triaged.tool.version)}</sub>")
     return cut_to(join(out), limit)

@@ -96,6 +96,8 @@ def xid_triage(triaged: XidTriage, console: Console) -> None:
     console.print(plain(triaged.summary, style="bold"), soft_wrap=True)
     if triaged.signature is not None:
         console.print(_name(f"signature {triaged.signature.short}", style="dim", indent=2))
+    if triaged.advice is not None:
+        console.print(_name(f"advice: {advice_line(triaged.advice)}", indent=2))
     kernel_log(triaged.kernel_log, console)
 
 
