@@ -329,3 +329,24 @@ def test_a_request_dump_that_holds_itself_is_a_note_and_the_crash_is_still_signe
     assert note.startswith(f"request dump {looped.path} cannot be replayed: ")
     assert "a list that contains itself" in note
     assert built.signature is not None and built.signature.hash
+
+
+def test_the_kernel_log_watchs_xid_lines_are_decoded_in_the_incident(tmp_path):
+    """The real lines an H200's /dev/kmsg gave serve for one fault on two SMs
+    (fixtures/gpu/h200-runs/pytest-run1.log): decoded into the incident, and every ESR word the
+    same on both SMs, so none of them tells the lines apart."""
+    real = (ROOT / "fixtures" / "logs" / "xid" / "kmsg.log").read_text().splitlines()[:3]
+    h200 = (ROOT / "fixtures" / "gpu" / "h200-runs" / "pytest-run1.log").read_text()
+    second_sm = re.findall(r"NVRM: Xid \(PCI:0000:00:06\): 13, Graphics Exception: ESR [^']*", h200)
+    lines = real + second_sm[-1:]
+    findings = [Finding(kind="xid", text=text, stream="kmsg", line=number,
+                        time="2026-11-23T20:08:00+00:00") for number, text in enumerate(lines, 1)]
+    report = report_of(tmp_path, findings)
+    log = report.incidents[0].kernel_log
+    assert log is not None and [event.kind for event in log.xids] == [
+        "sm-exception", "sm-exception", "esr", "esr"]
+    assert log.constant_esr_words == ["0x…730=0x40010", "0x…734=0x24", "0x…728=0x1f81fb60",
+                                      "0x…72c=0x1174"]
+    body = markdown(report)
+    assert "Invalid Address Space on GPC 0, TPC 8, SM 0" in body
+    assert "the same on every ESR line" in body

@@ -134,8 +134,9 @@ class KernelLog(_Model):
     redacted: list[str] = Field(default_factory=empty_list)
     """what was withheld: the GPU UUID, the board serial number (never their values)"""
     constant_esr_words: list[str] = Field(default_factory=empty_list)
-    """ESR words whose value was the same on every ESR line (``0x…728=0x1f81fb60``, the
-    register's offset within its SM): constants of the GPU, not evidence of the fault"""
+    """ESR words whose value was the same on every ESR line of the log (``0x…728=0x1f81fb60``,
+    the register's offset within its SM): they tell none of its faults apart (on an H200 the
+    last two words were the same across four kinds of exception: constants of the GPU)"""
     checks: list[XidCheck] = Field(default_factory=empty_list)
     """how the Xids stand against the dump; empty without one"""
     notes: list[str] = Field(default_factory=empty_list)

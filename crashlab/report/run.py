@@ -19,6 +19,7 @@ from ..published import empty_list
 from ..vocabulary import TRACEBACK, DumpLabel, Role
 from .advice import Advice
 from .hoststacks import NativeStack, PythonStack
+from .kernellog import KernelLog
 from .model import SCHEMA_VERSION, Source, Tool, TriageReport
 from .signature import CrashSignature
 
@@ -242,6 +243,9 @@ class Incident(_Model):
     """Log lines that matched a fault pattern, in the order they were read (at most 200)."""
     omitted_findings: int = 0
     """Findings past the first 200, counted but not kept."""
+    kernel_log: KernelLog | None = None
+    """the findings' Xid lines (serve's kernel-log watch), decoded and held against the first
+    FAULT dump's faults; null where the kernel log showed no Xid"""
     log_tail: LogTail | None = None
     """when no fault pattern matched: where the server's log ended"""
     processes: list[ProcessRecord] = Field(default_factory=empty_list)

@@ -130,6 +130,8 @@ def _incident(incident: Incident, embedded: DumpTriage | None, alone: bool, find
     out += ["**Coredumps**", ""] + _dumps(incident.dumps)
     if embedded is not None:
         out += [f"Triage of {code(embedded.path)}:", "", _DUMP_VIEW]
+    if incident.kernel_log is not None:
+        out += dump_markdown.kernel_log(incident.kernel_log, 5)
     return out + _host_stacks(incident) + (_findings(incident) if findings else []) \
         + _processes(incident)
 

@@ -54,8 +54,8 @@ def log_lines(log: KernelLog) -> list[str]:
     if len(counted) > MAX_SHOWN:
         lines.append(f"... {len(counted) - MAX_SHOWN} more kinds of Xid line in the JSON report")
     if log.constant_esr_words:
-        lines.append(f"ESR words the same on every line, not evidence of the fault: "
-                     f"{' '.join(log.constant_esr_words)}")
+        lines.append(f"ESR words the same on every ESR line of the log, so telling none of its "
+                     f"faults apart: {' '.join(log.constant_esr_words)}")
     lines += [f"{check.what} {check.verdict}: {check.says}" for check in log.checks]
     if log.redacted:
         lines.append(f"withheld from this report: the {' and the '.join(log.redacted)} the log printed")

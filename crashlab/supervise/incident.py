@@ -30,9 +30,12 @@ from typing import Literal
 
 from ..api import inspect
 from ..errors import CrashlabError
+from ..incidents.kernellogfile import read_kernel_text
+from ..incidents.xidcheck import check as check_xids
 from ..logpatterns import CHILD_CRASHED, CRASH_SIGNALS, TRACEBACK_STARTS
 from ..notation import counted
 from ..replay import load as load_request_dump
+from ..report.kernellog import KernelLog
 from ..report.logline import SGLANG_PREFIX
 from ..report.model import TriageReport
 from ..report.run import DumpTriage, FileRecord, Finding, Incident, LogTail
@@ -252,6 +255,20 @@ def log_tail(run_dir: Path, incarnation: Incarnation, redact: Callable[[str], st
     return None
 
 
+def _kernel_log(findings: list[Finding], dumps: list[DumpTriage]) -> KernelLog | None:
+    """The Xid lines the kernel-log watch found, decoded and held against the first FAULT
+    dump's faults."""
+    lines = [finding.text for finding in findings if finding.kind == XID]
+    if not lines:
+        return None
+    log = read_kernel_text("\n".join(lines), "the kernel log (/dev/kmsg, read by serve)")
+    fault = next((dump.report for dump in dumps if dump.report is not None and dump.report.found),
+                 None)
+    if fault is not None:
+        log.checks = check_xids(log, fault)
+    return log
+
+
 def build(run_dir: Path, incarnation: Incarnation, kind: str, dumps: list[DumpTriage],
           request_dumps: list[FileRecord], debugger: bool,
           redact: Callable[[str], str]) -> Incident:
@@ -271,7 +288,7 @@ def build(run_dir: Path, incarnation: Incarnation, kind: str, dumps: list[DumpTr
         omitted_findings=incarnation.omitted_findings, processes=list(incarnation.processes),
         log_tail=None if incarnation.findings or incarnation.omitted_findings
         else log_tail(run_dir, incarnation, redact),
-        notes=notes)
+        notes=notes, kernel_log=_kernel_log(incarnation.findings, dumps))
     built.signature, why = signature_of(built)
     built.notes.extend([why] if why else [])
     return built
