@@ -54,9 +54,11 @@ def _driver_says(event: XidEvent) -> str | None:
 
 
 def of_incident(incident: Incident, table: FixTable | None = None) -> Evidence:
-    """A serve incident's evidence: its Xid findings, and the fix of its first dump that has one
-    (FAULT dumps come first), else the row keyed on the incident's signature."""
-    xids = xid_findings(incident.findings)
+    """A serve incident's evidence: its Xid lines (decoded, with the driver's own reset and drain
+    flags), and the fix of its first dump that has one (FAULT dumps come first), else the row
+    keyed on the incident's signature."""
+    xids = (of_kernel_log(incident.kernel_log) if incident.kernel_log is not None
+            else xid_findings(incident.findings))  # a report older than the decoded kernel log
     for dump in incident.dumps:
         if dump.report is not None:
             found = of_triage(dump.report, xids)
