@@ -67,6 +67,9 @@ class RecentRestarts:
 
 @dataclass(frozen=True)
 class Evidence:
+    """What is known of one crash: each part left at its default where its source was not read
+    (a lone dump has no Xid, no index history and no restarts)."""
+
     kind: str = "crash"  # crash, or dumps (a hang's dumps collected)
     xids: tuple[ClassedXid, ...] = ()
     fix: KnownFix | None = None  # the known-fixes table's row for the faulting kernel
