@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .advice.dump import advised
 from .coredump.core import CoreDump
 from .coredump.fault import DETAILED_GROUPS, Location, locate
 from .cubin.nvinfo import ParamLayout, kernel_param_layout
@@ -19,6 +20,7 @@ from .signature import compute as signature_of
 
 if TYPE_CHECKING:  # the hang reading's model: imported when a capture is read
     from .hangs.model import HangReading
+    from .report.kernellog import KernelLog
 
 
 def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
@@ -43,11 +45,7 @@ def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
     into report.kernel_log and held against the faults (crashlab.incidents.xidcheck). It is
     read first, so that a log that cannot be read is refused before the dump is.
     """
-    log = None
-    if kernel_log is not None:  # the Xid reader imports the run-report models: only when asked
-        from .incidents.kernellogfile import read_kernel_log
-
-        log = read_kernel_log(os.fspath(kernel_log))
+    log = _kernel_log(kernel_log) if kernel_log is not None else None
     with CoreDump(path) as core:
         location = locate(core)
         finder = CodeFinder(core)
@@ -88,6 +86,7 @@ def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
 
         log.checks = check_xids(log, report)
         report.kernel_log = log
+    report.advice = advised(report)
     if debugger:
         from .gdb.triage import view as debugger_view  # pexpect and pygdbmi only when asked
 
@@ -110,6 +109,14 @@ def read_hang(path: str | os.PathLike, *, sass: bool = True, gpu_dumps: bool = T
         return inspect(dump, sass=sass)
 
     return read(Path(path), gpu_reader if gpu_dumps else None)
+
+
+def _kernel_log(path: str | os.PathLike) -> KernelLog:
+    """The log's Xids decoded; the Xid reader is imported only for a log (inspect of a dump
+    alone does without it)."""
+    from .incidents.kernellogfile import read_kernel_log
+
+    return read_kernel_log(os.fspath(path))
 
 
 def _skipped(report: TriageReport, sass: bool) -> str | None:

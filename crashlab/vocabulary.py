@@ -24,6 +24,9 @@ DumpLabel = Literal["FAULT", "COLLATERAL", "UNREADABLE"]
 #: What an Xid blames: the application (software), the GPU, its memory or its bus (hardware),
 #: or nothing NVIDIA's catalog says (unknown).
 XidOrigin = Literal["software", "hardware", "unknown"]
+#: What to do next about a crash: take its GPU out of service, apply a known workaround, restart
+#: the server as it was, or stop restarting it.
+AdviceAction = Literal["drain", "workaround", "restart", "stop"]
 
 # What a run report's finding is (Finding.kind): the log line that made it.
 #: A CUDA runtime error or a device exception's text.

@@ -35,7 +35,7 @@ LAYERS = (
     # the published model, its builder and its views
     "report",
     # analyses over the model
-    "explain", "waits", "gdb", "signature", "hangs", "incidents", "env", "owner",
+    "explain", "waits", "gdb", "signature", "hangs", "incidents", "env", "owner", "advice",
     # verbs
     "api", "crashlab", "wrongverb", "replay", "index", "supervise", "bisect", "issue", "ui",
     # the command line

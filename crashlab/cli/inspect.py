@@ -128,6 +128,7 @@ def inspect(core: str | None, as_json: bool, as_markdown: bool, no_sass: bool, n
 def _log_alone(path: str, as_json: bool, as_markdown: bool,
                refused: dict[str, bool]) -> NoReturn:
     """inspect --kernel-log with no dump: the incident the Xid lines describe."""
+    from ..advice.evidence import advised_log
     from ..incidents.kernellogfile import read_kernel_log
     from ..incidents.xidtriage import triage
     from ..stdout import echo
@@ -136,6 +137,7 @@ def _log_alone(path: str, as_json: bool, as_markdown: bool,
         if given:
             raise BadInput(f"{name} reads a coredump: give CORE beside --kernel-log")
     triaged = triage(read_kernel_log(path))
+    triaged.advice = advised_log(triaged.kernel_log)
     if as_json:
         echo(triaged.model_dump_json(indent=2))
     elif as_markdown:

@@ -23,6 +23,19 @@ def _label(value: str | None) -> str | None:
     return value
 
 
+def _crash_loop(value: str) -> tuple[int, float]:
+    """``N/M``: N restarts (a positive whole number) within M minutes (a positive number)."""
+    restarts, _, minutes = value.partition("/")
+    try:
+        parsed = int(restarts), float(minutes)
+    except ValueError:
+        parsed = (0, 0.0)
+    if parsed[0] < 1 or not 0 < parsed[1] < float("inf"):
+        raise click.BadParameter(f"{value!r} is not N/M: N restarts (1 or more) within M "
+                                 "minutes (more than 0), e.g. 3/10")
+    return parsed
+
+
 # The launch command is the first word that is not one of serve's options (or what follows --):
 # from there on nothing is parsed, while a mistyped option before it is refused like anywhere else.
 @click.command(cls=GuardedCommand, context_settings={"allow_interspersed_args": False})
@@ -43,10 +56,16 @@ def _label(value: str | None) -> str | None:
               help="Longest wait for a coredump in flight before killing anything.")
 @click.option("--grace", type=click.FloatRange(min=0), default=30.0, show_default=True,
               help="Seconds between the stop signal and SIGKILL.")
-@click.option("--restart", type=click.Choice(["never", "on-crash"]), default="never",
-              show_default=True, help="Start a new incarnation of the server after a crash.")
+@click.option("--restart", type=click.Choice(["never", "on-crash", "always"]), default="never",
+              show_default=True,
+              help="Start a new incarnation of the server after a crash. on-crash follows the "
+                   "crash's advice: no restart onto a GPU it drains, nor after a crash loop or a "
+                   "fatal crash; always restarts onto a drained GPU too.")
 @click.option("--max-restarts", type=click.IntRange(min=0), default=3, show_default=True,
-              help="At most this many restarts with --restart on-crash.")
+              help="At most this many restarts with --restart.")
+@click.option("--crash-loop", metavar="N/M", default="3/10", show_default=True,
+              callback=lambda _c, _p, value: _crash_loop(value),
+              help="A crash after N restarts within M minutes is a crash loop: no more restarts.")
 @click.option("--restart-delay", type=click.FloatRange(min=0), default=5.0, show_default=True,
               help="Delay before the first restart; it doubles with each one.")
 @click.option("--quiet", is_flag=True, help="Do not echo the server's output (it is still logged).")

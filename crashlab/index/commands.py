@@ -4,13 +4,20 @@ rows instead (streamed.py, views.crash_list): ``listing`` is the same CrashList 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .. import __version__
+from ..advice.decide import Evidence
 from ..errors import BadInput
 from ..incidents import DEFAULT_WINDOW
+from ..report.advice import Advice
+from ..report.model import TriageReport
+from ..report.run import RunReport
 from . import hangkept, retention
 from .facets import facets_of
+from .history import of_crash
 from .incidents import incident_of
-from .records import Collection, CrashList, Shown, Tool
+from .records import Collection, Crash, CrashList, IncidentShown, Shown, Tool
 from .store import Filters, Index
 from .triage import crash_report
 
@@ -34,10 +41,11 @@ def show(index: Index, what: str, window: float = DEFAULT_WINDOW) -> Shown:
                          signature=index.signature(crash.signature),
                          incident=incident_of(index, crash, window))
         found = crash_report(index, crash)
+        incident = incident_of(index, crash, window)
         return Shown(tool=tool, index=index.address, kind="crash", crash=crash,
                      report=found.report, triage=found.kept,
-                     signature=index.signature(crash.signature),
-                     incident=incident_of(index, crash, window))
+                     signature=index.signature(crash.signature), incident=incident,
+                     advice=advice_now(index, crash, found.report, incident))
     column, key = index.signature_key(what)
     facets = facets_of(index, key, coarse=column == "coarse")
     if column == "coarse":
@@ -45,6 +53,25 @@ def show(index: Index, what: str, window: float = DEFAULT_WINDOW) -> Shown:
                      signatures=index.signatures_under(key), facets=facets)
     return Shown(tool=tool, index=index.address, kind="signature",
                  signature=index.signature(key), by=index.breakdown(key), facets=facets)
+
+
+def advice_now(index: Index, crash: Crash, report: TriageReport | RunReport | None,
+               incident: IncidentShown | None) -> Advice:
+    """The advice for CRASH with all the index knows now: its report's evidence, the Xid lines
+    of its incident where its report has none, its signature's and its GPU's history."""
+    from ..advice.decide import advise
+    from ..advice.dump import of_triage
+    from ..advice.evidence import classed, of_run_report
+
+    if isinstance(report, RunReport):
+        evidence = of_run_report(report, crash.incarnation)
+    else:
+        evidence = of_triage(report) if report is not None else Evidence()
+    xids = evidence.xids
+    if not xids and incident is not None:
+        xids = tuple(classed(x.xid, x.device) for x in incident.xids)
+    history = of_crash(index, crash.id)
+    return advise(replace(evidence, xids=xids, earlier=history.earlier, gpu=history.gpu))
 
 
 def collect(index: Index, policy: retention.Retention, dry_run: bool) -> Collection:

@@ -10,6 +10,7 @@ from pydantic import Field
 
 from ..hangs.model import HangReading
 from ..published import ClosedModel as _Model
+from ..report.advice import Advice
 from ..report.model import Tool, TriageReport
 from ..report.run import RunReport
 from ..vocabulary import DumpLabel
@@ -340,6 +341,10 @@ class Shown(_Model):
     facets: Facets | None = None
     """A signature or coarse key: what stays and what varies across its crashes; null for a
     crash."""
+    advice: Advice | None = None
+    """A crash: what to do next and why, weighed now (crashlab.advice): its report's Xid lines
+    and known fix, its incident's Xid lines, its signature's earlier crashes and what else
+    crashed on its GPU; null for a signature or coarse key."""
 
 
 class Collected(_Model):

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from ..console import line
 from ..escape import escape
 from ..notation import counted
+from ..report.advice import advice_line
 from ..stdout import write
 from ..textsize import with_bytes
 from ..wrap import fitted
@@ -171,6 +172,8 @@ def shown(view: Shown, console: Console) -> None:
             if value:
                 _field(console, name, value)
         _field(console, "signature", f"{signature.hash} {signature.title}")
+        if view.advice is not None:
+            _field(console, "advice", advice_line(view.advice))
         _incident(view, crash, console)
         for item in crash.files:
             _field(console, "file", f"{item.path}, {with_bytes(item.size_bytes)}{_fate(item)}")

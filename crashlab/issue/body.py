@@ -29,6 +29,7 @@ from ..notation import counted
 from ..privacy.redact import MASK
 from ..report import markdown as dump_markdown
 from ..report import run_views, text
+from ..report.advice import advice_line
 from ..report.kernellog import XidTriage
 from ..report.markdown_escape import code, cut_to, fenced, html, inline, join
 from ..report.model import TriageReport
@@ -115,6 +116,8 @@ def _parts(facts: Facts, detail: _Detail) -> list:
     items = (_fault_lines(facts.primary) or _crash_lines(facts.runs) or xid_lines) + \
         _hang_lines(facts.hangs) + \
         [f"- {inline(note)}" for note in facts.notes]
+    if facts.issue.advice is not None:
+        items.append(f"- Advice: {inline(advice_line(facts.issue.advice))}")
     if items:
         out += [*items, ""]
     if detail.cuts:

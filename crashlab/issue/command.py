@@ -16,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ..advice.dump import advised
+from ..advice.evidence import advised_log
 from ..bisect.model import RESULT, STEP_LOG, BisectResult
 from ..errors import BadInput, EnvironmentProblem
 from ..hangs.files import run_folder
@@ -28,6 +30,7 @@ from ..index.fleet import kept_triage
 from ..index.records import Facets, NewCrash
 from ..privacy.policy import Privacy
 from ..privacy.redact import MASK
+from ..report.advice import Advice
 from ..report.kernellog import XidTriage
 from ..report.model import Tool, TriageReport
 from ..report.run import RunReport
@@ -284,10 +287,13 @@ def _kernel_log(inputs: Inputs, path: str | None) -> XidTriage | None:
         report = faults[0][1]
         log.checks = check_xids(log, report)
         report.kernel_log = log
+        report.advice = advised(report)
         return None
     dumps = [dump.dump for dump in inputs.all_dumps if dump.dump is not None]
     shape = f"{dumps[0].layout}, {len(dumps[0].in_flight)} in flight" if dumps else None
-    return triage(log, shape)
+    triaged = triage(log, shape)
+    triaged.advice = advised_log(log)
+    return triaged
 
 
 def make(options: ReportOptions) -> Made:
@@ -390,6 +396,16 @@ def _add_members(candidates: list[members.Candidate], tarball: BudgetedTarball, 
     return added, left_out
 
 
+def _advice(runs: list[RunReport], primary: TriageReport | None,
+            xid: XidTriage | None) -> Advice | None:
+    """The last incident's advice (serve weighed the most there), else the first FAULT dump's,
+    else the kernel log's."""
+    said = [incident.advice for run in runs for incident in run.incidents if incident.advice]
+    if said:
+        return said[-1]
+    return primary.advice if primary is not None else xid.advice if xid is not None else None
+
+
 def _pack(inputs: Inputs, options: ReportOptions, privacy: Privacy,
           found_environment: ReportEnvironment, candidates: list[members.Candidate],
           names: dict[Path, str], tarball: BudgetedTarball, body_path: Path,
@@ -423,7 +439,8 @@ def _pack(inputs: Inputs, options: ReportOptions, privacy: Privacy,
             host=found_environment.given_host, deployment=found_environment.given_deployment,
             hangs=[_hang_summary(reading, members.hang_folder(inputs, number), bundled, privacy,
                                  hang.folder)
-                   for number, (hang, reading) in enumerate(zip(inputs.hangs, hangs, strict=True))])
+                   for number, (hang, reading) in enumerate(zip(inputs.hangs, hangs, strict=True))],
+            advice=_advice(runs, primary, xid))
         text, cuts = body.render(body.Facts(
             title=issue.title, launch=launch or None, runs=runs, cores=direct,
             primary=primary, fleet=fleet, hangs=hangs, bisects=_bisects_shown(inputs, bundled, privacy),

@@ -10,6 +10,7 @@ from pathlib import Path
 from ..errors import EXIT_FOUND, EXIT_NOTHING
 from ..index import capture
 from ..index.recording import record_all
+from ..report.advice import advice_line
 from ..stdout import echo
 from ..textsize import with_bytes
 from . import local
@@ -34,6 +35,8 @@ def run(options: ReportOptions, as_json: bool, db: str | None, say: Callable[[st
     else:
         echo(made.body, nl=False)
     say(f"title: {made.issue.title}")
+    if made.issue.advice is not None:
+        say(f"advice: {advice_line(made.issue.advice)}")
     say(f"body: {made.issue.body}")
     say(f"bundle: {made.issue.bundle}: {with_bytes(made.issue.bundle_bytes)}, "
         f"{len(made.issue.left_out)} files left out")

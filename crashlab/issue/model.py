@@ -15,6 +15,7 @@ from pydantic import Field
 
 from ..hangs.model import GroupReading, RankState, SourceStatus, Verdict
 from ..published import ClosedModel as _Model
+from ..report.advice import Advice
 from ..report.kernellog import XidTriage
 from ..report.model import SCHEMA_VERSION, Tool
 
@@ -168,6 +169,10 @@ class IssueReport(_Model):
     """the deployment label the user gave (--deployment); null when not given"""
     hangs: list[HangSummary] = Field(default_factory=list)
     """each hang capture read (a run directory's newest, or a capture's folder given)"""
+    advice: Advice | None = None
+    """What to do next and why: the last incident's advice as serve wrote it in its run, else the
+    first FAULT dump's (crashlab show ID weighs the index's history again); null where neither
+    has one (a run report older than the advice)."""
     xid_triage: XidTriage | None = None
     """the incident triaged from --kernel-log, where no GPU dump shows the fault (with one, the
     decoded log and its checks are that dump's triage's kernel_log); null without --kernel-log"""

@@ -35,14 +35,21 @@ class FixEntry(ClosedModel):
     """A regular expression searched in the demangled kernel name, its return type taken off."""
     signature: str | None = None
     """A crash signature hash, or its prefix."""
-    fixed_in: str
-    """The first release of the artifact holding the fix (PEP 440)."""
+    fixed_in: str | None = None
+    """The first release of the artifact holding the fix (PEP 440); absent where no release
+    holds one yet (a row for its workaround, or to mark the crash fatal)."""
     link: str
     """The upstream pull request, issue or release note."""
     summary: str
     """One line on what was fixed."""
     source: str
     """Where the row came from: what says that this release holds the fix."""
+    workaround: str | None = None
+    """A flag, setting or release that avoids the crash until the fix is in."""
+    workaround_source: str | None = None
+    """The page that gives the workaround (an http(s) address); required with a workaround."""
+    fatal: bool = False
+    """The crash comes back on every start: advice says stop, not restart."""
 
     @field_validator("artifact")
     @classmethod
@@ -61,36 +68,46 @@ class FixEntry(ClosedModel):
                 raise ValueError(f"kernel_pattern {value!r} is not a regular expression: {exc}") from None
         return value
 
-    @field_validator("link")
+    @field_validator("link", "workaround_source")
     @classmethod
-    def _web(cls, value: str) -> str:
-        if not is_web_link(value):
-            raise ValueError(f"link {value!r} is not an http(s) address")
+    def _web(cls, value: str | None) -> str | None:
+        if value is not None and not is_web_link(value):
+            raise ValueError(f"{value!r} is not an http(s) address")
         return value
 
     @field_validator("fixed_in")
     @classmethod
-    def _version(cls, value: str) -> str:
-        Version(value)
+    def _version(cls, value: str | None) -> str | None:
+        if value is not None:
+            Version(value)
         return value
 
     @model_validator(mode="after")
     def _matches_something(self) -> FixEntry:
         if self.kernel_pattern is None and self.signature is None:
             raise ValueError("a fix needs a kernel_pattern or a signature to match")
+        if self.fixed_in is None and self.workaround is None and not self.fatal:
+            raise ValueError("a row needs a fixed_in release, a workaround or fatal: true")
+        if (self.workaround is None) != (self.workaround_source is None):
+            raise ValueError("a workaround and its workaround_source come together")
         return self
 
     def matches(self, artifact: str, kernel: str, signature: str | None) -> bool:
         if artifact != self.artifact:
             return False
-        if self.signature is not None and signature is not None and \
-                signature.startswith(self.signature):
+        if self.signed(signature):
             return True
         return self.kernel_pattern is not None and re.search(self.kernel_pattern, kernel) is not None
 
+    def signed(self, signature: str | None) -> bool:
+        """The row is keyed on SIGNATURE's hash (or a prefix of it)."""
+        return self.signature is not None and signature is not None and \
+            signature.startswith(self.signature)
+
     def known(self) -> KnownFix:
         return KnownFix.model_construct(artifact=self.artifact, fixed_in=self.fixed_in, link=self.link,
-                        summary=self.summary)
+                        summary=self.summary, workaround=self.workaround,
+                        workaround_source=self.workaround_source, fatal=self.fatal)
 
 
 class FixTable(ClosedModel):
@@ -116,9 +133,17 @@ def find(table: FixTable, artifact: str, kernel: str, signature: str | None) -> 
     return next((fix for fix in table.fixes if fix.matches(artifact, kernel, signature)), None)
 
 
+def by_signature(table: FixTable, signature: str) -> FixEntry | None:
+    """The first row keyed on SIGNATURE, whatever its artifact: a crash with no GPU dump has no
+    owner to match a row by (a Python exception, a host signal)."""
+    return next((fix for fix in table.fixes if fix.signed(signature)), None)
+
+
 def status(fix: FixEntry | None, version: str | None) -> FixStatus:
     if fix is None:
         return "no-known-fix"
+    if fix.fixed_in is None:
+        return "not-released"
     try:
         running = Version(version) if version else None
     except InvalidVersion:

@@ -13,6 +13,7 @@ from pydantic import Field
 from ..published import ClosedModel as _Model
 from ..published import empty_list
 from ..vocabulary import XidOrigin
+from .advice import Advice
 from .places import HexAddress
 from .signature import CrashSignature
 from .tool import Tool
@@ -162,6 +163,9 @@ class XidTriage(_Model):
     dump's shape where one was given; null where the log holds no Xid"""
     kernel_log: KernelLog
     """the log's Xid lines, decoded"""
+    advice: Advice | None = None
+    """what to do next and why (crashlab.advice) from the Xids alone: drain the GPU a hardware
+    Xid (or the line's reset or drain flag) names, else restart; null where none was weighed"""
 
     @property
     def found(self) -> bool:

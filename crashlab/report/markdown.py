@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from ..notation import counted, dim, marker, short_source
 from ..textsize import with_bytes
 from . import text, why, xidtext
+from .advice import advice_line
 from .kernellog import KernelLog, XidTriage
 from .markdown_escape import cell, code, cut_to, fenced, html, inline, join
 from .model import DebuggerSection, Fault, TriageReport
@@ -84,6 +85,8 @@ def _render(report: TriageReport, detail: _Detail) -> str:
     out: list[str] = [f"{'#' * detail.heading} {title}" if detail.titled else f"**{title}**", ""]
     if report.signature is not None:
         out += [f"Signature: {signature_text(report.signature)}", ""]
+    if report.advice is not None:
+        out += [f"Advice: {inline(advice_line(report.advice))}", ""]
     if detail.cuts:
         out += [f"_Shortened to fit GitHub's limit: omitted {'; '.join(detail.cuts)}. "
                 "The JSON report has everything._", ""]
@@ -114,6 +117,8 @@ def xid_triage(triaged: XidTriage, limit: int = GITHUB_LIMIT) -> str:
     out = [f"### crashlab: {inline(triaged.summary)}", ""]
     if triaged.signature is not None:
         out += [f"Signature: {signature_text(triaged.signature)}", ""]
+    if triaged.advice is not None:
+        out += [f"Advice: {inline(advice_line(triaged.advice))}", ""]
     out += kernel_log(triaged.kernel_log, 4)
     out.append(f"<sub>crashlab {html(triaged.tool.version)}</sub>")
     return cut_to(join(out), limit)

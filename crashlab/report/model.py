@@ -17,6 +17,7 @@ from pydantic import Field
 from ..published import ClosedModel as _Model
 from ..published import empty_list
 from ..vocabulary import ExceptionScope, PcSource
+from .advice import Advice
 from .debugger import DebuggerSection
 from .kernellog import KernelLog
 from .places import Dim3, HexAddress, SourceLine
@@ -466,7 +467,9 @@ class ConstBank(_Model):
 #: How a known upstream fix stands against the version that crashed (syzbot's "patched on /
 #: missing on"): the fix came in a later release; this release holds it already (so this crash is
 #: another bug or a regression); no fix is known for this kernel; the running version is unknown.
-FixStatus = Literal["fixed-in-later", "fixed-in-this", "no-known-fix", "version-unknown"]
+#: A fix is known but no release holds it yet (not-released).
+FixStatus = Literal["fixed-in-later", "fixed-in-this", "no-known-fix", "version-unknown",
+                    "not-released"]
 
 
 class KnownFix(_Model):
@@ -474,12 +477,20 @@ class KnownFix(_Model):
 
     artifact: str
     """The artifact the fix is in, as Owner.artifact names it (e.g. 'flashinfer')."""
-    fixed_in: str
-    """The first release of that artifact holding the fix (e.g. '0.6.18')."""
+    fixed_in: str | None
+    """The first release of that artifact holding the fix (e.g. '0.6.18'); null where no
+    release holds one yet."""
     link: str
     """Where the fix is described: the upstream pull request, issue or release note."""
     summary: str
     """One line on what was fixed."""
+    workaround: str | None = None
+    """A flag, setting or release that avoids the crash until the fix is in (e.g.
+    '--disable-cuda-graph'); null where none is known."""
+    workaround_source: str | None = None
+    """Where the workaround is given (an http(s) address); null without a workaround."""
+    fatal: bool = False
+    """True where a restart cannot help (the crash comes back on every start): stop restarting."""
 
 
 class Owner(_Model):
@@ -665,6 +676,10 @@ class TriageReport(_Model):
     signature: CrashSignature | None = None
     """what makes this crash the same bug as another (crashlab.signature); absent from reports
     older than it"""
+    advice: Advice | None = None
+    """What to do next and why (crashlab.advice), from what the dump says: its owner's known
+    fix or workaround; serve and show add the Xid lines, the index's history and the server's
+    recent crashes. Null in reports older than it."""
     kernel_log: KernelLog | None = None
     """the Xid lines of a kernel log given with --kernel-log, decoded and held against the
     faults (kernel_log.checks); null without one"""

@@ -17,6 +17,7 @@ from pydantic import Field
 from ..published import ClosedModel as _Model
 from ..published import empty_list
 from ..vocabulary import TRACEBACK, DumpLabel, Role
+from .advice import Advice
 from .hoststacks import NativeStack, PythonStack
 from .kernellog import KernelLog
 from .model import SCHEMA_VERSION, Source, Tool, TriageReport
@@ -267,6 +268,10 @@ class Incident(_Model):
     sglang: SGLangRecords | None = None
     """what SGLang itself wrote around the crash (kernel-API log, py-spy stacks, batch lines,
     crash snapshot); null where it wrote none of them"""
+    advice: Advice | None = None
+    """What to do next and why (crashlab.advice): the Xid lines of the incarnation, its fault's
+    known fix or workaround, the index's history of its signature and GPU, serve's recent
+    crashes. Null in reports older than it."""
 
 
 class Deployment(_Model):

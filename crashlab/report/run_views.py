@@ -15,6 +15,7 @@ import shlex
 
 from ..escape import escape
 from . import markdown as dump_markdown
+from .advice import advice_line
 from .markdown_escape import cell, code, cut_to, fenced, html, inline, join
 from .run import DumpTriage, Incident, RunReport
 from .run_findings import Entry, entries
@@ -110,6 +111,8 @@ def _incident(incident: Incident, embedded: DumpTriage | None, alone: bool, find
     rows = [] if alone else [("Summary", inline(incident.summary))]
     if incident.signature is not None:
         rows.append(("Signature", dump_markdown.signature_text(incident.signature)))
+    if incident.advice is not None:
+        rows.append(("Advice", inline(advice_line(incident.advice))))
     rows += [
         ("When", inline(f"{incident.started_at} to {incident.ended_at}")),
         ("Exit", inline("none: the server lived on" if incident.kind == "survived" else
@@ -248,6 +251,8 @@ def incident_lines(incident: Incident) -> list[str]:
     lines = [f"incarnation {incident.incarnation}: {incident.kind}: {incident.summary}"]
     if incident.signature is not None:
         lines.append(f"  signature {incident.signature.short}")
+    if incident.advice is not None:
+        lines.append(f"  advice: {advice_line(incident.advice)}")
     for dump in incident.dumps:
         lines.append(f"  {dump.label:<10} {dump.path}: {'; '.join(dump.reasons)}")
     lines += [f"  replay: {command}" for command in incident.replay_commands]

@@ -21,6 +21,7 @@ from ..console import Folded, line, plain
 from ..notation import counted, dim, marker, short_source
 from ..textsize import with_bytes
 from . import text, why, xidtext
+from .advice import advice_line
 from .kernellog import KernelLog, XidTriage
 from .model import DebuggerSection, Fault, Kernel, TriageReport
 from .suspects import suspect_items
@@ -61,6 +62,8 @@ def render(report: TriageReport, console: Console) -> None:
     console.print(plain(report.summary, style="bold"), soft_wrap=True)  # line 1, whole, for grep and head
     if report.signature is not None:
         console.print(_name(f"signature {report.signature.short}", style="dim", indent=2))
+    if report.advice is not None:
+        console.print(_name(f"advice: {advice_line(report.advice)}", indent=2))
     wide = console.width >= WIDE
     if report.faults:
         primary, count = report.faults[0], len(report.faults)
@@ -93,6 +96,8 @@ def xid_triage(triaged: XidTriage, console: Console) -> None:
     console.print(plain(triaged.summary, style="bold"), soft_wrap=True)
     if triaged.signature is not None:
         console.print(_name(f"signature {triaged.signature.short}", style="dim", indent=2))
+    if triaged.advice is not None:
+        console.print(_name(f"advice: {advice_line(triaged.advice)}", indent=2))
     kernel_log(triaged.kernel_log, console)
 
 

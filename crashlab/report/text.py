@@ -305,7 +305,8 @@ def owner_line(owner: Owner) -> str:
     fix = owner.fix
     if fix is None:
         return line
-    where = f"a fix is in {fix.artifact} {fix.fixed_in}"
+    where = (f"a fix is in {fix.artifact} {fix.fixed_in}" if fix.fixed_in else
+             f"no release of {fix.artifact} holds a fix yet")
     if owner.fix_status == "fixed-in-later":
         where += f", this runs {owner.version}"
     elif owner.fix_status == "fixed-in-this":

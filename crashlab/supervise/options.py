@@ -27,8 +27,10 @@ class ServeOptions:
     health_timeout: float = 30.0
     dump_timeout: float = 600.0
     grace: float = 30.0
-    restart: str = "never"  # or "on-crash"
+    restart: str = "never"  # "on-crash" follows the crash's advice; "always" restarts onto a drained GPU too
     max_restarts: int = 3
+    #: a crash after this many restarts within this many minutes is a crash loop: no restart
+    crash_loop: tuple[int, float] = (3, 10.0)
     restart_delay: float = 5.0
     echo: bool = True
     kernel_log: str = KMSG
@@ -52,7 +54,7 @@ class ServeOptions:
     @classmethod
     def from_command_line(cls, *, command, runs_dir, coredump, user_dumps, health_url,
                           health_interval, health_timeout, dump_timeout, grace, restart,
-                          max_restarts, restart_delay, quiet, no_debugger, deployment,
+                          max_restarts, crash_loop, restart_delay, quiet, no_debugger, deployment,
                           incident_window, db, hang_after, hang_samples, hang_interval,
                           no_gpu_dump) -> ServeOptions:
         """The options as click parsed them (names as in crashlab/cli/serve.py): the launch
@@ -60,7 +62,8 @@ class ServeOptions:
         return cls(command=list(command), runs_dir=runs_dir, coredump=CoredumpMode(coredump),
                    user_dumps=user_dumps, health_url=health_url, health_interval=health_interval,
                    health_timeout=health_timeout, dump_timeout=dump_timeout, grace=grace,
-                   restart=restart, max_restarts=max_restarts, restart_delay=restart_delay,
+                   restart=restart, max_restarts=max_restarts, crash_loop=crash_loop,
+                   restart_delay=restart_delay,
                    echo=not quiet, debugger=not no_debugger, db=db, deployment=deployment,
                    incident_window=incident_window, hang_after=hang_after,
                    hang_samples=hang_samples, hang_interval=hang_interval,

@@ -25,6 +25,7 @@ import signal
 import socket
 import sys
 import time
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -37,6 +38,7 @@ from ..launchline import disaggregation_role
 from ..notation import counted
 from ..privacy.redact import Redactor
 from ..report import run_views
+from ..report.advice import Advice
 from ..report.hoststacks import NativeStack, PythonStack
 from ..report.run import FileRecord, Incident
 from ..vocabulary import XID
@@ -121,8 +123,11 @@ class Supervisor:
             number, restarts = 1, 0
             while True:
                 kind = self._incarnation(number)
-                if not (kind == "crash" and self.options.restart == "on-crash"
-                        and restarts < self.options.max_restarts and not self.stopping):
+                if kind != "crash" or self.options.restart == "never" or self.stopping:
+                    break
+                refused = self._refusal(restarts)
+                if refused is not None:
+                    self.notify(refused)
                     break
                 restarts += 1
                 delay = min(self.options.restart_delay * 2 ** (restarts - 1), MAX_RESTART_DELAY)
@@ -138,6 +143,23 @@ class Supervisor:
             if previous is not None:
                 subreaper(previous)
         return self._finish()
+
+    def _refusal(self, restarts: int) -> str | None:
+        """Why the crashed server is not restarted, in one line; None where it is: the advice
+        drains its GPU (unless --restart always), or says stop (a crash loop, a fatal crash)."""
+        if restarts >= self.options.max_restarts:
+            return f"not restarting: --max-restarts {self.options.max_restarts} reached"
+        advice = self.incidents[-1].advice if self.incidents else None
+        if advice is None or advice.action in ("restart", "workaround"):
+            return None
+        if advice.action == "stop":
+            return f"not restarting: {advice.reason}"
+        if self.options.restart == "always":
+            self.notify(f"restarting onto {advice.gpu}, which the advice drains (--restart "
+                        f"always): {advice.reason}")
+            return None
+        return (f"not restarting onto {advice.gpu}, which the advice drains: {advice.reason} "
+                "(--restart always would restart)")
 
     # -- one incarnation ----------------------------------------------------------------
     def _incarnation(self, number: int) -> str | None:
@@ -329,10 +351,34 @@ class Supervisor:
 
     def _announce(self, latest: Incident) -> None:
         """Record the crash in the index and print its lines now, not when the supervisor
-        stops: a server restarted for days must not leave ``crashlab list`` blind."""
+        stops: a server restarted for days must not leave ``crashlab list`` blind. The advice
+        weighs what the index knows, so it follows the recording."""
         self._record()
+        latest.advice = self._advice(latest)
+        runreport.write(self.run_dir, self.store, self.redactor, self.incidents)
+        self.store.save(timestamps.now())
         for line in run_views.incident_lines(latest):
             self.notify(line)
+
+    def _advice(self, latest: Incident) -> Advice:
+        """What to do next: the incident's Xid lines and known fix, the index's history of its
+        signature and GPU, and (when serve restarts) how often it restarted lately."""
+        from ..advice.decide import RecentRestarts, advise
+        from ..advice.evidence import of_incident
+        from ..index.history import of_run
+
+        evidence = of_incident(latest)
+        if self.options.restart != "never":
+            limit, minutes = self.options.crash_loop
+            since = time.time() - minutes * 60
+            restarts = sum(datetime.fromisoformat(record.started_at).timestamp() >= since
+                           for record in self.store.manifest.incarnations[1:])
+            evidence = replace(evidence, recent=RecentRestarts(restarts, limit, minutes))
+        history = of_run(self.options.db, Path(self.options.runs_dir), self.run_dir,
+                         latest.incarnation)
+        if history is not None:
+            evidence = replace(evidence, earlier=history.earlier, gpu=history.gpu)
+        return advise(evidence)
 
     def _finish(self) -> RunOutcome:
         outcome = runreport.outcome(self.run_dir, self.store.manifest, self.incidents)

@@ -23,6 +23,7 @@ from ..index.store import Index
 from ..notation import counted
 from ..owner.fixes import is_web_link
 from ..report import text, why
+from ..report.advice import advice_line
 from ..report.suspects import suspect_items
 from ..textsize import with_bytes
 from ..version import __version__
@@ -62,6 +63,7 @@ def templates() -> Environment:
     # them; sizes readable and exact, as the command line writes them
     environment.globals["why_lines"] = why.lines
     environment.globals["text"] = text
+    environment.globals["advice_line"] = advice_line
     environment.globals["with_bytes"] = with_bytes
     environment.globals["counted"] = counted
     environment.globals["suspect_items"] = suspect_items
