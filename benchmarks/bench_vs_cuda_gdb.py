@@ -183,12 +183,16 @@ class Bench:
         self.env = {name: value for name, value in os.environ.items()
                     if name != "PYTHONDONTWRITEBYTECODE"}
         self.env.update(PYTHONPYCACHEPREFIX=str(keep / "pycache"), XDG_CACHE_HOME=str(keep / "cache"))
+        # the --before checkout keeps a SASS cache of its own: where its cache format differs,
+        # one shared folder would have each checkout rewrite the other's entries, both cold
+        self.before_env = {**self.env, "XDG_CACHE_HOME": str(keep / "cache-before")}
         self.crashlab = [sys.executable, "-m", "crashlab"]
 
     def ours(self, args: list[str], env: dict[str, str] | None = None,
              tree: Path | None = None) -> Run:
         # the tree is the current folder: python -m imports its crashlab package
-        return measure([*self.crashlab, *args], 600, env or self.env, tree or self.options.tree)
+        env = env or (self.before_env if tree is not None else self.env)
+        return measure([*self.crashlab, *args], 600, env, tree or self.options.tree)
 
     def theirs(self, dump: Path, commands: list[str]) -> Run:
         command = [self.gdb, "-nx", "-batch", "-ex", f"target cudacore {dump}"]
