@@ -57,7 +57,9 @@ def inspect(core: str | None, as_json: bool, as_markdown: bool, no_sass: bool, n
 
     With --kernel-log FILE and no CORE, the incident is triaged from the driver's Xid lines
     alone (the fault, its address and whose fault NVIDIA's catalog says it is; the kernel stays
-    unknown); --json prints it (schema: crashlab schema xid-triage).
+    unknown); --json prints it (schema: crashlab schema xid-triage); --record records it in
+    the crash index as a kernel-log crash (no dump), signed by its Xid fault, so that the same
+    fault on another run or host groups with it.
 
     Exit codes: 0 a fault found (a hang: a verdict places it; a log: an Xid line), 1 none (a
     dump with no exception; a hang no verdict places; a log with no Xid line), 2 bad input.
@@ -76,20 +78,22 @@ def inspect(core: str | None, as_json: bool, as_markdown: bool, no_sass: bool, n
       crashlab inspect RUN/captures/20261206T081500Z --json
       crashlab inspect core.nvcudmp --kernel-log node7-dmesg.txt
       crashlab inspect --kernel-log node7-journalctl-k.txt
+      crashlab inspect --kernel-log node7-journalctl-k.txt --record --host node7
     """
     from ..api import inspect as inspect_core
     from ..stdout import echo
 
     if as_json and as_markdown:
         raise BadInput("choose one of --json and --markdown")
-    if core is None:
-        if kernel_log is None:
-            raise BadInput("give a CORE to inspect, or --kernel-log FILE to triage from a log")
-        _log_alone(kernel_log, as_json, as_markdown, {"--debugger": debugger, "--record": record})
     for given, name in ((db, "--db"), (copy, "--copy"), (host, "--host"),
                         (deployment, "--deployment")):
         if given and not record:
             raise BadInput(f"{name} is for --record: add --record to record the crash")
+    if core is None:
+        if kernel_log is None:
+            raise BadInput("give a CORE to inspect, or --kernel-log FILE to triage from a log")
+        _log_alone(kernel_log, as_json, as_markdown, {"--debugger": debugger, "--copy": copy},
+                   record=(db, host, deployment) if record else None)
     if core != "-" and Path(core).is_dir():
         from ..hangs.files import capture_folder
 
@@ -125,9 +129,10 @@ def inspect(core: str | None, as_json: bool, as_markdown: bool, no_sass: bool, n
     sys.exit(EXIT_FOUND if report.found else EXIT_NOTHING)
 
 
-def _log_alone(path: str, as_json: bool, as_markdown: bool,
-               refused: dict[str, bool]) -> NoReturn:
-    """inspect --kernel-log with no dump: the incident the Xid lines describe."""
+def _log_alone(path: str, as_json: bool, as_markdown: bool, refused: dict[str, bool],
+               record: tuple[str | None, str | None, str | None] | None) -> NoReturn:
+    """inspect --kernel-log with no dump: the incident the Xid lines describe; RECORD (--db,
+    --host, --deployment), where given, records it in the crash index as a kernel-log crash."""
     from ..advice.evidence import advised_log
     from ..incidents.kernellogfile import read_kernel_log
     from ..incidents.xidtriage import triage
@@ -138,6 +143,12 @@ def _log_alone(path: str, as_json: bool, as_markdown: bool,
             raise BadInput(f"{name} reads a coredump: give CORE beside --kernel-log")
     triaged = triage(read_kernel_log(path))
     triaged.advice = advised_log(triaged.kernel_log)
+    if record is not None:
+        from ..index.capture import Origin
+        from ..index.recording import record_kernel_log
+
+        record_kernel_log(path, triaged, record[0], say, Origin(host=record[1],
+                                                                deployment=record[2]))
     if as_json:
         echo(triaged.model_dump_json(indent=2))
     elif as_markdown:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..errors import BadInput
 from ..report.kernellog import KernelLog, XidEvent
-from .xid import find_xid
+from .xid import find_xid, prefix_host
 from .xiddecode import decode, redact
 
 #: Bytes of a log read: a month of a busy node's kernel messages is far less.
@@ -61,9 +61,10 @@ def read_kernel_text(text: str, path: str, cut: bool = False) -> KernelLog:
             log.omitted_xids += 1
             continue
         match, when = found
-        log.xids.append(decode(int(match["xid"][:6]), match["device"].strip(),
-                               line[match.end():].lstrip(", "), number,
-                               when.isoformat() if when else None))
+        event = decode(int(match["xid"][:6]), match["device"].strip(),
+                       line[match.end():].lstrip(", "), number, when.isoformat() if when else None)
+        event.host = prefix_host(line)
+        log.xids.append(event)
     log.redacted = sorted(withheld)
     log.constant_esr_words = _mark_varying_words(log.xids)
     if cut:

@@ -75,6 +75,13 @@ def find_xid(raw: str) -> tuple[re.Match, datetime | None] | None:
     return found, _time(raw, None, None, timezone.utc)[0]
 
 
+def prefix_host(raw: str) -> str | None:
+    """The host a syslog or ``journalctl`` prefix names (``Nov 23 10:15:02 node7 kernel:``);
+    None for the prefixes that name none (dmesg's)."""
+    found = _SYSLOG.match(raw)
+    return found["host"] if found else None
+
+
 def _line(found: re.Match, raw: str, when: datetime, host: str,
           run_dir: str | None = None) -> XidLine:
     return XidLine(time=when, host=host, xid=int(found["xid"]), text=raw[found.start():].rstrip(),

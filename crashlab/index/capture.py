@@ -23,6 +23,7 @@ from ..hangs.model import HangReading
 from ..incidents import XidLine
 from ..incidents.xid import from_findings
 from ..published import parse
+from ..report.kernellog import XidTriage
 from ..report.model import TriageReport
 from ..report.run import Deployment, Incident, ProcessRecord, RunReport, dump_pid
 from ..signature import compute
@@ -301,6 +302,29 @@ def from_hang(folder: Path, reading: HangReading, recorded_by: str,
         deployment=where.deployment, run_dir=str(run_dir) if run_dir is not None else None,
         files=[CrashFile(path=str(record), kind="hang-capture",
                          size_bytes=record.stat().st_size if record.is_file() else 0)])
+
+
+def from_kernel_log(path: Path, triaged: XidTriage, recorded_by: str,
+                    where: Origin | None = None) -> NewCrash | None:
+    """A GPU fault triaged from a kernel log alone (inspect --kernel-log --record, report): a
+    crash of kind kernel-log, signed by its gpu-xid signature (the same Xid fault on another run
+    or host has the same one), known by the log's contents, at the time of its first dated Xid
+    line (else the file's modification time), on the host of WHERE (the user's word), else the
+    one host the log's syslog prefixes name. None where the log holds no Xid: nothing to sign."""
+    if triaged.signature is None:
+        return None
+    path = Path(path).absolute()
+    xids = triaged.kernel_log.xids
+    hosts = sorted({event.host for event in xids if event.host})
+    where = where or Origin()
+    host = where.host or (hosts[0] if len(hosts) == 1 else None)
+    dated = [event.time for event in xids if event.time]
+    crashed_at = _epoch(dated[0]) if dated else path.stat().st_mtime
+    return NewCrash(
+        key=f"kernel-log:{sha256_of(path)}", kind="kernel-log", signature=triaged.signature,
+        crashed_at=crashed_at, recorded_by=recorded_by, source=str(path),
+        summary=triaged.summary, host=host, deployment=where.deployment,
+        files=[CrashFile(path=str(path), kind="kernel-log", size_bytes=path.stat().st_size)])
 
 
 def from_capture(folder: Path, recorded_by: str) -> list[NewCrash]:

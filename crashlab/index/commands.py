@@ -40,8 +40,12 @@ def show(index: Index, what: str, window: float = DEFAULT_WINDOW) -> Shown:
                          hang=hangkept.stored(index, crash.id),
                          signature=index.signature(crash.signature),
                          incident=incident_of(index, crash, window))
-        found = crash_report(index, crash)
         incident = incident_of(index, crash, window)
+        if crash.kind == "kernel-log":  # no dump to read: its summary is the log's triage
+            return Shown(tool=tool, index=index.address, kind="crash", crash=crash,
+                         signature=index.signature(crash.signature), incident=incident,
+                         advice=advice_now(index, crash, None, incident))
+        found = crash_report(index, crash)
         return Shown(tool=tool, index=index.address, kind="crash", crash=crash,
                      report=found.report, triage=found.kept,
                      signature=index.signature(crash.signature), incident=incident,

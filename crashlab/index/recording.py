@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..hangs.model import HangReading
 from ..incidents import XidLine
+from ..report.kernellog import XidTriage
 from ..report.model import TriageReport
 from . import capture, copies
 from .location import default_index, first_line, resolve, shown
@@ -84,6 +85,20 @@ def record_hang(folder: Path, reading: HangReading, db: str | None, say: Callabl
         say("warning: --record: no verdict places the hang, so it has no signature; not recorded")
         return
     record_all([hang], db, Path("crashlab-runs"), say, announce=say)
+
+
+def record_kernel_log(path: str, triaged: XidTriage, db: str | None, say: Callable[[str], None],
+                      where: capture.Origin | None = None) -> None:
+    """What ``inspect --kernel-log FILE --record`` does with no dump: record the fault the log's
+    Xid lines describe, as a crash of kind kernel-log; a log with no Xid is said and not
+    recorded."""
+    if triaged.signature is None:
+        say("warning: --record: the kernel log holds no Xid line, so there is no signature; "
+            "not recorded")
+        return
+    record_all(lambda: [crash for crash in [capture.from_kernel_log(Path(path), triaged,
+                                                                    "inspect", where)] if crash],
+               db, Path("crashlab-runs"), say, announce=say)
 
 
 def record_core(core: str, report: TriageReport, db: str | None, copy: bool,

@@ -16,8 +16,9 @@ from ..report.run import RunReport
 from ..vocabulary import DumpLabel
 
 RecordedBy = Literal["serve", "inspect", "report"]
-#: crash: a process's fault or a run's failure; hang: a hang across ranks read from a capture
-CrashKind = Literal["crash", "hang"]
+#: crash: a process's fault or a run's failure; hang: a hang across ranks read from a capture;
+#: kernel-log: a GPU fault triaged from the driver's Xid lines alone, with no GPU dump
+CrashKind = Literal["crash", "hang", "kernel-log"]
 
 
 @dataclass(frozen=True)
@@ -184,7 +185,9 @@ class Crash(_Model):
     crash without a dump, or one recorded before crashlab kept it"""
     kind: CrashKind = "crash"
     """crash: a process's fault (one dump of a rank) or a run's failure; hang: a hang across
-    ranks, read from a capture (its signature's kind is collective-hang)"""
+    ranks, read from a capture (its signature's kind is collective-hang); kernel-log: a GPU
+    fault triaged from the driver's Xid lines alone, with no GPU dump (its signature's kind is
+    gpu-xid)"""
     files: list[CrashFile] = Field(default_factory=list)
     """Its files: coredump first, then request dumps (a hang's: its capture.json)."""
 

@@ -36,8 +36,9 @@ LIST_FIELDS = (*(field for _, field in LIST_COLUMNS), "kind")
 
 
 def _label(label: str | None, kind: str | None) -> str | None:
-    """A crash's LABEL as list and show print it: its dump's label, or ``hang`` for a hang."""
-    return label or ("hang" if kind == "hang" else None)
+    """A crash's LABEL as list and show print it: its dump's label, or its kind where it has no
+    dump (``hang``; ``kernel-log``: triaged from the driver's Xid lines alone)."""
+    return label or (kind if kind in ("hang", "kernel-log") else None)
 
 
 def _say(console: Console, text: str, indent: int, style: str = "") -> None:
@@ -181,6 +182,11 @@ def shown(view: Shown, console: Console) -> None:
             _field(console, "triage", said(view.triage, crash.id))
         if crash.kind == "hang":
             _hang(view, console)
+            return
+        if crash.kind == "kernel-log":
+            console.print(line(("report: none, triaged from the driver's Xid lines alone (no GPU "
+                                "dump); crashlab inspect --kernel-log FILE shows the triage",
+                                "dim")))
             return
         _report(view, console)
         return

@@ -14,7 +14,7 @@ from ..report.advice import advice_line
 from ..stdout import echo
 from ..textsize import with_bytes
 from . import local
-from .command import ReportOptions, make, runs_dir
+from .command import Made, ReportOptions, make, runs_dir
 
 
 def run(options: ReportOptions, as_json: bool, db: str | None, say: Callable[[str], None],
@@ -48,5 +48,17 @@ def run(options: ReportOptions, as_json: bool, db: str | None, say: Callable[[st
         say(local.message(reason))
     for warning in made.warnings:
         say(warning)
-    record_all(lambda: capture.from_report_inputs(made.inputs, given), db, runs_dir(made.inputs), say)
+    record_all(lambda: _recorded(made, options.kernel_log, given), db, runs_dir(made.inputs), say)
     return EXIT_FOUND if made.issue.found else EXIT_NOTHING
+
+
+def _recorded(made: Made, kernel_log: str | None, given: capture.Origin) -> list:
+    """What report records: the crashes it read, and the fault a kernel log alone describes
+    where no dump showed one (with a dump, the log joined that dump's triage)."""
+    assert made.inputs is not None
+    crashes: list = capture.from_report_inputs(made.inputs, given)
+    xid = made.issue.xid_triage
+    if kernel_log is not None and xid is not None:
+        crashes += [crash for crash in [capture.from_kernel_log(Path(kernel_log), xid, "report",
+                                                                given)] if crash is not None]
+    return crashes

@@ -50,6 +50,8 @@ class XidEvent(_Model):
     """its line number in the log (1-based)"""
     time: str | None = None
     """when, as the line's prefix gave it (ISO 8601); null where the prefix gives no date"""
+    host: str | None = None
+    """the host its syslog or journalctl prefix names; null where the prefix names none"""
     pid: int | None = None
     """the process the driver named, where it named one"""
     process: str | None = None
