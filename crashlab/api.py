@@ -27,7 +27,8 @@ def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
             debugger: bool = False, debugger_program: str | None = None,
             debugger_timeout: float = 60.0, explain: bool = True,
             triton_caches: tuple[os.PathLike, ...] = (),
-            kernel_log: str | os.PathLike | None = None) -> TriageReport:
+            kernel_log: str | os.PathLike | None = None,
+            host: str | None = None) -> TriageReport:
     """Triage a CUDA coredump (plain or gzip): faults, kernels, SASS around each faulting PC.
 
     Raises crashlab.errors.BadInput for a file that is not a readable CUDA coredump.
@@ -43,7 +44,9 @@ def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
     (crashlab.owner), where the dump was taken on this machine (serve passes the server's).
     ``kernel_log``: a file of dmesg, journalctl -k or syslog text; its Xid lines are decoded
     into report.kernel_log and held against the faults (crashlab.incidents.xidcheck). It is
-    read first, so that a log that cannot be read is refused before the dump is.
+    read first, so that a log that cannot be read is refused before the dump is. ``host``: the
+    host the dump crashed on, where known (its run's), which the log's syslog host is held
+    against.
     """
     log = _kernel_log(kernel_log) if kernel_log is not None else None
     with CoreDump(path) as core:
@@ -84,7 +87,7 @@ def inspect(path: str | os.PathLike, *, sass: bool = True, context: int = 8,
     if log is not None:
         from .incidents.xidcheck import check as check_xids
 
-        log.checks = check_xids(log, report)
+        log.checks = check_xids(log, report, host)
         report.kernel_log = log
     report.advice = advised(report)
     if debugger:

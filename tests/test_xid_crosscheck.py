@@ -95,3 +95,37 @@ def test_a_log_without_an_xid_is_nothing_found(tmp_path):
     done = run_cli("inspect", "--kernel-log", log, "--json")
     assert done.returncode == 1
     assert json.loads(done.stdout)["signature"] is None
+
+
+def test_a_log_that_names_none_of_the_dumps_gpus_is_held_against_nothing():
+    report = crashlab.inspect(NULL_ARGUMENT, kernel_log=LOGS / "null_argument-elsewhere.log")
+    assert [(d.pci_bus_id, d.pci_dev_id) for d in report.devices] == [(0, 6)]  # the device table's
+    [check] = report.kernel_log.checks  # neither agreeing nor differing on the fault
+    assert check.what == "machine" and check.verdict == "not comparable"
+    assert "not this dump's machine" in check.says and "3b:00" in check.says and "00:06" in check.says
+
+
+def test_a_log_from_another_host_is_said_to_be_and_still_checked():
+    log = LOGS / "null_argument-otherhost.log"
+    checks = crashlab.inspect(NULL_ARGUMENT, kernel_log=log, host="node7").kernel_log.checks
+    assert {check.what: check.verdict for check in checks} == {
+        "host": "differs", "sms": "agrees", "exception": "agrees", "address": "agrees"}
+    assert "node9" in checks[0].says and "node7" in checks[0].says
+    same_host = crashlab.inspect(NULL_ARGUMENT, kernel_log=log, host="node9").kernel_log.checks
+    assert "host" not in {check.what for check in same_host}
+
+
+def test_report_says_the_log_is_another_machines(tmp_path):
+    done = run_cli("report", NULL_ARGUMENT, "--kernel-log", LOGS / "null_argument-elsewhere.log",
+                   "--host", "node7", "--out", tmp_path)
+    assert done.returncode == 0, done.stderr
+    body = done.stdout.decode()
+    assert "not this dump's machine" in body and "node9" in body and "corroborates" not in body
+
+
+def test_inspect_holds_the_logs_host_against_its_record_host(tmp_path):
+    done = run_cli("inspect", NULL_ARGUMENT, "--kernel-log", LOGS / "null_argument-otherhost.log",
+                   "--record", "--host", "node7", "--db", tmp_path / "index.sqlite", "--json")
+    assert done.returncode == 0, done.stderr
+    checks = json.loads(done.stdout)["kernel_log"]["checks"]
+    assert checks[0]["what"] == "host" and checks[0]["verdict"] == "differs"

@@ -103,12 +103,13 @@ def inspect(core: str | None, as_json: bool, as_markdown: bool, no_sass: bool, n
                   sass=not no_sass,
                   record=(db, host, deployment) if record else None)
     where = None
-    if record and core != "-":  # a --host the dump's run contradicts is refused before reading
-        from ..index.capture import origin
+    if (record or kernel_log is not None) and core != "-":
+        from ..index.capture import origin  # a --host the dump's run contradicts is refused here
 
         where = origin(Path(core), host, deployment)
     report = inspect_core(core, sass=not no_sass, context=context, debugger=debugger,
-                          explain=not no_explain, kernel_log=kernel_log)
+                          explain=not no_explain, kernel_log=kernel_log,
+                          host=where.host if where is not None else None)
     if report.debugger is not None and report.debugger.status in ("unavailable", "failed"):
         say(f"--debugger: {report.debugger.reason}; the native report stands")
     if record:

@@ -8,11 +8,16 @@ contradicted (or the Xid is another process's: virtual addresses are per process
 
 from __future__ import annotations
 
+import re
+
 from ..report.kernellog import KernelLog, XidCheck, XidEvent
 from ..report.model import Fault, TriageReport
 
 #: The MMU reports a faulting address with page granularity: the low 12 bits are not an offset.
 PAGE = 4096
+#: The GPU an Xid line names: ``PCI:0000:3b:00`` (domain, bus, device; older drivers leave out
+#: ``PCI:``).
+_PCI = re.compile(r"(?:PCI:)?[0-9a-fA-F]{4,8}:(?P<bus>[0-9a-fA-F]{2}):(?P<device>[0-9a-fA-F]{2})")
 #: Xid 13's exception texts whose CUDBG exception carries another name.
 _SAME_EXCEPTION = {"mmu fault": "illegal address"}
 #: Why a (GPC, TPC, SM) cannot be matched with a dump's SM id.
@@ -21,9 +26,14 @@ NO_SM_MAPPING = ("which is which cannot be said: the Xid numbers SMs physically 
                  "between them (it depends on which TPCs the chip has fused off)")
 
 
-def check(log: KernelLog, report: TriageReport) -> list[XidCheck]:
-    """How the log's Xid 13 and Xid 31 lines stand against the report's faults."""
-    checks = []
+def check(log: KernelLog, report: TriageReport, host: str | None = None) -> list[XidCheck]:
+    """How the log's Xid 13 and Xid 31 lines stand against the report's faults; HOST, where
+    known, is the host the dump's run crashed on. A log none of whose GPUs is one of the
+    dump's is another machine's (or other GPUs'): it is said, and held against nothing."""
+    checks = _host(log, host)
+    elsewhere = _elsewhere(log, report)
+    if elsewhere is not None:
+        return [elsewhere, *checks]
     warp_lines = [event for event in log.xids if event.kind == "sm-exception" and event.xid == 13]
     if warp_lines and report.faults:
         checks.append(_sms(warp_lines, report.faults))
@@ -32,6 +42,42 @@ def check(log: KernelLog, report: TriageReport) -> list[XidCheck]:
         if event.kind == "mmu-fault" and event.address is not None:
             checks.append(_address(event, report.faults[0] if report.faults else None))
     return checks
+
+
+def _elsewhere(log: KernelLog, report: TriageReport) -> XidCheck | None:
+    """The check that says the log is not the dump's machine, where the GPUs its Xid lines name
+    (their PCI bus and device: the dump's device table records no PCI domain) and the dump's
+    are both known and none is shared; None otherwise."""
+    named = {gpu for gpu in (_pci(event.device) for event in log.xids) if gpu is not None}
+    dumped = {(device.pci_bus_id, device.pci_dev_id) for device in report.devices
+              if device.pci_bus_id is not None and device.pci_dev_id is not None}
+    if not named or not dumped or named & dumped:
+        return None
+    return XidCheck(what="machine", verdict="not comparable",
+                    says=f"none of the log's GPUs (PCI {_listed(named)}) is one of the dump's "
+                         f"(PCI {_listed(dumped)}): the log is not this dump's machine, so its "
+                         "Xids are held against nothing here")
+
+
+def _host(log: KernelLog, host: str | None) -> list[XidCheck]:
+    """A check that says the log's syslog prefixes name another host than the run's."""
+    named = sorted({event.host for event in log.xids if event.host})
+    if host is None or not named or host in named:
+        return []
+    return [XidCheck(what="host", verdict="differs",
+                     says=f"the log's lines name host {', '.join(named)}, the dump's run "
+                          f"{host}: the log may be another machine's")]
+
+
+def _pci(device: str) -> tuple[int, int] | None:
+    found = _PCI.search(device)
+    return (int(found["bus"], 16), int(found["device"], 16)) if found else None
+
+
+def _listed(gpus: set[tuple[int, int]]) -> str:
+    shown = sorted(gpus)
+    return ", ".join(f"{bus:02x}:{device:02x}" for bus, device in shown[:8]) + \
+        (", ..." if len(shown) > 8 else "")
 
 
 def _sms(lines: list[XidEvent], faults: list[Fault]) -> XidCheck:

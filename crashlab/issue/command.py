@@ -276,16 +276,17 @@ def _described_core(inputs: Inputs) -> tuple[CoreInput, TriageReport] | None:
     return next(iter(_faults(inputs) + read_ones), None)
 
 
-def _kernel_log(inputs: Inputs, path: str | None) -> XidTriage | None:
+def _kernel_log(inputs: Inputs, options: ReportOptions) -> XidTriage | None:
     """The --kernel-log's Xids: held against the first dump that shows the fault (they join its
-    triage), else an incident of their own, signed with the request dump's shape."""
-    if path is None:
+    triage; the log's host against the one its run or --host names), else an incident of their
+    own, signed with the request dump's shape."""
+    if options.kernel_log is None:
         return None
-    log = read_kernel_log(path)
+    log = read_kernel_log(options.kernel_log)
     faults = _faults(inputs)
     if faults:
-        report = faults[0][1]
-        log.checks = check_xids(log, report)
+        core, report = faults[0]
+        log.checks = check_xids(log, report, capture.origin(Path(core.path)).host or options.host)
         report.kernel_log = log
         report.advice = advised(report)
         return None
@@ -300,7 +301,7 @@ def make(options: ReportOptions) -> Made:
     inputs = read(options.inputs, options.explain,
                   kept=lambda core, read_so_far: kept_triage(core, options.db,
                                                              runs_dir(read_so_far)))
-    xid = _kernel_log(inputs, options.kernel_log)
+    xid = _kernel_log(inputs, options)
     privacy = _privacy(inputs, options)
     warnings: list[str] = list(inputs.repeats)
     fleet = _fleet(inputs, options.db, warnings.append)

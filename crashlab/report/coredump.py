@@ -278,7 +278,8 @@ def build(
         devices=[
             model.Device.model_construct(index=d.dev_id, name=d.name, sm_type=d.sm_type, num_sms=d.num_sms,
                      warps_per_sm=d.num_warps_per_sm, lanes_per_warp=d.num_lanes_per_warp,
-                     regs_per_lane=d.num_regs_per_lane)
+                     regs_per_lane=d.num_regs_per_lane, pci_bus_id=d.pci_bus_id,
+                     pci_dev_id=d.pci_dev_id)
             for d in core.devices
         ],
         kernels=kernels,

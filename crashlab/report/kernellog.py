@@ -112,8 +112,9 @@ class XidEvent(_Model):
 class XidCheck(_Model):
     """One piece of the kernel log held against the dump of the same incident."""
 
-    what: Literal["sms", "exception", "address"]
-    """what was compared: the faulting SMs, the exception, the faulting address"""
+    what: Literal["machine", "host", "sms", "exception", "address"]
+    """what was compared: the log's GPUs against the dump's (PCI addresses), the log's host
+    against the run's, the faulting SMs, the exception, the faulting address"""
     verdict: CheckVerdict
     """agrees, differs, or not comparable"""
     says: str

@@ -103,6 +103,10 @@ class Device(_Model):
     """Lanes (threads) per warp, 32 on every NVIDIA GPU so far."""
     regs_per_lane: int
     """Registers per lane the hardware offers (numRegsPerLane), not what a kernel uses."""
+    pci_bus_id: int | None = None
+    """The GPU's PCI bus number (pciBusId); null in a triage made before crashlab read it."""
+    pci_dev_id: int | None = None
+    """The GPU's PCI device number on that bus (pciDevId); null likewise."""
 
 
 class WarpPosition(_Model):
