@@ -27,7 +27,8 @@ def test_the_same_xid_fault_on_two_hosts_is_recorded_twice_under_one_signature(i
                     index_address, "--json")
     assert first.returncode == 0, first.stderr
     assert b"recorded as crash 1" in first.stderr
-    signed = json.loads(first.stdout)["signature"]["hash"]
+    triaged = json.loads(first.stdout)
+    signed = triaged["signature"]["hash"]
     again = run_cli("inspect", "--kernel-log", LOGS / "syslog.log", "--record", "--db",
                     index_address)
     assert b"already recorded as crash 1" in again.stderr
@@ -45,8 +46,11 @@ def test_the_same_xid_fault_on_two_hosts_is_recorded_twice_under_one_signature(i
     text = shown.stdout.decode()
     assert "label       kernel-log" in text and "no GPU dump" in text
     assert "no longer readable" not in text
-    [kept] = json.loads(run_cli("show", "1", "--json", "--db", index_address).stdout)["crash"]["files"]
+    shown_json = json.loads(run_cli("show", "1", "--json", "--db", index_address).stdout)
+    [kept] = shown_json["crash"]["files"]
     assert kept["kind"] == "kernel-log" and kept["path"] == str(LOGS / "syslog.log")
+    # the log's hardware Xid drains the GPU in show as in inspect (the log read again)
+    assert shown_json["advice"] == triaged["advice"] and triaged["advice"]["action"] == "drain"
     grouped = json.loads(run_cli("show", signed[:12], "--json", "--db", index_address).stdout)
     assert grouped["signature"]["count"] == 2 and grouped["signature"]["kind"] == "gpu-xid"
 

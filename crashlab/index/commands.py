@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .. import __version__
-from ..advice.decide import Evidence
-from ..errors import BadInput
+from ..advice.decide import ClassedXid, Evidence
+from ..errors import BadInput, CrashlabError
 from ..incidents import DEFAULT_WINDOW
 from ..report.advice import Advice
 from ..report.model import TriageReport
@@ -59,6 +59,18 @@ def show(index: Index, what: str, window: float = DEFAULT_WINDOW) -> Shown:
                  signature=index.signature(key), by=index.breakdown(key), facets=facets)
 
 
+def _logged_xids(crash: Crash) -> tuple[ClassedXid, ...]:
+    """The Xids of a kernel-log crash's log, read again where it is still there (none where it
+    went or cannot be read: the advice then stands on the index's history alone)."""
+    from ..advice.evidence import of_kernel_log
+    from ..incidents.kernellogfile import read_kernel_log
+
+    try:
+        return of_kernel_log(read_kernel_log(crash.source))
+    except CrashlabError:
+        return ()
+
+
 def advice_now(index: Index, crash: Crash, report: TriageReport | RunReport | None,
                incident: IncidentShown | None) -> Advice:
     """The advice for CRASH with all the index knows now: its report's evidence, the Xid lines
@@ -69,6 +81,8 @@ def advice_now(index: Index, crash: Crash, report: TriageReport | RunReport | No
 
     if isinstance(report, RunReport):
         evidence = of_run_report(report, crash.incarnation)
+    elif crash.kind == "kernel-log":
+        evidence = Evidence(xids=_logged_xids(crash))
     else:
         evidence = of_triage(report) if report is not None else Evidence()
     xids = evidence.xids
