@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import json
 
+import requests
+
 from tests.conftest import ROOT, run_cli
+from tests.ui_fleet import UiServer
 
 LOGS = ROOT / "fixtures" / "logs" / "xid"
 REQUEST_DUMP = ROOT / "fixtures" / "sglang_dumps" / "crash_dump_0.5.23.pkl"
@@ -73,3 +76,16 @@ def test_a_log_with_no_xid_is_not_recorded_and_db_needs_record(index_address, tm
     assert done.returncode == 1 and b"not recorded" in done.stderr
     refused = run_cli("inspect", "--kernel-log", LOGS / "syslog.log", "--db", index_address)
     assert refused.returncode == 2 and b"--db is for --record" in refused.stderr
+
+
+def test_the_web_view_labels_it_and_gives_the_logs_advice(index_address):
+    done = run_cli("inspect", "--kernel-log", LOGS / "syslog.log", "--record", "--db",
+                   index_address)
+    assert done.returncode == 0, done.stderr
+    [crash] = json.loads(run_cli("list", "--json", "--db", index_address).stdout)["crashes"]
+    server = UiServer(index_address)
+    try:
+        page = requests.get(f"{server.url}/crash/{crash['id']}", timeout=120).text
+    finally:
+        server.stop()
+    assert "triaged from the driver's Xid lines alone" in page and "drain" in page
