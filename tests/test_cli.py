@@ -59,7 +59,7 @@ def test_help_does_not_import_the_inspect_stack(args):
 
 def test_the_import_probe_sees_the_stack_when_a_verb_runs():
     imported = imported_modules("inspect", str(CORE), "--no-sass", "--json")
-    assert {"pydantic", "elftools", "crashlab.coredump.core", "crashlab.report.model"} <= imported
+    assert {"pydantic", "click", "crashlab.coredump.core", "crashlab.report.model"} <= imported
 
 
 @pytest.mark.parametrize("view", ["--json", "--list"])

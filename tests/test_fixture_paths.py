@@ -32,8 +32,10 @@ EXEMPT = {
     # (it is in their line tables and command lines), and the GPU machine's pytest logs name
     # pytest's own temporary root (fixtures/gpu/PROVENANCE.md).
     "gpu": ("/tmp/crashlab-gpu", "/tmp/pytest-of-root"),
-    # A stranger's server log from a public report, copied unchanged (fixtures/logs/PROVENANCE.md).
-    "logs": ("/home/yzy/rebuild-pytorch",),
+    # A stranger's server log from a public report, copied unchanged (fixtures/logs/PROVENANCE.md),
+    # and SGLang 0.5.23's own default for the driver's pipe, which its --crash-dump-folder sets
+    # and its log prints (sglang/srt/arg_groups/serving_hook.py): the same on every machine.
+    "logs": ("/home/yzy/rebuild-pytorch", "/tmp/corepipe.cuda.%h.%p"),
 }
 
 

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 from ..console import line
 from ..escape import escape
 from ..notation import counted
-from ..report.advice import advice_line
 from ..stdout import write
 from ..textsize import with_bytes
 from ..wrap import fitted
@@ -174,6 +173,8 @@ def shown(view: Shown, console: Console) -> None:
                 _field(console, name, value)
         _field(console, "signature", f"{signature.hash} {signature.title}")
         if view.advice is not None:
+            from ..report.advice import advice_line  # its model is pydantic's: show only, not list
+
             _field(console, "advice", advice_line(view.advice))
         _incident(view, crash, console)
         for item in crash.files:
