@@ -287,7 +287,10 @@ def test_sigterm_escalates_to_sigkill_after_grace_and_leaves_no_orphan(tmp_path)
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGHUP])
 def test_ctrl_c_or_a_closed_terminal_reaches_every_process_of_the_group(tmp_path, signum):
-    serve = Serve(tmp_path, sglang(free_port(), "--tp-size", "2"), *FAST, env=environment())
+    # serve started from a terminal: SIGHUP at its default. A suite run under nohup passes SIGHUP
+    # ignored to its children, and serve, like any nohup'd process, then rightly keeps running.
+    serve = Serve(tmp_path, sglang(free_port(), "--tp-size", "2"), *FAST, env=environment(),
+                  preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL))
     serve.wait_healthy()
     serve.signal(signum)
     manifest = finished(serve, 1)
