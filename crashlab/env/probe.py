@@ -55,16 +55,16 @@ def run_tool(argv: Sequence[str], *, timeout: float, environ: Mapping[str, str],
     reader = threading.Thread(target=_drain, args=(child.stdout, output), daemon=True)
     reader.start()
     reader.join(timeout)
-    if reader.is_alive():
+    if reader.is_alive():  # said as the limit it ran into, not as a loaded machine's overshoot
         _kill_session(child)
         threading.Thread(target=child.wait, daemon=True).start()
-        return ToolRun("timeout", seconds=time.monotonic() - started)
+        return ToolRun("timeout", seconds=timeout)
     try:
         code = child.wait(max(0.0, timeout - (time.monotonic() - started)) + 0.1)
     except subprocess.TimeoutExpired:
         _kill_session(child)
         threading.Thread(target=child.wait, daemon=True).start()
-        return ToolRun("timeout", seconds=time.monotonic() - started)
+        return ToolRun("timeout", seconds=timeout)
     text = output.decode("utf-8", "replace")
     return ToolRun("ok" if code == 0 else "failed", text, time.monotonic() - started, code)
 
