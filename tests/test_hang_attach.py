@@ -117,3 +117,31 @@ def test_attach_snapshots_of_a_live_spinning_kernel_see_its_warps_and_leave_it_r
     finally:
         child.send_signal(signal.SIGKILL)
         child.wait()
+
+
+def test_a_captures_attach_snapshots_are_read_into_the_ranks_evidence(real_cuda_gdb, tmp_path):
+    """capture.json rows naming two real cuda-gdb printouts of one rank: the rank's reading says
+    its warps stood still, kernel and PC; a refused attach of another rank is its note."""
+    from crashlab.hangs.evidence import gather
+    from crashlab.hangs.layout import Capture, RankProcess, SourceRecord, source_path
+    from crashlab.hangs.rank import read_rank
+
+    text = _tables_of_dump(real_cuda_gdb, "hang.explain")
+    rows = []
+    for sample in range(2):
+        path = source_path(0, sample, attach.NAME)
+        (tmp_path / path).parent.mkdir(parents=True)
+        (tmp_path / path).write_text(text)
+        rows.append(SourceRecord(source=attach.NAME, rank=0, sample=sample, status="ok",
+                                 taken_at="2026-01-01T00:00:00Z", path=path))
+    rows.append(SourceRecord(source=attach.NAME, rank=1, sample=0, status="refused",
+                             taken_at="2026-01-01T00:00:00Z", note="ptrace refused"))
+    capture = Capture(started_at="2026-01-01T00:00:00Z", trigger="dump-now", samples=2,
+                      interval_s=1, ranks=[RankProcess(rank=0, pid=10), RankProcess(rank=1, pid=11)],
+                      sources=rows)
+    found = gather(capture, tmp_path, tmp_path, None)
+    [said] = [line for line in read_rank(found.ranks[0], {}).state_evidence if "cuda-gdb" in line]
+    assert said.startswith("cuda-gdb attached (2 snapshots): stuck, the same 2 warp(s)")
+    assert "wait_for_flag(): 2 at 0x" in said
+    assert [(n.source, n.status) for n in found.ranks[1].notes] == [(attach.NAME, "refused")]
+    assert not [line for line in read_rank(found.ranks[1], {}).state_evidence if "cuda-gdb" in line]
