@@ -24,13 +24,18 @@ from .options import POSITIVE, runs_dir_option
               help="Host samples only: no GPU dump, the server keeps running and its pipes "
                    "stay for a later dump.")
 @click.option("--no-py-spy", is_flag=True, help="Do not attach py-spy to the ranks.")
+@click.option("--attach", is_flag=True,
+              help="Also attach cuda-gdb to every rank in every sample (its kernels and warps' "
+                   "PCs, without ending it). Intrusive: needs ptrace, and each process, GPU work "
+                   "included, is stopped while it is read (at most --source-timeout).")
 @click.option("--source-timeout", type=POSITIVE, default=10.0, show_default=True,
               metavar="SECONDS", help="Longest wait for one source (py-spy, a Flight Recorder "
                                       "dump, RAS, NVML) in one sample.")
 @click.option("--timeout", type=click.FloatRange(min=0), default=120.0, show_default=True,
               help="How long to wait for the GPU dumps to be collected.")
 def dump_now(runs: tuple[Path, ...], deployment: str | None, runs_dir: Path, samples: int,
-             interval: float, no_gpu_dump: bool, no_py_spy: bool, source_timeout: float,
+             interval: float, no_gpu_dump: bool, no_py_spy: bool, attach: bool,
+             source_timeout: float,
              timeout: float) -> None:
     """Capture a hung server now: host samples of every rank, then one GPU dump of each process.
 
@@ -53,12 +58,13 @@ def dump_now(runs: tuple[Path, ...], deployment: str | None, runs_dir: Path, sam
     Examples:
       crashlab dump-now crashlab-runs/20261121-101500-node7-4242
       crashlab dump-now --no-gpu-dump --samples 5 --interval 2 RUN
+      crashlab dump-now --no-gpu-dump --attach RUN
       crashlab dump-now --deployment pd-1 --runs-dir crashlab-runs
     """
     from ..supervise.command import dump_now_said
     from ..supervise.hangcapture import CaptureOptions
 
     options = CaptureOptions(samples=samples, interval=interval, gpu_dump=not no_gpu_dump,
-                             py_spy=not no_py_spy, source_timeout=source_timeout,
+                             py_spy=not no_py_spy, attach=attach, source_timeout=source_timeout,
                              dump_timeout=timeout)
     sys.exit(dump_now_said(list(runs), deployment, runs_dir, options, say))

@@ -87,6 +87,10 @@ def _crash_loop(value: str) -> tuple[int, float]:
               metavar="SECONDS", help="With --hang-after: seconds between samples.")
 @click.option("--no-gpu-dump", is_flag=True,
               help="With --hang-after: host samples only, no GPU dump; the server keeps running.")
+@click.option("--attach", is_flag=True,
+              help="With --hang-after: also attach cuda-gdb to every rank in every sample (its "
+                   "kernels and warps' PCs, without ending it). Intrusive: needs ptrace, and each "
+                   "process, GPU work included, is stopped while it is read.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def serve(**options: Any) -> None:
     """Run a server under watch; when it crashes, keep every artifact and triage it.

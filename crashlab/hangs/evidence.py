@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from ..errors import BadInput
 from ..published import parse
 from ..report.model import TriageReport
-from . import flightrecorder, pyspy, ras
+from . import attach, flightrecorder, pyspy, ras
 from .files import read_within, resolved_within
 from .layout import Capture, NvmlSample, RankProcess, SourceRecord
 from .model import SourceNote
@@ -25,7 +25,8 @@ from .model import SourceNote
 #: The most each source writes: a Flight Recorder buffer of 20,000 entries with their stacks
 #: is tens of MB; py-spy's text of a few hundred threads, RAS's of thousands of communicators,
 #: NVML's of a machine's GPUs are far below theirs.
-LIMITS = {"flight-recorder": 128 << 20, "py-spy": 8 << 20, "nccl-ras": 4 << 20, "nvml": 4 << 20}
+LIMITS = {"flight-recorder": 128 << 20, "py-spy": 8 << 20, "nccl-ras": 4 << 20, "nvml": 4 << 20,
+          "cuda-gdb-attach": 8 << 20}
 
 #: Reads one GPU dump (a path) into its triage; BadInput where it cannot.
 GpuReader = Callable[[Path], TriageReport]
@@ -38,6 +39,8 @@ class Sample:
     flight: flightrecorder.FlightRecord | None = None
     flight_at: datetime | None = None
     stacks: pyspy.PySpyDump | None = None
+    snapshot: attach.Snapshot | None = None
+    """cuda-gdb's kernels and warps of the live process (--attach)"""
 
 
 @dataclass
@@ -118,6 +121,8 @@ def _read(found: CaptureEvidence, owner: RankEvidence | None, record: SourceReco
         if sample.flight.cut:
             owner.notes.append(SourceNote(source=record.source, sample=record.sample,
                                           status="partial", note=sample.flight.cut))
+    elif record.source == "cuda-gdb-attach":
+        owner.sample(record.sample).snapshot = attach.parse(_text(data))
     else:
         owner.sample(record.sample).stacks = pyspy.read(_text(data))
 

@@ -29,6 +29,7 @@ SOURCE_FILES = {
     "py-spy": "py-spy.txt",
     "flight-recorder": "flight-recorder",
     "nccl-ras": "nccl-ras.txt",
+    "cuda-gdb-attach": "cuda-gdb.txt",
 }
 
 Source = Literal["py-spy", "flight-recorder", "nccl-ras", "nvml", "gpu-dump", "cuda-gdb-attach"]

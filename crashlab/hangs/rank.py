@@ -14,6 +14,7 @@ from datetime import datetime
 
 from ..report.model import TriageReport
 from ..signature.names import base_name
+from . import attach
 from .evidence import RankEvidence
 from .flightrecorder import Entry, FlightRecord
 from .layout import NvmlSample
@@ -250,11 +251,25 @@ def _state(groups: list[GroupProgress], dumps: list[PySpyDump], where: str | Non
                               "moves is unknown"]
 
 
+def _attached(evidence: RankEvidence) -> list[str]:
+    """What cuda-gdb's live snapshots (--attach) say of the rank's warps, where any were taken."""
+    snapshots = [sample.snapshot for _, sample in sorted(evidence.samples.items())
+                 if sample.snapshot is not None]
+    if not snapshots:
+        return []
+    read = attach.motion(snapshots)
+    kernels = "; ".join(f"{name}: " + ", ".join(f"{count} at {pc:#x}" for pc, count in pcs.items())
+                        for name, pcs in read.pcs_by_kernel.items())
+    return [f"cuda-gdb attached ({len(snapshots)} snapshots): {read.motion}, {read.evidence}"
+            + (f" ({kernels})" if kernels else "")]
+
+
 def read_rank(evidence: RankEvidence, nvml: dict[int, NvmlSample]) -> RankReading:
     groups = _groups(evidence)
     threads, where, dumps = _threads(evidence)
     gpu = _gpu(evidence, nvml)
     state, said = _state(groups, dumps, where, gpu)
+    said += _attached(evidence)
     process = evidence.process
     return RankReading(
         rank=evidence.rank, pid=process.pid if process else None,

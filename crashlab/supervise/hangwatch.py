@@ -42,6 +42,7 @@ class HangWatch:
         return CaptureOptions(samples=self.options.hang_samples,
                               interval=self.options.hang_interval,
                               gpu_dump=self.options.hang_gpu_dump,
+                              attach=self.options.hang_attach,
                               dump_timeout=self.options.dump_timeout)
 
     @property

@@ -50,13 +50,15 @@ class ServeOptions:
     hang_interval: float = 5.0
     #: end the hang capture with one GPU dump of every process (which ends them)
     hang_gpu_dump: bool = True
+    #: attach cuda-gdb to every rank in every sample of the hang capture (stops it while read)
+    hang_attach: bool = False
 
     @classmethod
     def from_command_line(cls, *, command, runs_dir, coredump, user_dumps, health_url,
                           health_interval, health_timeout, dump_timeout, grace, restart,
                           max_restarts, crash_loop, restart_delay, quiet, no_debugger, deployment,
                           incident_window, db, hang_after, hang_samples, hang_interval,
-                          no_gpu_dump) -> ServeOptions:
+                          no_gpu_dump, attach) -> ServeOptions:
         """The options as click parsed them (names as in crashlab/cli/serve.py): the launch
         command as a list, the coredump mode as its enum, the negated switches turned round."""
         return cls(command=list(command), runs_dir=runs_dir, coredump=CoredumpMode(coredump),
@@ -67,7 +69,7 @@ class ServeOptions:
                    echo=not quiet, debugger=not no_debugger, db=db, deployment=deployment,
                    incident_window=incident_window, hang_after=hang_after,
                    hang_samples=hang_samples, hang_interval=hang_interval,
-                   hang_gpu_dump=not no_gpu_dump)
+                   hang_gpu_dump=not no_gpu_dump, hang_attach=attach)
 
     def as_manifest(self) -> dict:
         values = asdict(self)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Literal
 
 from ...errors import CrashlabError
+from ...gdb.driver import find_cuda_gdb
 from ...hangs.layout import CAPTURE, CAPTURES, Capture, SourceRecord
 from ...notation import counted
 from .. import dumpnow, files, timestamps
@@ -24,7 +25,7 @@ from ..dumpnow import DumpNowResult
 from ..hangsources import FR_PIPE_SUFFIX, Stack
 from ..manifest import Manifest
 from ..options import Notify
-from . import flightrecorder, gpuactivity, pyspy, ranks, ras
+from . import attach, flightrecorder, gpuactivity, pyspy, ranks, ras
 from .bounded import Budget
 from .slot import Slot
 
@@ -32,6 +33,9 @@ GPU_DUMP_ENDS_PROCESS = (
     "a user-triggered GPU dump ends the process it dumps: on a real driver (H200, 580.159.04) the "
     "driver aborts it right after its dump; with skip_abort it lives but its pipe is gone. One GPU "
     "dump per process: --no-gpu-dump keeps the server running and the pipe for later")
+ATTACH_STOPS_PROCESS = (
+    "--attach: cuda-gdb attached to every rank in every sample; each process, its GPU work "
+    "included, is stopped while it is read (at most the source timeout), then detached")
 DUMP_SUFFIX = ".nvcudmp"
 Trigger = Literal["dump-now", "hang-after"]
 
@@ -43,6 +47,8 @@ class CaptureOptions:
     """Seconds from the start of one sample to the start of the next."""
     gpu_dump: bool = True
     py_spy: bool = True
+    attach: bool = False
+    """cuda-gdb attached to every rank in every sample (the process stops while it is read)."""
     source_timeout: float = 10.0
     dump_timeout: float = 120.0
     """How long the GPU dumps may take to be collected."""
@@ -86,6 +92,7 @@ class _Capture:
         self.ranks = ranks.find(incarnation.processes, self.places.pipe_stem, FR_PIPE_SUFFIX,
                                 record.crashlab.host)
         self.py_spy = pyspy.find(record.command, os.environ) if options.py_spy else None
+        self.cuda_gdb, self.no_cuda_gdb = find_cuda_gdb() if options.attach else (None, "")
         self.folder = _folder(run_dir)
         self.budget = Budget(options.max_file_bytes, options.max_capture_bytes)
         self.capture = Capture(started_at=timestamps.now(), trigger=trigger,
@@ -96,6 +103,8 @@ class _Capture:
     def _notes(self) -> list[str]:
         notes = [f"py-spy: {self.py_spy}" if self.py_spy else
                  "py-spy: not asked (--no-py-spy)" if not self.options.py_spy else pyspy.MISSING]
+        if self.options.attach:
+            notes.append(ATTACH_STOPS_PROCESS)
         if self.options.gpu_dump:
             notes.append(GPU_DUMP_ENDS_PROCESS)
         return notes
@@ -105,9 +114,13 @@ class _Capture:
 
     def sample(self, number: int) -> None:
         slot = Slot(self.folder, number, timestamps.now(), self.budget, self.options.source_timeout)
-        with ThreadPoolExecutor(max_workers=len(self.ranks.processes) + 3) as pool:
+        with ThreadPoolExecutor(max_workers=2 * len(self.ranks.processes) + 3) as pool:
             stacks = [pool.submit(self._py_spy, rank.pid, rank.rank, slot)
                       for rank in self.ranks.processes]
+            if self.options.attach:
+                stacks += [pool.submit(attach.snapshot, self.cuda_gdb, self.no_cuda_gdb, rank.pid,
+                                       rank.rank, slot, os.environ)
+                           for rank in self.ranks.processes]
             recorder = pool.submit(flightrecorder.dump_all, self.places,
                                    [rank.rank for rank in self.ranks.processes], slot)
             machine = [pool.submit(ras.query, self.record.environment, self.stack,

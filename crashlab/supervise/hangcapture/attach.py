@@ -1,0 +1,57 @@
+"""cuda-gdb attached to one rank's live process: its kernels and where their warps stand, without
+ending it (a GPU user dump ends the process; this does not).
+
+Intrusive and opt-in (``--attach``): cuda-gdb attaches with ptrace and the whole process, its
+GPU work included, is stopped while it is read, then detached. Each snapshot is bounded by the
+source timeout. Where the kernel refuses ptrace (``crashlab doctor`` says why) the row is
+"refused"; a process with no CUDA context or no kernel running gives a "missing" row whose file
+keeps cuda-gdb's own words.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ...env.probe import run_tool
+from ...hangs.layout import Source, SourceRecord, source_path
+from .slot import Slot, first_line
+
+NAME: Source = "cuda-gdb-attach"
+COMMANDS = ("info cuda kernels", "info cuda warps")
+NO_KERNELS = "No CUDA kernels."
+NO_CUDA = "cuda-gdb attached: no CUDA context/kernels in the process"
+_REFUSALS = ("operation not permitted", "permission denied")
+
+
+def argv(cuda_gdb: str, pid: int) -> list[str]:
+    """One batch attach: read, then detach (gdb's batch mode detaches from an attached process)."""
+    command = [cuda_gdb, "-nx", "-batch", "-p", str(pid)]
+    for line in COMMANDS:
+        command += ["-ex", line]
+    return command
+
+
+def snapshot(cuda_gdb: str | None, missing: str, pid: int, rank: int, slot: Slot,
+             environ: Mapping[str, str]) -> SourceRecord:
+    if cuda_gdb is None:
+        return slot.row(NAME, rank, "missing", missing)
+    run = run_tool(argv(cuda_gdb, pid), timeout=slot.timeout, environ=environ, search_path="",
+                   with_stderr=True)
+    if run.status == "timeout":
+        return slot.row(NAME, rank, "timeout", f"cuda-gdb read nothing within {slot.timeout:g} s")
+    if run.status == "missing":
+        return slot.row(NAME, rank, "missing", f"{cuda_gdb} could not be started")
+    lowered = run.output.lower()
+    if "ptrace" in lowered and any(word in lowered for word in _REFUSALS):
+        said = next((line for line in run.output.splitlines() if "ptrace" in line.lower()), "")
+        return slot.row(NAME, rank, "refused",
+                        f"ptrace refused ({first_line(said)}); crashlab doctor says why")
+    if NO_KERNELS in run.output:
+        row = slot.keep(NAME, rank, source_path(rank, slot.sample, NAME), run.output.encode())
+        if row.status == "ok":
+            row.status, row.note = "missing", NO_CUDA
+        return row
+    if run.status == "failed" and "Wp " not in run.output:
+        return slot.row(NAME, rank, "failed", f"cuda-gdb: {first_line(run.output)} "
+                        f"(exit code {run.exit_code})")
+    return slot.keep(NAME, rank, source_path(rank, slot.sample, NAME), run.output.encode())
