@@ -114,25 +114,26 @@ class _Capture:
 
     def sample(self, number: int) -> None:
         slot = Slot(self.folder, number, timestamps.now(), self.budget, self.options.source_timeout)
-        with ThreadPoolExecutor(max_workers=2 * len(self.ranks.processes) + 3) as pool:
-            stacks = [pool.submit(self._py_spy, rank.pid, rank.rank, slot)
+        with ThreadPoolExecutor(max_workers=len(self.ranks.processes) + 3) as pool:
+            traced = [pool.submit(self._traced, rank.pid, rank.rank, slot)
                       for rank in self.ranks.processes]
-            if self.options.attach:
-                stacks += [pool.submit(attach.snapshot, self.cuda_gdb, self.no_cuda_gdb, rank.pid,
-                                       rank.rank, slot, os.environ)
-                           for rank in self.ranks.processes]
             recorder = pool.submit(flightrecorder.dump_all, self.places,
                                    [rank.rank for rank in self.ranks.processes], slot)
             machine = [pool.submit(ras.query, self.record.environment, self.stack,
                                    self.ranks.processes, slot),
                        pool.submit(gpuactivity.sample, slot)]
-            self.capture.sources += [job.result() for job in stacks] + recorder.result() \
-                + [job.result() for job in machine]
+            self.capture.sources += [row for job in traced for row in job.result()] \
+                + recorder.result() + [job.result() for job in machine]
 
-    def _py_spy(self, pid: int, rank: int, slot: Slot) -> SourceRecord:
-        if not self.options.py_spy:
-            return slot.row(pyspy.NAME, rank, "skipped", "--no-py-spy")
-        return pyspy.dump(self.py_spy, pid, rank, slot, os.environ)
+    def _traced(self, pid: int, rank: int, slot: Slot) -> list[SourceRecord]:
+        """py-spy, then cuda-gdb's attach: one after the other, since a process takes one tracer
+        at a time (run together, py-spy was refused and cuda-gdb read nothing)."""
+        rows = [pyspy.dump(self.py_spy, pid, rank, slot, os.environ) if self.options.py_spy
+                else slot.row(pyspy.NAME, rank, "skipped", "--no-py-spy")]
+        if self.options.attach:
+            rows.append(attach.snapshot(self.cuda_gdb, self.no_cuda_gdb, pid, rank, slot,
+                                        os.environ))
+        return rows
 
     def gpu_dumps(self) -> DumpNowResult | None:
         """The GPU dumps, last: one row per rank."""
