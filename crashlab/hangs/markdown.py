@@ -9,8 +9,8 @@ crashlab.report.markdown_escape (code spans, table cells, running text), never a
 from __future__ import annotations
 
 from ..report.markdown_escape import cell, code, inline
-from .model import PLACING, HangReading, RankReading, ranks_text
-from .verdicts import pg_text
+from .model import PLACING, HangReading, RankReading
+from .verdicts import group_text, pg_text
 
 #: Evidence lines shown per verdict (the bundle's reading has them all).
 MAX_EVIDENCE = 10
@@ -66,16 +66,7 @@ def _groups(reading: HangReading, mark: str) -> list[str]:
         return []
     out = [f"{mark}# Process groups", ""]
     for group in reading.groups:
-        said = f"{pg_text(group.pg, group.pg_desc)}, ranks {', '.join(map(str, group.ranks))}: "
-        if group.seq is None:
-            said += "the ranks agree on every collective their dumps hold"
-        else:
-            said += f"first disagreement at {group.op} #{group.seq} ({group.kind or 'none'})"
-            for word, ranks in (("never entered by", group.behind),
-                                ("waited in by", group.waiting), ("unknown for", group.unknown)):
-                if ranks:
-                    said += f"; {word} {ranks_text(ranks)}"
-        out.append(f"- {inline(said)}")
+        out.append(f"- {inline(group_text(group))}")
         out += [f"  - {inline(side.text())}" for side in group.sides]
     return [*out, ""]
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from rich.console import Console
 
 from ..console import line, plain, wrapped
-from .model import PLACING, HangReading, RankReading, SampleStep, note_lines, ranks_text
-from .verdicts import pg_text
+from .model import PLACING, HangReading, RankReading, SampleStep, note_lines
+from .verdicts import group_text, pg_text
 
 #: Evidence lines shown per verdict (the JSON has them all).
 MAX_EVIDENCE = 14
@@ -86,18 +86,7 @@ def _groups(reading: HangReading, console: Console) -> None:
     console.print()
     console.print(plain("Process groups", style="bold"))
     for group in reading.groups:
-        said = f"  {pg_text(group.pg, group.pg_desc)}, ranks {', '.join(map(str, group.ranks))}: "
-        if group.seq is None:
-            said += "the ranks agree on every collective their dumps hold"
-        else:
-            said += f"first disagreement at {group.op} #{group.seq} ({group.kind or 'none'})"
-            if group.behind:
-                said += f"; never entered by {ranks_text(group.behind)}"
-            if group.waiting:
-                said += f"; waited in by {ranks_text(group.waiting)}"
-            if group.unknown:
-                said += f"; unknown for {ranks_text(group.unknown)}"
-        console.print(wrapped(plain(said), indent=4))
+        console.print(wrapped(plain(f"  {group_text(group)}"), indent=4))
         for side in group.sides:
             console.print(wrapped(line("    ", side.text()), indent=6))
 

@@ -49,6 +49,20 @@ def pg_text(name: str, desc: str) -> str:
     return f"pg {name} ({desc})" if desc else f"pg {name}"
 
 
+def group_text(group: GroupReading) -> str:
+    """A process group's line, the same in every view: its ranks, and the first collective they
+    disagree on with who never entered it, who waits in it and whose dump cannot say."""
+    said = f"{pg_text(group.pg, group.pg_desc)}, ranks {', '.join(map(str, group.ranks))}: "
+    if group.seq is None:
+        return said + "the ranks agree on every collective their dumps hold"
+    said += f"first disagreement at {group.op} #{group.seq} ({group.kind or 'none'})"
+    for word, ranks in (("never entered by", group.behind), ("waited in by", group.waiting),
+                        ("unknown for", group.unknown)):
+        if ranks:
+            said += f"; {word} {ranks_text(ranks)}"
+    return said
+
+
 def _of_group(group: GroupReading, ranks: dict[int, RankReading]) -> Verdict | None:
     if group.seq is None:
         return None
