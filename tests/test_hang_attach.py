@@ -47,7 +47,7 @@ def test_the_same_pcs_in_every_snapshot_read_stuck_and_name_the_kernels_pcs(real
     """Two snapshots of one real dump: the same warps at the same PCs."""
     snapshot = reading.parse(_tables_of_dump(real_cuda_gdb, "hang.explain"))
     read = reading.motion([snapshot, snapshot])
-    assert read.motion == "stuck" and "same 2 warp(s)" in read.evidence
+    assert read.motion == "stuck" and "same 2 warps" in read.evidence
     [(name, pcs)] = read.pcs_by_kernel.items()
     assert name == "wait_for_flag()" and list(pcs.values()) == [2]
 
@@ -58,7 +58,7 @@ def test_warps_that_changed_pc_read_progressing(real_cuda_gdb):
     moved = reading.Snapshot(first.kernels, [replace(first.warps[0], pc=first.warps[0].pc + 16),
                                              *first.warps[1:]])
     read = reading.motion([first, moved])
-    assert read.motion == "progressing" and "1 warp(s) changed PC" in read.evidence
+    assert read.motion == "progressing" and "1 warp changed PC" in read.evidence
     assert reading.motion([first]).motion == "unknown"
 
 
@@ -141,7 +141,7 @@ def test_a_captures_attach_snapshots_are_read_into_the_ranks_evidence(real_cuda_
                       sources=rows)
     found = gather(capture, tmp_path, tmp_path, None)
     [said] = [line for line in read_rank(found.ranks[0], {}).state_evidence if "cuda-gdb" in line]
-    assert said.startswith("cuda-gdb attached (2 snapshots): stuck, the same 2 warp(s)")
+    assert said.startswith("cuda-gdb attached (2 snapshots): stuck, the same 2 warps")
     assert "wait_for_flag(): 2 at 0x" in said
     assert [(n.source, n.status) for n in found.ranks[1].notes] == [(attach.NAME, "refused")]
     assert not [line for line in read_rank(found.ranks[1], {}).state_evidence if "cuda-gdb" in line]

@@ -15,6 +15,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ..notation import counted
+
 _KERNEL = re.compile(r"^\*?\s*(\d+)\s+\S+\s+(\d+)\s+(\d+)\s+(\w+)\s+0x[0-9a-f]+\s+(\(\S+\))\s+"
                      r"(\(\S+\))\s+(.*?)\s*$")
 _SM = re.compile(r"^Device (\d+) SM (\d+)\s*$")
@@ -98,10 +100,10 @@ def motion(snapshots: list[Snapshot]) -> Motions:
                     for key in before.keys() & after.keys() if before[key] != after[key]})
     if moved:
         device, sm, warp = moved[0]
-        return Motions("progressing", f"{len(moved)} warp(s) changed PC between snapshots "
+        return Motions("progressing", f"{counted(len(moved), 'warp')} changed PC between snapshots "
                        f"(first: device {device} SM {sm} warp {warp})", last)
     if any(before.keys() != after.keys() for before, after in pairs):
         return Motions("progressing", "the warps resident on the SM changed between snapshots",
                        last)
-    return Motions("stuck", f"the same {len(places[0])} warp(s) at the same PCs in "
-                   f"{len(seen)} snapshots", last)
+    return Motions("stuck", f"the same {counted(len(places[0]), 'warp')} at the same PCs in "
+                   f"{counted(len(seen), 'snapshot')}", last)
