@@ -6,7 +6,8 @@ there: the Flight Recorder pipe gloo lacks, /health, a constructed RAS report).
 One run serves the module: serve's own capture (``--hang-after``) runs with no py-spy anywhere
 it looks (the ranks run an interpreter whose folder has none: a venv over the environment's
 packages), then ``crashlab dump-now`` runs with the environment's real py-spy on PATH and the
-stand-in nvidia-smi of tests/standin_tools beside it. No GPU here: the GPU dumps are asked and
+stand-in nvidia-smi of tests/standin_tools beside it, and ``--attach`` with NVIDIA's real cuda-gdb
+where .ci/get-cuda-gdb put it. No GPU here: the GPU dumps are asked and
 refused for what this run is (no --user-dumps), the gpu-marked tests take the real ones.
 """
 
@@ -23,8 +24,9 @@ from pathlib import Path
 import pytest
 
 from crashlab.hangs.layout import CAPTURE, Capture, NvmlSample, capture_dirs, source_path
+from crashlab.supervise.hangcapture import attach
 from crashlab.supervise.hangcapture.run import GPU_DUMP_ENDS_PROCESS
-from tests.conftest import ROOT, free_port, run_cli
+from tests.conftest import REAL_CUDA_GDB, ROOT, free_port, run_cli
 from tests.serve_harness import Serve, survivors
 
 WORLD = 4
@@ -83,8 +85,9 @@ def hung(sglang_env, tmp_path_factory) -> HungRun:
         [hang_after_dir] = capture_dirs(serve.run_dir)
         rank_pids = ",".join(map(str, _rank_processes(manifest).values()))
         path = os.pathsep.join([str(sglang_env / "bin"), str(STANDIN_TOOLS), os.environ["PATH"]])
-        said = run_cli("dump-now", serve.run_dir, "--no-gpu-dump", "--samples", str(SAMPLES),
-                       "--interval", "0.5", env={**os.environ, "PATH": path,
+        debugger = {"CRASHLAB_CUDA_GDB": str(REAL_CUDA_GDB)} if os.access(REAL_CUDA_GDB, os.X_OK) else {}
+        said = run_cli("dump-now", serve.run_dir, "--no-gpu-dump", "--attach", "--samples", str(SAMPLES),
+                       "--interval", "0.5", env={**os.environ, "PATH": path, **debugger,
                                                  "CRASHLAB_STANDIN_NVIDIA_SMI_APPS": rank_pids},
                        timeout=180)
         assert said.returncode == 0, said.stderr
@@ -219,6 +222,24 @@ def test_dump_now_takes_py_spy_stacks_of_every_rank(hung):
         else:
             assert "all_reduce (" in stack and "c10d::" in stack  # --native: torch's frames
     assert GPU_DUMP_ENDS_PROCESS not in hung.dump_now_said  # --no-gpu-dump: nothing to warn of
+
+
+def test_dump_now_attaches_cuda_gdb_to_every_rank_within_the_default_timeout(hung):
+    """Real cuda-gdb attached to each real rank (each has imported torch) in each sample: within
+    the default --source-timeout it says the process has no CUDA kernels, and every rank lives on
+    (the later captures see them). Loading every library's symbols took 8-9 s a rank here, so
+    each attach ran out of time and read nothing."""
+    if not os.access(REAL_CUDA_GDB, os.X_OK):
+        pytest.skip(f"real cuda-gdb not installed at {REAL_CUDA_GDB} (run .ci/get-cuda-gdb)")
+    rows = _rows(hung.dump_now, attach.NAME)
+    assert sorted((row.rank, row.sample) for row in rows) == \
+        [(rank, sample) for rank in range(WORLD) for sample in range(SAMPLES)]
+    if {row.status for row in rows} == {"refused"}:
+        pytest.skip(f"ptrace is refused here: {rows[0].note}")
+    assert {(row.status, row.note) for row in rows} == {("missing", attach.NO_CUDA)}, rows
+    for row in rows:
+        assert "No CUDA kernels." in (hung.dump_now_dir / row.path).read_text()
+    assert {row.status for row in _rows(hung.bounded, "py-spy")} <= {"ok", "skipped", "refused"}
 
 
 def test_dump_now_reads_the_gpus_activity_through_nvidia_smi(hung):

@@ -18,14 +18,22 @@ from .slot import Slot, first_line
 
 NAME: Source = "cuda-gdb-attach"
 COMMANDS = ("info cuda kernels", "info cuda warps")
+#: The one library whose symbols an attach loads (a regular expression, as ``sharedlibrary`` takes).
+DRIVER_LIBRARY = "libcuda"
 NO_KERNELS = "No CUDA kernels."
 NO_CUDA = "cuda-gdb attached: no CUDA context/kernels in the process"
 _REFUSALS = ("operation not permitted", "permission denied")
 
 
 def argv(cuda_gdb: str, pid: int) -> list[str]:
-    """One batch attach: read, then detach (gdb's batch mode detaches from an attached process)."""
-    command = [cuda_gdb, "-nx", "-batch", "-p", str(pid)]
+    """One batch attach: read, then detach (gdb's batch mode detaches from an attached process).
+
+    Only the CUDA driver's symbols are loaded: cuda-gdb finds the GPU through libcuda's
+    debugger-API variables (``cudbgIpcFlag``, ``cudbgAttachHandlerAvailable``, ...), and
+    loading every library's symbols of a process that imported PyTorch took 8-9 s here, against
+    0.05 s without them (docs/hangs.md)."""
+    command = [cuda_gdb, "-nx", "-batch", "-iex", "set auto-solib-add off", "-p", str(pid),
+               "-ex", f"sharedlibrary {DRIVER_LIBRARY}"]
     for line in COMMANDS:
         command += ["-ex", line]
     return command
