@@ -1,8 +1,10 @@
 """--attach: real cuda-gdb attached to a live process, and its tables read into motion evidence.
 
 The printouts the parser reads are real: NVIDIA's cuda-gdb 12.4 opening real H200 dumps with
-``target cudacore`` prints the same ``info cuda kernels`` / ``info cuda warps`` tables that a
-live attach prints. The live attach here is to a real CPU process (this machine has no GPU).
+``target cudacore`` runs the very commands of a live attach (crashlab's attach.COMMANDS: the
+kernels and warps tables, then for each warp slot its lanes and one lane's registers) and prints
+what a live attach prints. They stand in for a live GPU, which this machine lacks; the live
+attach here is to a real CPU process, and the gpu-marked test runs the same commands live.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import replace
 import pytest
 
 from crashlab.hangs import attach as reading
+from crashlab.hangs.model import GpuWait, RankGpu
 from crashlab.supervise.hangcapture import attach
 from crashlab.supervise.hangcapture.bounded import Budget
 from crashlab.supervise.hangcapture.slot import Slot
@@ -50,6 +53,81 @@ def test_the_same_pcs_in_every_snapshot_read_stuck_and_name_the_kernels_pcs(real
     assert read.motion == "stuck" and "same 2 warps" in read.evidence
     [(name, pcs)] = read.pcs_by_kernel.items()
     assert name == "wait_for_flag()" and list(pcs.values()) == [2]
+
+
+def test_each_warps_lanes_and_one_lanes_registers_are_read_from_real_cuda_gdb(real_cuda_gdb):
+    """The warp-slot commands of a real dump: every warp of the SM in focus (2 here) has its 32
+    lanes, at its PC, and its first lane's general registers (R0-R254; R255, RZ, is
+    "<unavailable>")."""
+    snapshot = reading.parse(_tables_of_dump(real_cuda_gdb, "hang.explain"))
+    keys = [(w.device, w.sm, w.warp) for w in snapshot.warps]
+    assert sorted(snapshot.registers) == sorted(snapshot.lanes) == keys
+    for warp in snapshot.warps:
+        lanes = snapshot.lanes[(warp.device, warp.sm, warp.warp)]
+        assert [lane.lane for lane in lanes] == list(range(32))
+        assert {(lane.state, lane.pc, lane.exception) for lane in lanes} == \
+            {("active", warp.pc, "None")}
+        read = snapshot.registers[(warp.device, warp.sm, warp.warp)]
+        assert read.lane == 0 and all(f"R{n}" in read.values for n in range(255))
+        assert "R255" not in read.values
+
+
+def _dump_waits(case: str) -> list[GpuWait]:
+    """The real dump's wait classes, as a rank's reading keeps them."""
+    from crashlab.api import inspect
+    from crashlab.hangs.rank import _dump_view
+
+    [dump] = (H200 / case).glob("*.nvcudmp")
+    gpu = RankGpu()
+    _dump_view(gpu, inspect(dump))
+    return gpu.waits
+
+
+def _with_register(snapshot: reading.Snapshot, warp: int, name: str,
+                   value: int) -> reading.Snapshot:
+    """SNAPSHOT with one register of WARP's lane set to VALUE (the next snapshot, changed)."""
+    registers = {key: reading.LaneRegisters(read.lane, dict(read.values))
+                 for key, read in snapshot.registers.items()}
+    [key] = [key for key in registers if key[2] == warp]
+    registers[key].values[name] = value
+    return replace(snapshot, registers=registers)
+
+
+def test_a_polled_value_that_never_changes_reads_spinning(real_cuda_gdb):
+    """The real dump's reader says wait_for_flag's loop polls its flag through LDG into R0; two
+    snapshots of real registers hold R0 = 0 in both warps: spinning, the address and the value
+    said. Memory is not read: the real H200 dumps hold no global memory (cuda-gdb: "Cannot
+    access memory at address"), the loop's own register holds what it read."""
+    waits = _dump_waits("hang.explain")
+    [polling] = [w for w in waits if w.kind == "polling-memory"]
+    assert polling.value_registers == ["R0"] and polling.address
+    snapshot = reading.parse(_tables_of_dump(real_cuda_gdb, "hang.explain"))
+    read = reading.motion([snapshot, snapshot, snapshot], waits)
+    assert read.motion == "spinning"
+    assert read.evidence == (f"wait_for_flag polls {polling.address} whose value (R0) stayed 0x0 "
+                             "over 3 snapshots (2 warps read), at the same PCs")
+
+
+def test_a_polled_value_that_changed_reads_progressing(real_cuda_gdb):
+    """The same real snapshots, the flag's value in warp 1's R0 become 1 in the second."""
+    waits = _dump_waits("hang.explain")
+    snapshot = reading.parse(_tables_of_dump(real_cuda_gdb, "hang.explain"))
+    read = reading.motion([snapshot, _with_register(snapshot, 1, "R0", 1)], waits)
+    assert read.motion == "progressing"
+    assert "the value it read (R0) changed between snapshots: 0x0, 0x1" in read.evidence
+
+
+def test_the_same_pcs_with_a_changed_register_read_progressing_and_same_ones_stuck(real_cuda_gdb):
+    """A kernel the dump does not read as polling (a barrier): same PCs and registers is stuck,
+    a register that changed between snapshots is not."""
+    waits = _dump_waits("barrier_exit.explain")
+    snapshot = reading.parse(_tables_of_dump(real_cuda_gdb, "barrier_exit.explain"))
+    still = reading.motion([snapshot, snapshot], waits)
+    assert still.motion == "stuck" and "at the same PCs and registers (4 lanes read)" in \
+        still.evidence
+    ran = reading.motion([snapshot, _with_register(snapshot, 2, "R5", 0x1234)], waits)
+    assert ran.motion == "progressing"
+    assert "registers changed between snapshots (device 0 SM 126 warp 2 lane 0: R5" in ran.evidence
 
 
 def test_warps_that_changed_pc_read_progressing(real_cuda_gdb):
@@ -91,10 +169,16 @@ def test_no_cuda_gdb_is_a_missing_row(tmp_path):
 
 
 @pytest.mark.gpu
-def test_attach_snapshots_of_a_live_spinning_kernel_see_its_warps_and_leave_it_running(tmp_path):
-    """hang.cu's kernel spins on a flag: three attaches each see it and its warps, and the
-    process lives on after each detach. Never yet run on a GPU."""
+def test_attach_snapshots_of_a_live_spinning_kernel_read_its_registers_and_spinning(tmp_path):
+    """hang.cu's kernel spins on a flag: three attaches (libcuda's symbols only, the capture's
+    command line) each see it, its warps' lanes and one lane's registers, and the process lives
+    on after each detach; then its GPU dump through the driver's pipe names the loop's polled
+    address and value register, and the snapshots read as spinning on it. Never yet run on a
+    GPU."""
+    from crashlab.api import inspect
     from crashlab.gdb.driver import find_cuda_gdb
+    from crashlab.hangs.rank import _dump_view
+    from crashlab.supervise.dumpnow import _trigger, live_pipes
 
     cuda_gdb, why = find_cuda_gdb()
     assert cuda_gdb, why
@@ -102,7 +186,10 @@ def test_attach_snapshots_of_a_live_spinning_kernel_see_its_warps_and_leave_it_r
     subprocess.run(["nvcc", "-arch=sm_90", "-lineinfo", "-o", str(exe),
                     str(ROOT / "fixtures" / "kernels" / "hang.cu")],
                    check=True, cwd=ROOT / "fixtures" / "kernels")
-    child = subprocess.Popen([str(exe)])
+    environ = {**os.environ, "CUDA_ENABLE_USER_TRIGGERED_COREDUMP": "1",
+               "CUDA_COREDUMP_PIPE": str(tmp_path / "corepipe.%p"),
+               "CUDA_COREDUMP_FILE": str(tmp_path / "core.%p.nvcudmp")}
+    child = subprocess.Popen([str(exe)], env=environ)
     try:
         time.sleep(3.0)  # the kernel is launched and spinning
         rows = [attach.snapshot(cuda_gdb, why, child.pid, 0,
@@ -112,10 +199,21 @@ def test_attach_snapshots_of_a_live_spinning_kernel_see_its_warps_and_leave_it_r
         assert [row.status for row in rows] == ["ok"] * 3, rows
         snapshots = [reading.parse((tmp_path / str(row.path)).read_text()) for row in rows]
         assert all("wait_for_flag" in s.kernels[0].invocation and s.warps for s in snapshots)
-        assert reading.motion(snapshots).motion in {"stuck", "progressing"}
+        for snapshot in snapshots:
+            assert snapshot.registers and set(snapshot.registers) <= set(snapshot.lanes)
+            assert all(read.values.get("R0") is not None for read in snapshot.registers.values())
         assert child.poll() is None
+        assert _trigger(live_pipes(str(tmp_path / "corepipe.*"))), "no pipe to trigger the dump"
+        child.wait(timeout=120)
+        [dump] = tmp_path.glob("core.*.nvcudmp")
+        gpu = RankGpu()
+        _dump_view(gpu, inspect(dump))
+        read = reading.motion(snapshots, gpu.waits)
+        assert read.motion == "spinning", read
+        assert "wait_for_flag polls 0x" in read.evidence and "(R0) stayed 0x0" in read.evidence
     finally:
-        child.send_signal(signal.SIGKILL)
+        if child.poll() is None:
+            child.send_signal(signal.SIGKILL)
         child.wait()
 
 
@@ -145,3 +243,36 @@ def test_a_captures_attach_snapshots_are_read_into_the_ranks_evidence(real_cuda_
     assert "wait_for_flag(): 2 at 0x" in said
     assert [(n.source, n.status) for n in found.ranks[1].notes] == [(attach.NAME, "refused")]
     assert not [line for line in read_rank(found.ranks[1], {}).state_evidence if "cuda-gdb" in line]
+
+
+def test_a_ranks_snapshots_and_its_gpu_dump_read_as_spinning_on_the_polled_value(real_cuda_gdb,
+                                                                                 tmp_path):
+    """capture.json naming three real cuda-gdb printouts of one rank and its real GPU dump: the
+    rank's evidence says its kernel spins on the address the dump names, the value unchanged."""
+    import shutil
+
+    from crashlab.api import inspect
+    from crashlab.hangs.evidence import gather
+    from crashlab.hangs.layout import Capture, RankProcess, SourceRecord, source_path
+    from crashlab.hangs.rank import read_rank
+
+    [dump] = (H200 / "hang.explain").glob("*.nvcudmp")
+    shutil.copy(dump, tmp_path / "rank0.nvcudmp")
+    text = _tables_of_dump(real_cuda_gdb, "hang.explain")
+    rows = [SourceRecord(source="gpu-dump", rank=0, sample=3, status="ok",
+                         taken_at="2026-01-01T00:00:01Z", path="rank0.nvcudmp")]
+    for sample in range(3):
+        path = source_path(0, sample, attach.NAME)
+        (tmp_path / path).parent.mkdir(parents=True)
+        (tmp_path / path).write_text(text)
+        rows.append(SourceRecord(source=attach.NAME, rank=0, sample=sample, status="ok",
+                                 taken_at="2026-01-01T00:00:00Z", path=path))
+    capture = Capture(started_at="2026-01-01T00:00:00Z", trigger="dump-now", samples=3,
+                      interval_s=1, ranks=[RankProcess(rank=0, pid=10)], sources=rows)
+    found = gather(capture, tmp_path, tmp_path, inspect)
+    reading_of_rank = read_rank(found.ranks[0], {})
+    [said] = [line for line in reading_of_rank.state_evidence if "cuda-gdb" in line]
+    assert reading_of_rank.gpu is not None
+    [polling] = [w for w in reading_of_rank.gpu.waits if w.kind == "polling-memory"]
+    assert said.startswith(f"cuda-gdb attached (3 snapshots): spinning, wait_for_flag polls "
+                           f"{polling.address} whose value (R0) stayed 0x0 over 3 snapshots")

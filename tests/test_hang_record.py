@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import re
 import shutil
 import tarfile
 from pathlib import Path
@@ -223,6 +224,45 @@ def test_the_same_hang_after_a_restart_is_one_signature_of_kind_hang(runs, index
         assert f"rank 2 never entered all_reduce #{planted + 1}" in text
         assert (f"rank 2 pg 0 (default_pg): sample 0: enqueued all_reduce #{planted}, "
                 f"completed #{planted}") in text
+
+
+def test_a_capture_recorded_before_its_gpu_dumps_is_brought_up_to_date_when_recorded_again(
+        runs, index_address, tmp_path):
+    """A copy of the first run whose capture.json says what it said before its GPU dumps were
+    collected (each row timed out, no dump named): recorded, the hang's kept reading has no GPU
+    side. The capture as it ended, recorded again (as serve does with a run's crashes, or
+    inspect --record), is the same crash, and its kept reading now has every rank's dump."""
+    run = tmp_path / "run"
+    shutil.copytree(runs["first"], run, symlinks=True, ignore=shutil.ignore_patterns("*.sock"))
+    folder = _folder(run)
+    ended = (folder / CAPTURE).read_bytes()
+    early = parse(Capture, ended)
+    early.gpu_dumps = []
+    for row in early.sources:
+        if row.source == "gpu-dump":
+            row.status, row.path, row.size_bytes = "timeout", None, None
+            row.note = "triggered, not collected within 120 s"
+    (folder / CAPTURE).write_text(early.model_dump_json())
+
+    first = run_cli("inspect", run, "--record", "--db", index_address, timeout=300)
+    assert first.returncode == 0, first.stderr.decode()
+    said = re.search(r"recorded as crash (\d+) ", first.stderr.decode())
+    assert said, first.stderr.decode()
+    crash_id = said[1]
+    before = _cli_json("show", crash_id, "--db", index_address)
+    assert [rank["gpu"] for rank in before["hang"]["ranks"]] == [None] * WORLD
+
+    (folder / CAPTURE).write_bytes(ended)
+    again = run_cli("inspect", run, "--record", "--db", index_address, timeout=300)
+    assert f"already recorded as crash {crash_id} " in again.stderr.decode()
+    after = _cli_json("show", crash_id, "--db", index_address)
+    dumps = {r["rank"]: r["gpu"]["dump"] for r in after["hang"]["ranks"] if r["gpu"]}
+    assert dumps == {row.rank: row.path for row in parse(Capture, ended).sources
+                     if row.source == "gpu-dump"}
+    waits = {r["rank"]: {w["kind"] for w in r["gpu"]["waits"]} for r in after["hang"]["ranks"]}
+    assert all("collective-wait" in waits[rank] for rank in range(WORLD) if rank != LAGGING)
+    assert after["signature"]["count"] == 1
+    assert len(_cli_json("list", "--db", index_address)["crashes"]) == 1
 
 
 def test_the_crash_page_of_a_hang_shows_each_ranks_state_and_timeline(runs, browser, tmp_path):  # noqa: F811

@@ -133,6 +133,11 @@ class GpuWait(ClosedModel):
     """how many of the kernel's resident warps stand so"""
     pcs: list[str] = Field(default_factory=list)
     """the PCs they stand at (at most 4)"""
+    address: str | None = None
+    """the address their loop polls, where the dump's registers give it"""
+    value_registers: list[str] = Field(default_factory=list)
+    """the registers that loop's load writes: the value last polled, which --attach snapshots
+    read in each snapshot"""
 
 
 class RankGpu(ClosedModel):

@@ -205,7 +205,8 @@ def _dump_view(gpu: RankGpu, report: TriageReport) -> None:
     a peer, then polling, then barriers."""
     gpu.kernels = [base_name(kernel.name) for kernel in report.kernels]
     waits = [GpuWait(kernel=base_name(kernel.name), kind=wait.kind, summary=wait.summary,
-                     warps=wait.warps, pcs=list(wait.pcs[:4]))
+                     warps=wait.warps, pcs=list(wait.pcs[:4]), address=wait.address,
+                     value_registers=list(wait.value_registers))
              for kernel in report.kernels for wait in kernel.waits]
     gpu.waits = sorted(waits, key=lambda w: WAIT_ORDER.index(w.kind) if w.kind in WAIT_ORDER
                        else len(WAIT_ORDER))
@@ -251,13 +252,14 @@ def _state(groups: list[GroupProgress], dumps: list[PySpyDump], where: str | Non
                               "moves is unknown"]
 
 
-def _attached(evidence: RankEvidence) -> list[str]:
-    """What cuda-gdb's live snapshots (--attach) say of the rank's warps, where any were taken."""
+def _attached(evidence: RankEvidence, waits: list[GpuWait]) -> list[str]:
+    """What cuda-gdb's live snapshots (--attach) say of the rank's warps, where any were taken;
+    WAITS, its GPU dump's, name the loops whose polled value the snapshots follow."""
     snapshots = [sample.snapshot for _, sample in sorted(evidence.samples.items())
                  if sample.snapshot is not None]
     if not snapshots:
         return []
-    read = attach.motion(snapshots)
+    read = attach.motion(snapshots, waits)
     kernels = "; ".join(f"{name}: " + ", ".join(f"{count} at {pc:#x}" for pc, count in pcs.items())
                         for name, pcs in read.pcs_by_kernel.items())
     return [f"cuda-gdb attached ({len(snapshots)} snapshots): {read.motion}, {read.evidence}"
@@ -269,7 +271,7 @@ def read_rank(evidence: RankEvidence, nvml: dict[int, NvmlSample]) -> RankReadin
     threads, where, dumps = _threads(evidence)
     gpu = _gpu(evidence, nvml)
     state, said = _state(groups, dumps, where, gpu)
-    said += _attached(evidence)
+    said += _attached(evidence, gpu.waits if gpu else [])
     process = evidence.process
     return RankReading(
         rank=evidence.rank, pid=process.pid if process else None,

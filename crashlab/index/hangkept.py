@@ -12,6 +12,7 @@ from .triage import LEVEL, inflated
 
 if TYPE_CHECKING:
     from ..hangs.model import HangReading
+    from .records import NewCrash
     from .store import Index
 
 
@@ -38,3 +39,23 @@ def stored(index: Index, crash_id: int) -> HangReading | None:
     """The reading the index keeps of hang CRASH_ID; None for a crash, or a damaged reading."""
     row = index.backend.execute("SELECT hang FROM crashes WHERE id = ?", (crash_id,)).fetchone()
     return None if row is None or row[0] is None else unpack(row[0])
+
+
+def replace(index: Index, crash_id: int, crash: NewCrash) -> None:
+    """Within the caller's transaction: hang CRASH_ID, recorded before from the same capture,
+    keeps CRASH's reading, summary and file sizes from now on, so that a capture recorded before
+    its GPU dumps were in it is not left so. Only where CRASH signs the same hang: a crash keeps
+    the signature it was recorded under, and the reading that goes with it."""
+    if crash.hang is None:
+        return
+    db = index.backend
+    row = db.execute("SELECT signature_hash FROM crashes WHERE id = ? AND kind = 'hang'",
+                     (crash_id,)).fetchone()
+    if row is None or row[0] != crash.signature.hash:
+        return
+    db.execute("UPDATE crashes SET hang = ?, summary = ?, total_bytes = ? WHERE id = ?",
+               (pack(crash.hang), crash.summary, sum(f.size_bytes for f in crash.files),
+                crash_id))
+    for item in crash.files:
+        db.execute("UPDATE crash_files SET size_bytes = ? WHERE crash_id = ? AND path = ?",
+                   (item.size_bytes, crash_id, item.path))

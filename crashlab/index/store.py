@@ -209,9 +209,11 @@ class Index:
 
     def _retriaged(self, crash_id: int, crash: NewCrash) -> int:
         """CRASH_ID, recorded before, keeps the triage CRASH was recorded with now, the newest
-        one made of its dump (crashlab inspect DUMP --record is how a dump is triaged again)."""
+        one made of its dump (crashlab inspect DUMP --record is how a dump is triaged again),
+        and a hang the reading of its capture as it stands now."""
         if crash.triage is not None:
             triage.replace(self, crash_id, crash.triage)
+        hangkept.replace(self, crash_id, crash)
         return crash_id
 
     def same_dump(self, crash: NewCrash) -> int | None:

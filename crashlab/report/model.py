@@ -439,6 +439,9 @@ class Wait(_Model):
     """the polled address, where known"""
     root: Root | None = None
     """where the polled address came from"""
+    value_registers: list[str] = Field(default_factory=empty_list)
+    """the registers the polling loop's load writes (``R0``): where a warp keeps the value it
+    polled last, so that live snapshots of its registers show whether that value changes"""
 
 
 class Params(_Model):

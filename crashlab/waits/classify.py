@@ -247,7 +247,8 @@ def _polling_wait(core: CoreDump, grid_warps: GridWarps, by_pc: ByPc, readings: 
     else:
         summary, kind = f"{counted(warps, 'warp')} spinning in a loop, {polls}", "polling-memory"
     return model.Wait(kind=kind, warps=warps, pcs=_pcs(pcs), summary=summary, evidence=evidence,
-                      address=shown, root=root)
+                      address=shown, root=root,
+                      value_registers=list(first.polling.load.written_words))
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,16 @@ from ...hangs.layout import Source, SourceRecord, source_path
 from .slot import Slot, first_line
 
 NAME: Source = "cuda-gdb-attach"
-COMMANDS = ("info cuda kernels", "info cuda warps")
+#: Warps of the SM in focus whose lanes and registers are read (warp slots 0 to N-1): each is
+#: about 330 register lines, and the process stands stopped while they are printed.
+MAX_WARPS_READ = 4
+#: Per warp slot: focus on it (cuda-gdb picks its first active lane), say the focus (an empty
+#: slot leaves it where it was, so the parser keys each block by it), its lanes, that lane's
+#: registers.
+WARP_COMMANDS = ("cuda warp {warp}", "cuda device sm warp lane", "info cuda lanes",
+                 "info registers")
+COMMANDS = ("info cuda kernels", "info cuda warps",
+            *(line.format(warp=warp) for warp in range(MAX_WARPS_READ) for line in WARP_COMMANDS))
 #: The one library whose symbols an attach loads (a regular expression, as ``sharedlibrary`` takes).
 DRIVER_LIBRARY = "libcuda"
 NO_KERNELS = "No CUDA kernels."
