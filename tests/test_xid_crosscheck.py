@@ -61,8 +61,9 @@ def test_a_log_alone_triages_an_incident_whose_repeats_share_a_signature(tmp_pat
     shown = run_cli("inspect", "--kernel-log", first)
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.decode().splitlines()[0] == (
-        "MMU fault at VA 0x7fcdce700000 (write, PDE missing): software; kernel unknown: no GPU "
-        "dump (serve --coredump would have kept one)")
+        "MMU fault on GPU PCI:0000:3b:00 at VA 0x7fcdce700000 (write, PDE missing): software; "
+        "kernel unknown: no GPU dump (serve --coredump would have kept one); rank unknown: no run "
+        "directory was given, and a log alone names no rank")
     one, two = (XidTriage.model_validate_json(run_cli("inspect", "--kernel-log", log, "--json").stdout)
                 for log in (first, repeat))
     assert one.signature is not None and two.signature is not None
