@@ -30,25 +30,26 @@ def _line(device: str, pid: int | None = None) -> str:
     return f"NVRM: Xid ({device}): 31, {named}{MMU}"
 
 
-def _serve_tp2(tmp_path: Path) -> tuple[Serve, list[str]]:
+def _serve_tp2(tmp_path: Path, *options: str, fallen_off: bool = False) -> tuple[Serve, list[str]]:
     """serve on the stand-in SGLang (TP 2, GPUs 2 and 3); an Xid 31 on each GPU (the first
-    naming rank 0's pid, as the driver does where it knows the process), then a crash that
-    leaves no GPU dump. Returns serve and the Xid lines."""
+    naming rank 0's pid, as the driver does where it knows the process), or (FALLEN_OFF) GPU 3
+    fallen off the bus, then a crash that leaves no GPU dump. Returns serve and the Xid lines."""
     kmsg = tmp_path / "kmsg"
     os.mkfifo(kmsg)
     env = environment(crash="abort")
     env.update(PATH=os.pathsep.join([str(STANDIN_TOOLS), env["PATH"]]), CUDA_VISIBLE_DEVICES="2,3")
     port = free_port()
     serve = Serve(folder(tmp_path / "serve"), sglang(port, "--tp-size", "2"), *FAST,
-                  "--kernel-log", str(kmsg), env=env, entry=("tests.serve_entry",))
+                  "--kernel-log", str(kmsg), *options, env=env, entry=("tests.serve_entry",))
     manifest = serve.wait_healthy()
     [rank0] = [p["pid"] for p in manifest["incarnations"][0]["processes"] if p.get("ranks") == "TP0"]
-    lines = [_line(GPU2, rank0), _line(GPU3)]
+    lines = ([f"NVRM: Xid ({GPU3}): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the "
+              "bus."] if fallen_off else [_line(GPU2, rank0), _line(GPU3)])
     with open(kmsg, "wb", buffering=0) as kernel:
         for number, line in enumerate(lines):
             kernel.write(f"4,{3056 + number},97461240,-;{line}\n".encode())
-        serve.wait_manifest(lambda m: sum(f["kind"] == "xid" for f in
-                                          m["incarnations"][-1]["findings"]) == 2, "the Xid findings")
+        serve.wait_manifest(lambda m: sum(f["kind"] == "xid" for f in m["incarnations"][-1]
+                                          ["findings"]) == len(lines), "the Xid findings")
         post_generate(port)
         assert serve.finish() == 0, serve.stderr
     return serve, lines
@@ -72,6 +73,19 @@ def test_serve_and_report_name_the_ranks_of_the_gpus_an_xid_names(tmp_path):
     assert summary == ("MMU fault on ranks TP0 and TP1 at the same VA 0x7fcdce700000 (write, PDE "
                        "missing): software; kernel unknown: no GPU dump (serve --coredump would "
                        "have kept one)")
+
+
+def test_the_drain_names_the_gpu_as_the_operator_acts_on_it_and_serve_stops_there(tmp_path):
+    serve, _ = _serve_tp2(tmp_path, "--restart", "on-crash", fallen_off=True)
+    gpu3 = ("GPU-00000003-ffdd-8720-1df0-98bd8cdc05b1 (PCI 0000:5d:00.0, nvidia-smi index 3, "
+            "CUDA_VISIBLE_DEVICES index 1)")
+    [incident] = serve.report()["incidents"]
+    assert (incident["advice"]["action"], incident["advice"]["gpu"]) == ("drain", gpu3)
+    refused = [line for line in serve.out.read_text().splitlines() if line.startswith("not restarting")]
+    assert refused == [f"not restarting onto {gpu3}, which the advice drains: {incident['advice']['reason']} "
+                       "(--restart always would restart)"]
+    markdown = (serve.run_dir / "report.md").read_text().replace("<!-- -->", "")  # no autolinks
+    assert f"- {GPU3} is {gpu3}; rank TP1" in markdown
 
 
 def test_a_log_alone_names_its_gpus_and_says_why_no_rank(tmp_path):
