@@ -141,6 +141,10 @@ class XidCheck(_Model):
     """agrees, differs, or not comparable"""
     says: str
     """one line for a human; a difference that refutes the dump's explanation says so"""
+    granularity: str | None = None
+    """address: the region the two addresses were compared at (``2 MiB region one
+    page-directory entry (PDE0) covers`` for an Xid 31 FAULT_PDE, ``4 KiB page`` otherwise);
+    null for other checks and where not comparable"""
 
 
 class KernelLog(_Model):
