@@ -114,3 +114,19 @@ def test_the_index_keeps_the_xid_triage_so_show_and_the_ui_need_no_log(index_add
     finally:
         server.stop()
     assert 'id="xid-summary"' in page and "MMU fault at VA 0x7fcdce700000" in page, page[-3000:]
+
+
+def test_a_kernel_log_crash_recorded_before_the_index_kept_its_triage_reads_its_log(index_address,
+                                                                                   tmp_path):
+    """A crash recorded before migration 9 has no kept triage (NULL, as the migration leaves
+    it): show says so and its advice reads the log again while the file is there."""
+    from crashlab.index.store import Index
+
+    done = run_cli("inspect", "--kernel-log", LOGS / "syslog.log", "--record", "--db", index_address)
+    assert done.returncode == 0, done.stderr
+    with Index(index_address) as index, index.backend.transaction():
+        index.backend.execute("UPDATE crashes SET xid_triage = NULL")
+    shown = json.loads(run_cli("show", "1", "--json", "--db", index_address).stdout)
+    assert shown["xid_triage"] is None and shown["advice"]["action"] == "drain"
+    text = run_cli("show", "1", "--db", index_address).stdout.decode()
+    assert "the index keeps no triage of it" in text
