@@ -89,3 +89,44 @@ def test_the_web_view_labels_it_and_gives_the_logs_advice(index_address):
     finally:
         server.stop()
     assert "triaged from the driver's Xid lines alone" in page and "drain" in page
+
+
+def test_the_index_keeps_the_xid_triage_so_show_and_the_ui_need_no_log(index_address, tmp_path):
+    log = tmp_path / "node7-journalctl-k.txt"
+    log.write_bytes((LOGS / "syslog.log").read_bytes())
+    first = run_cli("inspect", "--kernel-log", log, "--record", "--db", index_address, "--json")
+    assert first.returncode == 0, first.stderr
+    triaged = json.loads(first.stdout)
+    log.unlink()  # the log stays on the node, or is gone: the index keeps what was read of it
+    shown = json.loads(run_cli("show", "1", "--json", "--db", index_address).stdout)
+    kept = shown["xid_triage"]
+    assert kept["summary"] == triaged["summary"] and kept["kernel_log"] == triaged["kernel_log"]
+    [mmu] = [x for x in kept["kernel_log"]["xids"] if x["kind"] == "mmu-fault"]
+    assert (mmu["xid"], mmu["fault_type"], mmu["address"]) == (31, "FAULT_PDE", "0x7fcdce700000")
+    # the advice still weighs the log's hardware Xids, from the kept triage
+    assert shown["advice"] == triaged["advice"] and shown["advice"]["action"] == "drain"
+    text = run_cli("show", "1", "--db", index_address).stdout.decode()
+    assert f"triage      {triaged['summary'][:40]}" in text
+    assert "MMU fault at VA 0x7fcdce700000" in text and "no triage of it" not in text
+    server = UiServer(index_address)
+    try:
+        page = requests.get(f"{server.url}/crash/1", timeout=120).text
+    finally:
+        server.stop()
+    assert 'id="xid-summary"' in page and "MMU fault at VA 0x7fcdce700000" in page, page[-3000:]
+
+
+def test_a_kernel_log_crash_recorded_before_the_index_kept_its_triage_reads_its_log(index_address,
+                                                                                   tmp_path):
+    """A crash recorded before migration 9 has no kept triage (NULL, as the migration leaves
+    it): show says so and its advice reads the log again while the file is there."""
+    from crashlab.index.store import Index
+
+    done = run_cli("inspect", "--kernel-log", LOGS / "syslog.log", "--record", "--db", index_address)
+    assert done.returncode == 0, done.stderr
+    with Index(index_address) as index, index.backend.transaction():
+        index.backend.execute("UPDATE crashes SET xid_triage = NULL")
+    shown = json.loads(run_cli("show", "1", "--json", "--db", index_address).stdout)
+    assert shown["xid_triage"] is None and shown["advice"]["action"] == "drain"
+    text = run_cli("show", "1", "--db", index_address).stdout.decode()
+    assert "the index keeps no triage of it" in text

@@ -61,8 +61,9 @@ def test_a_log_alone_triages_an_incident_whose_repeats_share_a_signature(tmp_pat
     shown = run_cli("inspect", "--kernel-log", first)
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.decode().splitlines()[0] == (
-        "MMU fault at VA 0x7fcdce700000 (write, PDE missing): software; kernel unknown: no GPU "
-        "dump (serve --coredump would have kept one)")
+        "MMU fault on GPU PCI:0000:3b:00 at VA 0x7fcdce700000 (write, PDE missing): software; "
+        "kernel unknown: no GPU dump (serve --coredump would have kept one); rank unknown: no run "
+        "directory was given, and a log alone names no rank")
     one, two = (XidTriage.model_validate_json(run_cli("inspect", "--kernel-log", log, "--json").stdout)
                 for log in (first, repeat))
     assert one.signature is not None and two.signature is not None
@@ -129,3 +130,23 @@ def test_inspect_holds_the_logs_host_against_its_record_host(tmp_path):
     assert done.returncode == 0, done.stderr
     checks = json.loads(done.stdout)["kernel_log"]["checks"]
     assert checks[0]["what"] == "host" and checks[0]["verdict"] == "differs"
+
+
+@pytest.mark.parametrize(("fault_type", "va", "verdict", "granularity"), [
+    ("FAULT_PDE", "0x0_001ff000", "agrees", "2 MiB one page-directory entry (PDE0) maps"),
+    ("FAULT_PDE", "0x0_00200000", "differs", "2 MiB one page-directory entry (PDE0) maps"),
+    ("FAULT_PTE", "0x0_001ff000", "differs", "4 KiB page"),
+    ("FAULT_PTE", "0x0_00000000", "agrees", "4 KiB page"),
+])
+def test_an_xid_31_address_is_compared_at_its_fault_types_granularity(tmp_path, fault_type, va,
+                                                                       verdict, granularity):
+    """The real null-pointer dump's explained address is 0x0. A missing PDE unmaps the 2 MiB a
+    PDE0 entry maps, so an address elsewhere in it agrees; a missing PTE only the 4 KiB page."""
+    log = tmp_path / "node.log"
+    log.write_text((LOGS / "null_argument-agrees.log").read_text()
+                   .replace("0x0_00000000", va).replace("FAULT_PDE", fault_type))
+    [address] = [c for c in crashlab.inspect(NULL_ARGUMENT, kernel_log=log).kernel_log.checks
+                 if c.what == "address"]
+    assert (address.verdict, address.granularity) == (verdict, granularity)
+    region = "0x0-0x1fffff" if fault_type == "FAULT_PDE" else "0x0"
+    assert f"the {granularity} {region}" in address.says

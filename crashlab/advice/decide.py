@@ -28,7 +28,9 @@ class ClassedXid:
     (crashlab.incidents.xidcatalog)."""
 
     xid: int
-    device: str  # what the line's parentheses name (the PCI address)
+    #: the GPU as the operator acts on it (UUID, PCI address, nvidia-smi and CUDA_VISIBLE_DEVICES
+    #: indices) where the run placed it, else what the line's parentheses name (the PCI address)
+    device: str
     kind: XidKind
     #: the line's own word that the GPU must be reset or drained (Xid 94/95's RST or D-RST,
     #: Xid 154's recovery action), as crashlab.incidents.xiddecode reads it; None where silent

@@ -18,6 +18,7 @@ from ..report.advice import Advice
 from ..report.kernellog import KernelLog, XidEvent
 from ..report.run import Finding, Incident, RunReport
 from ..report.signature import CrashSignature
+from ..report.xidtext import gpu_name
 from .decide import ClassedXid, Evidence, advise
 from .dump import of_triage
 
@@ -33,9 +34,12 @@ def xid_findings(findings: Iterable[Finding]) -> tuple[ClassedXid, ...]:
 
 def of_kernel_log(log: KernelLog) -> tuple[ClassedXid, ...]:
     """A kernel log's decoded Xids (inspect and report --kernel-log), each classed, with what
-    the line itself says of the GPU's state."""
-    return tuple(ClassedXid(xid=event.xid, device=event.device, kind=xid_kind(event.xid),
-                            driver_says=_driver_says(event)) for event in log.xids)
+    the line itself says of the GPU's state, and its GPU named as the operator acts on it where
+    the run placed it (UUID, PCI address, nvidia-smi and CUDA_VISIBLE_DEVICES indices)."""
+    named = {gpu.device: gpu_name(gpu) for gpu in log.gpus}
+    return tuple(ClassedXid(xid=event.xid, device=named.get(event.device, event.device),
+                            kind=xid_kind(event.xid), driver_says=_driver_says(event))
+                 for event in log.xids)
 
 
 def advised_log(log: KernelLog) -> Advice:

@@ -2,8 +2,9 @@
 its exception, and an Xid 31 address against the explanation's computed one.
 
 Two witnesses of one fault: where they agree, each corroborates the other; where an Xid 31
-address is not on the page of the address the explanation computed, the explanation is
-contradicted (or the Xid is another process's: virtual addresses are per process).
+address is not in the region of the address the explanation computed (the 4 KiB page, or for a
+missing PDE the 2 MiB a page-directory entry maps), the explanation is contradicted (or the Xid
+is another process's: virtual addresses are per process).
 """
 
 from __future__ import annotations
@@ -15,6 +16,12 @@ from ..report.model import Fault, TriageReport
 
 #: The MMU reports a faulting address with page granularity: the low 12 bits are not an offset.
 PAGE = 4096
+#: What one lowest page-directory entry (PDE0) covers: VA bits 28:21 index it, so each entry
+#: maps 2 MiB (kgmmuFmtInitLevels_GH10X in NVIDIA's open-gpu-kernel-modules,
+#: src/nvidia/src/kernel/gpu/mmu/arch/hopper/kern_gmmu_fmt_gh10x.c: "PD0 [28:21] / PT_LARGE
+#: [28:21] (2MB page)"). A FAULT_PDE leaves at least that region unmapped (a higher missing PDE
+#: leaves more), so any address of the warp in it faults alike and the MMU reports one of them.
+PDE0_COVERAGE = 2 * 1024 * 1024
 #: The GPU an Xid line names: ``PCI:0000:3b:00`` (domain, bus, device; older drivers leave out
 #: ``PCI:``).
 _PCI = re.compile(r"(?:PCI:)?[0-9a-fA-F]{4,8}:(?P<bus>[0-9a-fA-F]{2}):(?P<device>[0-9a-fA-F]{2})")
@@ -123,17 +130,30 @@ def _address(event: XidEvent, fault: Fault | None) -> XidCheck:
                         says=f"Xid 31 faulted at {event.address}; the explained access is to "
                              f"{explanation.space} memory, whose addresses the MMU does not see")
     computed = int(explanation.address, 16)
-    page = computed & ~(PAGE - 1)
-    if xid_va & ~(PAGE - 1) == page:
-        return XidCheck(what="address", verdict="agrees",
-                        says=f"Xid 31 faulted at {event.address}, on the page (0x{page:x}) of the "
+    size, unit = _granularity(event.fault_type)
+    start = computed & ~(size - 1)
+    region = (f"the {unit} 0x{start:x}-0x{start + size - 1:x}" if size > PAGE
+              else f"the {unit} 0x{start:x}")
+    if xid_va & ~(size - 1) == start:
+        return XidCheck(what="address", verdict="agrees", granularity=unit,
+                        says=f"Xid 31 faulted at {event.address}, in {region}, as is the "
                              f"explanation's computed address {explanation.address}: the MMU "
                              "corroborates the explanation")
-    return XidCheck(what="address", verdict="differs",
-                    says=f"Xid 31 faulted at {event.address}, not on the page (0x{page:x}) of the "
+    return XidCheck(what="address", verdict="differs", granularity=unit,
+                    says=f"Xid 31 faulted at {event.address}, not in {region} that holds the "
                          f"explanation's computed address {explanation.address}: it contradicts "
                          "the explanation, unless the Xid is another process's or another "
                          "occurrence's (virtual addresses are per process)")
+
+
+def _granularity(fault_type: str | None) -> tuple[int, str]:
+    """The region an Xid 31 address is compared at, in words: a missing PDE unmaps at least
+    the 2 MiB one lowest page-directory entry maps (Hopper's page tables), so any address of
+    the warp there faults alike; any other fault (a missing PTE, a read-only page) is the 4 KiB
+    page the MMU reports."""
+    if fault_type == "FAULT_PDE":
+        return PDE0_COVERAGE, "2 MiB one page-directory entry (PDE0) maps"
+    return PAGE, "4 KiB page"
 
 
 def _words(text: str) -> str:

@@ -310,7 +310,8 @@ def from_kernel_log(path: Path, triaged: XidTriage, recorded_by: str,
     crash of kind kernel-log, signed by its gpu-xid signature (the same Xid fault on another run
     or host has the same one), known by the log's contents, at the time of its first dated Xid
     line (else the file's modification time), on the host of WHERE (the user's word), else the
-    one host the log's syslog prefixes name. None where the log holds no Xid: nothing to sign."""
+    one host the log's syslog prefixes name, with the triage kept for show and the web view. None
+    where the log holds no Xid: nothing to sign."""
     if triaged.signature is None:
         return None
     path = Path(path).absolute()
@@ -322,6 +323,7 @@ def from_kernel_log(path: Path, triaged: XidTriage, recorded_by: str,
     crashed_at = _epoch(dated[0]) if dated else path.stat().st_mtime
     return NewCrash(
         key=f"kernel-log:{sha256_of(path)}", kind="kernel-log", signature=triaged.signature,
+        xid_triage=triaged,
         crashed_at=crashed_at, recorded_by=recorded_by, source=str(path),
         summary=triaged.summary, host=host, deployment=where.deployment,
         files=[CrashFile(path=str(path), kind="kernel-log", size_bytes=path.stat().st_size)])

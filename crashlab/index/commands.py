@@ -11,9 +11,10 @@ from ..advice.decide import ClassedXid, Evidence
 from ..errors import BadInput, CrashlabError
 from ..incidents import DEFAULT_WINDOW
 from ..report.advice import Advice
+from ..report.kernellog import XidTriage
 from ..report.model import TriageReport
 from ..report.run import RunReport
-from . import hangkept, retention
+from . import kept, retention
 from .facets import facets_of
 from .history import of_crash
 from .incidents import incident_of
@@ -36,15 +37,18 @@ def show(index: Index, what: str, window: float = DEFAULT_WINDOW) -> Shown:
         if crash is None:
             raise BadInput(f"no crash {what} in the index {index.address}")
         if crash.kind == "hang":
+            from ..hangs.model import HangReading
+
             return Shown(tool=tool, index=index.address, kind="crash", crash=crash,
-                         hang=hangkept.stored(index, crash.id),
+                         hang=kept.stored(index, crash.id, "hang", HangReading),
                          signature=index.signature(crash.signature),
                          incident=incident_of(index, crash, window))
         incident = incident_of(index, crash, window)
-        if crash.kind == "kernel-log":  # no dump to read: its summary is the log's triage
+        if crash.kind == "kernel-log":  # no dump to read: its triage is the log's, as kept
+            xid = kept.stored(index, crash.id, "xid_triage", XidTriage)
             return Shown(tool=tool, index=index.address, kind="crash", crash=crash,
-                         signature=index.signature(crash.signature), incident=incident,
-                         advice=advice_now(index, crash, None, incident))
+                         xid_triage=xid, signature=index.signature(crash.signature),
+                         incident=incident, advice=advice_now(index, crash, xid, incident))
         found = crash_report(index, crash)
         return Shown(tool=tool, index=index.address, kind="crash", crash=crash,
                      report=found.report, triage=found.kept,
@@ -59,19 +63,23 @@ def show(index: Index, what: str, window: float = DEFAULT_WINDOW) -> Shown:
                  signature=index.signature(key), by=index.breakdown(key), facets=facets)
 
 
-def _logged_xids(crash: Crash) -> tuple[ClassedXid, ...]:
-    """The Xids of a kernel-log crash's log, read again where it is still there (none where it
-    went or cannot be read: the advice then stands on the index's history alone)."""
+def _logged_xids(crash: Crash, xid: XidTriage | None) -> tuple[ClassedXid, ...]:
+    """The Xids of a kernel-log crash: its kept triage's, else (recorded before the index kept
+    it) its log's, read again where it is still there (none where it went or cannot be read:
+    the advice then stands on the index's history alone)."""
     from ..advice.evidence import of_kernel_log
     from ..incidents.kernellogfile import read_kernel_log
 
+    if xid is not None:
+        return of_kernel_log(xid.kernel_log)
     try:
         return of_kernel_log(read_kernel_log(crash.source))
     except CrashlabError:
         return ()
 
 
-def advice_now(index: Index, crash: Crash, report: TriageReport | RunReport | None,
+def advice_now(index: Index, crash: Crash,
+               report: TriageReport | RunReport | XidTriage | None,
                incident: IncidentShown | None) -> Advice:
     """The advice for CRASH with all the index knows now: its report's evidence, the Xid lines
     of its incident where its report has none, its signature's and its GPU's history."""
@@ -82,9 +90,10 @@ def advice_now(index: Index, crash: Crash, report: TriageReport | RunReport | No
     if isinstance(report, RunReport):
         evidence = of_run_report(report, crash.incarnation)
     elif crash.kind == "kernel-log":
-        evidence = Evidence(xids=_logged_xids(crash))
+        evidence = Evidence(xids=_logged_xids(crash, report if isinstance(report, XidTriage)
+                                              else None))
     else:
-        evidence = of_triage(report) if report is not None else Evidence()
+        evidence = of_triage(report) if isinstance(report, TriageReport) else Evidence()
     xids = evidence.xids
     if not xids and incident is not None:
         xids = tuple(classed(x.xid, x.device) for x in incident.xids)

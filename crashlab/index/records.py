@@ -11,6 +11,7 @@ from pydantic import Field
 from ..hangs.model import HangReading
 from ..published import ClosedModel as _Model
 from ..report.advice import Advice
+from ..report.kernellog import XidTriage
 from ..report.model import Tool, TriageReport
 from ..report.run import RunReport
 from ..vocabulary import DumpLabel
@@ -120,8 +121,10 @@ class NewCrash:
     #: the triage of its coredump, which the index keeps (crashlab.index.triage); None without one
     triage: TriageReport | None = None
     kind: CrashKind = "crash"
-    #: a hang's reading, which the index keeps (crashlab.index.hangkept); None for a crash
+    #: a hang's reading, which the index keeps (crashlab.index.kept); None for a crash
     hang: HangReading | None = None
+    #: a kernel-log crash's triage, which the index keeps (crashlab.index.kept); None otherwise
+    xid_triage: XidTriage | None = None
 
 
 class Crash(_Model):
@@ -328,6 +331,10 @@ class Shown(_Model):
     triage: TriageKept | None = None
     """A crash with a coredump's triage: where the triage came from and which crashlab made it;
     null otherwise."""
+    xid_triage: XidTriage | None = None
+    """A kernel-log crash: its triage from the driver's Xid lines as the index keeps it (the
+    line, the decoded Xids and their GPUs); null for other crashes, and for one recorded before
+    the index kept it whose log cannot be read now."""
     hang: HangReading | None = None
     """A hang: its reading as the index keeps it (ranks, states, per-sample timelines); null
     for a crash."""

@@ -144,6 +144,13 @@ MIGRATIONS: tuple[Migration, ...] = (
         # give its ranks and their timelines without the capture
         "ALTER TABLE crashes ADD COLUMN hang {bytes}",
     )),
+    Migration(9, "kernel-log crashes: the Xid triage kept with the crash", (
+        # the XidTriage of a crash triaged from the driver's Xid lines alone (JSON,
+        # zlib-compressed, as a hang's reading is): show and the ui give its line, its Xids and
+        # their GPUs without the log; a kernel-log crash recorded before has NULL, and show
+        # reads its log again while the file is there
+        "ALTER TABLE crashes ADD COLUMN xid_triage {bytes}",
+    )),
 )
 
 #: The newest schema this crashlab knows; an index migrated further is refused, not guessed at.

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import EXIT_NOTHING, BadInput, CrashlabError
-from . import hangkept, schema, triage
+from . import kept, schema, triage
 from .backends import Backend, connect
 from .location import first_line, is_postgres
 
@@ -169,7 +169,8 @@ class Index:
                 "recorded_at, recorded_by, host, gpus, driver, sglang, torch, versions, run_dir, "
                 "source, incarnation, pid, rank, role, label, deployment, summary, total_bytes, "
                 "first_failure_at, server_role, dump_sha256, triage, triage_version, kind, hang, "
-                f"{', '.join(FACT_COLUMNS)}) VALUES ({', '.join('?' * (29 + len(FACT_COLUMNS)))}) "
+                f"xid_triage, {', '.join(FACT_COLUMNS)}) "
+                f"VALUES ({', '.join('?' * (30 + len(FACT_COLUMNS)))}) "
                 "ON CONFLICT (crash_key) DO NOTHING RETURNING id",
                 (crash.key, sig.hash, sig.version, crash.crashed_at, now, crash.recorded_by,
                  crash.host, crash.gpus, crash.driver, crash.sglang, crash.torch,
@@ -180,7 +181,8 @@ class Index:
                  crash.server_role, crash.dump_sha256,
                  None if crash.triage is None else triage.pack(crash.triage),
                  None if crash.triage is None else crash.triage.tool.version,
-                 crash.kind, None if crash.hang is None else hangkept.pack(crash.hang),
+                 crash.kind, None if crash.hang is None else kept.pack(crash.hang),
+                 None if crash.xid_triage is None else kept.pack(crash.xid_triage),
                  *(getattr(crash.facts, column) for column in FACT_COLUMNS))
             ).fetchone()
             if row is None:
@@ -213,7 +215,7 @@ class Index:
         and a hang the reading of its capture as it stands now."""
         if crash.triage is not None:
             triage.replace(self, crash_id, crash.triage)
-        hangkept.replace(self, crash_id, crash)
+        kept.replace_hang(self, crash_id, crash)
         return crash_id
 
     def same_dump(self, crash: NewCrash) -> int | None:

@@ -185,9 +185,7 @@ def shown(view: Shown, console: Console) -> None:
             _hang(view, console)
             return
         if crash.kind == "kernel-log":
-            console.print(line(("report: none, triaged from the driver's Xid lines alone (no GPU "
-                                "dump); crashlab inspect --kernel-log FILE shows the triage",
-                                "dim")))
+            _xid_triage(view, console)
             return
         _report(view, console)
         return
@@ -259,6 +257,20 @@ def _hang(view: Shown, console: Console) -> None:
     console.print()
     terminal.render(view.hang, console)
     terminal.timelines(view.hang, console)
+
+
+def _xid_triage(view: Shown, console: Console) -> None:
+    """A kernel-log crash's triage as the index keeps it: its line, then its decoded Xids."""
+    if view.xid_triage is None:
+        console.print(line(("report: none, triaged from the driver's Xid lines alone (no GPU "
+                            "dump), and the index keeps no triage of it (recorded before it "
+                            "kept one); crashlab inspect --kernel-log FILE shows it", "dim")))
+        return
+    from ..report.terminal import kernel_log  # the log's own view, only for show
+
+    _field(console, "triage", view.xid_triage.summary)
+    console.print()
+    kernel_log(view.xid_triage.kernel_log, console)
 
 
 def _report(view: Shown, console: Console) -> None:

@@ -24,6 +24,7 @@ from ..hangs.files import run_folder
 from ..hangs.model import HangReading
 from ..incidents.kernellogfile import read_kernel_log
 from ..incidents.xidcheck import check as check_xids
+from ..incidents.xidgpus import RunPlaces
 from ..incidents.xidtriage import triage
 from ..index import capture, fleet
 from ..index.fleet import kept_triage
@@ -34,7 +35,7 @@ from ..report.advice import Advice
 from ..report.kernellog import XidTriage
 from ..report.model import Tool, TriageReport
 from ..report.run import RunReport
-from ..supervise import files
+from ..supervise import files, gpuplaces
 from ..textsize import parse_size, shown
 from ..version import __version__
 from . import body, local, members, relaunch, title
@@ -292,9 +293,19 @@ def _kernel_log(inputs: Inputs, options: ReportOptions) -> XidTriage | None:
         return None
     dumps = [dump.dump for dump in inputs.all_dumps if dump.dump is not None]
     shape = f"{dumps[0].layout}, {len(dumps[0].in_flight)} in flight" if dumps else None
-    triaged = triage(log, shape)
+    triaged = triage(log, shape, _run_places(inputs))
     triaged.advice = advised_log(log)
     return triaged
+
+
+def _run_places(inputs: Inputs) -> RunPlaces | None:
+    """What the first run given recorded of its GPUs and ranks (its last incarnation's launch
+    and processes), for placing the log's GPUs; None without a run."""
+    if not inputs.runs:
+        return None
+    run = inputs.runs[0]
+    last = run.manifest.incarnations[-1] if run.manifest.incarnations else None
+    return gpuplaces.of_run(run.path, last.number if last else 1, last.processes if last else [])
 
 
 def make(options: ReportOptions) -> Made:

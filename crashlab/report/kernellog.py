@@ -109,6 +109,28 @@ class XidEvent(_Model):
     """what the decoding could not say, or says is undocumented"""
 
 
+class XidGpu(_Model):
+    """One GPU the log's Xid lines name, placed among the run's GPUs and ranks where the run
+    knows them (its environment.json, launch.json and processes): how the operator names it."""
+
+    device: str
+    """what the Xid lines' parentheses name (``PCI:0000:3b:00``)"""
+    bus_id: str | None = None
+    """its PCI address as nvidia-smi spells it (``0000:3b:00.0``); null where the run lists no
+    GPU there"""
+    uuid: str | None = None
+    """its UUID from the run's environment (never from the log, which reports withhold)"""
+    index: int | None = None
+    """nvidia-smi's index"""
+    cuda_index: int | None = None
+    """its place in the server's CUDA_VISIBLE_DEVICES (the CUDA device number the server used);
+    nvidia-smi's index where the variable was not set"""
+    ranks: list[str] = Field(default_factory=empty_list)
+    """the ranks that used it (SGLang's tags: ``TP0``)"""
+    unmapped: str | None = None
+    """why no rank is named; null where one is"""
+
+
 class XidCheck(_Model):
     """One piece of the kernel log held against the dump of the same incident."""
 
@@ -119,6 +141,10 @@ class XidCheck(_Model):
     """agrees, differs, or not comparable"""
     says: str
     """one line for a human; a difference that refutes the dump's explanation says so"""
+    granularity: str | None = None
+    """address: the region the two addresses were compared at (``2 MiB region one
+    page-directory entry (PDE0) covers`` for an Xid 31 FAULT_PDE, ``4 KiB page`` otherwise);
+    null for other checks and where not comparable"""
 
 
 class KernelLog(_Model):
@@ -140,6 +166,8 @@ class KernelLog(_Model):
     """ESR words whose value was the same on every ESR line of the log (``0x…728=0x1f81fb60``,
     the register's offset within its SM): they tell none of its faults apart (on an H200 the
     last two words were the same across four kinds of exception: constants of the GPU)"""
+    gpus: list[XidGpu] = Field(default_factory=empty_list)
+    """each GPU the Xid lines name, with the ranks that used it where the run knows them"""
     checks: list[XidCheck] = Field(default_factory=empty_list)
     """how the Xids stand against the dump; empty without one"""
     notes: list[str] = Field(default_factory=empty_list)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from .kernellog import KernelLog, XidEvent
+from .kernellog import KernelLog, XidEvent, XidGpu
 
 #: Distinct Xid lines a view shows; the JSON report has them all.
 MAX_SHOWN = 20
@@ -53,6 +53,7 @@ def log_lines(log: KernelLog) -> list[str]:
              for text, count in list(counted.items())[:MAX_SHOWN]]
     if len(counted) > MAX_SHOWN:
         lines.append(f"... {len(counted) - MAX_SHOWN} more kinds of Xid line in the JSON report")
+    lines += [gpu_line(gpu) for gpu in log.gpus if gpu.bus_id is not None or gpu.ranks]
     if log.constant_esr_words:
         lines.append(f"ESR words the same on every ESR line of the log, so telling none of its "
                      f"faults apart: {' '.join(log.constant_esr_words)}")
@@ -61,6 +62,25 @@ def log_lines(log: KernelLog) -> list[str]:
         lines.append(f"withheld from this report: the {' and the '.join(log.redacted)} the log printed")
     lines += log.notes
     return lines
+
+
+def gpu_name(gpu: XidGpu) -> str:
+    """A GPU as the operator acts on it: ``GPU-… (PCI 0000:3a:00.0, nvidia-smi index 2,
+    CUDA_VISIBLE_DEVICES index 0)`` as far as the run knows it, else what the Xid line names."""
+    where = [part for part in (
+        f"PCI {gpu.bus_id}" if gpu.bus_id else None,
+        f"nvidia-smi index {gpu.index}" if gpu.index is not None else None,
+        f"CUDA_VISIBLE_DEVICES index {gpu.cuda_index}" if gpu.cuda_index is not None else None)
+        if part]
+    if not where:
+        return gpu.device
+    return f"{gpu.uuid or gpu.device} ({', '.join(where)})"
+
+
+def gpu_line(gpu: XidGpu) -> str:
+    """A GPU the Xids name, how the operator names it, and its ranks (or why none is named)."""
+    ranks = f"rank {', '.join(gpu.ranks)}" if gpu.ranks else f"rank unknown: {gpu.unmapped}"
+    return f"{gpu.device} is {gpu_name(gpu)}; {ranks}"
 
 
 def headline(log: KernelLog) -> str:

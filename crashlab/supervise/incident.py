@@ -32,6 +32,7 @@ from ..api import inspect
 from ..errors import CrashlabError
 from ..incidents.kernellogfile import read_kernel_text
 from ..incidents.xidcheck import check as check_xids
+from ..incidents.xidgpus import place
 from ..logpatterns import CHILD_CRASHED, CRASH_SIGNALS, TRACEBACK_STARTS
 from ..notation import counted
 from ..replay import load as load_request_dump
@@ -52,7 +53,7 @@ from ..vocabulary import (
     XID,
 )
 from ..wrongverb import advised
-from . import owners, rundir, timestamps
+from . import gpuplaces, owners, rundir, timestamps
 from .manifest import Incarnation
 
 #: Where an incident's logs matched no fault pattern, this many of its last lines are kept,
@@ -255,13 +256,15 @@ def log_tail(run_dir: Path, incarnation: Incarnation, redact: Callable[[str], st
     return None
 
 
-def _kernel_log(findings: list[Finding], dumps: list[DumpTriage]) -> KernelLog | None:
-    """The Xid lines the kernel-log watch found, decoded and held against the first FAULT
-    dump's faults."""
-    lines = [finding.text for finding in findings if finding.kind == XID]
+def _kernel_log(run_dir: Path, incarnation: Incarnation,
+                dumps: list[DumpTriage]) -> KernelLog | None:
+    """The Xid lines the kernel-log watch found, decoded, their GPUs placed among the run's
+    ranks, and held against the first FAULT dump's faults."""
+    lines = [finding.text for finding in incarnation.findings if finding.kind == XID]
     if not lines:
         return None
     log = read_kernel_text("\n".join(lines), "the kernel log (/dev/kmsg, read by serve)")
+    log.gpus = place(log, gpuplaces.of_run(run_dir, incarnation.number, incarnation.processes))
     fault = next((dump.report for dump in dumps if dump.report is not None and dump.report.found),
                  None)
     if fault is not None:
@@ -288,7 +291,7 @@ def build(run_dir: Path, incarnation: Incarnation, kind: str, dumps: list[DumpTr
         omitted_findings=incarnation.omitted_findings, processes=list(incarnation.processes),
         log_tail=None if incarnation.findings or incarnation.omitted_findings
         else log_tail(run_dir, incarnation, redact),
-        notes=notes, kernel_log=_kernel_log(incarnation.findings, dumps))
+        notes=notes, kernel_log=_kernel_log(run_dir, incarnation, dumps))
     built.signature, why = signature_of(built)
     built.notes.extend([why] if why else [])
     return built

@@ -18,6 +18,7 @@ from ..index.records import Crash, Facets, IncidentShown, Shown, Signature
 from ..index.since import parse
 from ..index.store import Filters, Index, iso
 from ..index.triage import owner_of_signature, run_incident, said, triage_in
+from ..report import xidtext
 from ..report.model import Owner, TriageReport
 from ..report.run import Incident, RunReport
 from . import charts
@@ -115,6 +116,10 @@ class CrashPage:
     triage_said: str | None = None
     #: a hang's reading: its verdicts, ranks and their states, and each rank's timeline
     hang: HangReading | None = None
+    #: a kernel-log crash's triage as the index keeps it: its line and its decoded Xids, in
+    #: words (crashlab.report.xidtext)
+    xid_summary: str | None = None
+    xid_lines: list[str] = field(default_factory=list)
 
 
 def crash_page(index: Index, crash_id: int) -> CrashPage:
@@ -123,6 +128,11 @@ def crash_page(index: Index, crash_id: int) -> CrashPage:
     crash = found.crash
     if crash.kind == "hang":
         return CrashPage(shown=found, triage=None, hang=found.hang)
+    if crash.kind == "kernel-log":
+        xid = found.xid_triage
+        return CrashPage(shown=found, triage=None, xid_summary=xid.summary if xid else None,
+                         xid_lines=[xidtext.headline(xid.kernel_log),
+                                    *xidtext.log_lines(xid.kernel_log)] if xid else [])
     triage = triage_in(crash, found.report)
     run = found.report if isinstance(found.report, RunReport) else None
     incident = run_incident(crash, run) if run is not None else None
