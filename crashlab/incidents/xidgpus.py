@@ -87,7 +87,7 @@ def _placed(device: str, log: KernelLog, run: RunPlaces | None) -> XidGpu:
         ranks = [rank] if (rank := run.sglang.rank_on(cuda_index)) else []
     if not ranks:
         unmapped = _why_no_rank(run, cuda_index, bool(pids))
-    return XidGpu(device=device, bus_id=gpu.bus_id, uuid=gpu.uuid, index=gpu.index,
+    return XidGpu(device=device, bus_id=gpu.bus_id, index=gpu.index,
                   cuda_index=cuda_index, ranks=ranks, unmapped=unmapped)
 
 

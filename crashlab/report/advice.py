@@ -18,10 +18,10 @@ class Advice(_Model):
     reason: str
     """The evidence the action rests on, in one sentence."""
     gpu: str | None = None
-    """drain: the GPU to take out of service, as the operator acts on it: its UUID with its PCI
-    address, nvidia-smi index and CUDA_VISIBLE_DEVICES index where the run knows them (``GPU-…
-    (PCI 0000:3a:00.0, nvidia-smi index 2, CUDA_VISIBLE_DEVICES index 0)``), else the PCI
-    address the Xid line names; null otherwise."""
+    """drain: the GPU to take out of service, as the operator acts on it: its PCI address with
+    its nvidia-smi index and CUDA_VISIBLE_DEVICES index where the run knows them (``PCI
+    0000:3a:00.0 (nvidia-smi index 2, CUDA_VISIBLE_DEVICES index 0)``), else the PCI address the
+    Xid line names, or the UUID the index knows its crashes by; null otherwise."""
     workaround: str | None = None
     """workaround: the flag, setting or release to apply; null otherwise."""
     link: str | None = None

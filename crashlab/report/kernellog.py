@@ -118,8 +118,6 @@ class XidGpu(_Model):
     bus_id: str | None = None
     """its PCI address as nvidia-smi spells it (``0000:3b:00.0``); null where the run lists no
     GPU there"""
-    uuid: str | None = None
-    """its UUID from the run's environment (never from the log, which reports withhold)"""
     index: int | None = None
     """nvidia-smi's index"""
     cuda_index: int | None = None

@@ -65,16 +65,16 @@ def log_lines(log: KernelLog) -> list[str]:
 
 
 def gpu_name(gpu: XidGpu) -> str:
-    """A GPU as the operator acts on it: ``GPU-… (PCI 0000:3a:00.0, nvidia-smi index 2,
-    CUDA_VISIBLE_DEVICES index 0)`` as far as the run knows it, else what the Xid line names."""
+    """A GPU as the operator acts on it: ``PCI 0000:3a:00.0 (nvidia-smi index 2,
+    CUDA_VISIBLE_DEVICES index 0)`` as far as the run knows it, else what the Xid line names.
+    Never its UUID: this name goes into reports, which withhold a GPU's UUID (``nvidia-smi -i``
+    takes the PCI address)."""
     where = [part for part in (
-        f"PCI {gpu.bus_id}" if gpu.bus_id else None,
         f"nvidia-smi index {gpu.index}" if gpu.index is not None else None,
         f"CUDA_VISIBLE_DEVICES index {gpu.cuda_index}" if gpu.cuda_index is not None else None)
         if part]
-    if not where:
-        return gpu.device
-    return f"{gpu.uuid or gpu.device} ({', '.join(where)})"
+    head = f"PCI {gpu.bus_id}" if gpu.bus_id else gpu.device
+    return f"{head} ({', '.join(where)})" if where else head
 
 
 def gpu_line(gpu: XidGpu) -> str:
