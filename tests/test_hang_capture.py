@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -309,6 +310,35 @@ def test_the_capture_serve_and_dump_now_took_reads_as_the_rank_that_never_entere
                if note["source"] in ("nvml", "nccl-ras") and note["status"] == "refused"]
     assert refused == []
     assert [r["rank"] for r in reading["ranks"]] == list(range(WORLD))
+
+
+def test_the_dump_now_capture_without_flight_recorder_is_read_from_its_stacks(hung, tmp_path):
+    """dump-now's capture with its Flight Recorder rows made missing and its dumps removed, as a
+    deployment without Flight Recorder leaves it: crashlab's own real py-spy stacks alone place
+    the planted rank outside the all_reduce the others wait in (no process group, no number)."""
+    if {row.status for row in _rows(hung.dump_now, "py-spy")} == {"refused"}:
+        pytest.skip("ptrace is refused here: no stacks to read")
+    folder = tmp_path / hung.dump_now_dir.name
+    shutil.copytree(hung.dump_now_dir, folder)
+    record = _capture(folder)
+    record.sources = [row.model_copy(update={"status": "missing", "path": None, "size_bytes": None,
+                                             "note": "TORCH_FR_BUFFER_SIZE not set"})
+                      if row.source == "flight-recorder" else row for row in record.sources]
+    (folder / CAPTURE).write_text(record.model_dump_json(indent=2))
+    for dumped in folder.glob("rank-*/sample-*/flight-recorder.*"):
+        dumped.unlink()
+    done = run_cli("inspect", folder, "--json", timeout=180)
+    assert done.returncode == 0, done.stderr
+    [verdict] = json.loads(done.stdout)["verdicts"]
+    waiting = [rank for rank in range(WORLD) if rank != HANG_RANK]
+    assert (verdict["kind"], verdict["ranks"], verdict["op"], verdict["seq"]) == \
+        ("stack-outside", [HANG_RANK], "all_reduce", None)
+    assert verdict["line"].startswith(f"ranks {', '.join(map(str, waiting))} wait in all_reduce "
+                                      f"(their Python stacks, unchanged over {SAMPLES} samples")
+    sleep = next(n for n, text in enumerate((ROOT / "tests" / "hang_job.py").read_text().splitlines(), 1)
+                 if "time.sleep(0.2)" in text)
+    assert f"; rank {HANG_RANK} is not in any collective: it stands in " in verdict["line"]
+    assert f"hang_job.py:{sleep} wait_for_requests, unchanged over {SAMPLES} samples (" in verdict["line"]
 
 
 def test_serve_records_its_capture_as_a_hang_in_the_crash_index(hung):

@@ -32,6 +32,7 @@ from tests.gloo_hang.capture import (
     LAGGING,
     PLANTED,
     WORKLOAD,
+    WORLD,
     capture,
     gpu_dumps,
     ptrace_refusal,
@@ -309,3 +310,115 @@ def test_a_busy_gpu_with_no_collective_completing_is_spinning(runs, tmp_path):
     assert by_rank[0].gpu.gpus == [0] and by_rank[0].gpu.utilization_by_sample == [100] * 3
     assert by_rank[1].state == "stuck"
     assert not reading.warnings
+
+
+# Without Flight Recorder: the same real captures with every Flight Recorder row made missing and
+# its files removed, as a deployment that never enabled it (or a gloo group, whose dump pipe
+# torch 2.14 does not have) leaves them. Only the real py-spy stacks remain.
+
+def _without_flight_recorder(run_dir: Path, tmp_path: Path) -> tuple[Path, Path, Capture]:
+    copied, folder, record = _copy(run_dir, tmp_path)
+    record.sources = [row.model_copy(update={"status": "missing", "path": None, "size_bytes": None,
+                                             "note": "no debug pipe: the process group is gloo"})
+                      if row.source == "flight-recorder" else row for row in record.sources]
+    _rewrite(folder, record)
+    for dumped in folder.glob("rank-*/sample-*/flight-recorder.*"):
+        dumped.unlink()
+    return copied, folder, record
+
+
+def _waiting() -> str:
+    return ", ".join(str(rank) for rank in range(WORLD) if rank != LAGGING)
+
+
+def test_without_flight_recorder_the_stacks_name_the_rank_outside_the_all_reduce(runs, tmp_path):
+    run_dir, _, _ = _without_flight_recorder(runs["skip"], tmp_path)
+    reading = crashlab.read_hang(run_dir)
+    [verdict] = reading.verdicts
+    assert (verdict.kind, verdict.ranks, verdict.op, verdict.seq, verdict.pg) == \
+        ("stack-outside", [LAGGING], "all_reduce", None, None)
+    assert verdict.line.startswith(f"ranks {_waiting()} wait in all_reduce (their Python stacks, "
+                                   "unchanged over 3 samples, their warps in a collective wait in "
+                                   "cross_device_reduce_1stage); ")
+    assert (f"; rank {LAGGING} is not in any collective: it stands in workload.py:"
+            f"{_line_of(r'time.sleep')} recv_requests, unchanged over 3 samples (") in verdict.line
+    assert verdict.line.endswith("(from Python stacks only: no Flight Recorder, so the process "
+                                 "group and the collective's number are unknown)")
+    assert "never entered" not in verdict.line and "#" not in verdict.line
+    said = "\n".join(verdict.evidence)
+    # this capture ran py-spy with --native: the waiting ranks' c10d frames are named
+    assert f"py-spy --native: ranks {_waiting()}: " in said and "c10d::" in said
+    assert f"py-spy: rank {LAGGING}: main thread at workload.py:" in said
+    assert "Flight Recorder: no rank has a dump (4 ranks; rank 0: flight-recorder: missing in " \
+        "samples 0-2: no debug pipe: the process group is gloo)" in said
+    assert reading.found and not reading.groups
+    by_rank = {rank.rank: rank for rank in reading.ranks}
+    assert [by_rank[r].call for r in range(WORLD)] == \
+        ["all_reduce" if r != LAGGING else None for r in range(WORLD)]
+    done = run_cli("inspect", run_dir)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.decode().splitlines()[0] == \
+        "Hang across 4 ranks: stack-outside in all_reduce (Python stacks only)"
+
+
+def test_without_flight_recorder_the_same_hang_after_a_restart_is_one_signature(runs, readings, tmp_path):
+    first = crashlab.read_hang(_without_flight_recorder(runs["skip"], tmp_path / "a")[0])
+    again = crashlab.read_hang(_without_flight_recorder(runs["restart"], tmp_path / "b")[0])
+    assert first.signature.kind == "collective-hang"
+    assert first.signature.parts == ["not in it by its stack", "all_reduce", "recv_requests workload.py"]
+    assert again.signature.hash == first.signature.hash
+    assert {r.pid for r in again.ranks}.isdisjoint({r.pid for r in first.ranks})
+    # the same hang read with Flight Recorder names its process group: another signature
+    assert readings["skip"].signature.hash != first.signature.hash
+
+
+def test_without_flight_recorder_a_size_mismatch_reads_as_every_rank_in_the_all_reduce(runs, tmp_path):
+    reading = crashlab.read_hang(_without_flight_recorder(runs["size"], tmp_path)[0])
+    [verdict] = reading.verdicts
+    # the workload sends every rank into all_reduce, rank 2 with 8 floats: the stacks cannot tell
+    assert (verdict.kind, verdict.ranks, verdict.op) == ("stack-all-waiting", list(range(WORLD)), "all_reduce")
+    assert verdict.line.startswith(f"every rank ({', '.join(map(str, range(WORLD)))}) waits in "
+                                   "all_reduce (their Python stacks, unchanged over 3 samples")
+    assert "a size mismatch looks the same" in verdict.line and "#" not in verdict.line
+
+
+def test_without_flight_recorder_a_rank_whose_py_spy_was_refused_cannot_be_placed(runs, tmp_path):
+    refusal = "Permission Denied (os error 13)"
+    for refused in (3, LAGGING):
+        run_dir, folder, record = _without_flight_recorder(runs["skip"], tmp_path / str(refused))
+        record.sources = [row.model_copy(update={"status": "refused", "path": None,
+                                                 "size_bytes": None, "note": refusal})
+                          if (row.rank, row.source) == (refused, "py-spy") else row
+                          for row in record.sources]
+        _rewrite(folder, record)
+        for spied in folder.glob(f"rank-{refused}/sample-*/py-spy.txt"):
+            spied.unlink()
+        reading = crashlab.read_hang(run_dir)
+        [verdict] = reading.verdicts
+        unplaced = f"rank {refused} cannot be placed: py-spy: refused in samples 0-2: {refusal}"
+        assert unplaced in verdict.line
+        if refused == LAGGING:  # nothing says where rank 2 stands: no verdict places the hang
+            assert (verdict.kind, verdict.ranks) == ("incomplete", [LAGGING])
+            assert verdict.line.startswith(f"ranks {_waiting()} wait in all_reduce")
+            assert not reading.found and reading.signature is None
+            assert run_cli("inspect", run_dir).returncode == 1
+        else:
+            assert (verdict.kind, verdict.ranks) == ("stack-outside", [LAGGING])
+            assert verdict.line.startswith("ranks 0, 1 wait in all_reduce")
+
+
+def test_flight_recorder_and_a_stack_that_contradict_it_are_said_to_disagree(runs, readings, tmp_path):
+    """Rank 2's real stacks replaced by rank 0's (in all_reduce) while its Flight Recorder dumps
+    say it completed #5 and enqueued nothing since."""
+    run_dir, folder, _ = _copy(runs["skip"], tmp_path)
+    for spied in folder.glob("rank-0/sample-*/py-spy.txt"):
+        shutil.copy(spied, folder / f"rank-{LAGGING}" / spied.parent.name / spied.name)
+    reading = crashlab.read_hang(run_dir)
+    first, disagree = reading.verdicts
+    before = readings["skip"].verdicts[0]
+    assert (first.kind, first.ranks, first.seq) == (before.kind, before.ranks, before.seq)
+    assert disagree.kind == "sources-disagree" and disagree.ranks == [LAGGING]
+    assert disagree.line == (f"Flight Recorder says rank {LAGGING} never entered all_reduce "
+                             f"#{PLANTED + 1} and holds no collective of its own not completed, "
+                             "while its Python stack stands in all_reduce, unchanged over 3 "
+                             "samples: the sources disagree")

@@ -14,6 +14,7 @@ import io
 import json
 import os
 import pickle
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ from crashlab.console import ViewConsole
 from crashlab.errors import BadInput
 from crashlab.hangs import flightrecorder, pyspy, ras, terminal
 from crashlab.hangs.across import read_groups
+from crashlab.hangs.calls import c10d_native, collective_call
 from crashlab.hangs.files import Unreadable, read_within
 from crashlab.hangs.layout import CAPTURE, Capture, RankProcess, SourceRecord, source_path
 from crashlab.hangs.p2p import unmatched
@@ -415,3 +417,117 @@ def test_names_from_a_capture_are_printed_as_text_never_markup(tmp_path):
     shown = out.getvalue()
     assert "\x1b" not in shown and "\x07" not in shown
     assert "[bold red]evil[/bold red]\\x1b]0;owned\\x07 :smile:" in shown.replace("\n", "")
+
+
+# Verdicts from Python stacks only (no Flight Recorder dump): CONSTRUCTED py-spy text in the
+# shape of the real dumps (tests/test_hangs_gloo.py reads the real ones), for what the real job
+# does not do: ranks in different collectives, a rank that keeps moving, odd frames.
+
+def _spied(*frames: str) -> str:
+    return 'Thread 1 (idle): "MainThread"\n' + "".join(f"    {frame}\n" for frame in frames)
+
+
+def _in(op: str, line: int = 3913) -> str:
+    return _spied(f"{op} (torch/distributed/distributed_c10d.py:{line})",
+                  "wrapper (torch/distributed/c10d_logger.py:83)", "step (serve.py:40)")
+
+
+def _stacks_capture(run: Path, stacks: dict[int, list[str]]) -> None:
+    """A capture of py-spy samples only, ``stacks[rank][sample]`` each; no Flight Recorder."""
+    folder = run / "captures" / "20261206T080000Z"
+    rows = []
+    for rank, samples in stacks.items():
+        for sample, text in enumerate(samples):
+            path = source_path(rank, sample, "py-spy")
+            (folder / path).parent.mkdir(parents=True, exist_ok=True)
+            (folder / path).write_text(text)
+            rows += [SourceRecord(source="py-spy", rank=rank, sample=sample, taken_at="x",
+                                  status="ok", path=path),
+                     SourceRecord(source="flight-recorder", rank=rank, sample=sample, taken_at="x",
+                                  status="missing", note="TORCH_FR_BUFFER_SIZE not set")]
+    record = Capture(started_at="2026-12-06T08:00:00+00:00", trigger="hang-after",
+                     samples=max(len(s) for s in stacks.values()), interval_s=0.3,
+                     ranks=[RankProcess(rank=r, pid=100 + r) for r in stacks], sources=rows)
+    (folder / CAPTURE).write_text(record.model_dump_json())
+
+
+def test_stacks_in_different_collectives_are_a_mismatch_of_ops(tmp_path):
+    _stacks_capture(tmp_path, {0: [_in("all_reduce")] * 3, 1: [_in("all_reduce")] * 3,
+                               2: [_in("broadcast", 4021)] * 3})
+    reading = read(tmp_path, None)
+    [verdict] = reading.verdicts
+    assert (verdict.kind, verdict.ranks, verdict.op, verdict.seq) == \
+        ("stack-mismatch", [2], "all_reduce / broadcast", None)
+    assert verdict.line.startswith(
+        "the ranks stand in different collectives: ranks 0, 1 wait in all_reduce (their Python "
+        "stacks, unchanged over 3 samples); rank 2 waits in broadcast (its Python stack, unchanged "
+        "over 3 samples) (from Python stacks only")
+    assert reading.signature.parts == ["in another by its stack", "all_reduce / broadcast",
+                                       "step serve.py"]
+    assert "Flight Recorder: no rank has a dump (3 ranks; rank 0: flight-recorder: missing in " \
+        "samples 0-2: TORCH_FR_BUFFER_SIZE not set)" in verdict.evidence
+
+
+def test_a_rank_whose_stack_moved_is_not_read_as_hung(tmp_path):
+    moving = [_spied(f"decode (serve.py:{line})", "step (serve.py:40)") for line in (50, 51, 52)]
+    _stacks_capture(tmp_path, {0: [_in("all_reduce")] * 3, 1: [_in("all_reduce")] * 3, 2: moving})
+    reading = read(tmp_path, None)
+    [verdict] = reading.verdicts
+    assert (verdict.kind, verdict.ranks) == ("incomplete", [2])
+    assert "; rank 2's Python stack moved between samples (last at serve.py:52 decode): not read " \
+        "as hung" in verdict.line
+    assert [r.state for r in reading.ranks] == ["stuck", "stuck", "moving"]
+    assert not reading.found and reading.signature is None
+
+
+def test_one_sample_or_no_rank_in_a_collective_gives_no_verdict_from_stacks(tmp_path):
+    _stacks_capture(tmp_path / "one", {0: [_in("all_reduce")], 1: [_spied("step (serve.py:40)")]})
+    _stacks_capture(tmp_path / "none", {r: [_spied("step (serve.py:40)")] * 3 for r in range(2)})
+    assert read(tmp_path / "one", None).verdicts == []
+    assert read(tmp_path / "none", None).verdicts == []
+
+
+def test_a_collective_is_named_by_torch_distributed_frames_only():
+    def call(text: str) -> str | None:
+        found = collective_call(pyspy.read(_spied(*text.split("|"))).threads[0].frames)
+        return found.function if found else None
+
+    assert call("all_gather (torch/distributed/distributed_c10d.py:10)|"
+                "all_gather_object (torch/distributed/distributed_c10d.py:20)") == "all_gather"
+    assert call("barrier (/opt/venv/lib/torch/distributed/distributed_c10d.py:4700)") == "barrier"
+    assert call("all_reduce (mine/distributed_c10d.py:3)") is None
+    assert call("all_reduce (torch/distributed/distributed_c10d.py.bak:3)") is None
+    assert call("all_reduce (torch/distributed/distributed_c10d.py:x)") is None  # not a line: native
+    assert call("new_group (torch/distributed/distributed_c10d.py:5000)") is None
+    assert call("c10d::Work::wait (libtorch_cpu.so)|main (job.py:1)") is None
+    assert c10d_native(["c10d::Work::wait (libtorch_cpu.so)",
+                        "pybind11::cpp_function<bool, c10d::Work> (libtorch_python.so)"]) == \
+        ["c10d::Work::wait (libtorch_cpu.so)"]
+
+
+_NAMES = st.sampled_from(["all_reduce", "broadcast", "recv", "main", "(", ")", " (x.py:1)",
+                          "all_reduce (torch", "\x1b[31m", "名前", "a" * 300, ""])
+_PLACES = st.sampled_from(["torch/distributed/distributed_c10d.py:3913", "job.py:7", "libc.so.6",
+                           "torch/distributed/distributed_c10d.py", ":", "x.py:-1", "<frozen runpy>:198",
+                           "/abs/torch/distributed/distributed_c10d.py:1", ""])
+_FRAME_LINE = st.one_of(st.builds(lambda n, p: f"    {n} ({p})", _NAMES, _PLACES),
+                        st.text(max_size=60).map(lambda t: "    " + t))
+
+
+@settings(max_examples=120, deadline=5000, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.lists(st.lists(_FRAME_LINE, max_size=5), min_size=1, max_size=3),
+                min_size=2, max_size=3))
+def test_odd_py_spy_frames_give_a_reading_never_a_traceback(stacks):
+    """py-spy texts of odd frames for each rank and sample, read whole without Flight Recorder."""
+    texts = {rank: ['Thread 1 (idle): "MainThread"\n' + "\n".join(lines) + "\n" for lines in samples]
+             for rank, samples in enumerate(stacks)}
+    with tempfile.TemporaryDirectory() as folder:
+        _stacks_capture(Path(folder), texts)
+        reading = read(Path(folder), None)
+    for rank in reading.ranks:
+        if rank.call is not None:
+            assert rank.call in {"all_reduce", "broadcast", "recv"}
+    for verdict in reading.verdicts:
+        assert verdict.seq is None and verdict.kind in (
+            "stack-outside", "stack-mismatch", "stack-all-waiting", "incomplete")
+        assert verdict.line.endswith("are unknown)")

@@ -25,11 +25,15 @@ RankState = Literal["progressing", "spinning", "stuck", "moving", "unknown"]
 #: A verdict's kind: a rank that never entered a collective the others wait in; a rank that
 #: waits in a send or recv its peer never matched; a collective the ranks entered with
 #: different ops, sizes or dtypes; every rank in one collective and none completing it; a group
-#: whose ranks' places are partly unknown; two sources that contradict each other.
-VerdictKind = Literal["never-entered", "unmatched-p2p", "mismatch", "no-progress", "incomplete",
-                      "sources-disagree"]
+#: whose ranks' places are partly unknown; two sources that contradict each other. Where no
+#: rank has a Flight Recorder dump, the ``stack-`` kinds say the same from the Python stacks
+#: alone (no process group, no collective number): ranks in a collective while others stand in
+#: none; ranks in different collectives; every rank in the same one.
+VerdictKind = Literal["never-entered", "unmatched-p2p", "mismatch", "no-progress", "stack-outside",
+                      "stack-mismatch", "stack-all-waiting", "incomplete", "sources-disagree"]
 #: The verdicts that place a hang, most telling first; the others qualify them.
-PLACING = ("never-entered", "unmatched-p2p", "mismatch", "no-progress")
+PLACING = ("never-entered", "unmatched-p2p", "mismatch", "no-progress", "stack-outside",
+           "stack-mismatch", "stack-all-waiting")
 #: How a group's ranks first disagree.
 DisagreementKind = Literal["not-entered", "op", "sizes", "dtypes"]
 
@@ -204,6 +208,10 @@ class RankReading(ClosedModel):
     """the facts the state rests on, one sentence each"""
     where: str | None = None
     """the innermost Python frame of its main thread at the last sample (``file:line function``)"""
+    call: str | None = None
+    """the torch.distributed collective its main thread's Python stack stands in at the last
+    sample (all_reduce, broadcast, recv, ...: the innermost such frame), None where it stands in
+    none or was not sampled"""
     threads: list[ThreadView] = Field(default_factory=list)
     """its threads at its last py-spy sample"""
     groups: list[GroupProgress] = Field(default_factory=list)
@@ -326,6 +334,9 @@ class Verdict(ClosedModel):
     """never-entered (a rank never entered a collective the others wait in), unmatched-p2p (a
     rank waits in a send or recv its peer never matched), mismatch (ranks entered it with
     another op, other sizes or dtypes), no-progress (every rank in it, none completing),
+    stack-outside (from Python stacks only: ranks wait in a collective while others stand in
+    none), stack-mismatch (from Python stacks only: ranks wait in different collectives),
+    stack-all-waiting (from Python stacks only: every rank waits in the same collective),
     incomplete (some ranks cannot be placed), sources-disagree (two sources contradict each
     other)"""
     line: str
@@ -339,9 +350,11 @@ class Verdict(ClosedModel):
     pg_desc: str | None = None
     """the process group's description, where the verdict is about one"""
     seq: int | None = None
-    """the collective's number in it (a point-to-point operation's p2p_seq_id)"""
+    """the collective's number in it (a point-to-point operation's p2p_seq_id); None for a
+    verdict from Python stacks only"""
     op: str | None = None
-    """the collective's op"""
+    """the collective's op (from Python stacks: torch.distributed's function, ops joined by /
+    where the ranks stand in different ones)"""
 
 
 class SourceStatus(ClosedModel):
@@ -418,6 +431,9 @@ class HangReading(ClosedModel):
     def headline(self) -> str:
         """The reading in one line, as every view leads with it."""
         placing = [v for v in self.verdicts if v.kind in PLACING]
+        if placing and placing[0].seq is None:
+            return (f"Hang across {len(self.ranks)} ranks: {placing[0].kind} in {placing[0].op} "
+                    "(Python stacks only)")
         if placing:
             return (f"Hang across {len(self.ranks)} ranks: {placing[0].kind} at {placing[0].op} "
                     f"#{placing[0].seq}")

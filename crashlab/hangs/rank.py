@@ -15,6 +15,7 @@ from datetime import datetime
 from ..report.model import TriageReport
 from ..signature.names import base_name
 from . import attach
+from .calls import collective_call
 from .evidence import RankEvidence
 from .flightrecorder import Entry, FlightRecord
 from .layout import NvmlSample
@@ -272,10 +273,13 @@ def read_rank(evidence: RankEvidence, nvml: dict[int, NvmlSample]) -> RankReadin
     gpu = _gpu(evidence, nvml)
     state, said = _state(groups, dumps, where, gpu)
     said += _attached(evidence, gpu.waits if gpu else [])
+    main = dumps[-1].main_thread() if dumps else None
+    call = collective_call(main.frames) if main else None
     process = evidence.process
     return RankReading(
         rank=evidence.rank, pid=process.pid if process else None,
         host=process.host if process else None, role=process.role if process else None,
-        state=state, state_evidence=said, where=where, threads=threads, groups=groups, gpu=gpu,
+        state=state, state_evidence=said, where=where, call=call.function if call else None,
+        threads=threads, groups=groups, gpu=gpu,
         sources=evidence.notes,
         samples=sum(1 for s in evidence.samples.values() if s.flight or s.stacks))

@@ -24,6 +24,7 @@ from .p2p import unmatched
 from .pyspy import StackFrame
 from .rank import first_outside, read_rank
 from .signing import sign
+from .stackverdicts import stack_disagreements, stack_verdicts
 from .verdicts import verdicts
 
 
@@ -40,12 +41,15 @@ def read(path: Path, gpu_reader: GpuReader | None) -> HangReading:
     records = latest_records(evidence.ranks)
     groups = read_groups(records, sorted(ranks))
     peer_waits = unmatched(records)
+    found = verdicts(groups, ranks, evidence.ras, peer_waits)
+    # the stacks speak for the hang only where no rank has a Flight Recorder dump
+    found = stack_verdicts(ranks) + found if not records else found + stack_disagreements(found, ranks)
     reading = HangReading(
         capture=CaptureSummary(path=str(folder), started_at=capture.started_at,
                                ended_at=capture.ended_at, trigger=capture.trigger,
                                samples=capture.samples, interval_s=capture.interval_s,
                                gpu_dumps=len(capture.gpu_dumps), notes=capture.notes),
-        verdicts=verdicts(groups, ranks, evidence.ras, peer_waits), ranks=list(ranks.values()),
+        verdicts=found, ranks=list(ranks.values()),
         groups=groups, ras=[_ras(reply) for reply in evidence.ras], peer_waits=peer_waits, sources=source_statuses(capture),
         warnings=_warnings(evidence, ranks))
     reading.signature = sign(reading, _places(evidence))

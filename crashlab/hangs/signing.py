@@ -20,7 +20,9 @@ from .pyspy import StackFrame
 
 #: How each placing verdict is named in the signature's text.
 PATTERNS = {"never-entered": "never entered", "unmatched-p2p": "never matched",
-            "mismatch": "entered differently", "no-progress": "none completes"}
+            "mismatch": "entered differently", "no-progress": "none completes",
+            "stack-outside": "not in it by its stack", "stack-mismatch": "in another by its stack",
+            "stack-all-waiting": "all in it by their stacks"}
 
 
 def sign(reading: HangReading, places: dict[int, StackFrame | None]) -> CrashSignature | None:
@@ -29,6 +31,8 @@ def sign(reading: HangReading, places: dict[int, StackFrame | None]) -> CrashSig
     verdict = next((v for v in reading.verdicts if v.kind in PLACING), None)
     if verdict is None:
         return None
+    if verdict.seq is None:
+        return _from_stacks(verdict, places)
     group = next((g for g in reading.groups if g.pg == verdict.pg and g.seq == verdict.seq), None)
     if group is not None:
         named_group = group.pg_desc or f"pg {group.pg}"
@@ -47,6 +51,24 @@ def sign(reading: HangReading, places: dict[int, StackFrame | None]) -> CrashSig
     title = f"{verdict.op} of {named_group}: {lagging} {pattern}; stands in {place}"
     notes.append("sequence numbers, ranks, lines, paths and addresses are left out: they change "
                  "from run to run")
+    return seal("collective-hang", parts, title, f'"{verdict.op}" hang "{place.split(" ")[0]}"',
+                notes, coarse)
+
+
+def _from_stacks(verdict: Verdict, places: dict[int, StackFrame | None]) -> CrashSignature:
+    """A verdict from Python stacks alone: no process group to name, so its parts are the
+    pattern, torch.distributed's function the ranks wait in and the lagging ranks' place."""
+    pattern = PATTERNS[verdict.kind]
+    parts = [pattern, verdict.op or "unknown op"]
+    coarse = list(parts)
+    place, notes = _place(verdict, places)
+    parts.append(place)
+    lagging = "every rank" if verdict.kind == "stack-all-waiting" else \
+        f"rank {verdict.ranks[0]}" if len(verdict.ranks) == 1 else "the lagging ranks"
+    title = f"{verdict.op} (Python stacks only): {lagging} {pattern}; stands in {place}"
+    notes.append("from Python stacks only: no process group in it, and the same hang read with "
+                 "Flight Recorder signs otherwise")
+    notes.append("ranks, lines, paths and addresses are left out: they change from run to run")
     return seal("collective-hang", parts, title, f'"{verdict.op}" hang "{place.split(" ")[0]}"',
                 notes, coarse)
 

@@ -41,7 +41,7 @@ def verdicts(groups: list[GroupReading], ranks: dict[int, RankReading],
     for verdict in found:
         verdict.evidence += _ras_evidence(replies)
     found.sort(key=lambda v: ([*PLACING, "incomplete"].index(v.kind), v.seq or 0))
-    return found + _contradictions(found, replies)
+    return found + _contradictions(found, replies, flight_recorder=bool(groups))
 
 
 def pg_text(name: str, desc: str) -> str:
@@ -82,11 +82,11 @@ def _never_entered(group: GroupReading, ranks: dict[int, RankReading]) -> Verdic
     line = f"{ranks_text(group.behind)} never entered {at}"
     if group.waiting:
         line += (f" ({ranks_text(group.waiting)} {'waits' if len(group.waiting) == 1 else 'wait'} "
-                 f"in it{_their_warps(group.waiting, ranks)})")
+                 f"in it{their_warps(group.waiting, ranks)})")
     line += "; " + "; ".join(_place(ranks.get(r), r) for r in group.behind)
     evidence = [_entered(group, ranks)] + [_newest(group, r) for r in group.behind]
     evidence += _waits_evidence(group, ranks) + _unknown_evidence(group)
-    evidence += _rank_evidence(group.behind, ranks)
+    evidence += rank_evidence(group.behind, ranks)
     return Verdict(kind="never-entered", line=line, evidence=evidence, ranks=group.behind,
                    pg=group.pg, seq=group.seq, op=group.op)
 
@@ -106,7 +106,7 @@ def _unmatched(wait: PeerWait, ranks: dict[int, RankReading]) -> Verdict:
                 f"Flight Recorder: rank {wait.peer}'s dump holds every point-to-point operation "
                 f"of {group} from its first: {counted(wait.peer_made, other)} "
                 f"{'to' if other == 'send' else 'from'} rank {wait.rank}"]
-    evidence += _rank_evidence([wait.peer], ranks)
+    evidence += rank_evidence([wait.peer], ranks)
     return Verdict(kind="unmatched-p2p", line=line, evidence=evidence, ranks=[wait.peer],
                    pg=wait.pg, pg_desc=wait.pg_desc, seq=wait.seq, op=wait.op)
 
@@ -125,7 +125,7 @@ def _mismatch(group: GroupReading, ranks: dict[int, RankReading]) -> Verdict:
         line += f"; {_place(ranks.get(rank), rank, f'waits in #{group.seq} at')}"
     line += _moved_on(group, odd)
     evidence = [_entered(group, ranks)] + _waits_evidence(group, ranks) + _unknown_evidence(group)
-    evidence += _rank_evidence(odd, ranks)
+    evidence += rank_evidence(odd, ranks)
     return Verdict(kind="mismatch", line=line, evidence=evidence, ranks=odd, pg=group.pg,
                    seq=group.seq, op=group.op)
 
@@ -148,10 +148,10 @@ def _moved_on(group: GroupReading, odd: list[int]) -> str:
 
 def _no_progress(group: GroupReading, ranks: dict[int, RankReading]) -> Verdict:
     line = (f"every rank of {pg_text(group.pg, group.pg_desc)} ({', '.join(map(str, group.waiting))}) entered "
-            f"{group.op} #{group.seq} and none completed it{_their_warps(group.waiting, ranks, ', their warps')}: "
+            f"{group.op} #{group.seq} and none completed it{their_warps(group.waiting, ranks, ', their warps')}: "
             "no rank is missing from it")
     evidence = [_entered(group, ranks)] + _waits_evidence(group, ranks)
-    evidence += _rank_evidence(group.waiting, ranks)
+    evidence += rank_evidence(group.waiting, ranks)
     return Verdict(kind="no-progress", line=line, evidence=evidence, ranks=group.waiting,
                    pg=group.pg, seq=group.seq, op=group.op)
 
@@ -161,12 +161,12 @@ def _incomplete(group: GroupReading, ranks: dict[int, RankReading]) -> Verdict:
             f"{group.op} #{group.seq}; {ranks_text(group.unknown)} cannot be placed: "
             "no Flight Recorder dump that reaches it")
     evidence = [_entered(group, ranks)] + _unknown_evidence(group)
-    evidence += _rank_evidence(group.unknown, ranks)
+    evidence += rank_evidence(group.unknown, ranks)
     return Verdict(kind="incomplete", line=line, evidence=evidence, ranks=group.unknown,
                    pg=group.pg, seq=group.seq, op=group.op)
 
 
-def _their_warps(waiting: list[int], ranks: dict[int, RankReading], lead: str = ", their warps") -> str:
+def their_warps(waiting: list[int], ranks: dict[int, RankReading], lead: str = ", their warps") -> str:
     """``, their warps polling memory in cross_device_reduce_1stage`` where every waiting rank's
     GPU dump shows the same first wait; empty otherwise."""
     firsts = set()
@@ -234,14 +234,14 @@ def _waits_evidence(group: GroupReading, ranks: dict[int, RankReading]) -> list[
             places.setdefault(reading.where, []).append(rank)
     for where, who in places.items():
         said.append(f"py-spy: {ranks_text(who)}: main thread at {where}")
-    said += _gpu_evidence(group.waiting, ranks)
+    said += gpu_evidence(group.waiting, ranks)
     stacks = {tuple(c.stack[:3]) for r in group.waiting if (c := _last(ranks, r, group)) and c.stack}
     if len(stacks) == 1:
         said.append("Flight Recorder's stack of it: " + " < ".join(stacks.pop()))
     return said
 
 
-def _gpu_evidence(numbers: list[int], ranks: dict[int, RankReading]) -> list[str]:
+def gpu_evidence(numbers: list[int], ranks: dict[int, RankReading]) -> list[str]:
     """Where the warps of these ranks' GPU dumps stand (two classes each), a line per fact with
     the ranks whose dumps show it (``GPU dumps of ranks 0, 1, 3: ...``)."""
     facts: dict[str, list[int]] = {}
@@ -263,14 +263,14 @@ def _unknown_evidence(group: GroupReading) -> list[str]:
             f"reaches #{group.seq}"]
 
 
-def _rank_evidence(numbers: list[int], ranks: dict[int, RankReading]) -> list[str]:
+def rank_evidence(numbers: list[int], ranks: dict[int, RankReading]) -> list[str]:
     said = []
     for rank in numbers:
         reading = ranks.get(rank)
         if reading is None:
             continue
         said += [f"rank {rank} {reading.state}: {fact}" for fact in reading.state_evidence]
-        said += _gpu_evidence([rank], ranks)
+        said += gpu_evidence([rank], ranks)
         said += [f"rank {rank}: {line}" for line in note_lines(reading.sources)[:3]]
     return said
 
@@ -309,7 +309,10 @@ def _latest(replies: list[RasReply]) -> list[RasReply]:
     return sorted(replies, key=lambda reply: reply.sample)[-1:]
 
 
-def _contradictions(found: list[Verdict], replies: list[RasReply]) -> list[Verdict]:
+def _contradictions(found: list[Verdict], replies: list[RasReply], *,
+                    flight_recorder: bool) -> list[Verdict]:
+    """RAS against Flight Recorder; ``flight_recorder``: whether any rank's dump was read (without
+    one, nothing says the ranks agree)."""
     latest = _latest(replies)
     if not latest:
         return []
@@ -323,7 +326,7 @@ def _contradictions(found: list[Verdict], replies: list[RasReply]) -> list[Verdi
             evidence=[f"NCCL RAS: {counted(len(reply.status.groups), 'communicator group')}, all RUNNING, OK"],
             pg=placing[0].pg, seq=placing[0].seq, op=placing[0].op)]
     mismatched = [i for i in reply.status.issues if "MISMATCH" in i.kind]
-    if mismatched and not placing:
+    if mismatched and not placing and flight_recorder:
         return [Verdict(kind="sources-disagree", line=(
             f"NCCL RAS reports {mismatched[0].kind} on {mismatched[0].communicator or 'a communicator'} "
             f"(sample {reply.sample}) while Flight Recorder's ranks agree on every collective "
