@@ -217,21 +217,29 @@ def test_attach_snapshots_of_a_live_spinning_kernel_read_its_registers_and_spinn
         child.wait()
 
 
+def _snapshot_rows(folder, text: str, samples: int) -> list:
+    """Rank 0's attach rows of SAMPLES samples, each file holding TEXT, written under FOLDER."""
+    from crashlab.hangs.layout import SourceRecord, source_path
+
+    rows = []
+    for sample in range(samples):
+        path = source_path(0, sample, attach.NAME)
+        (folder / path).parent.mkdir(parents=True)
+        (folder / path).write_text(text)
+        rows.append(SourceRecord(source=attach.NAME, rank=0, sample=sample, status="ok",
+                                 taken_at="2026-01-01T00:00:00Z", path=path))
+    return rows
+
+
 def test_a_captures_attach_snapshots_are_read_into_the_ranks_evidence(real_cuda_gdb, tmp_path):
     """capture.json rows naming two real cuda-gdb printouts of one rank: the rank's reading says
     its warps stood still, kernel and PC; a refused attach of another rank is its note."""
     from crashlab.hangs.evidence import gather
-    from crashlab.hangs.layout import Capture, RankProcess, SourceRecord, source_path
+    from crashlab.hangs.layout import Capture, RankProcess, SourceRecord
     from crashlab.hangs.rank import read_rank
 
     text = _tables_of_dump(real_cuda_gdb, "hang.explain")
-    rows = []
-    for sample in range(2):
-        path = source_path(0, sample, attach.NAME)
-        (tmp_path / path).parent.mkdir(parents=True)
-        (tmp_path / path).write_text(text)
-        rows.append(SourceRecord(source=attach.NAME, rank=0, sample=sample, status="ok",
-                                 taken_at="2026-01-01T00:00:00Z", path=path))
+    rows = _snapshot_rows(tmp_path, text, 2)
     rows.append(SourceRecord(source=attach.NAME, rank=1, sample=0, status="refused",
                              taken_at="2026-01-01T00:00:00Z", note="ptrace refused"))
     capture = Capture(started_at="2026-01-01T00:00:00Z", trigger="dump-now", samples=2,
@@ -253,7 +261,7 @@ def test_a_ranks_snapshots_and_its_gpu_dump_read_as_spinning_on_the_polled_value
 
     from crashlab.api import inspect
     from crashlab.hangs.evidence import gather
-    from crashlab.hangs.layout import Capture, RankProcess, SourceRecord, source_path
+    from crashlab.hangs.layout import Capture, RankProcess, SourceRecord
     from crashlab.hangs.rank import read_rank
 
     [dump] = (H200 / "hang.explain").glob("*.nvcudmp")
@@ -261,12 +269,7 @@ def test_a_ranks_snapshots_and_its_gpu_dump_read_as_spinning_on_the_polled_value
     text = _tables_of_dump(real_cuda_gdb, "hang.explain")
     rows = [SourceRecord(source="gpu-dump", rank=0, sample=3, status="ok",
                          taken_at="2026-01-01T00:00:01Z", path="rank0.nvcudmp")]
-    for sample in range(3):
-        path = source_path(0, sample, attach.NAME)
-        (tmp_path / path).parent.mkdir(parents=True)
-        (tmp_path / path).write_text(text)
-        rows.append(SourceRecord(source=attach.NAME, rank=0, sample=sample, status="ok",
-                                 taken_at="2026-01-01T00:00:00Z", path=path))
+    rows += _snapshot_rows(tmp_path, text, 3)
     capture = Capture(started_at="2026-01-01T00:00:00Z", trigger="dump-now", samples=3,
                       interval_s=1, ranks=[RankProcess(rank=0, pid=10)], sources=rows)
     found = gather(capture, tmp_path, tmp_path, inspect)
