@@ -156,7 +156,7 @@ def pytest_collection_modifyitems(config, items):
     # a built wheel, a Chromium) are made once, not once on each worker its tests land on.
     for item in items:
         if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(item.module.__name__ if item.module else "-"))
+            item.add_marker(pytest.mark.xdist_group(item.path.stem))
     gpu_items = [item for item in items if "gpu" in item.keywords]
     if not gpu_items:
         return
