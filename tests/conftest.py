@@ -139,10 +139,24 @@ def real_cuda_gdb() -> str:
     return str(REAL_CUDA_GDB)
 
 
+def pytest_configure(config):
+    # pytest-xdist hands out groups largest first (by their number of tests) unless told not to:
+    # the real-SGLang tier, the longest, must start first (see below), and a module of hundreds
+    # of quick tests would go before it.
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's, which reads the groups
 def pytest_collection_modifyitems(config, items):
     # The real-SGLang tier (one xdist group, about 6 minutes of server starts) goes first, so that
     # under `-n 2 --dist loadgroup` one worker runs it while the other runs everything else.
     items.sort(key=lambda item: "sglang" not in item.keywords)
+    # Every other test module is a group of its own: its module fixtures (a bisect, a hung job,
+    # a built wheel, a Chromium) are made once, not once on each worker its tests land on.
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.path.stem))
     gpu_items = [item for item in items if "gpu" in item.keywords]
     if not gpu_items:
         return

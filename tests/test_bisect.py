@@ -66,7 +66,7 @@ def _bisect(tmp_path, repo, good, bad, *extra, words=None, env=None):
 def test_bisect_finds_the_commit_that_brought_the_crash(tmp_path, history):
     repo, made = history
     done = _bisect(tmp_path, repo, made["good"], "main", "--repeat", "4", "--json",
-                   "--build", "python -m py_compile app.py", "--max-runs", "6")
+                   "--build", "python -m py_compile app.py", "--max-runs", "3")
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["outcome"] == "found"
@@ -80,22 +80,22 @@ def test_bisect_finds_the_commit_that_brought_the_crash(tmp_path, history):
     assert all(step["verdict"] != "bad" for step in result["steps"]
                if step["revision"]["hash"] in (made["other"], made["other-gone"], made["good"]))
     # the flaky --bad side: every other start crashes; the lowest rate 2/4 allows sets the runs a
-    # good verdict takes, more than --max-runs gives: each good step says how sure its 6 runs are
+    # good verdict takes, more than --max-runs gives: each good step says how sure its 3 runs are
     endpoint = result["steps"][0]
     assert endpoint["role"] == "bad-endpoint" and len(endpoint["runs"]) == 4
     assert endpoint["reproduced"] == 2 and result["bad_rate"] == 0.5
     bound = stats.lower_bound(2, 4, 0.95)
     assert result["bad_rate_bound"] == round(bound, 4)
-    assert stats.runs_for_good(2, 4, 0.95) > 6 and result["runs_for_good"] == 6
-    reached = stats.confidence_reached(bound, 6)
+    assert stats.runs_for_good(2, 4, 0.95) > 3 and result["runs_for_good"] == 3
+    reached = stats.confidence_reached(bound, 3)
     assert endpoint["reason"] == (f"reproduced 2/4: a rate of at least {bound:.2f} at 95% "
-                                  "confidence; a good verdict takes 6 clean runs (--max-runs; "
+                                  "confidence; a good verdict takes 3 clean runs (--max-runs; "
                                   f"95% takes {stats.runs_for_good(2, 4, 0.95)})")
     for step in result["steps"]:
         if step["verdict"] == "good":
             assert len(step["runs"]) == result["runs_for_good"]
             assert step["confidence"] == round(reached, 4) < 0.95
-            assert step["reason"].startswith(f"no crash in 6 runs: {reached:.1%} sure")
+            assert step["reason"].startswith(f"no crash in 3 runs: {reached:.1%} sure")
             assert all(run["time_to_failure_s"] is None for run in step["runs"])
     crashed = [run for step in result["steps"] for run in step["runs"]
                if run["verdict"] in ("reproduced", "different crash")]

@@ -52,10 +52,12 @@ def _holding(pythonpath: Path) -> list[psutil.Process]:
     return found
 
 
-@pytest.fixture
-def sglang_repo(sglang_env, tmp_path) -> tuple[Path, dict[str, str]]:
-    """(repo, commits by role): a repository of its own per test, since a bisect moves it."""
-    repo = tmp_path / "sglang"
+@pytest.fixture(scope="module")
+def sglang_repo(sglang_env, tmp_path_factory) -> tuple[Path, dict[str, str]]:
+    """(repo, commits by role): one repository for the module (copying and committing SGLang's
+    sources costs seconds): a bisect leaves it on its branch, clean, as the first test asserts,
+    and the refused one never moves it."""
+    repo = tmp_path_factory.mktemp("sglang-history") / "sglang"
     return repo, history.build(sglang_env, repo)
 
 
