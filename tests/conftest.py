@@ -150,7 +150,7 @@ def pytest_configure(config):
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's, which reads the groups
 def pytest_collection_modifyitems(config, items):
     # The real-SGLang tier (one xdist group, about 6 minutes of server starts) goes first, so that
-    # under `-n 2 --dist loadgroup` one worker runs it while the other runs everything else.
+    # under `-n 3 --dist loadgroup` one worker runs it while the others run everything else.
     items.sort(key=lambda item: "sglang" not in item.keywords)
     # Every other test module is a group of its own: its module fixtures (a bisect, a hung job,
     # a built wheel, a Chromium) are made once, not once on each worker its tests land on.
