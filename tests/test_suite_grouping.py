@@ -1,5 +1,5 @@
-"""The suite's own scheduling: under README's `--dist loadgroup` (here on 2 workers) the tests of one
-`xdist_group` (the real-SGLang tier) run on one worker. pytest 9.2 with pytest-xdist 3.8 silently
+"""The suite's own scheduling: under README's `--dist loadgroup` (here on 2 workers) the tests
+of one `xdist_group` (the real-SGLang tier) run on one worker. pytest 9.2 with pytest-xdist 3.8 silently
 stopped grouping, and the tier then started its servers on both workers at once."""
 
 from __future__ import annotations
