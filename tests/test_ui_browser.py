@@ -150,6 +150,7 @@ def test_no_table_cell_breaks_an_id_a_hash_or_a_time_at_1280_px(browser, tmp_pat
                 "return document.documentElement.scrollWidth <= window.innerWidth"), path
     finally:
         browser.set_window_size(1200, 1000)
+        server.stop()
 
 
 #: Every bidirectional control (U+202A-202E, U+2066-2069, U+200E, U+200F, U+061C), then C0 and C1
