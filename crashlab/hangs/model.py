@@ -223,6 +223,11 @@ class RankReading(ClosedModel):
     samples: int = 0
     """host samples that gave this rank any evidence"""
 
+    def main_thread(self) -> ThreadView | None:
+        """The thread py-spy names MainThread, where the rank's Python program (and a blocking
+        collective) stands; None where its samples name none."""
+        return next((t for t in self.threads if t.name == "MainThread"), None)
+
 
 class RankPosition(ClosedModel):
     """Where one rank of a group stands: its last enqueued and last completed collective."""

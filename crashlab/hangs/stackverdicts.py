@@ -110,8 +110,7 @@ def stack_disagreements(found: list[Verdict], ranks: dict[int, RankReading]) -> 
 
 
 def _main(reading: RankReading) -> ThreadView | None:
-    return next((t for t in reading.threads if t.name == "MainThread"),
-                reading.threads[0] if reading.threads else None)
+    return reading.main_thread() or next(iter(reading.threads), None)
 
 
 def _unchanged(numbers: list[int], ranks: dict[int, RankReading]) -> str:

@@ -54,7 +54,7 @@ def _rank(rank: RankReading, console: Console) -> None:
     who = f"rank {rank.rank}" + (f" pid {rank.pid}" if rank.pid is not None else "") + \
         (f" {rank.role}" if rank.role else "") + (f" on {rank.host}" if rank.host else "")
     console.print(wrapped(line(f"  {who}  ", (rank.state, _STATE_STYLE.get(rank.state, ""))), indent=4))
-    main = next((t for t in rank.threads if t.name == "MainThread"), None)
+    main = rank.main_thread()
     if main is not None:
         for frame in main.frames[:MAX_FRAMES]:
             console.print(wrapped(line("      at ", frame), indent=8))

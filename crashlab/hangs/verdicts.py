@@ -185,7 +185,7 @@ def _place(reading: RankReading | None, rank: int, doing: str = "is in") -> str:
     """``rank 2 is in workload.py:32 recv_requests, unchanged over 3 samples``."""
     if reading is None or reading.where is None:
         return f"rank {rank}'s Python stack is unknown (no py-spy sample)"
-    main = next((t for t in reading.threads if t.name == "MainThread"), None)
+    main = reading.main_thread()
     same = main.unchanged_samples if main else 1
     return f"rank {rank} {doing} {reading.where}" + (
         f", unchanged over {same} samples" if same >= 2 else "")
