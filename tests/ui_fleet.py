@@ -158,6 +158,14 @@ class UiServer:
         for line in self.process.stderr:
             self.said.append(line)
 
+    def logged(self, words: str, timeout: float = 30.0) -> str:
+        """What the server has said once ``words`` is in it: its request log comes from another
+        thread of the server and reaches the pipe after the response does."""
+        deadline = time.monotonic() + timeout
+        while words not in "".join(self.said) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return "".join(self.said)
+
     def stop(self) -> None:
         self.process.terminate()
         self.process.wait(timeout=30)
