@@ -22,6 +22,7 @@ from ..errors import BadInput, CrashlabError
 from ..hangs.model import HangReading
 from ..incidents import XidLine
 from ..incidents.xid import from_findings
+from ..launchline import RecordedLaunch
 from ..published import parse
 from ..report.kernellog import XidTriage
 from ..report.model import TriageReport
@@ -138,11 +139,8 @@ def _manifest(run_dir: Path) -> dict:
 def _visible_devices(run_dir: Path, incident: Incident) -> str | None:
     """CUDA_VISIBLE_DEVICES as the incarnation was launched with it (its launch.json); None
     where unset or unreadable."""
-    try:
-        launch = json.loads((run_dir / incident.directory / "launch.json").read_text("utf-8"))
-        return launch["environment"].get("CUDA_VISIBLE_DEVICES")
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None
+    launch = RecordedLaunch.read(run_dir / incident.directory / "launch.json")
+    return launch.environment.get("CUDA_VISIBLE_DEVICES")
 
 
 def _evidence(run_dir: Path, incident) -> list[CrashFile]:

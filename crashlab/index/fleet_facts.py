@@ -15,7 +15,7 @@ from datetime import datetime
 from ..env import Environment
 from ..incidents.xid import find_xid
 from ..incidents.xiddecode import decode
-from ..launchline import option_value
+from ..launchline import SGLANG_EP, SGLANG_MODEL, SGLANG_PP, SGLANG_TP, option_value
 from ..report.kernellog import XidEvent
 from ..report.model import TriageReport
 from ..report.run import Incident, exception_line
@@ -25,11 +25,6 @@ from .records import FleetFacts
 #: The distributions of flashinfer and sgl-kernel, under each name they were published as.
 FLASHINFER = ("flashinfer-python", "flashinfer")
 SGL_KERNEL = ("sgl-kernel", "sglang-kernel")
-#: SGLang's flags for the model and the parallel sizes, every spelling its argparse accepts.
-MODEL_FLAGS = ("--model-path", "--model")
-TP_FLAGS = ("--tensor-parallel-size", "--tp-size", "--tp")
-PP_FLAGS = ("--pipeline-parallel-size", "--pp-size", "--pp")
-EP_FLAGS = ("--expert-parallel-size", "--ep-size", "--ep")
 
 
 def of_triage(report: TriageReport) -> dict:
@@ -82,8 +77,8 @@ def _visible_gpu(environment: Environment, ordinal: int | None, visible: str | N
 
 def of_launch(argv: list[str]) -> dict:
     """The served model and the tensor, pipeline and expert parallel sizes of the launch line."""
-    return {"model": _option(argv, MODEL_FLAGS), "tp_size": _size(argv, TP_FLAGS),
-            "pp_size": _size(argv, PP_FLAGS), "ep_size": _size(argv, EP_FLAGS)}
+    return {"model": option_value(argv, SGLANG_MODEL), "tp_size": _size(argv, SGLANG_TP),
+            "pp_size": _size(argv, SGLANG_PP), "ep_size": _size(argv, SGLANG_EP)}
 
 
 def of_incident(incident: Incident, first_failure: float) -> dict:
@@ -132,10 +127,6 @@ def _first(versions: dict[str, str], names: tuple[str, ...]) -> str | None:
     return next((versions[name] for name in names if name in versions), None)
 
 
-def _option(argv: list[str], flags: tuple[str, ...]) -> str | None:
-    return next((value for flag in flags if (value := option_value(argv, flag)) is not None), None)
-
-
 def _size(argv: list[str], flags: tuple[str, ...]) -> int | None:
-    value = _option(argv, flags)
+    value = option_value(argv, flags)
     return int(value) if value is not None and value.isdigit() else None

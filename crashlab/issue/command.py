@@ -97,9 +97,7 @@ def _launch_of(inputs: Inputs) -> tuple[list[str], dict[str, str]]:
     """(the launch command, its environment) as the inputs recorded them (secrets masked): the
     run's as serve launched it, else a request dump's, made runnable."""
     for run in inputs.runs:
-        launch = run.launch()
-        environment = launch.get("environment")
-        return list(run.manifest.command), environment if isinstance(environment, dict) else {}
+        return list(run.manifest.command), run.launch().environment
     for dump in inputs.all_dumps:
         if dump.dump is not None and dump.dump.launch_command:
             try:

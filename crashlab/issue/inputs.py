@@ -9,7 +9,6 @@ path, or a dump with the same bytes) is read once: one crash, one triage, one me
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +20,7 @@ from ..coredump.constants import ELF_MAGIC, GZIP_MAGIC
 from ..errors import BadInput
 from ..hangs.model import HangReading
 from ..index.copies import sha256_of
+from ..launchline import RecordedLaunch
 from ..published import parse
 from ..replay.records import CrashDump
 from ..report.model import TriageReport
@@ -74,16 +74,12 @@ class RunInput:
     cores: list[CoreInput] = field(default_factory=list)
     dumps: list[DumpInput] = field(default_factory=list)
 
-    def launch(self, incarnation: int = 1) -> dict:
+    def launch(self, incarnation: int = 1) -> RecordedLaunch:
         """launch.json of an incarnation (argv and environment as run, secrets masked); empty
         when it is missing or unreadable (the manifest still has the command)."""
         from ..supervise import rundir
 
-        try:
-            launch = json.loads(rundir.incarnation(self.path, incarnation).launch.read_bytes())
-        except (OSError, ValueError):
-            return {}
-        return launch if isinstance(launch, dict) else {}
+        return RecordedLaunch.read(rundir.incarnation(self.path, incarnation).launch)
 
 
 @dataclass

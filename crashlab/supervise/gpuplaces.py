@@ -5,18 +5,16 @@ CUDA_VISIBLE_DEVICES and launch line (launch.json), and the server's rank-tagged
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from ..env.saved import UnusableEnvironment, load
 from ..incidents.xidgpus import RunGpu, RunPlaces, SGLangPlacement
-from ..launchline import option_value
+from ..launchline import SGLANG_DP, SGLANG_PP, SGLANG_TP, RecordedLaunch, option_value
 from ..report.run import ProcessRecord
 from . import rundir
 
-_TP = ("--tp-size", "--tensor-parallel-size", "--tp")
 #: Launch options past which SGLang places ranks on GPUs by more than base, step and TP rank.
-_SPREAD = ("--dp-size", "--data-parallel-size", "--pp-size", "--pipeline-parallel-size", "--nnodes")
+_SPREAD = (*SGLANG_DP, *SGLANG_PP, "--nnodes")
 
 
 def of_run(run_dir: Path, incarnation: int, processes: list[ProcessRecord]) -> RunPlaces:
@@ -28,23 +26,11 @@ def of_run(run_dir: Path, incarnation: int, processes: list[ProcessRecord]) -> R
         environment = None
     gpus = tuple(RunGpu(bus_id=gpu.bus_id, index=gpu.index, uuid=gpu.uuid)
                  for gpu in (environment.gpus if environment is not None else []) if gpu.bus_id)
-    launch = _launch(run_dir, incarnation)
-    environ = launch.get("environment")
-    environ = environ if isinstance(environ, dict) else {}
-    argv = [str(a) for a in launch.get("argv") or [] if isinstance(a, str)]
-    visible = environ.get("CUDA_VISIBLE_DEVICES")
+    launch = RecordedLaunch.read(rundir.incarnation(run_dir, incarnation).launch)
     return RunPlaces(where=f"the run directory {run_dir}", gpus=gpus,
-                     visible=visible if isinstance(visible, str) else None,
+                     visible=launch.environment.get("CUDA_VISIBLE_DEVICES"),
                      ranks_by_pid={p.pid: p.ranks for p in processes if p.ranks},
-                     sglang=_sglang(argv))
-
-
-def _launch(run_dir: Path, incarnation: int) -> dict:
-    try:
-        found = json.loads(rundir.incarnation(run_dir, incarnation).launch.read_bytes())
-    except (OSError, ValueError):
-        return {}
-    return found if isinstance(found, dict) else {}
+                     sglang=_sglang(launch.argv))
 
 
 def _sglang(argv: list[str]) -> SGLangPlacement | None:
@@ -54,7 +40,8 @@ def _sglang(argv: list[str]) -> SGLangPlacement | None:
         return None
     if any((option_value(argv, flag) or "1") != "1" for flag in _SPREAD):
         return None
-    numbers = [_number(argv, flags) for flags in (_TP, ("--base-gpu-id",), ("--gpu-id-step",))]
+    numbers = [_number(argv, flags)
+               for flags in (SGLANG_TP, ("--base-gpu-id",), ("--gpu-id-step",))]
     tp, base, step = numbers
     if any(n is not None and n < 0 for n in numbers) or tp == 0 or step == 0:
         return None  # a value that is not a count: SGLang would refuse the launch
@@ -62,8 +49,7 @@ def _sglang(argv: list[str]) -> SGLangPlacement | None:
 
 
 def _number(argv: list[str], flags: tuple[str, ...]) -> int | None:
-    for flag in flags:
-        value = option_value(argv, flag)
-        if value is not None:
-            return int(value) if value.isdigit() else -1
-    return None
+    value = option_value(argv, flags)
+    if value is None:
+        return None
+    return int(value) if value.isdigit() else -1

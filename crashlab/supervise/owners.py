@@ -4,10 +4,10 @@ A lone dump names the artifact; these give its version and so the fix status."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from ..env.saved import UnusableEnvironment, load
+from ..launchline import RecordedLaunch
 from ..owner import Clues, refined
 from ..report.model import TriageReport
 from . import procmaps
@@ -28,11 +28,7 @@ def installed(run_dir: Path) -> dict[str, str]:
 def triton_caches(incarnation_dir: Path) -> tuple[Path, ...]:
     """Where the server's Triton put its JIT cubins: $TRITON_CACHE_DIR as launched, else
     $HOME/.triton/cache (Triton's default), read from the incarnation's launch.json."""
-    try:
-        launch = json.loads((incarnation_dir / "launch.json").read_text(encoding="utf-8"))
-        environ = launch["environment"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return ()
+    environ = RecordedLaunch.read(incarnation_dir / "launch.json").environment
     if environ.get("TRITON_CACHE_DIR"):
         return (Path(environ["TRITON_CACHE_DIR"]),)
     return (Path(environ["HOME"]) / ".triton" / "cache",) if environ.get("HOME") else ()
