@@ -15,8 +15,11 @@ Expected values come from the workload (rank 2, the planted step and so the coll
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 import psutil
@@ -269,6 +272,47 @@ def test_a_rank_whose_sources_are_all_missing_is_unknown_and_the_verdict_stands(
     assert "(ranks 0, 1 wait in it" in verdict.line
     assert reading.groups[0].unknown == [3]
     assert any("rank 3 of pg 0 (default_pg): no Flight Recorder dump" in e for e in verdict.evidence)
+
+
+def test_a_gpu_dump_collected_after_the_capture_stopped_waiting_gives_its_rank_a_gpu_side(
+        runs, readings, tmp_path):
+    """The driver took longer than --dump-timeout: capture.json says each GPU dump timed out, and
+    serve collected the dumps later into cores/ under the driver's names (core.HOST.PID.TIME).
+    The reading finds each by its rank's pid; rank 3's file, older than its trigger, is not its
+    answer; capture.json is left as the capture wrote it."""
+    run_dir, folder, record = _copy(runs["skip"], tmp_path)
+    pids = {process.rank: process.pid for process in record.ranks}
+    asked = time.time()
+    late = {}
+    for row in record.sources:
+        if row.source == "gpu-dump":
+            assert row.rank is not None and row.path is not None
+            dump = run_dir / row.path
+            late[row.rank] = dump.with_name(f"core.gpu-node.example.{pids[row.rank]}.{int(asked)}.nvcudmp")
+            dump.rename(late[row.rank])
+            stamp = asked - 3600 if row.rank == 3 else asked + 30
+            os.utime(late[row.rank], (stamp, stamp))
+            row.status, row.path, row.size_bytes = "timeout", None, None
+            row.note = "triggered, not collected within 120 s"
+            row.taken_at = datetime.fromtimestamp(asked, timezone.utc).isoformat()
+    record.gpu_dumps = []
+    _rewrite(folder, record)
+    written = (folder / CAPTURE).read_bytes()
+
+    reading = crashlab.read_hang(run_dir)
+    before = {rank.rank: rank.gpu for rank in readings["skip"].ranks}
+    after = {rank.rank: rank.gpu for rank in reading.ranks}
+    assert sorted(late) == [0, 1, 2, 3] and after[3] is None
+    for rank in (0, 1, 2):
+        assert after[rank] is not None and before[rank] is not None
+        assert after[rank].dump == late[rank].relative_to(run_dir).as_posix()
+        assert (after[rank].kernels, after[rank].waits) == (before[rank].kernels, before[rank].waits)
+    rows = {(s.source, s.status): s for s in reading.sources}
+    assert rows["gpu-dump", "ok"].ranks == [0, 1, 2]
+    assert rows["gpu-dump", "ok"].note.startswith("collected after the capture stopped waiting")
+    assert rows["gpu-dump", "timeout"].ranks == [3]
+    assert reading.capture.gpu_dumps == 3
+    assert (folder / CAPTURE).read_bytes() == written
 
 
 def test_ras_that_reports_healthy_communicators_is_said_to_disagree(runs, tmp_path):

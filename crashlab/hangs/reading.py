@@ -11,6 +11,7 @@ from ..notation import counted
 from .across import latest_records, read_groups
 from .evidence import CaptureEvidence, GpuReader, RasReply, gather
 from .files import capture_folder, load_capture, run_folder
+from .latedumps import with_late_dumps
 from .layout import Capture
 from .model import (
     CaptureSummary,
@@ -35,8 +36,9 @@ def read(path: Path, gpu_reader: GpuReader | None) -> HangReading:
     folder = capture_folder(path)
     if folder is None:
         raise BadInput(f"{printable(str(path))}: no hang capture (no captures/*/capture.json)")
-    capture = load_capture(folder)
-    evidence = gather(capture, folder, run_folder(folder), gpu_reader)
+    run = run_folder(folder)
+    capture = with_late_dumps(load_capture(folder), run)
+    evidence = gather(capture, folder, run, gpu_reader)
     ranks = {number: read_rank(found, evidence.nvml) for number, found in evidence.ranks.items()}
     records = latest_records(evidence.ranks)
     groups = read_groups(records, sorted(ranks))

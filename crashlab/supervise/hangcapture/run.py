@@ -20,6 +20,7 @@ from ...errors import CrashlabError
 from ...gdb.driver import find_cuda_gdb
 from ...hangs.layout import CAPTURE, CAPTURES, Capture, SourceRecord
 from ...notation import counted
+from ...report.run import dump_pid
 from .. import dumpnow, files, timestamps
 from ..dumpnow import DumpNowResult
 from ..hangsources import FR_PIPE_SUFFIX, Stack
@@ -36,7 +37,6 @@ GPU_DUMP_ENDS_PROCESS = (
 ATTACH_STOPS_PROCESS = (
     "--attach: cuda-gdb attached to every rank in every sample; each process, its GPU work "
     "included, is stopped while it is read (at most the source timeout), then detached")
-DUMP_SUFFIX = ".nvcudmp"
 Trigger = Literal["dump-now", "hang-after"]
 
 
@@ -154,8 +154,8 @@ class _Capture:
         return result
 
     def _gpu_rows(self, result: DumpNowResult, slot: Slot) -> dict[int, SourceRecord]:
-        triggered = {_pid_of(pipe) for pipe in result.triggered}
-        collected = {_pid_of(record.path): record for record in result.collected}
+        triggered = {_pipe_pid(pipe) for pipe in result.triggered}
+        collected = {dump_pid(record.path): record for record in result.collected}
         rows = {}
         for rank in self.ranks.processes:
             record = collected.get(rank.pid)
@@ -173,12 +173,10 @@ class _Capture:
         return rows
 
 
-def _pid_of(path: str) -> int | None:
-    """The pid in a driver's pipe or dump name (corepipe.cuda.HOST.PID, core.HOST.PID.TIME.nvcudmp)."""
-    name = Path(path).name.removesuffix(".partial").removesuffix(DUMP_SUFFIX)
-    parts = name.split(".")
-    candidates = parts[-1:] if name.startswith("corepipe.") else parts[-2:-1]
-    return int(candidates[0]) if candidates and candidates[0].isdigit() else None
+def _pipe_pid(path: str) -> int | None:
+    """The pid in the name of a driver's pipe (corepipe.cuda.HOST.PID)."""
+    last = Path(path).name.rsplit(".", 1)[-1]
+    return int(last) if last.isdigit() else None
 
 
 def take(run_dir: Path, trigger: Trigger, options: CaptureOptions, notify: Notify,
