@@ -149,8 +149,9 @@ def pytest_configure(config):
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's, which reads the groups
 def pytest_collection_modifyitems(config, items):
-    # The real-SGLang tier (one xdist group, about 6 minutes of server starts) goes first, so that
-    # under `-n 3 --dist loadgroup` one worker runs it while the others run everything else.
+    # The real-SGLang tier goes first: its servers (one xdist group, about 10 minutes of server
+    # starts) on one worker under `-n 3 --dist loadgroup`, while the others run the modules that
+    # only borrow its environment (the gloo hangs: groups of their own), then everything else.
     items.sort(key=lambda item: "sglang" not in item.keywords)
     # Every other test module is a group of its own: its module fixtures (a bisect, a hung job,
     # a built wheel, a Chromium) are made once, not once on each worker its tests land on.

@@ -42,7 +42,9 @@ from tests.test_report_verb import bundle_members
 from tests.test_ui_browser import browser  # noqa: F401 - the real Chromium, a fixture
 from tests.ui_fleet import UiServer
 
-pytestmark = [pytest.mark.sglang, pytest.mark.xdist_group("sglang")]
+#: the SGLang environment's torch, no server: a group of its own, started with the real-SGLang
+#: tier (tests/conftest.py) but on another worker than its servers
+pytestmark = pytest.mark.sglang
 
 RESTART_PLANTED = 9
 SAMPLES = 3

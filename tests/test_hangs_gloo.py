@@ -46,7 +46,9 @@ from tests.gloo_hang.capture import (
 )
 from tests.schema_check import errors
 
-pytestmark = [pytest.mark.sglang, pytest.mark.xdist_group("sglang")]
+#: the SGLang environment's torch, no server: a group of its own, started with the real-SGLang
+#: tier (tests/conftest.py) but on another worker than its servers
+pytestmark = pytest.mark.sglang
 
 #: The same skip, planted later: another collective number, the same hang.
 RESTART_PLANTED = 9
