@@ -317,6 +317,25 @@ def test_a_gpu_dump_collected_after_the_capture_stopped_waiting_gives_its_rank_a
     assert (folder / CAPTURE).read_bytes() == written
 
 
+def test_a_rank_without_a_flight_recorder_dump_is_placed_by_its_stack(runs, tmp_path):
+    """Rank 2's Flight Recorder dumps are gone (its pipe refused), its py-spy samples are there:
+    Flight Recorder cannot place it (incomplete), and its unchanged stack says it stands outside
+    any collective, at the workload's sleep in recv_requests."""
+    run_dir, folder, record = _copy(runs["skip"], tmp_path)
+    record.sources = [row.model_copy(update={"status": "refused", "path": None,
+                                             "note": "the debug pipe refused the dump"})
+                      if (row.rank, row.source) == (LAGGING, "flight-recorder") else row
+                      for row in record.sources]
+    _rewrite(folder, record)
+    verdict = crashlab.read_hang(run_dir).verdicts[0]
+    sleep_line = _line_of(r"time\.sleep")
+    assert (verdict.kind, verdict.ranks) == ("incomplete", [LAGGING])
+    assert f"rank {LAGGING} cannot be placed: no Flight Recorder dump that reaches it" in verdict.line
+    assert verdict.line.endswith(f"; rank {LAGGING} is not in any collective: it stands in "
+                                 f"workload.py:{sleep_line} recv_requests, "
+                                 "unchanged over 3 samples (its Python stack)")
+
+
 def test_ras_that_reports_healthy_communicators_is_said_to_disagree(runs, tmp_path):
     for reply, expected in (("healthy.txt", "sources-disagree"), ("mismatch.txt", None)):
         run_dir, folder, record = _copy(runs["skip"], tmp_path / reply)

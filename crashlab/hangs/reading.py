@@ -25,7 +25,7 @@ from .p2p import unmatched
 from .pyspy import StackFrame
 from .rank import first_outside, read_rank
 from .signing import sign
-from .stackverdicts import stack_disagreements, stack_verdicts
+from .stackverdicts import stack_disagreements, stack_places, stack_verdicts
 from .verdicts import verdicts
 
 
@@ -44,8 +44,13 @@ def read(path: Path, gpu_reader: GpuReader | None) -> HangReading:
     groups = read_groups(records, sorted(ranks))
     peer_waits = unmatched(records)
     found = verdicts(groups, ranks, evidence.ras, peer_waits)
-    # the stacks speak for the hang only where no rank has a Flight Recorder dump
-    found = stack_verdicts(ranks) + found if not records else found + stack_disagreements(found, ranks)
+    # the stacks speak for the hang where no rank has a Flight Recorder dump; where some have,
+    # they place the ranks Flight Recorder cannot and say where they contradict it
+    if records:
+        stack_places(found, ranks)
+        found += stack_disagreements(found, ranks)
+    else:
+        found = stack_verdicts(ranks) + found
     reading = HangReading(
         capture=CaptureSummary(path=str(folder), started_at=capture.started_at,
                                ended_at=capture.ended_at, trigger=capture.trigger,

@@ -6,7 +6,8 @@ in any collective. That is all the stacks say: no process group and no collectiv
 never "never entered #N"), no sizes, and an unchanged stack is not a collective that never
 completed (a loop that comes back to the same call between samples looks the same). A rank
 whose stack moved between samples is not read as hung. Where Flight Recorder is there its
-verdicts stand; the stacks only add a line where they contradict it.
+verdicts stand; the stacks add where a rank it cannot place stands, and a line where they
+contradict it.
 """
 
 from __future__ import annotations
@@ -107,6 +108,28 @@ def stack_disagreements(found: list[Verdict], ranks: dict[int, RankReading]) -> 
                 + [f"rank {number} {reading.state}: {fact}" for fact in reading.state_evidence],
                 ranks=[number], pg=verdict.pg, seq=verdict.seq, op=verdict.op))
     return said
+
+
+def stack_places(found: list[Verdict], ranks: dict[int, RankReading]) -> None:
+    """Where Flight Recorder cannot place a rank (an ``incomplete`` verdict: its dump is missing
+    or does not reach the collective), what the rank's Python stack says, added to the line:
+    the stack cannot say which collective, only whether the rank stands in one."""
+    for verdict in (v for v in found if v.kind == "incomplete"):
+        said = [place for number in verdict.ranks if number in ranks
+                and (place := _by_stack(number, ranks[number]))]
+        if said:
+            verdict.line += "".join(f"; {place}" for place in said)
+
+
+def _by_stack(number: int, reading: RankReading) -> str | None:
+    if reading.state in ("stuck", "spinning") and reading.call:
+        return (f"rank {number}'s Python stack stands in {reading.call}, "
+                f"{_unchanged([number], {number: reading})} (which call of it, its stack does not say)")
+    if reading.state in ("stuck", "spinning"):
+        return _outside(number, reading) + " (its Python stack)"
+    if reading.state == "moving":
+        return _moving(number, reading)
+    return None
 
 
 def _main(reading: RankReading) -> ThreadView | None:
