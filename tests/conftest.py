@@ -149,10 +149,12 @@ def pytest_configure(config):
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's, which reads the groups
 def pytest_collection_modifyitems(config, items):
-    # The real-SGLang tier goes first: its servers (one xdist group, about 10 minutes of server
-    # starts) on one worker under `-n 3 --dist loadgroup`, while the others run the modules that
-    # only borrow its environment (the gloo hangs: groups of their own), then everything else.
-    items.sort(key=lambda item: "sglang" not in item.keywords)
+    # The real-SGLang tier goes first: its servers in two xdist groups (the bisect's, and the
+    # others', each 5-8 minutes of server starts) on two workers under `-n 3 --dist loadgroup`,
+    # while the third runs the modules that only borrow its environment (the gloo hangs: groups
+    # of their own), then everything else.
+    items.sort(key=lambda item: ("sglang" not in item.keywords,
+                                 item.get_closest_marker("xdist_group") is None))
     # Every other test module is a group of its own: its module fixtures (a bisect, a hung job,
     # a built wheel, a Chromium) are made once, not once on each worker its tests land on.
     for item in items:

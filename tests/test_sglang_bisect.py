@@ -20,7 +20,9 @@ from tests.bisect_history import git, live_children
 from tests.conftest import free_port, run_cli
 from tests.real_sglang import history, server
 
-pytestmark = [pytest.mark.sglang, pytest.mark.xdist_group("sglang")]
+#: its servers apart from the other real-server modules' (tests/conftest.py), on a worker of their
+#: own: the bisect's four server starts would make that tier the suite's critical path
+pytestmark = [pytest.mark.sglang, pytest.mark.xdist_group("sglang-bisect")]
 
 #: Four steps of one server start each, on a loaded 2-core machine.
 BISECT_TIMEOUT = 1800
