@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from crashlab.env import capture, load
+from crashlab.env.capture import tool_timeout
 from crashlab.env.host import Host
 from crashlab.env.saved import FILE, UnusableEnvironment
 from crashlab.env.views import markdown
@@ -232,13 +233,20 @@ def test_bad_input_is_one_line_and_exit_2(args, fragment):
     assert len(done.stderr.splitlines()) == 1 and fragment in done.stderr.decode()
 
 
-@pytest.mark.parametrize("verb, value", [("env", "soon"), ("env", "0"), ("doctor", "nan"),
-                                          ("doctor", "-1"), ("doctor", "inf")])
-def test_a_bad_tool_timeout_in_the_environment_is_one_line_and_exit_2(verb, value):
-    done = run_cli(verb, env={"CRASHLAB_TOOL_TIMEOUT": value})
+@pytest.mark.parametrize("value", ["soon", "0", "-1", "nan", "inf", "2 s"])
+def test_a_tool_timeout_that_is_not_seconds_above_0_is_refused(value):
+    with pytest.raises(BadInput) as refused:
+        tool_timeout({"CRASHLAB_TOOL_TIMEOUT": value})
+    assert str(refused.value) == f"CRASHLAB_TOOL_TIMEOUT={value}: not a number of seconds above 0"
+    assert tool_timeout({"CRASHLAB_TOOL_TIMEOUT": " 0.5 "}) == 0.5 and tool_timeout({}) == 2.0
+
+
+@pytest.mark.parametrize("verb", ["env", "doctor"])
+def test_a_bad_tool_timeout_in_the_environment_is_one_line_and_exit_2(verb):
+    done = run_cli(verb, env={"CRASHLAB_TOOL_TIMEOUT": "soon"})
     assert done.returncode == 2 and done.stdout == b""
     assert done.stderr.decode().splitlines() == [
-        f"crashlab: CRASHLAB_TOOL_TIMEOUT={value}: not a number of seconds above 0"]
+        "crashlab: CRASHLAB_TOOL_TIMEOUT=soon: not a number of seconds above 0"]
 
 
 def test_load_reads_back_what_was_written_and_refuses_what_is_not_one(tmp_path):
