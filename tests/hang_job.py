@@ -36,7 +36,9 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 STEP_SECONDS = 0.1
-LIVELY = 1.0
+#: /health stops answering once the loop has not moved for this long: more than a loaded
+#: machine's CPU stall (seconds), which is no hang
+LIVELY = 5.0
 
 
 def wait_for_requests() -> None:

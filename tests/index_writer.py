@@ -5,11 +5,16 @@ records (keys shared-<i>: one of them must win each, none doubled).
 
     python -m tests.index_writer ADDRESS WORKER OWN SHARED SIGNATURES [START]
 
-START (seconds since the epoch) makes every writer open the index at the same moment.
+START (seconds since the epoch) makes every writer open the index at the same moment. With
+INDEX_WRITER_GO set (a file's path), the writer says "ready" on stderr once started up and waits
+until that file exists instead (120 s at most): a test starts every writer at once without
+guessing how long a loaded machine takes to start them. Each says "opening the index" on
+stderr just before it opens the index.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -23,8 +28,15 @@ def signature_number(i: int, signatures: int) -> str:
 
 def main(address: str, worker: int, own: int, shared: int, signatures: int,
          start: float = 0.0) -> None:
+    go = os.environ.get("INDEX_WRITER_GO")
+    if go:
+        print("ready", file=sys.stderr, flush=True)
+        deadline = time.monotonic() + 120
+        while not os.path.exists(go) and time.monotonic() < deadline:
+            time.sleep(0.01)
     time.sleep(max(0.0, start - time.time()))
     started = time.perf_counter()
+    print("opening the index", file=sys.stderr, flush=True)
     with Index(address) as index:
         for i in range(own):
             sig = signature(signature_number(i, signatures))

@@ -1,7 +1,7 @@
 """A real HTTP/1.1 server on 127.0.0.1 that closes keep-alive connections in chosen ways, and
 counts on its side how many times it received each request (by its first input id).
 
-  idle_close  close a connection idle this long (FIN; with idle_reset, an RST)
+  idle_close  close a connection idle this long after an answer (FIN; with idle_reset, an RST)
   drop_on     read these requests in full, then close without answering (FIN)
   reset_on    read these requests in full, then reset the connection (RST)
 
@@ -50,9 +50,11 @@ class KeepAliveServer:
         connection.close()
 
     def _serve(self, connection: socket.socket):
-        buffer = b""
+        buffer, answered = b"", False
         while True:
-            connection.settimeout(self.idle_close if not buffer else 10)
+            # idle only once it has answered: a new connection's first request can be slow to
+            # come on a loaded machine, and closing it then is no keep-alive close
+            connection.settimeout(self.idle_close if answered and not buffer else 10)
             try:
                 while b"\r\n\r\n" not in buffer:
                     chunk = connection.recv(65536)
@@ -72,6 +74,7 @@ class KeepAliveServer:
             body, buffer = buffer[:length], buffer[length:]
             if method == "GET":
                 self._answer(connection, b"")
+                answered = True
                 continue
             ids = json.loads(body).get("input_ids") or [None]
             with self.lock:
@@ -84,6 +87,7 @@ class KeepAliveServer:
             self._answer(connection, json.dumps({
                 "text": "a", "output_ids": [1],
                 "meta_info": {"finish_reason": {"type": "length"}, "completion_tokens": 1}}).encode())
+            answered = True
 
     @staticmethod
     def _answer(connection, data: bytes):

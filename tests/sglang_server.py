@@ -109,9 +109,20 @@ class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "sglang-standin"
     disable_nagle_algorithm = True  # as uvicorn (asyncio) does: no 40 ms delayed-ACK stalls
+    idle_timeout: float | None = None  # --idle-timeout
 
     def log_message(self, *args):  # quiet: tests read the record file instead
         pass
+
+    def handle(self):
+        """Requests until the connection closes, idle-closed (--idle-timeout) only once one was
+        answered, as uvicorn's keep-alive timeout: a new connection's first request can be slow
+        to come on a loaded machine, and closing it then is no keep-alive close."""
+        self.close_connection = True
+        self.handle_one_request()
+        self.connection.settimeout(self.idle_timeout)
+        while not self.close_connection:
+            self.handle_one_request()
 
     @property
     def state(self) -> StandIn:
@@ -237,7 +248,7 @@ def main(argv=None) -> None:
     if options.launch_record:
         env = {key: value for key, value in os.environ.items() if key.startswith("SGLANG_")}
         Path(options.launch_record).write_text(json.dumps({"argv": sys.argv, "env": env}))
-    Handler.timeout = options.idle_timeout
+    Handler.idle_timeout = options.idle_timeout
     server = Server(("127.0.0.1", options.port), Handler)
     server.state = StandIn(options)
     print(f"listening on 127.0.0.1:{server.server_address[1]}", flush=True)

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from crashlab.env import capture, load
+from crashlab.env.capture import tool_timeout
 from crashlab.env.host import Host
 from crashlab.env.saved import FILE, UnusableEnvironment
 from crashlab.env.views import markdown
@@ -89,13 +90,15 @@ def test_nvidia_smi_alone_describes_the_gpus_when_proc_has_nothing(tmp_path):
 def test_a_hung_nvidia_smi_costs_one_timeout_and_is_said_to_have_timed_out(tmp_path):
     host = machine(tmp_path, path=WITH_STANDIN, CRASHLAB_STANDIN_NVIDIA_SMI="hang")
     started = time.monotonic()
-    env = capture(host, timeout=1.0)
+    env = capture(host, timeout=5.0)
     took = time.monotonic() - started
-    assert took < 1.0 + 2.0  # three hung nvidia-smi at once, each ignoring SIGTERM
+    # three hung nvidia-smi at once, each ignoring SIGTERM: one timeout and a loaded machine's
+    # slack (10 s), below the three timeouts they would cost one after another
+    assert took < 3 * 5.0
     timed_out = [probe for probe in env.probes if probe.status == "timeout"]
     assert len(timed_out) == 3 and all(p.tool.startswith("nvidia-smi") for p in timed_out)
-    assert any(p.describe() == "nvidia-smi topo -m timed out after 1 s" for p in timed_out)
-    assert "nvidia-smi timed out after 1 s" in markdown(env)
+    assert any(p.describe() == "nvidia-smi topo -m timed out after 5 s" for p in timed_out)
+    assert "nvidia-smi timed out after 5 s" in markdown(env)
     # /proc still answers
     assert env.driver.version == "565.57.01" and len(env.gpus) == 8 and env.topology is None
 
@@ -207,10 +210,13 @@ def test_the_cli_prints_json_that_the_published_schema_accepts():
 
 def test_the_cli_asks_the_interpreter_it_is_given(tmp_path):
     site = site_packages(tmp_path)
-    done = run_cli("env", "--markdown", "--python", sys.executable, env={"PYTHONPATH": str(site)})
+    # 30 s: a Python start on a loaded machine takes longer than the default 2 s
+    done = run_cli("env", "--markdown", "--python", sys.executable, "--timeout", "30",
+                   env={"PYTHONPATH": str(site)})
     assert done.returncode == 0, done.stderr
     assert "sgl-kernel: 0.3.9.post2" in done.stdout.decode().splitlines()
-    terminal = run_cli("env", "--python", sys.executable, env={"PYTHONPATH": str(site)})
+    terminal = run_cli("env", "--python", sys.executable, env={"PYTHONPATH": str(site),
+                                                              "CRASHLAB_TOOL_TIMEOUT": "30"})
     assert "sglang: 0.5.4" in terminal.stdout.decode().splitlines()
 
 
@@ -225,6 +231,22 @@ def test_bad_input_is_one_line_and_exit_2(args, fragment):
     done = run_cli("env", *args)
     assert done.returncode == 2 and done.stdout == b""
     assert len(done.stderr.splitlines()) == 1 and fragment in done.stderr.decode()
+
+
+@pytest.mark.parametrize("value", ["soon", "0", "-1", "nan", "inf", "2 s"])
+def test_a_tool_timeout_that_is_not_seconds_above_0_is_refused(value):
+    with pytest.raises(BadInput) as refused:
+        tool_timeout({"CRASHLAB_TOOL_TIMEOUT": value})
+    assert str(refused.value) == f"CRASHLAB_TOOL_TIMEOUT={value}: not a number of seconds above 0"
+    assert tool_timeout({"CRASHLAB_TOOL_TIMEOUT": " 0.5 "}) == 0.5 and tool_timeout({}) == 2.0
+
+
+@pytest.mark.parametrize("verb", ["env", "doctor"])
+def test_a_bad_tool_timeout_in_the_environment_is_one_line_and_exit_2(verb):
+    done = run_cli(verb, env={"CRASHLAB_TOOL_TIMEOUT": "soon"})
+    assert done.returncode == 2 and done.stdout == b""
+    assert done.stderr.decode().splitlines() == [
+        "crashlab: CRASHLAB_TOOL_TIMEOUT=soon: not a number of seconds above 0"]
 
 
 def test_load_reads_back_what_was_written_and_refuses_what_is_not_one(tmp_path):

@@ -12,8 +12,8 @@ from datetime import datetime
 import psutil
 
 from crashlab.env import load
+from crashlab.env.capture import DEFAULT_TIMEOUT as TIMEOUT
 from crashlab.supervise import envcapture
-from crashlab.supervise.envcapture import TIMEOUT
 from tests.env_machine import STANDIN_TOOLS
 from tests.serve_harness import FAST, Serve, environment, free_port, sglang, survivors
 
@@ -32,7 +32,10 @@ def seconds(stamp: str) -> float:
 
 
 def test_serve_writes_the_environment_of_its_launch(tmp_path):
-    serve = Serve(tmp_path, sglang(free_port()), *FAST, env=standin_environment())
+    # each tool answers, on a loaded machine too: the stand-in nvidia-smi and the Python asked
+    # for its sys.path are Python starts, which can take longer than the default 2 s there
+    serve = Serve(tmp_path, sglang(free_port()), *FAST,
+                  env=standin_environment(CRASHLAB_TOOL_TIMEOUT="30"))
     assert serve.finish() == 0, serve.stderr
     manifest = serve.manifest()
     assert survivors(manifest) == []
@@ -96,4 +99,14 @@ def test_a_capture_that_fails_is_one_warning_and_never_stops_the_launch(tmp_path
                                  None, None, warnings.append)
     assert warnings == ["environment.json not written: the environment capture failed "
                         "(RuntimeError: the capture broke\\nacross lines); this is a crashlab bug"]
+    assert not (tmp_path / "environment.json").exists()
+
+
+def test_a_bad_tool_timeout_is_one_warning_and_never_stops_the_launch(tmp_path):
+    warnings: list[str] = []
+    envcapture.write_environment(tmp_path, [sys.executable, "-c", "pass"],
+                                 {**os.environ, "CRASHLAB_TOOL_TIMEOUT": "soon"}, None, None,
+                                 warnings.append)
+    assert warnings == ["environment.json not written: CRASHLAB_TOOL_TIMEOUT=soon: not a number "
+                        "of seconds above 0"]
     assert not (tmp_path / "environment.json").exists()

@@ -8,6 +8,7 @@ import os
 import shutil
 import signal
 import threading
+import time
 
 import psutil
 import pytest
@@ -108,19 +109,31 @@ def test_debugger_killed_mid_command_is_reported_and_reaped(gdb):
     pid = gdb.pid
     started: list[psutil.Process] = []
     names: list[str] = []
+    stop = threading.Event()
 
     def kill_gdb():
-        started.extend(psutil.Process(pid).children(recursive=True))  # sh and sleep, running
-        names.extend(p.name() for p in started)
-        os.kill(pid, signal.SIGKILL)
+        # once the sleep runs (gdb, its shell and the sleep each start slowly on a loaded machine)
+        deadline = time.monotonic() + 60
+        while not stop.wait(0.05) and time.monotonic() < deadline:
+            try:
+                named = [(child, child.name()) for child in psutil.Process(pid).children(recursive=True)]
+            except psutil.Error:  # one ended between the listing and its name
+                continue
+            if any(name == "sleep" for _, name in named):
+                started.extend(child for child, _ in named)  # sh and sleep, running
+                names.extend(name for _, name in named)
+                break
+        if not stop.is_set():  # the command still runs (without a sleep after 60 s, names says so)
+            os.kill(pid, signal.SIGKILL)
 
-    killer = threading.Timer(1.5, kill_gdb)
+    killer = threading.Thread(target=kill_gdb)
     killer.start()
     try:
         # sh and sleep ignore the SIGHUP a dying session leader sends: only a kill ends them
         reply = gdb.run("shell trap '' HUP; sleep 30", timeout=60)
     finally:
-        killer.cancel()
+        stop.set()
+        killer.join()
     assert reply.status == "died" and "killed by signal 9" in reply.note, reply
     assert reply.seconds < 30
     assert "sleep" in names, names

@@ -51,6 +51,9 @@ class HungRun:
     py_spy_beside_crashlab: bool
     #: the crash index serve recorded into (the session's)
     index: str
+    #: ``info sharedlibrary`` of rank 0 in an attach on the capture's command line ("" without
+    #: the real cuda-gdb)
+    attach_libraries: str
 
 
 def _interpreter_without_py_spy(env_root: Path, where: Path) -> Path:
@@ -77,7 +80,9 @@ def hung(sglang_env, tmp_path_factory) -> HungRun:
                         "--port", str(port), "--master-port", str(free_port()),
                         "--hang-rank", str(HANG_RANK), "--ras"],
                   "--health-url", f"http://127.0.0.1:{port}/health", "--health-interval", "0.5",
-                  "--health-timeout", "1", "--hang-after", "2", "--hang-samples", str(SAMPLES),
+                  # a loaded machine stalls the job's loop for seconds before the planted hang:
+                  # /health (hang_job.LIVELY) and these bear such a stall, not the hang
+                  "--health-timeout", "5", "--hang-after", "10", "--hang-samples", str(SAMPLES),
                   "--hang-interval", "1", "--quiet", env=env)
     try:
         manifest = serve.wait_manifest(
@@ -87,11 +92,13 @@ def hung(sglang_env, tmp_path_factory) -> HungRun:
         rank_pids = ",".join(map(str, _rank_processes(manifest).values()))
         path = os.pathsep.join([str(sglang_env / "bin"), str(STANDIN_TOOLS), os.environ["PATH"]])
         debugger = {"CRASHLAB_CUDA_GDB": str(REAL_CUDA_GDB)} if os.access(REAL_CUDA_GDB, os.X_OK) else {}
+        # four cuda-gdb attach at once in each sample, on a loaded machine: 60 s each at most
         said = run_cli("dump-now", serve.run_dir, "--no-gpu-dump", "--attach", "--samples", str(SAMPLES),
-                       "--interval", "0.5", env={**os.environ, "PATH": path, **debugger,
+                       "--interval", "0.5", "--source-timeout", "60", env={**os.environ, "PATH": path, **debugger,
                                                  "CRASHLAB_STANDIN_NVIDIA_SMI_APPS": rank_pids},
                        timeout=180)
         assert said.returncode == 0, said.stderr
+        libraries = _attach_libraries(_rank_processes(manifest)[0]) if debugger else ""
         bounded = _bounded_capture(serve.run_dir, path)
         refused = run_cli("dump-now", serve.run_dir, "--timeout", "1")
         manifest = serve.wait_manifest(lambda m: len(m["captures"]) == 3 and all(
@@ -104,7 +111,14 @@ def hung(sglang_env, tmp_path_factory) -> HungRun:
     return HungRun(serve, serve.manifest(), _capture(hang_after_dir), hang_after_dir,
                    _capture(dump_now_dir), dump_now_dir, said.stderr.decode(), _capture(bounded),
                    bounded, refused, (Path(sys.executable).parent / "py-spy").exists(),
-                   env["CRASHLAB_DB"])
+                   env["CRASHLAB_DB"], libraries)
+
+
+def _attach_libraries(pid: int) -> str:
+    """What an attach on the capture's command line says of the process's libraries: whose
+    symbols it read."""
+    return subprocess.run([*attach.argv(str(REAL_CUDA_GDB), pid), "-ex", "info sharedlibrary"],
+                          capture_output=True, text=True, timeout=120).stdout
 
 
 #: the caps of the bounded capture: a py-spy stack of a rank is 7-26 kB, a pickle about 4 kB
@@ -225,11 +239,12 @@ def test_dump_now_takes_py_spy_stacks_of_every_rank(hung):
     assert GPU_DUMP_ENDS_PROCESS not in hung.dump_now_said  # --no-gpu-dump: nothing to warn of
 
 
-def test_dump_now_attaches_cuda_gdb_to_every_rank_within_the_default_timeout(hung):
-    """Real cuda-gdb attached to each real rank (each has imported torch) in each sample: within
-    the default --source-timeout it says the process has no CUDA kernels, and every rank lives on
-    (the later captures see them). Loading every library's symbols took 8-9 s a rank here, so
-    each attach ran out of time and read nothing."""
+def test_dump_now_attaches_cuda_gdb_to_every_rank_reading_libcudas_symbols_only(hung):
+    """Real cuda-gdb attached to each real rank (each has imported torch) in each sample says the
+    process has no CUDA kernels, and every rank lives on (the later captures see them). It reads
+    no symbols of torch's libraries: loading every library's took 8-9 s a rank here, so each
+    attach ran out of the default --source-timeout and read nothing (the fixture gives 60 s:
+    four attaches at once on a loaded machine)."""
     if not os.access(REAL_CUDA_GDB, os.X_OK):
         pytest.skip(f"real cuda-gdb not installed at {REAL_CUDA_GDB} (run .ci/get-cuda-gdb)")
     rows = _rows(hung.dump_now, attach.NAME)
@@ -240,6 +255,10 @@ def test_dump_now_attaches_cuda_gdb_to_every_rank_within_the_default_timeout(hun
     assert {(row.status, row.note) for row in rows} == {("missing", attach.NO_CUDA)}, rows
     for row in rows:
         assert "No CUDA kernels." in (hung.dump_now_dir / row.path).read_text()
+    torch_libraries = [line.split() for line in hung.attach_libraries.splitlines()
+                       if "libtorch_cpu.so" in line]
+    assert torch_libraries and all("No" in line and "Yes" not in line for line in torch_libraries), \
+        hung.attach_libraries
     assert {row.status for row in _rows(hung.bounded, "py-spy")} <= {"ok", "skipped", "refused"}
 
 

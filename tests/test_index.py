@@ -3,6 +3,8 @@ signature tally, filters, migrations, retention, and many writer processes at on
 
 from __future__ import annotations
 
+import os
+import select
 import subprocess
 import sys
 import time
@@ -132,11 +134,15 @@ def test_many_writer_processes_lose_nothing_and_double_nothing(index_address):
             assert index.signature(f"{number:012x}").count == expected
 
 
-def test_writers_opening_a_new_index_at_once_migrate_it_once(index_address):
-    start = time.time() + 3.0  # after every writer's start-up: they open the index at once
+def test_writers_opening_a_new_index_at_once_migrate_it_once(index_address, tmp_path):
+    go = tmp_path / "go"  # made once every writer has started up: they open the index at once
     procs = [subprocess.Popen([sys.executable, "-m", "tests.index_writer", index_address, str(w),
-                               "2", "2", "1", str(start)], cwd=ROOT, stderr=subprocess.PIPE)
+                               "2", "2", "1"], cwd=ROOT, stderr=subprocess.PIPE,
+                              env={**os.environ, "INDEX_WRITER_GO": str(go)})
              for w in range(6)]
+    for proc in procs:
+        _wait_said(proc, "ready")
+    go.touch()
     assert [p.wait(timeout=120) for p in procs] == [0] * 6, [p.stderr.read() for p in procs]
     with Index(index_address) as index:
         assert index.backend.execute("SELECT count(*) FROM schema_migrations").fetchone()[0] == LATEST
@@ -149,10 +155,23 @@ def test_an_opener_of_a_new_index_waits_while_another_migrates_it(index_address)
         migrating.lock_for_migrations()  # as a node in the middle of the first migration holds it
         writer = subprocess.Popen([sys.executable, "-m", "tests.index_writer", index_address, "0",
                                    "1", "1", "1"], cwd=ROOT, stderr=subprocess.PIPE)
-        time.sleep(2.0)
+        _wait_said(writer, "opening the index")  # its start-up, seconds on a loaded machine, is done
+        time.sleep(2.0)  # a crash is recorded in milliseconds
         assert writer.poll() is None  # waiting, not racing ahead of the migration
     migrating.close()
     assert writer.wait(timeout=60) == 0, writer.stderr.read()
+
+
+def _wait_said(proc: subprocess.Popen, line: str, timeout: float = 120) -> None:
+    """Wait until PROC has written LINE on its stderr (a pipe)."""
+    deadline = time.monotonic() + timeout
+    said: list[str] = []
+    while line not in said:
+        left = deadline - time.monotonic()
+        assert left > 0 and select.select([proc.stderr], [], [], left)[0], (line, said)
+        read = proc.stderr.readline()
+        assert read, (line, said, proc.wait())
+        said.append(read.decode().strip())
 
 
 def test_an_index_made_before_migration_3_owns_only_its_run_directories_files(index_address,

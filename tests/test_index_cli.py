@@ -264,7 +264,7 @@ def test_a_gpu_fault_on_two_ranks_is_recorded_per_dump_with_rank_and_label(tmp_p
     serve.wait_healthy()
     requests.post(f"http://127.0.0.1:{port}/generate", timeout=10,
                   json={"text": "Hello", "sampling_params": {"max_new_tokens": 3}})
-    assert serve.finish() == 0, serve.stderr()
+    assert serve.finish() == 0, serve.stderr
     default = xdg_data_home / "crashlab" / "index.sqlite"
     crashes = _crashes(str(default))
     labels = sorted((c.label, c.role, c.rank) for c in crashes)

@@ -206,12 +206,18 @@ def test_a_gpu_fault_on_one_rank_gives_a_fault_dump_and_a_collateral_dump(tmp_pa
 
 
 def test_a_stop_while_the_driver_writes_a_dump_waits_for_it(tmp_path):
+    # the dump's writing is held until crashlab has said it waits: a fixed 3 s of writing could
+    # end before a loaded machine had delivered the SIGTERM
+    hold = tmp_path / "hold-the-dump"
+    hold.touch()
     serve = Serve(tmp_path, sglang(free_port()), *FAST,
-                  env=environment(crash="gpu-fault", crash_on="start", dump_seconds="3"))
+                  env=environment(crash="gpu-fault", crash_on="start", dump_hold=str(hold)))
     serve.wait_log("coredump: Writing ELF file to")
     serve.signal(signal.SIGTERM)
+    wait_for(lambda: "waiting for evidence before killing anything" in serve.stderr,
+             "crashlab to wait for the dump")
+    hold.unlink()
     manifest = finished(serve, 0)
-    assert "waiting for evidence before killing anything" in serve.stderr
     [dump] = cores(serve)
     assert dump.suffix == ".nvcudmp" and sha256(dump) == sha256(FAULT_DUMP)
     assert manifest["incarnations"][0]["stopped_by_crashlab"] is True

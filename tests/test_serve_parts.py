@@ -348,7 +348,7 @@ def test_the_run_report_fits_github_and_names_the_replay_command(build, tmp_path
     assert "Triage of `core.nvcudmp`:\n\n**crashlab: " in body  # its title nested as a bold line
 
 
-def test_the_process_tree_forgets_old_unremarkable_exits_past_its_limit(monkeypatch):
+def test_the_process_tree_forgets_old_unremarkable_exits_past_its_limit(monkeypatch, tmp_path):
     import subprocess
     import sys
     import time
@@ -356,10 +356,18 @@ def test_the_process_tree_forgets_old_unremarkable_exits_past_its_limit(monkeypa
     from crashlab.supervise import proctree
 
     monkeypatch.setattr(proctree, "MAX_RECORDS", 4)
-    script = ("import subprocess, sys, time\n"
-              "for _ in range(7): subprocess.run([sys.executable, '-c', 'import time; time.sleep(0.25)'])\n"
+    # each child lives until the tree has seen it (a file named by its pid), the crash stays a
+    # zombie until the tree has seen its exit: a fixed sleep was shorter than a loaded
+    # machine's pause between two polls
+    wait = ("import os, pathlib, time\n"
+            "def wait(name):\n"
+            "    deadline = time.monotonic() + 30\n"
+            f"    while not pathlib.Path({str(tmp_path)!r}, name).exists() and time.monotonic() < deadline:\n"
+            "        time.sleep(0.01)\n")
+    script = (f"import subprocess, sys\n{wait}"
+              f"for _ in range(7): subprocess.run([sys.executable, '-c', {wait!r} + 'wait(str(os.getpid()))'])\n"
               "crash = subprocess.Popen([sys.executable, '-c', 'import os; os.abort()'])\n"
-              "time.sleep(1.5)\n"  # a zombie for a while, as under a parent that polls lazily
+              "wait(f'{crash.pid}.exit')\n"  # a zombie for a while, as under a parent that polls lazily
               "crash.wait()\n")
     root = subprocess.Popen([sys.executable, "-c", script])
     tree = proctree.ProcessTree(root)
@@ -367,6 +375,10 @@ def test_the_process_tree_forgets_old_unremarkable_exits_past_its_limit(monkeypa
     while root.poll() is None and time.monotonic() < deadline:
         tree.poll()
         assert len(tree.records()) <= 4 + 1  # the limit, plus the newest until the next poll
+        for record in tree.records():
+            (tmp_path / str(record.pid)).touch()
+            if record.exit is not None:
+                (tmp_path / f"{record.pid}.exit").touch()
         time.sleep(0.05)
     tree.poll()
     records = tree.records()
@@ -513,7 +525,8 @@ def test_a_command_line_read_empty_in_the_middle_of_an_exec_is_read_again():
 
     from crashlab.supervise import proctree
 
-    root = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3)", "marker-argument"])
+    # it runs until killed: a loaded machine can take seconds to reach the re-read
+    root = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "marker-argument"])
     try:
         # the race itself is not waited for here: the exec is let finish, then its state is set
         wait_for(lambda: "marker-argument" in psutil.Process(root.pid).cmdline(), "the child's argv")

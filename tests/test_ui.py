@@ -307,7 +307,7 @@ def test_a_python_crash_serve_caught_shows_its_triage_from_the_run_report(tmp_pa
 
     serve = Serve(tmp_path, sglang(free_port()), *FAST, "--quiet",
                   env={**environment(crash="scheduler-exception", crash_on="start"), "CRASHLAB_DB": ""})
-    assert serve.finish() == 0, serve.stderr()
+    assert serve.finish() == 0, serve.stderr
     address = str(xdg_data_home / "crashlab" / "index.sqlite")
     server = UiServer(address)
     try:

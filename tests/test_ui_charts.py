@@ -6,7 +6,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crashlab.ui import charts
@@ -18,6 +18,7 @@ def _parsed(markup: str) -> ET.Element:
     return ET.fromstring(str(markup).replace("<svg ", f'<svg xmlns="{SVG[1:-1]}" ', 1))
 
 
+@settings(deadline=None)  # a loaded machine stalls an example past any deadline
 @given(st.lists(st.integers(0, 10_000), min_size=1, max_size=40))
 def test_bars_are_as_tall_as_their_counts_and_say_them(counts):
     labels = [f"bucket {i}" for i in range(len(counts))]
@@ -31,6 +32,7 @@ def test_bars_are_as_tall_as_their_counts_and_say_them(counts):
         assert height == pytest.approx(expected, abs=0.06)
 
 
+@settings(deadline=None)  # a loaded machine stalls an example past any deadline
 @given(st.lists(st.integers(0, 500), min_size=2, max_size=24))
 def test_the_sparklines_highest_point_is_at_the_top_and_it_has_one_point_per_count(counts):
     svg = _parsed(charts.sparkline(counts, height=24))

@@ -35,14 +35,15 @@ def available() -> str | None:
 
 
 def run_in_pane(args: list[str], columns: int, cwd: Path, rows: int = 400, timeout: float = 60,
-                colour: bool = False) -> Screen:
+                colour: bool = False, environ: dict[str, str] | None = None) -> Screen:
     """Run ``python -m crashlab ARGS`` in a fresh tmux server with one pane COLUMNS wide; with
-    ``colour`` the lines keep their escape sequences (``capture-pane -e``)."""
+    ``colour`` the lines keep their escape sequences (``capture-pane -e``); ``environ`` adds to
+    the test's environment."""
     socket = f"crashlab-test-{uuid.uuid4().hex[:8]}"
     command = shlex.join([sys.executable, "-m", "crashlab", *map(str, args)])
     script = f"{command}; code=$?; echo; echo {DONE} $code; sleep 600"
     tmux = ["tmux", "-L", socket, "-f", os.devnull]
-    env = {**os.environ, "TERM": "xterm-256color"}
+    env = {**os.environ, **(environ or {}), "TERM": "xterm-256color"}
     for name in ("COLUMNS", "LINES", "CRASHLAB_DEBUG"):
         env.pop(name, None)
     subprocess.run([*tmux, "new-session", "-d", "-x", str(columns), "-y", str(rows), "-c", str(cwd),

@@ -137,26 +137,33 @@ class UiServer:
     """``crashlab ui --db ADDRESS --port 0`` in its own process; its address read from what it
     says on start."""
 
-    def __init__(self, address: str, *options: str):
+    def __init__(self, address: str, *options: str, timeout: float = 120.0):
         self.process = subprocess.Popen(
             [sys.executable, "-m", "crashlab", "ui", "--db", address, "--port", "0", *options],
             stderr=subprocess.PIPE, text=True, cwd=ROOT)
         self.said: list[str] = []
+        self.url = ""
+        started = threading.Event()
+        # read from the start in a thread: a server that never says its address must not hang
+        # the test, and the server logs each request on stderr (a full pipe would stop it)
+        threading.Thread(target=self._read, args=(started,), daemon=True).start()
+        if not (started.wait(timeout) and self.url):
+            ended = started.is_set()  # its stderr closed: it is ending
+            if not ended:
+                self.process.kill()
+            code = self.process.wait(timeout=30)
+            how = f"exit {code}" if ended else f"no address said in {timeout:g} s"
+            raise AssertionError(f"crashlab ui did not start ({how}): {''.join(self.said)}")
+
+    def _read(self, started: threading.Event) -> None:
         assert self.process.stderr is not None
         for line in self.process.stderr:
             self.said.append(line)
             found = re.search(r"(http://[\d.]+:\d+)/", line)
-            if found:
+            if found and not self.url:
                 self.url = found[1]
-                # the server logs each request on stderr: read on, or a full pipe stops it
-                threading.Thread(target=self._read_on, daemon=True).start()
-                return
-        raise AssertionError(f"crashlab ui did not start: {''.join(self.said)}")
-
-    def _read_on(self) -> None:
-        assert self.process.stderr is not None
-        for line in self.process.stderr:
-            self.said.append(line)
+                started.set()
+        started.set()  # the server ended without saying its address
 
     def logged(self, words: str, timeout: float = 30.0) -> str:
         """What the server has said once ``words`` is in it: its request log comes from another

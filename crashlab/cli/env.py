@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -17,9 +18,9 @@ from .options import POSITIVE, json_option, markdown_option, python_option, runs
 @markdown_option("Print a fenced block of check_env-style lines for an issue body.")
 @python_option("The interpreter whose packages to report (the server's, e.g. a venv's "
                "bin/python) [default: crashlab's own].")
-@click.option("--timeout", type=POSITIVE, default=2.0, show_default=True,
+@click.option("--timeout", type=POSITIVE, show_default="CRASHLAB_TOOL_TIMEOUT, else 2",
               help="Seconds each tool (nvidia-smi, nvcc, the interpreter) may take; they run at once.")
-def env(as_json: bool, as_markdown: bool, python: str | None, timeout: float) -> None:
+def env(as_json: bool, as_markdown: bool, python: str | None, timeout: float | None) -> None:
     """What sglang.check_env reports, taken without touching CUDA: OS, Python, NVIDIA driver and
     GPUs, CUDA toolkit, package versions (from metadata, nothing imported), topology and the
     relevant environment variables, secrets masked.
@@ -33,13 +34,13 @@ def env(as_json: bool, as_markdown: bool, python: str | None, timeout: float) ->
       crashlab env --python /opt/venvs/sglang/bin/python --markdown
       crashlab env --json | jq .packages
     """
-    from ..env.capture import capture_of
+    from ..env.capture import capture_of, tool_timeout
 
     if as_json and as_markdown:
         raise BadInput("choose one of --json and --markdown")
     from ..stdout import echo
 
-    environment = capture_of(python, timeout=timeout)
+    environment = capture_of(python, timeout=tool_timeout(os.environ) if timeout is None else timeout)
     if as_json:  # rich is not needed for JSON
         echo(environment.model_dump_json(indent=2))
         return

@@ -7,6 +7,7 @@ costs the timeout once, not once per question.
 
 from __future__ import annotations
 
+import math
 import re
 import shutil
 import sys
@@ -51,12 +52,33 @@ PACKAGES: tuple[tuple[str, ...], ...] = (
 VARIABLE_PREFIXES = ("CUDA_", "NCCL_", "NVSHMEM_", "NVIDIA_", "SGLANG_", "SGL_", "TORCH_",
                      "PYTORCH_", "TORCHINDUCTOR_", "TRITON_", "FLASHINFER_", "CUBLAS_", "CUDNN_",
                      "VLLM_", "HF_", "GLOO_", "UCX_", "OMP_", "MKL_")
+#: The environment variable that sets the seconds each tool may take where no --timeout says:
+#: doctor's and serve's captures, and env's default.
+TIMEOUT_VARIABLE = "CRASHLAB_TOOL_TIMEOUT"
+#: Seconds each tool may take where neither --timeout nor TIMEOUT_VARIABLE says: enough for a
+#: healthy nvidia-smi, short enough that a hung one delays serve's launch little.
+DEFAULT_TIMEOUT = 2.0
 VARIABLES = ("LD_LIBRARY_PATH", "LD_PRELOAD", "CUDA_HOME", "CUDA_PATH", "MASTER_ADDR",
              "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK")
 
 
+def tool_timeout(environ: Mapping[str, str]) -> float:
+    """The seconds each tool may take: TIMEOUT_VARIABLE's (a loaded machine, or a slow disk under
+    a venv, can take longer than DEFAULT_TIMEOUT to start a healthy Python), else the default."""
+    value = environ.get(TIMEOUT_VARIABLE, "").strip()
+    if not value:
+        return DEFAULT_TIMEOUT
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise BadInput(f"{TIMEOUT_VARIABLE}={value}: not a number of seconds above 0")
+    return seconds
+
+
 def capture(host: Host | None = None, *, python: str | None = None,
-            timeout: float = 2.0) -> Environment:
+            timeout: float = DEFAULT_TIMEOUT) -> Environment:
     """The environment of ``host`` (this machine by default), with the packages of ``python``
     (an interpreter to ask for its sys.path; crashlab's own, read in process, by default)."""
     host = host or Host()
@@ -99,7 +121,8 @@ def capture(host: Host | None = None, *, python: str | None = None,
         variables=variables, probes=sorted(run.probes, key=lambda probe: probe.tool))
 
 
-def capture_of(python: str | None, host: Host | None = None, timeout: float = 2.0) -> Environment:
+def capture_of(python: str | None, host: Host | None = None,
+               timeout: float = DEFAULT_TIMEOUT) -> Environment:
     """capture() for a command's --python (the server's interpreter): one that is not there, or
     does not answer, is refused (BadInput) rather than described with no packages."""
     if python is not None and not Path(python).is_file() and shutil.which(python) is None:

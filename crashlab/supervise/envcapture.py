@@ -1,7 +1,8 @@
 """environment.json: the machine as the server is about to start on it.
 
 Taken before the launch, while nothing of the server can have wedged a GPU yet, and in at most
-about one tool timeout (the tools run at once, each killed at TIMEOUT: crashlab.env.capture).
+about one tool timeout (the tools run at once, each killed at CRASHLAB_TOOL_TIMEOUT's seconds,
+2 by default: crashlab.env.capture.tool_timeout).
 Before, not beside: every process crashlab starts once the server runs counts as one of the
 server's (the supervisor adopts its orphans as a subreaper), and a capture's nvidia-smi must
 not. Its packages are those of the interpreter the launch command runs
@@ -13,17 +14,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..env import capture
+from ..env.capture import tool_timeout
 from ..env.host import Host
 from ..env.interpreter import launch_interpreter
 from ..env.saved import FILE
+from ..errors import BadInput
 from ..escape import printable
 from ..privacy.redact import Redactor
 from . import collect, files
 from .manifest import ManifestStore
 from .options import Notify
-
-#: seconds each tool may take
-TIMEOUT = 2.0
 
 
 def write_environment(run_dir: Path, command: list[str], environ: dict[str, str],
@@ -33,11 +33,14 @@ def write_environment(run_dir: Path, command: list[str], environ: dict[str, str]
     path = run_dir / FILE
     try:
         python = launch_interpreter(command, environ)
-        environment = capture(Host(environ=environ), python=python, timeout=TIMEOUT)
+        environment = capture(Host(environ=environ), python=python, timeout=tool_timeout(environ))
         files.write_atomic(path, redactor.serialized(environment.model_dump_json(indent=2)).encode()
                            + b"\n")
     except OSError as exc:
         notify(f"{FILE} not written: {printable(exc.strerror or str(exc))}")
+        return
+    except BadInput as exc:
+        notify(f"{FILE} not written: {printable(str(exc))}")
         return
     except Exception as exc:  # a capture's bug must not cost the user the crash it is for
         notify(f"{FILE} not written: the environment capture failed "

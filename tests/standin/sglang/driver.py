@@ -7,6 +7,9 @@ CUDA_COREDUMP_SHOW_PROGRESS, CUDA_ENABLE_USER_TRIGGERED_COREDUMP and CUDA_COREDU
 keeping the file open), then aborts the process; a write into the user-trigger pipe makes it
 write a dump with no exception and carry on. The bytes it writes are a SYNTHETIC coredump from
 fixtures/synthetic/, so crashlab's triage has a real file to read.
+
+STANDIN_DUMP_HOLD names a file: while it exists, the writing pauses after its first chunk (up
+to 120 s), so a test can act while a dump is certainly being written, then remove the file.
 """
 
 from __future__ import annotations
@@ -29,6 +32,14 @@ def _expand(template: str) -> str:
 def _say(line: str) -> None:
     if os.environ.get("CUDA_COREDUMP_SHOW_PROGRESS") == "1":
         print(f"coredump: {line}", file=sys.stderr, flush=True)
+
+
+def _hold() -> None:
+    """Wait while STANDIN_DUMP_HOLD's file exists."""
+    hold = os.environ.get("STANDIN_DUMP_HOLD")
+    deadline = time.monotonic() + 120
+    while hold and os.path.exists(hold) and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def write_dump(source: str, seconds: float, exception: tuple[str, int] | None) -> str:
@@ -55,6 +66,7 @@ def write_dump(source: str, seconds: float, exception: tuple[str, int] | None) -
             out.write(data[offset:offset + step])
             out.flush()
             _say(f"{100 * number // CHUNKS}%...")
+            _hold()
             time.sleep(seconds / CHUNKS)
     _say("Writing out device table")
     _say("Finalizing")
