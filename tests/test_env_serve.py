@@ -12,12 +12,14 @@ from datetime import datetime
 import psutil
 
 from crashlab.env import load
-from crashlab.env.capture import DEFAULT_TIMEOUT as TIMEOUT
 from crashlab.supervise import envcapture
 from tests.env_machine import STANDIN_TOOLS
 from tests.serve_harness import FAST, Serve, environment, free_port, sglang, survivors
 
 SECRET = "hf_serveEnvironmentSecret0123456789"
+#: The tool timeout of the hung-nvidia-smi run: one timeout and a loaded machine's slack stay
+#: below the three timeouts the questions would cost one after another.
+HUNG_TIMEOUT = 5
 
 
 def standin_environment(**more: str) -> dict[str, str]:
@@ -55,16 +57,17 @@ def test_serve_writes_the_environment_of_its_launch(tmp_path):
 def test_a_hung_nvidia_smi_delays_the_launch_by_one_timeout_at_most(tmp_path):
     serve = Serve(tmp_path, sglang(free_port()), *FAST,
                   env=standin_environment(CRASHLAB_STANDIN_NVIDIA_SMI="hang",
-                                          CRASHLAB_TEST_MARK=str(tmp_path)))
+                                          CRASHLAB_TEST_MARK=str(tmp_path),
+                                          CRASHLAB_TOOL_TIMEOUT=str(HUNG_TIMEOUT)))
     assert serve.finish() == 0, serve.stderr
     manifest = serve.manifest()
     started = seconds(manifest["incarnations"][0]["started_at"])
     # nvidia-smi is asked three things; one after another they would cost three timeouts. The
     # bound is one timeout plus the loaded machine's slack, and stays below three.
-    assert started - seconds(manifest["created_at"]) < 3 * TIMEOUT
+    assert started - seconds(manifest["created_at"]) < 3 * HUNG_TIMEOUT
     env = load(serve.run_dir)
     assert {p.status for p in env.probes if p.tool.startswith("nvidia-smi")} == {"timeout"}
-    assert "environment: nvidia-smi topo -m timed out after 2 s" in serve.stderr
+    assert f"environment: nvidia-smi topo -m timed out after {HUNG_TIMEOUT} s" in serve.stderr
     assert _left_running(str(tmp_path)) == []  # killed with their session at the timeout
 
 
