@@ -14,6 +14,9 @@ SGLANG_TP = ("--tensor-parallel-size", "--tp-size", "--tp")
 SGLANG_PP = ("--pipeline-parallel-size", "--pp-size", "--pp")
 SGLANG_EP = ("--expert-parallel-size", "--ep-size", "--ep")
 SGLANG_DP = ("--data-parallel-size", "--dp-size")
+#: launch.json holds a command line and an environment: kilobytes. A run directory from another
+#: machine with a larger one is not read (memory in proportion to the input, not beyond).
+_LAUNCH_LIMIT = 4 << 20
 
 
 def option_value(argv: list[str], flag: str | tuple[str, ...]) -> str | None:
@@ -57,6 +60,8 @@ class RecordedLaunch:
     @classmethod
     def read(cls, path: Path) -> RecordedLaunch:
         try:
+            if path.stat().st_size > _LAUNCH_LIMIT:
+                return cls()
             found = json.loads(path.read_bytes())
         except (OSError, ValueError):
             return cls()

@@ -31,6 +31,12 @@ def test_a_missing_or_damaged_launch_json_reads_as_an_empty_launch(tmp_path, con
     assert RecordedLaunch.read(path) == RecordedLaunch()
 
 
+def test_a_launch_json_larger_than_any_launch_is_not_read(tmp_path):
+    path = tmp_path / "launch.json"
+    path.write_text(json.dumps({"argv": ["python"], "environment": {"PAD": "x" * (5 << 20)}}))
+    assert RecordedLaunch.read(path) == RecordedLaunch()
+
+
 def test_values_of_another_type_are_left_out_one_by_one(tmp_path):
     path = tmp_path / "launch.json"
     path.write_text(json.dumps({"argv": ["python", 3, None, "--tp-size=4"],
