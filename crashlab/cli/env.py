@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -34,13 +33,13 @@ def env(as_json: bool, as_markdown: bool, python: str | None, timeout: float | N
       crashlab env --python /opt/venvs/sglang/bin/python --markdown
       crashlab env --json | jq .packages
     """
-    from ..env.capture import capture_of, tool_timeout
+    from ..env.capture import capture_of
 
     if as_json and as_markdown:
         raise BadInput("choose one of --json and --markdown")
     from ..stdout import echo
 
-    environment = capture_of(python, timeout=tool_timeout(os.environ) if timeout is None else timeout)
+    environment = capture_of(python, timeout=timeout)
     if as_json:  # rich is not needed for JSON
         echo(environment.model_dump_json(indent=2))
         return

@@ -78,10 +78,13 @@ def tool_timeout(environ: Mapping[str, str]) -> float:
 
 
 def capture(host: Host | None = None, *, python: str | None = None,
-            timeout: float = DEFAULT_TIMEOUT) -> Environment:
+            timeout: float | None = None) -> Environment:
     """The environment of ``host`` (this machine by default), with the packages of ``python``
-    (an interpreter to ask for its sys.path; crashlab's own, read in process, by default)."""
+    (an interpreter to ask for its sys.path; crashlab's own, read in process, by default), each
+    tool under ``timeout`` seconds (None: the host's TIMEOUT_VARIABLE, else DEFAULT_TIMEOUT)."""
     host = host or Host()
+    if timeout is None:
+        timeout = tool_timeout(host.environ)
     home, home_from = toolkit.cuda_home(host)
     nvcc = toolkit.nvcc_path(host, home)
     run = _Runner(host, timeout)
@@ -122,7 +125,7 @@ def capture(host: Host | None = None, *, python: str | None = None,
 
 
 def capture_of(python: str | None, host: Host | None = None,
-               timeout: float = DEFAULT_TIMEOUT) -> Environment:
+               timeout: float | None = None) -> Environment:
     """capture() for a command's --python (the server's interpreter): one that is not there, or
     does not answer, is refused (BadInput) rather than described with no packages."""
     if python is not None and not Path(python).is_file() and shutil.which(python) is None:

@@ -13,7 +13,7 @@ from ..errors import BadInput
 from ..published import ClosedModel as _Model
 from ..report.model import Tool
 from ..version import __version__
-from .capture import capture_of, tool_timeout
+from .capture import capture_of
 from .checks import ALL, Check, Machine, Outcome
 from .checks.base import Concern, Status
 from .host import Host
@@ -76,8 +76,6 @@ def machine_for(runs_dir: Path, python: str | None, cmake_cache: Path | None,
     """The machine as ``crashlab doctor``'s options describe it, its facts from one environment
     capture (crashlab env; each tool under ``timeout``, CRASHLAB_TOOL_TIMEOUT's by default)."""
     host = host or Host()
-    if timeout is None:
-        timeout = tool_timeout(host.environ)
     if cmake_cache is not None and not cmake_cache.is_file():
         raise BadInput(f"--cmake-cache {cmake_cache}: no such file")
     return machine_from(capture_of(python, host, timeout), host, runs_dir=runs_dir,

@@ -11,7 +11,6 @@ H100 fault reported with "GPUs: none found" misleads whoever reads it.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -93,9 +92,9 @@ def environment(run_dir: Path | None, privacy: Privacy, coredump: tuple[str, Tri
         origins.append(f"{FROM_COREDUMP} {coredump[0]}: driver, CUDA version and GPUs")
     here = None
     if this_machine:
-        from ..env.capture import capture, tool_timeout
+        from ..env.capture import capture
 
-        here = _cleaned(capture(timeout=tool_timeout(os.environ)), privacy)
+        here = _cleaned(capture(), privacy)
     host, deployment = (privacy.text(value) if value else None for value in given)
     return ReportEnvironment(
         _cleaned(found, privacy) if found is not None else None,

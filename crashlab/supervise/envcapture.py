@@ -14,7 +14,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..env import capture
-from ..env.capture import tool_timeout
 from ..env.host import Host
 from ..env.interpreter import launch_interpreter
 from ..env.saved import FILE
@@ -33,7 +32,7 @@ def write_environment(run_dir: Path, command: list[str], environ: dict[str, str]
     path = run_dir / FILE
     try:
         python = launch_interpreter(command, environ)
-        environment = capture(Host(environ=environ), python=python, timeout=tool_timeout(environ))
+        environment = capture(Host(environ=environ), python=python)
         files.write_atomic(path, redactor.serialized(environment.model_dump_json(indent=2)).encode()
                            + b"\n")
     except OSError as exc:
