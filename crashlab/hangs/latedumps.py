@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..report.run import dump_pid
 from .evidence import moment
-from .layout import Capture
+from .layout import Capture, SourceRecord
 
 #: Seconds a dump's time may precede its trigger's and still be taken as its answer: the
 #: trigger's time is taken before the pipe is written, and clocks round.
@@ -23,14 +23,13 @@ _SLACK_S = 2.0
 def with_late_dumps(capture: Capture, run: Path) -> Capture:
     """CAPTURE with each ``timeout`` GPU-dump row whose rank's dump serve collected later in the
     run directory RUN filled in, as if it had come in time, with a note that says it came late."""
-    late = [row for row in capture.sources if row.source == "gpu-dump" and row.status == "timeout"]
-    pids = {rank.rank: rank.pid for rank in capture.ranks}
-    if not late or not (run / "captures").is_dir():
+    if not any(_timed_out(row) for row in capture.sources) or not (run / "captures").is_dir():
         return capture  # a capture copied out of its run has no cores/ to look in
+    pids = {rank.rank: rank.pid for rank in capture.ranks}
     found = _collected(run)
     updated = capture.model_copy(deep=True)
     for row in updated.sources:
-        if row.source != "gpu-dump" or row.status != "timeout" or row.rank not in pids:
+        if not _timed_out(row) or row.rank not in pids:
             continue
         asked = moment(row.taken_at)
         dumps = [(when, path) for when, path in found.get(pids[row.rank], [])
@@ -43,6 +42,10 @@ def with_late_dumps(capture: Capture, run: Path) -> Capture:
             "collected after the capture stopped waiting"
         updated.gpu_dumps.append(row.path)
     return updated
+
+
+def _timed_out(row: SourceRecord) -> bool:
+    return row.source == "gpu-dump" and row.status == "timeout"
 
 
 def _collected(run: Path) -> dict[int, list[tuple[float, Path]]]:
