@@ -29,6 +29,7 @@ from crashlab.report.model import KnownFix, Owner, Source, Tool
 from crashlab.report.run import DumpTriage, ExitStatus, Incident, RunReport
 from tests.conftest import ROOT
 from tests.index_fixtures import crash, signature
+from tests.serve_harness import wait_for
 
 CORE = ROOT / "fixtures" / "synthetic" / "moe_align_out_of_range.nvcudmp"
 HOUR, DAY = 3600.0, 86400.0
@@ -168,10 +169,8 @@ class UiServer:
     def logged(self, words: str, timeout: float = 30.0) -> str:
         """What the server has said once ``words`` is in it: its request log comes from another
         thread of the server and reaches the pipe after the response does."""
-        deadline = time.monotonic() + timeout
-        while words not in "".join(self.said) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        return "".join(self.said)
+        return wait_for(lambda: words in "".join(self.said) and "".join(self.said),
+                        f"{words!r} in crashlab ui's log", timeout)
 
     def stop(self) -> None:
         self.process.terminate()
