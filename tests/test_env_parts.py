@@ -17,6 +17,7 @@ from crashlab.env.interpreter import ask, launch_interpreter
 from crashlab.env.packages import Distributions, torch_build
 from crashlab.env.probe import run_tool
 from tests.env_machine import NVRM, site_packages, write
+from tests.serve_harness import wait_for
 
 PYTHON_DIR = str(Path(sys.executable).parent)
 
@@ -94,13 +95,10 @@ wait
     started = time.monotonic()
     done = run_tool([str(stubborn)], timeout=3.0, environ={"PATH": PYTHON_DIR})
     assert done.status == "timeout" and time.monotonic() - started < 3.0 + 10.0
-    left = [int(pid) for pid in pids.read_text().split()]
-    assert len(left) == 2
-    deadline = time.monotonic() + 30
-    while left and time.monotonic() < deadline:
-        left = [pid for pid in left if _alive(pid)]
-        time.sleep(0.05)
-    assert left == []
+    started_pids = [int(pid) for pid in pids.read_text().split()]
+    assert len(started_pids) == 2
+    wait_for(lambda: not any(_alive(pid) for pid in started_pids),
+             f"the stubborn tool's processes {started_pids} to end", 30)
 
 
 def _alive(pid: int) -> bool:
